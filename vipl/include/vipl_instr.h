@@ -1,0 +1,140 @@
+/*
+ * vipl_instr.h - per-primitive overhead instrumentation, used by every layer.
+ *
+ * A counter names one primitive ("VipPostSend", "VipCQDone(recv)",
+ * "firmware.send", "am.credit_wait", ...) and a category (the groups of the
+ * overhead-breakdown tables: Base VI, Event Notification, Flow Control,
+ * Semantics; plus Firmware and Other).  Each counter accumulates, per process,
+ * the number of timed intervals and their total TSC cycles.
+ *
+ * Switches:
+ *   compile time  VIASTACK_INSTR_COMPILED (CMake option VIASTACK_INSTR); when 0
+ *                 every macro below expands to nothing.
+ *   run time      VIASTACK_INSTR=1 in the environment (or vipl_instr_enable(1)).
+ *                 When off, a timed scope costs one predictable branch on a global.
+ *   dump at exit  VIASTACK_INSTR_DUMP=path.json ("%r" in the path becomes the rank)
+ *
+ * Usage (C):
+ *   VIPL_INSTR_DEFINE(c_post, "VipPostSend", VIPL_INSTR_BASE_VI);
+ *   VIPL_INSTR_BEGIN(t);  ... work ...  VIPL_INSTR_END(c_post, t);
+ * Usage (C++):
+ *   VIPL_INSTR_SCOPE("am.credit_wait", VIPL_INSTR_FLOW_CONTROL);
+ */
+#ifndef VIPL_INSTR_H
+#define VIPL_INSTR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifndef VIASTACK_INSTR_COMPILED
+#define VIASTACK_INSTR_COMPILED 1
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    VIPL_INSTR_BASE_VI = 0,     /* VipPostSend, VipSendDone, VipRecvDone, VipPostRecv */
+    VIPL_INSTR_EVENT = 1,       /* VipCQDone(send/recv), waits */
+    VIPL_INSTR_FLOW_CONTROL = 2,/* credits, descriptor recycling, send bookkeeping */
+    VIPL_INSTR_SEMANTICS = 3,   /* build descriptors, copy data, run handlers */
+    VIPL_INSTR_FIRMWARE = 4,    /* NIC firmware phases (not host overhead) */
+    VIPL_INSTR_OTHER = 5,
+    VIPL_INSTR_NCATEGORIES = 6
+} vipl_instr_category;
+
+typedef struct vipl_instr_counter {
+    const char *name;
+    int category;
+    int registered;             /* set once the counter is on the process list */
+    uint64_t count;             /* intervals timed */
+    uint64_t cycles;            /* total TSC cycles */
+    struct vipl_instr_counter *next;
+} vipl_instr_counter;
+
+/* A read-out of one counter. */
+typedef struct {
+    const char *name;
+    int category;
+    uint64_t count;
+    uint64_t cycles;
+    double ns;                  /* cycles converted with the calibrated TSC rate */
+} vipl_instr_sample;
+
+extern int vipl_instr_on;       /* the runtime switch; read it through vipl_instr_enabled() */
+
+static inline int vipl_instr_enabled(void) { return __builtin_expect(vipl_instr_on, 0); }
+
+static inline uint64_t vipl_instr_now(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+    uint64_t v;
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return 0;
+#endif
+}
+
+void vipl_instr_register(vipl_instr_counter *c);
+static inline void vipl_instr_add(vipl_instr_counter *c, uint64_t cycles) {
+    if (__builtin_expect(!c->registered, 0)) vipl_instr_register(c);
+    __atomic_fetch_add(&c->count, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->cycles, cycles, __ATOMIC_RELAXED);
+}
+
+void vipl_instr_enable(int on);
+void vipl_instr_reset(void);                 /* zero every counter */
+double vipl_instr_cycles_per_ns(void);       /* TSC rate, calibrated once */
+const char *vipl_instr_category_name(int category); /* "Base VI", "Event Notification", ... */
+/* Copies up to max samples (sorted by category, then name); returns the total number. */
+size_t vipl_instr_snapshot(vipl_instr_sample *out, size_t max);
+/* Looks one counter up by name; returns 0 and fills *out, or -1. */
+int vipl_instr_find(const char *name, vipl_instr_sample *out);
+void vipl_instr_print_table(FILE *f);        /* human-readable table, grouped by category */
+int vipl_instr_dump_json(const char *path);  /* machine-readable; 0 on success */
+
+#if VIASTACK_INSTR_COMPILED
+#define VIPL_INSTR_DEFINE(var, name, cat) static vipl_instr_counter var = {name, cat, 0, 0, 0, 0}
+#define VIPL_INSTR_BEGIN(t) uint64_t t = vipl_instr_enabled() ? vipl_instr_now() : 0
+#define VIPL_INSTR_END(var, t) \
+    do { if (vipl_instr_enabled()) vipl_instr_add(&(var), vipl_instr_now() - (t)); } while (0)
+#else
+#define VIPL_INSTR_DEFINE(var, name, cat) static const int var##_unused_ = 0
+#define VIPL_INSTR_BEGIN(t) do {} while (0)
+#define VIPL_INSTR_END(var, t) do {} while (0)
+#endif
+
+#ifdef __cplusplus
+} /* extern "C" */
+
+namespace vipl::instr {
+/* RAII timed scope: starts on construction, adds on destruction. */
+class Scope {
+public:
+    explicit Scope(vipl_instr_counter &c) noexcept
+        : c_(c), t0_(vipl_instr_enabled() ? vipl_instr_now() : 0) {}
+    ~Scope() { if (vipl_instr_enabled()) vipl_instr_add(&c_, vipl_instr_now() - t0_); }
+    Scope(const Scope &) = delete;
+    Scope &operator=(const Scope &) = delete;
+private:
+    vipl_instr_counter &c_;
+    uint64_t t0_;
+};
+} // namespace vipl::instr
+
+#if VIASTACK_INSTR_COMPILED
+#define VIPL_INSTR_CAT2_(a, b) a##b
+#define VIPL_INSTR_CAT_(a, b) VIPL_INSTR_CAT2_(a, b)
+#define VIPL_INSTR_SCOPE(name, cat)                                                        \
+    static vipl_instr_counter VIPL_INSTR_CAT_(vipl_instr_c_, __LINE__) = {name, cat, 0, 0, 0, 0}; \
+    ::vipl::instr::Scope VIPL_INSTR_CAT_(vipl_instr_s_, __LINE__)(VIPL_INSTR_CAT_(vipl_instr_c_, __LINE__))
+#else
+#define VIPL_INSTR_SCOPE(name, cat) do {} while (0)
+#endif
+#endif /* __cplusplus */
+
+#endif /* VIPL_INSTR_H */

@@ -1,0 +1,149 @@
+// vipl_provider.hpp - the contract between the VIPL API layer and a provider.
+//
+// The API layer (vipl/src) owns handles and checks arguments that need no
+// provider knowledge (NULL pointers, alignment, stale handles); a provider
+// implements the objects below.  Providers register a ProviderInfo at start-up
+// (see VIPL_REGISTER_PROVIDER); the core never includes a provider's header.
+//
+// Every method returns a VIP_RETURN with the spec's meaning.  An operation a
+// provider cannot support returns the spec's error for it (documented in the
+// provider's docs), never a silent success.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "vipl.h"
+
+namespace vipl::prov {
+
+class Nic;
+class Vi;
+class Cq;
+class Ptag;
+
+// Every provider object carries the API handle that names it, so a provider
+// can report handles in CQ entries, notify handlers and error callbacks.
+struct Object {
+    void *api_handle = nullptr;
+    virtual ~Object() = default;
+};
+
+class Ptag : public Object {};
+
+// VI attributes with the protection tag already resolved to the provider's object.
+struct ViAttr {
+    VIP_RELIABILITY_LEVEL reliability = VIP_SERVICE_UNRELIABLE;
+    VIP_ULONG max_transfer = 0;
+    VIP_QOS qos = nullptr;
+    Ptag *ptag = nullptr;
+    bool rdma_write = false;
+    bool rdma_read = false;
+};
+
+// Memory attributes with the protection tag resolved.
+struct MemAttr {
+    Ptag *ptag = nullptr;
+    bool rdma_write = false;
+    bool rdma_read = false;
+};
+
+class Cq : public Object {
+public:
+    virtual VIP_RETURN done(Vi **vi, bool *recv_queue) = 0;
+    virtual VIP_RETURN wait(VIP_ULONG timeout_ms, Vi **vi, bool *recv_queue) = 0;
+    virtual VIP_RETURN resize(VIP_ULONG entries) = 0;
+    virtual VIP_RETURN notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) = 0;
+};
+
+class Vi : public Object {
+public:
+    // data path (hot): descriptors are VIP_DESCRIPTOR_ALIGNMENT-aligned, non-NULL
+    virtual VIP_RETURN post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) = 0;
+    virtual VIP_RETURN send_done(VIP_DESCRIPTOR **d) = 0;
+    virtual VIP_RETURN post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) = 0;
+    virtual VIP_RETURN recv_done(VIP_DESCRIPTOR **d) = 0;
+    virtual VIP_RETURN send_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) = 0;
+    virtual VIP_RETURN recv_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) = 0;
+    virtual VIP_RETURN send_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) = 0;
+    virtual VIP_RETURN recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) = 0;
+
+    virtual VIP_RETURN query(VIP_VI_STATE *state, ViAttr *attr, bool *sendq_empty,
+                             bool *recvq_empty) = 0;
+    virtual VIP_RETURN set_attributes(const ViAttr &attr) = 0;
+
+    // connection management
+    virtual VIP_RETURN connect_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
+                                       VIP_ULONG timeout_ms, VIP_VI_ATTRIBUTES *remote_attr) = 0;
+    virtual VIP_RETURN disconnect() = 0;
+    virtual VIP_RETURN peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
+                                    VIP_ULONG timeout_ms) = 0;
+    virtual VIP_RETURN peer_done(VIP_VI_ATTRIBUTES *remote_attr) = 0;
+    virtual VIP_RETURN peer_wait(VIP_VI_ATTRIBUTES *remote_attr) = 0;
+};
+
+// A pending incoming connection request returned by Nic::connect_wait.
+class Conn : public Object {
+public:
+    virtual VIP_RETURN accept(Vi *vi) = 0;
+    virtual VIP_RETURN reject() = 0;
+};
+
+class Nic : public Object {
+public:
+    virtual VIP_RETURN query(VIP_NIC_ATTRIBUTES *attr) = 0;
+
+    virtual VIP_RETURN create_ptag(Ptag **out) = 0;
+    virtual VIP_RETURN destroy_ptag(Ptag *p) = 0; // VIP_INVALID_STATE while in use
+
+    virtual VIP_RETURN register_mem(void *addr, VIP_ULONG len, const MemAttr &a,
+                                    VIP_MEM_HANDLE *out) = 0;
+    virtual VIP_RETURN deregister_mem(void *addr, VIP_MEM_HANDLE mh) = 0;
+    virtual VIP_RETURN query_mem(void *addr, VIP_MEM_HANDLE mh, MemAttr *out) = 0;
+    virtual VIP_RETURN set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const MemAttr &a) = 0;
+
+    virtual VIP_RETURN create_vi(const ViAttr &a, Cq *send_cq, Cq *recv_cq, Vi **out) = 0;
+    virtual VIP_RETURN destroy_vi(Vi *vi) = 0; // VIP_INVALID_STATE unless idle/error and queues empty
+    virtual VIP_RETURN create_cq(VIP_ULONG entries, Cq **out) = 0;
+    virtual VIP_RETURN destroy_cq(Cq *cq) = 0; // VIP_INVALID_STATE while VIs are bound
+
+    virtual VIP_RETURN connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms,
+                                    VIP_NET_ADDRESS *remote, VIP_VI_ATTRIBUTES *remote_attr,
+                                    Conn **out) = 0;
+
+    virtual VIP_RETURN error_callback(VIP_PVOID ctx, VIP_ERROR_HANDLER h) = 0;
+
+    virtual VIP_RETURN ns_init(VIP_PVOID info) = 0;
+    virtual VIP_RETURN ns_get_host_by_name(const char *name, VIP_NET_ADDRESS *out,
+                                           VIP_ULONG index) = 0;
+    virtual VIP_RETURN ns_get_host_by_addr(const VIP_NET_ADDRESS *addr, char *name,
+                                           VIP_ULONG *len) = 0;
+    virtual VIP_RETURN ns_shutdown() = 0;
+    virtual VIP_RETURN query_system_management(VIP_ULONG info_type, VIP_PVOID out) = 0;
+
+    virtual int rank() const = 0;   // this NIC's address as an integer, or -1
+    virtual void progress() = 0;    // one non-blocking step (VipxProgress)
+};
+
+// How a provider makes itself known.
+struct ProviderInfo {
+    const char *name;                      // "nicfw", "verbs"
+    // Does this provider own the device name?  ("nicfw0" -> nicfw, "rxe0" -> verbs)
+    bool (*matches)(const char *device);
+    // Open the named device (never NULL/empty here: the API layer resolves the default).
+    VIP_RETURN (*open)(const char *device, Nic **out);
+    // Name of the default device of this provider ("nicfw0").
+    const char *default_device;
+};
+
+void register_provider(const ProviderInfo *p);
+
+} // namespace vipl::prov
+
+// Registers a provider at program start (the provider library is linked whole).
+#define VIPL_REGISTER_PROVIDER(info)                                                   \
+    namespace {                                                                        \
+    struct ViplProviderRegistrar_ {                                                    \
+        ViplProviderRegistrar_() { ::vipl::prov::register_provider(&(info)); }         \
+    } vipl_provider_registrar_;                                                        \
+    }
