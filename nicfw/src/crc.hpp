@@ -1,0 +1,13 @@
+// crc.hpp - the link CRC of nicfw packets: CRC-32C computed with the CPU's
+// crc32 instruction (SSE4.2), or zlib's crc32 where the CPU lacks it.  Both
+// ends of a link are on the same host, so they always agree on the choice.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nicfw {
+
+uint32_t crc32c(uint32_t crc, const void *data, size_t len);
+
+} // namespace nicfw

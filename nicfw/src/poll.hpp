@@ -1,0 +1,34 @@
+// poll.hpp - waiting for a NIC condition: spin (stepping an inline firmware),
+// then yield, then sleep briefly, until the condition holds or time runs out.
+// Spinning first keeps ping-pong latency low; yielding and sleeping keep eight
+// waiting processes from starving each other on two cores.
+#pragma once
+
+#include <sched.h>
+#include <time.h>
+
+namespace nicfw {
+
+template <class F>
+bool poll_until(NicHw *hw, VIP_ULONG timeout_ms, F &&cond) {
+    if (cond()) return true;
+    const bool forever = timeout_ms == VIP_INFINITE;
+    const uint64_t deadline = forever ? 0 : now_ns() + uint64_t(timeout_ms) * 1000000ull;
+    for (uint32_t i = 0;; ++i) {
+        hw->host_poll();
+        if (cond()) return true;
+        if (i < 2000) {
+            __builtin_ia32_pause();
+            continue;
+        }
+        if (!forever && now_ns() >= deadline) return false;
+        if (i < 20000) {
+            sched_yield();
+        } else {
+            timespec ts{0, 50000};
+            nanosleep(&ts, nullptr);
+        }
+    }
+}
+
+} // namespace nicfw

@@ -1,0 +1,266 @@
+// rx.cpp - the receive side of the firmware: take a packet off the wire FIFO
+// (link DMA into SRAM), check CRC, connection and sequence, then place the data
+// (SRAM -> host DMA) into a posted receive descriptor or an RDMA target region.
+#include <cstring>
+
+#include "nic.hpp"
+
+namespace nicfw {
+
+namespace {
+inline bool in_range(const Region *r, uintptr_t a, size_t len) {
+    return a >= r->base && len <= r->len && a - r->base <= r->len - len;
+}
+inline bool reliable(const ViImpl *vi) { return vi->attr.reliability != VIP_SERVICE_UNRELIABLE; }
+
+// An Ack (or read response) is reserved before anything else is done, so a
+// full FIFO leaves the packet untouched on the wire for a later retry.
+struct Reply {
+    TxSlot tx;
+    bool held = false;
+};
+
+bool reserve_reply(NicHw *hw, ViImpl *vi, uint32_t len, Reply *r) {
+    r->held = wire_reserve(hw->wire, vi->peer_nic, len, &r->tx, true);
+    return r->held;
+}
+
+void publish_reply(NicHw *hw, ViImpl *vi, Reply *r, Op op, uint32_t status, uint32_t len) {
+    PacketHeader *h = r->tx.hdr;
+    h->op = op;
+    h->flags = 0;
+    h->src_nic = static_cast<uint16_t>(hw->rank);
+    h->dst_vi = vi->peer_vi;
+    h->src_vi = static_cast<uint16_t>(vi->index);
+    h->aux = 0;
+    h->seq = vi->send_seq++;
+    h->length = len;
+    h->imm = status;
+    wire_publish(hw->wire, vi->peer_nic, r->tx, hw->cfg.crc);
+    r->held = false;
+}
+
+TxEntry *next_awaiting(ViImpl *vi) {
+    while (vi->tx_await < vi->tx_next) {
+        TxEntry &e = vi->txq[vi->tx_await % kMaxQueue];
+        if (e.awaiting) return &e;
+        ++vi->tx_await;
+    }
+    return nullptr;
+}
+} // namespace
+
+bool NicHw::rx_packet_try(const PacketHeader *h) {
+    const auto *payload = reinterpret_cast<const unsigned char *>(h) + kHeaderBytes;
+    const uint32_t len = h->length;
+    if (kHeaderBytes + uint64_t(len) > uint64_t(h->nslots) * kSlotBytes) { // malformed: cannot trust it
+        ++dropped;
+        return true;
+    }
+    if (h->flags & kFlagStamp) { // wire-latency profile: not delivered before send time + L
+        uint64_t t;
+        std::memcpy(&t, payload + len, 8);
+        if (now_ns() < t + cfg.profile.wire_ns) return false;
+    }
+    ViImpl *vi = h->dst_vi < kMaxVi ? vis[h->dst_vi].load(std::memory_order_acquire) : nullptr;
+    if (cfg.crc && h->crc != packet_crc(h, payload)) {
+        ++crc_errors;
+        if (vi && h->op < Op::ConnReq && reliable(vi) &&
+            vi->state.load() == static_cast<int>(ViState::Connected))
+            vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
+        return true;
+    }
+    // link DMA: wire -> SRAM
+    if (len) std::memcpy(sram_rx.get(), payload, len);
+    const unsigned char *p = sram_rx.get();
+    if (h->op >= Op::ConnReq) {
+        rx_cm(h, p);
+        return true;
+    }
+    if (!vi || vi->state.load(std::memory_order_acquire) != static_cast<int>(ViState::Connected) ||
+        vi->peer_nic != h->src_nic || vi->peer_vi != h->src_vi) {
+        ++dropped; // not for a live connection (stale, or the VI went away)
+        return true;
+    }
+    if (h->seq != vi->recv_seq) {
+        if (reliable(vi)) {
+            vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
+            return true;
+        }
+        vi->recv_seq = h->seq; // unreliable: accept and resynchronise
+    }
+    bool consumed = true;
+    switch (h->op) {
+    case Op::Send: consumed = rx_send(vi, h, p); break;
+    case Op::RdmaWrite: consumed = rx_rdma_write(vi, h, p); break;
+    case Op::ReadReq: consumed = rx_read_req(vi, h, p); break;
+    case Op::ReadResp: rx_read_resp(vi, h, p); break;
+    case Op::Ack: rx_ack(vi, h); break;
+    default: ++dropped; break;
+    }
+    if (consumed) vi->recv_seq = h->seq + 1;
+    return consumed;
+}
+
+bool NicHw::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+    const bool ackreq = h->flags & kFlagAckReq;
+    Reply ack;
+    if (ackreq && !reserve_reply(this, vi, 0, &ack)) return false;
+    Token t;
+    if (!fetch_rx_desc(vi, &t)) {
+        if (ackreq) publish_reply(this, vi, &ack, Op::Ack, VIP_STATUS_REMOTE_DESC_ERROR, 0);
+        if (reliable(vi)) vi_error(vi, VIP_ERROR_RECVQ_EMPTY, nullptr, !ackreq);
+        else ++dropped; // unreliable: no receive posted, the message is lost
+        return true;
+    }
+    VIP_DESCRIPTOR *d = t.desc;
+    uint32_t err = 0;
+    const Region *dr = region(t.mh);
+    uint32_t cap = 0, nseg = 0;
+    if (!dr || dr->ptag_id != vi->ptag_id || !in_range(dr, reinterpret_cast<uintptr_t>(d), sizeof(VIP_CONTROL_SEGMENT))) {
+        err = VIP_STATUS_PROTECTION_ERROR;
+    } else {
+        nseg = d->CS.SegCount;
+        if (nseg > kMaxSegments) err = VIP_STATUS_FORMAT_ERROR;
+        else if (!in_range(dr, reinterpret_cast<uintptr_t>(d),
+                           sizeof(VIP_CONTROL_SEGMENT) + nseg * sizeof(VIP_DESCRIPTOR_SEGMENT)))
+            err = VIP_STATUS_PROTECTION_ERROR;
+        else {
+            std::memcpy(desc_cache, d->DS, nseg * sizeof(VIP_DESCRIPTOR_SEGMENT));
+            if (!validate_segments(vi, &desc_cache[0].Local, nseg, &cap)) err = VIP_STATUS_PROTECTION_ERROR;
+            else if (h->length > cap) err = VIP_STATUS_LENGTH_ERROR;
+        }
+    }
+    if (!err) { // host DMA: SRAM -> the descriptor's scatter list
+        uint32_t left = h->length;
+        const unsigned char *s = p;
+        for (uint32_t i = 0; i < nseg && left; ++i) {
+            const VIP_DATA_SEGMENT &sg = desc_cache[i].Local;
+            const uint32_t n = sg.Length < left ? sg.Length : left;
+            std::memcpy(sg.Data.Address, s, n);
+            s += n;
+            left -= n;
+        }
+    }
+    uint32_t st = VIP_STATUS_OP_RECEIVE | err;
+    if (h->flags & kFlagImm) {
+        d->CS.ImmediateData = h->imm;
+        st |= VIP_STATUS_IMMEDIATE;
+    }
+    complete_desc(vi, d, st, err ? 0 : h->length, true);
+    if (ackreq) publish_reply(this, vi, &ack, Op::Ack, err ? VIP_STATUS_REMOTE_DESC_ERROR : 0, 0);
+    if (err && reliable(vi)) vi_error(vi, VIP_ERROR_POST_DESC, d, !ackreq);
+    return true;
+}
+
+bool NicHw::rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+    const bool ackreq = h->flags & kFlagAckReq;
+    if (h->length < sizeof(RdmaExt)) {
+        ++dropped;
+        return true;
+    }
+    Reply ack;
+    if (ackreq && !reserve_reply(this, vi, 0, &ack)) return false;
+    RdmaExt x;
+    std::memcpy(&x, p, sizeof x);
+    const uint32_t n = h->length - static_cast<uint32_t>(sizeof x);
+    const Region *r = region(x.rhandle);
+    const bool ok = r && r->ptag_id == vi->ptag_id && r->rdma_write && vi->attr.rdma_write && in_range(r, x.raddr, n);
+    if (!ok) {
+        if (ackreq) publish_reply(this, vi, &ack, Op::Ack, VIP_STATUS_RDMA_PROT_ERROR, 0);
+        if (reliable(vi)) vi_error(vi, VIP_ERROR_RDMAW_PROT, nullptr, !ackreq);
+        else ++dropped;
+        return true;
+    }
+    if (n) std::memcpy(reinterpret_cast<void *>(x.raddr), p + sizeof x, n); // SRAM -> host
+    uint32_t status = 0;
+    if (h->flags & kFlagImm) { // consumes a receive descriptor that carries the immediate
+        Token t;
+        if (!fetch_rx_desc(vi, &t)) {
+            if (ackreq) publish_reply(this, vi, &ack, Op::Ack, VIP_STATUS_REMOTE_DESC_ERROR, 0);
+            if (reliable(vi)) vi_error(vi, VIP_ERROR_RECVQ_EMPTY, nullptr, !ackreq);
+            else ++dropped;
+            return true;
+        }
+        const Region *dr = region(t.mh);
+        if (!dr || dr->ptag_id != vi->ptag_id ||
+            !in_range(dr, reinterpret_cast<uintptr_t>(t.desc), sizeof(VIP_CONTROL_SEGMENT))) {
+            status = VIP_STATUS_PROTECTION_ERROR;
+        } else {
+            t.desc->CS.ImmediateData = h->imm;
+        }
+        complete_desc(vi, t.desc,
+                      VIP_STATUS_OP_REMOTE_RDMA_WRITE | VIP_STATUS_IMMEDIATE | status, status ? 0 : n, true);
+    }
+    if (ackreq) publish_reply(this, vi, &ack, Op::Ack, status ? VIP_STATUS_REMOTE_DESC_ERROR : 0, 0);
+    if (status && reliable(vi)) vi_error(vi, VIP_ERROR_POST_DESC, nullptr, !ackreq);
+    return true;
+}
+
+bool NicHw::rx_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+    if (h->length < sizeof(RdmaExt)) {
+        ++dropped;
+        return true;
+    }
+    RdmaExt x;
+    std::memcpy(&x, p, sizeof x);
+    const Region *r = region(x.rhandle);
+    const bool ok = r && r->ptag_id == vi->ptag_id && r->rdma_read && vi->attr.rdma_read &&
+                    x.rlen <= kMaxTransfer && in_range(r, x.raddr, x.rlen);
+    Reply resp;
+    if (!reserve_reply(this, vi, ok ? x.rlen : 0, &resp)) return false;
+    if (ok && x.rlen) { // host -> SRAM -> wire
+        std::memcpy(sram_tx.get(), reinterpret_cast<const void *>(x.raddr), x.rlen);
+        std::memcpy(resp.tx.payload, sram_tx.get(), x.rlen);
+    }
+    publish_reply(this, vi, &resp, Op::ReadResp, ok ? 0 : VIP_STATUS_RDMA_PROT_ERROR, ok ? x.rlen : 0);
+    if (!ok) vi_error(vi, VIP_ERROR_RDMAR_PROT, nullptr, false); // the response tells the initiator
+    return true;
+}
+
+void NicHw::rx_read_resp(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+    TxEntry *e = next_awaiting(vi);
+    if (!e || (e->status & VIP_STATUS_OP_MASK) != VIP_STATUS_OP_RDMA_READ) {
+        vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
+        return;
+    }
+    const uint32_t err = h->imm;
+    if (!err) {
+        // Scatter into the descriptor's local segments (checked when it was sent).
+        VIP_DESCRIPTOR *d = e->desc;
+        const uint32_t nseg = d->CS.SegCount - 1u;
+        uint32_t left = h->length;
+        for (uint32_t i = 0; i < nseg && left; ++i) {
+            const VIP_DATA_SEGMENT &sg = d->DS[1 + i].Local;
+            const uint32_t n = sg.Length < left ? sg.Length : left;
+            std::memcpy(sg.Data.Address, p, n);
+            p += n;
+            left -= n;
+        }
+    }
+    e->status |= err;
+    e->awaiting = false;
+    e->ready = true;
+    ++vi->tx_await;
+    VIP_DESCRIPTOR *d = e->desc;
+    complete_tx(vi);
+    if (err) vi_error(vi, VIP_ERROR_RDMAR_PROT, d, false);
+}
+
+void NicHw::rx_ack(ViImpl *vi, const PacketHeader *h) {
+    TxEntry *e = next_awaiting(vi);
+    if (!e) {
+        vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
+        return;
+    }
+    e->status |= h->imm;
+    e->awaiting = false;
+    e->ready = true;
+    ++vi->tx_await;
+    VIP_DESCRIPTOR *d = e->desc;
+    complete_tx(vi);
+    if (h->imm)
+        vi_error(vi, (h->imm & VIP_STATUS_RDMA_PROT_ERROR) ? VIP_ERROR_RDMAW_PROT : VIP_ERROR_POST_DESC, d, false);
+}
+
+} // namespace nicfw

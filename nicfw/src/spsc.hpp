@@ -1,0 +1,59 @@
+// spsc.hpp - a bounded single-producer/single-consumer ring: the doorbell FIFO
+// (host -> firmware) and the completion-queue ring (firmware -> host).  With an
+// inline firmware both ends are the same thread and the atomics are plain moves.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace nicfw {
+
+template <class T>
+class SpscRing {
+public:
+    explicit SpscRing(size_t capacity = 1) { reset(capacity); }
+
+    // Not concurrent with push/pop: used while the ring is idle (create, resize).
+    void reset(size_t capacity) {
+        cap_ = capacity ? capacity : 1;
+        buf_ = std::make_unique<T[]>(cap_);
+        head_.store(0, std::memory_order_relaxed);
+        tail_.store(0, std::memory_order_relaxed);
+    }
+
+    size_t capacity() const { return cap_; }
+    size_t size() const {
+        return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
+    }
+    bool empty() const { return size() == 0; }
+
+    bool push(const T &v) {
+        const uint64_t t = tail_.load(std::memory_order_relaxed);
+        if (t - head_.load(std::memory_order_acquire) >= cap_) return false;
+        buf_[t % cap_] = v;
+        tail_.store(t + 1, std::memory_order_release);
+        return true;
+    }
+    bool pop(T *out) {
+        const uint64_t h = head_.load(std::memory_order_relaxed);
+        if (h == tail_.load(std::memory_order_acquire)) return false;
+        *out = buf_[h % cap_];
+        head_.store(h + 1, std::memory_order_release);
+        return true;
+    }
+    const T *front() const {
+        const uint64_t h = head_.load(std::memory_order_relaxed);
+        if (h == tail_.load(std::memory_order_acquire)) return nullptr;
+        return &buf_[h % cap_];
+    }
+
+private:
+    size_t cap_ = 1;
+    std::unique_ptr<T[]> buf_;
+    alignas(64) std::atomic<uint64_t> head_{0};
+    alignas(64) std::atomic<uint64_t> tail_{0};
+};
+
+} // namespace nicfw

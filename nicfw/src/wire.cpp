@@ -1,0 +1,166 @@
+// wire.cpp - mapping the job's wire and the FIFO protocol (see wire.hpp).
+#include "wire.hpp"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+
+#include "crc.hpp"
+
+namespace nicfw {
+
+namespace {
+size_t round_pow2(size_t v) {
+    size_t p = 1;
+    while (p < v) p <<= 1;
+    return p;
+}
+
+long futex(std::atomic<uint32_t> *addr, int op, uint32_t val, const timespec *ts) {
+    return syscall(SYS_futex, reinterpret_cast<uint32_t *>(addr), op, val, ts, nullptr, 0);
+}
+} // namespace
+
+Wire::Wire(const std::string &job, int nprocs, size_t ring_bytes) : nprocs_(nprocs) {
+    if (nprocs < 1 || nprocs > 65535) throw std::runtime_error("nicfw: job size out of range 1..65535");
+    slots_ = round_pow2(ring_bytes / kSlotBytes);
+    if (slots_ < 1024) slots_ = 1024;
+    stride_ = sizeof(RingCtl) + slots_ * kSlotBytes;
+    bytes_ = stride_ * static_cast<size_t>(nprocs);
+    void *p;
+    if (job.empty()) {
+        p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw std::runtime_error(std::string("nicfw: cannot map a private wire: ") + strerror(errno));
+    } else {
+        path_ = "/dev/shm/viastack-" + job + "-wire";
+        int fd = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0)
+            throw std::runtime_error("nicfw: cannot open the job's wire " + path_ + ": " + strerror(errno) +
+                                     " (is /dev/shm mounted and writable?)");
+        struct stat st {};
+        // Every rank computes the same size; ftruncate only ever grows a fresh file.
+        if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) != bytes_) {
+            if (st.st_size != 0 && static_cast<size_t>(st.st_size) != bytes_) {
+                close(fd);
+                throw std::runtime_error("nicfw: " + path_ + " has another size: ranks disagree on "
+                                         "VIPL_NICFW_RING_KB or the job size");
+            }
+            if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+                int e = errno;
+                close(fd);
+                throw std::runtime_error("nicfw: cannot size " + path_ + ": " + strerror(e));
+            }
+        }
+        p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (p == MAP_FAILED) throw std::runtime_error("nicfw: cannot map " + path_ + ": " + strerror(errno));
+    }
+    base_ = static_cast<unsigned char *>(p);
+}
+
+Wire::~Wire() {
+    if (base_) munmap(base_, bytes_);
+}
+
+bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
+    RingCtl &c = w.ctl(dst);
+    const uint64_t cap = w.ring_slots();
+    const uint64_t need = (kHeaderBytes + payload + kSlotBytes - 1) / kSlotBytes;
+    const uint64_t limit = reply ? cap : cap - w.reply_headroom();
+    uint64_t tail = c.tail.load(std::memory_order_relaxed);
+    for (;;) {
+        // A packet never wraps: if it would, a pad packet fills the ring's end.
+        const uint64_t off = tail & (cap - 1);
+        const uint64_t pad = (off + need > cap) ? cap - off : 0;
+        const uint64_t head = c.head.load(std::memory_order_acquire);
+        if (tail + pad + need - head > limit) return false;
+        if (c.tail.compare_exchange_weak(tail, tail + pad + need, std::memory_order_acq_rel,
+                                         std::memory_order_relaxed)) {
+            Slot *s = w.slots(dst);
+            if (pad) {
+                auto *ph = reinterpret_cast<PacketHeader *>(&s[off]);
+                ph->nslots = static_cast<uint16_t>(pad > 0xffff ? 0 : pad);
+                ph->op = Op::Pad;
+                ph->length = static_cast<uint32_t>(pad); // authoritative for pads (may exceed 16 bits)
+                reinterpret_cast<std::atomic<uint32_t> *>(&ph->tag)
+                    ->store(static_cast<uint32_t>(tail + 1), std::memory_order_release);
+            }
+            out->pos = tail + pad;
+            out->hdr = reinterpret_cast<PacketHeader *>(&s[out->pos & (cap - 1)]);
+            out->payload = reinterpret_cast<unsigned char *>(out->hdr) + kHeaderBytes;
+            out->hdr->nslots = static_cast<uint16_t>(need);
+            return true;
+        }
+    }
+}
+
+void wire_publish(Wire &w, int dst, const TxSlot &tx, bool with_crc) {
+    tx.hdr->crc = with_crc ? packet_crc(tx.hdr, tx.payload) : 0;
+    reinterpret_cast<std::atomic<uint32_t> *>(&tx.hdr->tag)
+        ->store(static_cast<uint32_t>(tx.pos + 1), std::memory_order_release);
+    RingCtl &c = w.ctl(dst);
+    // Pairs with the fence in wire_sleep: either we see sleeping=1 or the
+    // consumer sees our tag before it blocks.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (__builtin_expect(c.sleeping.load(std::memory_order_relaxed) != 0, 0)) {
+        c.sleeping.store(0, std::memory_order_relaxed);
+        c.doorbell.fetch_add(1, std::memory_order_release);
+        futex(&c.doorbell, FUTEX_WAKE, 1, nullptr);
+    }
+}
+
+const PacketHeader *wire_peek(Wire &w, int me, uint64_t head) {
+    const uint64_t cap = w.ring_slots();
+    auto *h = reinterpret_cast<const PacketHeader *>(&w.slots(me)[head & (cap - 1)]);
+    const uint32_t tag =
+        reinterpret_cast<const std::atomic<uint32_t> *>(&h->tag)->load(std::memory_order_acquire);
+    return tag == static_cast<uint32_t>(head + 1) ? h : nullptr;
+}
+
+uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h) {
+    const uint64_t cap = w.ring_slots();
+    const uint64_t n = (h->op == Op::Pad) ? h->length : h->nslots;
+    Slot *s = w.slots(me);
+    // Clear the first word of every consumed slot: a later packet's payload may
+    // land there, but a stale tag must never look published.
+    for (uint64_t i = 0; i < n; ++i)
+        reinterpret_cast<std::atomic<uint32_t> *>(&s[(head + i) & (cap - 1)])
+            ->store(0, std::memory_order_relaxed);
+    w.ctl(me).head.store(head + n, std::memory_order_release);
+    return head + n;
+}
+
+uint32_t packet_crc(const PacketHeader *h, const unsigned char *payload) {
+    PacketHeader copy = *h;
+    copy.tag = 0;
+    copy.crc = 0;
+    uint32_t c = crc32c(0, &copy, sizeof copy);
+    return crc32c(c, payload, h->length);
+}
+
+uint32_t wire_sleep_prepare(Wire &w, int me) {
+    RingCtl &c = w.ctl(me);
+    const uint32_t bell = c.doorbell.load(std::memory_order_acquire);
+    c.sleeping.store(1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return bell;
+}
+
+void wire_sleep_commit(Wire &w, int me, uint32_t bell, unsigned timeout_us) {
+    RingCtl &c = w.ctl(me);
+    timespec ts{static_cast<time_t>(timeout_us / 1000000), static_cast<long>(timeout_us % 1000000) * 1000};
+    futex(&c.doorbell, FUTEX_WAIT, bell, &ts);
+    c.sleeping.store(0, std::memory_order_relaxed);
+}
+
+void wire_sleep_cancel(Wire &w, int me) { w.ctl(me).sleeping.store(0, std::memory_order_relaxed); }
+
+} // namespace nicfw

@@ -1,0 +1,150 @@
+// wire.hpp - the "Myrinet switch": a shared-memory segment joining the NICs of
+// every process of a job on one host.
+//
+// Each NIC owns one receive FIFO (a ring of 64-byte slots) that every other NIC
+// may write into.  A packet occupies one or more contiguous slots; its first 32
+// bytes are the packet header, the payload follows.  A 16-byte message therefore
+// travels in one cache line: the sender writes it, the receiver reads it, and
+// that is the only cross-core transfer on the data path.
+//
+// Producers reserve slots with a CAS on the ring's tail, write the packet, and
+// publish it by storing the header's `tag` (= slot position + 1) last, with
+// release order.  The single consumer (the owning NIC's firmware) spins on the
+// tag of the slot at its head, copies the packet out, zeroes the tags of the
+// slots it consumed and advances head.  Zero-filled memory is a valid empty
+// ring, so the segment needs no initialisation: every process maps the same
+// file (created lazily with O_CREAT and a size computed from the job size).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace nicfw {
+
+constexpr size_t kSlotBytes = 64;
+constexpr size_t kHeaderBytes = 32;
+
+enum class Op : uint8_t {
+    Pad = 0,        // filler to the ring's end (never delivered)
+    Send = 1,       // send/recv data
+    RdmaWrite = 2,  // RDMA write (flag kFlagImm: consumes a receive descriptor)
+    ReadReq = 3,    // RDMA read request
+    ReadResp = 4,   // RDMA read response (data, or error status)
+    Ack = 5,        // reliable-reception acknowledgement (carries a status)
+    ConnReq = 6,    // client/server connection request
+    ConnAck = 7,
+    ConnRej = 8,
+    ConnCancel = 9,
+    PeerReq = 10,   // peer-to-peer connection request
+    PeerCancel = 11,
+    Disc = 12,      // orderly disconnect
+    ConnErr = 13,   // the peer's VI went to the error state: connection broken
+};
+
+constexpr uint8_t kFlagImm = 0x01;      // immediate data present
+constexpr uint8_t kFlagAckReq = 0x02;   // sender waits for an Ack (reliable reception)
+constexpr uint8_t kFlagStamp = 0x04;    // 8-byte send time follows the payload (wire-latency profile)
+
+// The first 32 bytes of a packet.  `tag` is written last (release).
+struct PacketHeader {
+    uint32_t tag;       // slot position + 1 (publication mark)
+    uint16_t nslots;    // slots this packet occupies (including a leading pad)
+    Op op;
+    uint8_t flags;
+    uint16_t src_nic;   // rank of the sending NIC
+    uint16_t dst_vi;    // VI index at the destination NIC
+    uint16_t src_vi;    // VI index at the source NIC
+    uint16_t aux;       // op-specific (e.g. Ack status bits, high half)
+    uint32_t seq;       // per-connection sequence number
+    uint32_t length;    // payload bytes after the header
+    uint32_t imm;       // immediate data / op-specific word
+    uint32_t crc;       // CRC over header (tag and crc zeroed) and payload
+};
+static_assert(sizeof(PacketHeader) == kHeaderBytes);
+
+// RDMA extension header, first bytes of the payload of RdmaWrite/ReadReq.
+struct RdmaExt {
+    uint64_t raddr;
+    uint32_t rhandle;
+    uint32_t rlen;      // ReadReq: bytes requested
+};
+
+// Control of one receive FIFO; each field on its own cache line so producers'
+// CAS on tail never disturbs the consumer's head or the sleep flag.
+struct alignas(64) RingCtl {
+    std::atomic<uint64_t> tail;      // next free slot (producers)
+    char pad0[56];
+    std::atomic<uint64_t> head;      // next slot to consume (consumer)
+    char pad1[56];
+    std::atomic<uint32_t> sleeping;  // consumer is (about to be) blocked on this word
+    std::atomic<uint32_t> doorbell;  // futex word bumped by producers that wake it
+    char pad2[56];
+};
+static_assert(sizeof(RingCtl) == 192);
+
+struct alignas(64) Slot {
+    unsigned char bytes[kSlotBytes];
+};
+
+// A mapping of the job's wire.  One per process.
+class Wire {
+public:
+    // Maps the wire of the current job (VIASTACK_JOB) or makes a private one for
+    // a job of one.  Throws std::runtime_error with a readable message.
+    Wire(const std::string &job, int nprocs, size_t ring_bytes);
+    ~Wire();
+    Wire(const Wire &) = delete;
+    Wire &operator=(const Wire &) = delete;
+
+    int nprocs() const { return nprocs_; }
+    size_t ring_slots() const { return slots_; }
+    size_t max_payload() const { return (slots_ / 4 - 1) * kSlotBytes - kHeaderBytes; }
+    size_t reply_headroom() const { return slots_ / 4; }
+
+    RingCtl &ctl(int nic) { return *reinterpret_cast<RingCtl *>(base_ + nic * stride_); }
+    Slot *slots(int nic) { return reinterpret_cast<Slot *>(base_ + nic * stride_ + sizeof(RingCtl)); }
+
+private:
+    int nprocs_;
+    size_t slots_;
+    size_t stride_;
+    size_t bytes_;
+    unsigned char *base_ = nullptr;
+    std::string path_;
+};
+
+// Producer side: a packet being built in a reserved run of slots.
+struct TxSlot {
+    PacketHeader *hdr = nullptr;   // where to write the header
+    unsigned char *payload = nullptr;
+    uint64_t pos = 0;              // position of the header slot
+};
+
+// Reserves room for a packet of `payload` bytes in `dst`'s FIFO.  Returns false
+// when the FIFO is full (back-pressure: the caller retries later).  Requests
+// (data) leave `Wire::reply_headroom()` slots free, which only replies (Acks,
+// read responses, connection management) may use: a NIC that must answer
+// before it can drain its own FIFO therefore always finds room, and two NICs
+// streaming at each other cannot deadlock on full FIFOs.
+bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply = false);
+// Fills crc, then publishes the packet (tag last, release) and wakes a sleeping consumer.
+void wire_publish(Wire &w, int dst, const TxSlot &tx, bool with_crc);
+
+// Consumer side: the packet at head, if published; nullptr otherwise.
+const PacketHeader *wire_peek(Wire &w, int me, uint64_t head);
+// Consumes the packet at head (whose header is h): zeroes its tags, advances head.
+uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h);
+
+uint32_t packet_crc(const PacketHeader *h, const unsigned char *payload);
+
+// The consumer side of the sleep protocol, in three steps so the firmware can
+// re-check all its work sources (wire and host doorbells) after announcing it
+// sleeps: prepare (sleeping = 1, full fence), re-check, then commit (futex wait
+// until a producer rings or `timeout_us` passes) or cancel.
+uint32_t wire_sleep_prepare(Wire &w, int me);
+void wire_sleep_commit(Wire &w, int me, uint32_t bell, unsigned timeout_us);
+void wire_sleep_cancel(Wire &w, int me);
+
+} // namespace nicfw

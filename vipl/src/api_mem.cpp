@@ -1,0 +1,63 @@
+// api_mem.cpp - memory registration and attributes.
+#include "handles.hpp"
+
+using namespace vipl::api;
+
+namespace {
+// Resolves the ptag handle inside memory attributes to the provider's object.
+VIP_RETURN resolve(NicEntry *e, const VIP_MEM_ATTRIBUTES *a, vipl::prov::MemAttr *out) {
+    NicEntry *owner = nullptr;
+    vipl::prov::Ptag *p = ptags().lookup(a->Ptag, &owner);
+    if (!p || owner->nic != e->nic) return VIP_INVALID_PTAG;
+    out->ptag = p;
+    out->rdma_write = a->EnableRdmaWrite != VIP_FALSE;
+    out->rdma_read = a->EnableRdmaRead != VIP_FALSE;
+    return VIP_SUCCESS;
+}
+} // namespace
+
+extern "C" {
+
+VIP_RETURN VipRegisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress, VIP_ULONG Length,
+                          VIP_MEM_ATTRIBUTES *MemAttribs, VIP_MEM_HANDLE *MemoryHandle) {
+    NicEntry *e = nics().lookup(NicHandle);
+    if (!e || !VirtualAddress || Length == 0 || !MemAttribs || !MemoryHandle) return VIP_INVALID_PARAMETER;
+    if (reinterpret_cast<uintptr_t>(VirtualAddress) + Length < reinterpret_cast<uintptr_t>(VirtualAddress))
+        return VIP_INVALID_PARAMETER; // wraps the address space
+    vipl::prov::MemAttr a;
+    if (VIP_RETURN rc = resolve(e, MemAttribs, &a); rc != VIP_SUCCESS) return rc;
+    VIP_RETURN rc = e->nic->register_mem(VirtualAddress, Length, a, MemoryHandle);
+    if (rc == VIP_SUCCESS) e->regions.fetch_add(1);
+    return rc;
+}
+
+VIP_RETURN VipDeregisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress, VIP_MEM_HANDLE MemoryHandle) {
+    NicEntry *e = nics().lookup(NicHandle);
+    if (!e) return VIP_INVALID_PARAMETER;
+    VIP_RETURN rc = e->nic->deregister_mem(VirtualAddress, MemoryHandle);
+    if (rc == VIP_SUCCESS) e->regions.fetch_sub(1);
+    return rc;
+}
+
+VIP_RETURN VipQueryMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_MEM_HANDLE MemHandle,
+                       VIP_MEM_ATTRIBUTES *MemAttribs) {
+    NicEntry *e = nics().lookup(NicHandle);
+    if (!e || !MemAttribs) return VIP_INVALID_PARAMETER;
+    vipl::prov::MemAttr a;
+    if (VIP_RETURN rc = e->nic->query_mem(Address, MemHandle, &a); rc != VIP_SUCCESS) return rc;
+    MemAttribs->Ptag = a.ptag ? a.ptag->api_handle : nullptr;
+    MemAttribs->EnableRdmaWrite = a.rdma_write ? VIP_TRUE : VIP_FALSE;
+    MemAttribs->EnableRdmaRead = a.rdma_read ? VIP_TRUE : VIP_FALSE;
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipSetMemAttributes(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_MEM_HANDLE MemHandle,
+                               VIP_MEM_ATTRIBUTES *MemAttribs) {
+    NicEntry *e = nics().lookup(NicHandle);
+    if (!e || !MemAttribs) return VIP_INVALID_PARAMETER;
+    vipl::prov::MemAttr a;
+    if (VIP_RETURN rc = resolve(e, MemAttribs, &a); rc != VIP_SUCCESS) return rc;
+    return e->nic->set_mem_attributes(Address, MemHandle, a);
+}
+
+} // extern "C"

@@ -1,0 +1,116 @@
+// handles.hpp - opaque VIPL handles.  A handle is (kind, generation, index)
+// packed into a pointer-sized value, never a raw pointer: a stale, forged or
+// wrongly-typed handle is recognised and rejected with VIP_INVALID_PARAMETER
+// instead of being dereferenced.  Lookup is lock-free (two loads and a compare),
+// so the data path (VipPostSend, VipRecvDone, ...) pays almost nothing for it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "vipl_provider.hpp"
+
+namespace vipl::api {
+
+enum class Kind : uint8_t { Nic = 1, Vi = 2, Cq = 3, Ptag = 4, Conn = 5 };
+
+struct NicEntry; // API-layer bookkeeping of one open NIC handle
+
+// One table per kind.  `owner` is the NIC entry an object was made through.
+template <class T>
+class HandleTable {
+public:
+    static constexpr uint32_t kCap = 1u << 16;
+
+    explicit HandleTable(Kind k) : kind_(k), slots_(new Slot[kCap]) {}
+
+    void *insert(T *obj, NicEntry *owner) {
+        std::lock_guard<std::mutex> g(mu_);
+        uint32_t idx;
+        if (!free_.empty()) {
+            idx = free_.back();
+            free_.pop_back();
+        } else if (next_ < kCap) {
+            idx = next_++;
+        } else {
+            return nullptr;
+        }
+        Slot &s = slots_[idx];
+        s.obj = obj;
+        s.owner = owner;
+        const uint32_t gen = s.gen.load(std::memory_order_relaxed) | 1u; // odd = live
+        s.gen.store(gen, std::memory_order_release);
+        return encode(idx, gen);
+    }
+
+    T *lookup(const void *h, NicEntry **owner = nullptr) const {
+        const uint64_t v = reinterpret_cast<uint64_t>(h);
+        if ((v >> 56) != static_cast<uint64_t>(kind_)) return nullptr;
+        const uint32_t idx = static_cast<uint32_t>(v & 0xffffff);
+        const uint32_t gen = static_cast<uint32_t>((v >> 24) & 0xffffffff);
+        if (idx >= kCap || !(gen & 1u)) return nullptr;
+        const Slot &s = slots_[idx];
+        if (s.gen.load(std::memory_order_acquire) != gen) return nullptr;
+        if (owner) *owner = s.owner;
+        return s.obj;
+    }
+
+    // Invalidates the handle (its generation moves on) and returns the object.
+    T *remove(const void *h) {
+        std::lock_guard<std::mutex> g(mu_);
+        T *obj = lookup(h);
+        if (!obj) return nullptr;
+        const uint32_t idx = static_cast<uint32_t>(reinterpret_cast<uint64_t>(h) & 0xffffff);
+        Slot &s = slots_[idx];
+        s.gen.store(s.gen.load() + 1, std::memory_order_release); // even = free
+        s.obj = nullptr;
+        free_.push_back(idx);
+        return obj;
+    }
+
+    template <class F>
+    void for_each(F &&f) {
+        std::lock_guard<std::mutex> g(mu_);
+        for (uint32_t i = 0; i < next_; ++i)
+            if (slots_[i].gen.load() & 1u) f(slots_[i].obj, slots_[i].owner);
+    }
+
+private:
+    struct Slot {
+        std::atomic<uint32_t> gen{0};
+        T *obj = nullptr;
+        NicEntry *owner = nullptr;
+    };
+    void *encode(uint32_t idx, uint32_t gen) const {
+        return reinterpret_cast<void *>((static_cast<uint64_t>(kind_) << 56) |
+                                        (static_cast<uint64_t>(gen) << 24) | idx);
+    }
+
+    Kind kind_;
+    std::unique_ptr<Slot[]> slots_;
+    std::mutex mu_;
+    std::vector<uint32_t> free_;
+    uint32_t next_ = 0;
+};
+
+// Per open NIC handle: the provider object and how many objects it owns, so
+// VipCloseNic can refuse while VIs, CQs, ptags or memory are still live.
+struct NicEntry {
+    prov::Nic *nic = nullptr;
+    std::atomic<int> objects{0};
+    std::atomic<int> regions{0};
+};
+
+HandleTable<NicEntry> &nics();
+HandleTable<prov::Vi> &vis();
+HandleTable<prov::Cq> &cqs();
+HandleTable<prov::Ptag> &ptags();
+HandleTable<prov::Conn> &conns();
+
+// Opens the provider owning `device` (NULL/"" = $VIPL_PROVIDER's default device).
+VIP_RETURN open_device(const char *device, prov::Nic **out);
+
+} // namespace vipl::api
