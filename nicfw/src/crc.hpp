@@ -9,5 +9,7 @@
 namespace nicfw {
 
 uint32_t crc32c(uint32_t crc, const void *data, size_t len);
+// CRC of two pieces (a packet's header fields, then its payload) in one call.
+uint32_t crc32c2(const void *a, size_t alen, const void *b, size_t blen);
 
 } // namespace nicfw

@@ -120,7 +120,7 @@ static inline void process_vi(NicHw *hw, ViImpl *vi) {
 
 void NicHw::step() {
     // Doorbells: round-robin over the VIs marked active.
-    constexpr uint32_t kWords = kMaxVi / 64;
+    const uint32_t kWords = vi_words.load(std::memory_order_relaxed);
     for (uint32_t n = 0; n < kWords; ++n) {
         const uint32_t w = (rr_cursor + n) % kWords;
         uint64_t bits = active[w].load(std::memory_order_relaxed);
@@ -210,8 +210,8 @@ void NicHw::start_thread() {
             }
             const uint64_t head_before = rx_head;
             bool any_active = false;
-            for (auto &w : active)
-                if (w.load(std::memory_order_relaxed)) { any_active = true; break; }
+            for (uint32_t w = 0; w < vi_words.load(std::memory_order_relaxed); ++w)
+                if (active[w].load(std::memory_order_relaxed)) { any_active = true; break; }
             step();
             epoch.fetch_add(1, std::memory_order_release);
             if (any_active || rx_head != head_before) { idle = 0; continue; }

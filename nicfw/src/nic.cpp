@@ -99,6 +99,9 @@ NicHw::NicHw(const Config &c, const std::string &job_, int rank_, int nprocs_)
     addr_bytes[0] = static_cast<uint8_t>(rank & 0xff);
     addr_bytes[1] = static_cast<uint8_t>(rank >> 8);
     rx_head = wire.ctl(rank).head.load(std::memory_order_acquire);
+    // Every rank of a job has the same configuration, so every consumer of the
+    // job's FIFOs sleeps or none does.
+    wire.consumers_may_sleep = cfg.mode == Mode::Thread || cfg.progress_thread;
     if (cfg.mode == Mode::Thread) start_thread();
     if (cfg.progress_thread && cfg.mode == Mode::Inline) ensure_agent();
 }

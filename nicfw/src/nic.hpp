@@ -343,6 +343,7 @@ public:
     std::atomic<ViImpl *> vis[kMaxVi] = {};
     std::atomic<uint64_t> active[kMaxVi / 64] = {}; // VIs with doorbell work
     uint32_t rr_cursor = 0;                        // round-robin position
+    std::atomic<uint32_t> vi_words{1};             // words of `active` in use (highest VI / 64 + 1)
     uint32_t next_ptag = 1;
 
     // connection management

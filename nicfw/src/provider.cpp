@@ -165,6 +165,7 @@ public:
             if (s) s->bound.fetch_add(1);
             if (r) r->bound.fetch_add(1);
             hw->vis[i].store(vi, std::memory_order_release);
+            if (i / 64 + 1 > hw->vi_words.load()) hw->vi_words.store(i / 64 + 1);
             *out = vi;
             return VIP_SUCCESS;
         }

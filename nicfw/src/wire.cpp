@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
@@ -64,6 +65,8 @@ Wire::Wire(const std::string &job, int nprocs, size_t ring_bytes) : nprocs_(npro
         if (p == MAP_FAILED) throw std::runtime_error("nicfw: cannot map " + path_ + ": " + strerror(errno));
     }
     base_ = static_cast<unsigned char *>(p);
+    hints_.reset(new std::atomic<uint64_t>[static_cast<size_t>(nprocs)]);
+    for (int i = 0; i < nprocs; ++i) hints_[i].store(0, std::memory_order_relaxed);
 }
 
 Wire::~Wire() {
@@ -80,8 +83,12 @@ bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
         // A packet never wraps: if it would, a pad packet fills the ring's end.
         const uint64_t off = tail & (cap - 1);
         const uint64_t pad = (off + need > cap) ? cap - off : 0;
-        const uint64_t head = c.head.load(std::memory_order_acquire);
-        if (tail + pad + need - head > limit) return false;
+        uint64_t head = w.head_hint(dst).load(std::memory_order_relaxed);
+        if (tail + pad + need - head > limit) {
+            head = c.head.load(std::memory_order_acquire);
+            w.head_hint(dst).store(head, std::memory_order_relaxed);
+            if (tail + pad + need - head > limit) return false;
+        }
         if (c.tail.compare_exchange_weak(tail, tail + pad + need, std::memory_order_acq_rel,
                                          std::memory_order_relaxed)) {
             Slot *s = w.slots(dst);
@@ -106,9 +113,10 @@ void wire_publish(Wire &w, int dst, const TxSlot &tx, bool with_crc) {
     tx.hdr->crc = with_crc ? packet_crc(tx.hdr, tx.payload) : 0;
     reinterpret_cast<std::atomic<uint32_t> *>(&tx.hdr->tag)
         ->store(static_cast<uint32_t>(tx.pos + 1), std::memory_order_release);
+    if (!w.consumers_may_sleep) return;
     RingCtl &c = w.ctl(dst);
-    // Pairs with the fence in wire_sleep: either we see sleeping=1 or the
-    // consumer sees our tag before it blocks.
+    // Pairs with the fence in wire_sleep_prepare: either we see sleeping=1 or
+    // the consumer sees our tag before it blocks.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (__builtin_expect(c.sleeping.load(std::memory_order_relaxed) != 0, 0)) {
         c.sleeping.store(0, std::memory_order_relaxed);
@@ -138,12 +146,11 @@ uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h) {
     return head + n;
 }
 
+// Covers the header from nslots to imm (tag is written at publication, crc is
+// the result) and the payload.
 uint32_t packet_crc(const PacketHeader *h, const unsigned char *payload) {
-    PacketHeader copy = *h;
-    copy.tag = 0;
-    copy.crc = 0;
-    uint32_t c = crc32c(0, &copy, sizeof copy);
-    return crc32c(c, payload, h->length);
+    static_assert(offsetof(PacketHeader, nslots) == 4 && offsetof(PacketHeader, crc) == 28);
+    return crc32c2(reinterpret_cast<const unsigned char *>(h) + 4, 24, payload, h->length);
 }
 
 uint32_t wire_sleep_prepare(Wire &w, int me) {

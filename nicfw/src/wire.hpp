@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace nicfw {
@@ -104,6 +105,13 @@ public:
     size_t reply_headroom() const { return slots_ / 4; }
 
     RingCtl &ctl(int nic) { return *reinterpret_cast<RingCtl *>(base_ + nic * stride_); }
+
+    // Producers' private copy of each FIFO's head: reloaded (a cross-core read)
+    // only when the FIFO looks full, so a small message costs one line transfer.
+    std::atomic<uint64_t> &head_hint(int nic) { return hints_[nic]; }
+    // Whether consumers may block on the FIFO's futex (firmware thread or agent);
+    // when none can, publishing skips the fence and the sleeping check.
+    bool consumers_may_sleep = true;
     Slot *slots(int nic) { return reinterpret_cast<Slot *>(base_ + nic * stride_ + sizeof(RingCtl)); }
 
 private:
@@ -113,6 +121,7 @@ private:
     size_t bytes_;
     unsigned char *base_ = nullptr;
     std::string path_;
+    std::unique_ptr<std::atomic<uint64_t>[]> hints_;
 };
 
 // Producer side: a packet being built in a reserved run of slots.
