@@ -112,7 +112,18 @@ static inline void process_vi(NicHw *hw, ViImpl *vi) {
         const bool sent = hw->tx_one(vi, vi->txq[vi->tx_next % kMaxQueue]);
         VIPL_INSTR_END(c_fw_tx, t1);
         if (!sent) break; // wire FIFO full: retry on a later pass
+        const TxEntry &e = vi->txq[vi->tx_next % kMaxQueue];
         ++vi->tx_next;
+        if (__builtin_expect((e.status & VIP_STATUS_ERROR_MASK) != 0, 0) &&
+            vi->attr.reliability != VIP_SERVICE_UNRELIABLE &&
+            vi->state.load(std::memory_order_relaxed) == static_cast<int>(ViState::Connected)) {
+            // Reliable levels: a bad descriptor breaks the connection.  Complete it
+            // with its own error first; the rest are flushed.
+            VIP_DESCRIPTOR *d = e.desc;
+            hw->complete_tx(vi);
+            hw->vi_error(vi, VIP_ERROR_POST_DESC, d, true);
+            break;
+        }
         if (vi->state.load(std::memory_order_relaxed) == static_cast<int>(ViState::Error)) break;
     }
     hw->complete_tx(vi);

@@ -103,7 +103,7 @@ NicHw::NicHw(const Config &c, const std::string &job_, int rank_, int nprocs_)
     // job's FIFOs sleeps or none does.
     wire.consumers_may_sleep = cfg.mode == Mode::Thread || cfg.progress_thread;
     if (cfg.mode == Mode::Thread) start_thread();
-    if (cfg.progress_thread && cfg.mode == Mode::Inline) ensure_agent();
+    if (cfg.progress_thread && cfg.mode == Mode::Inline) ensure_agent(true);
 }
 
 NicHw::~NicHw() { stop_thread(); }
@@ -171,12 +171,14 @@ void NicHw::deliver_errors() {
 // ---------------------------------------------------------------- agent thread
 // Runs one-shot notify handlers and, in inline mode with VIPL_NICFW_PROGRESS=1,
 // serves the NIC while the host computes (RDMA aimed at us, Acks).
-void NicHw::ensure_agent() {
+void NicHw::ensure_agent(bool step) {
+    // Called from the host thread, never while it is inside step().
+    if (step && cfg.mode == Mode::Inline) shared_step.store(true, std::memory_order_seq_cst);
     if (agent_thread.joinable()) return;
-    if (cfg.mode == Mode::Inline) shared_step.store(true, std::memory_order_seq_cst);
+    agent_running.store(true);
     agent_thread = std::thread([this] {
         while (!stop.load(std::memory_order_relaxed)) {
-            if (cfg.mode == Mode::Inline) locked_step();
+            if (cfg.mode == Mode::Inline && shared_step.load(std::memory_order_relaxed)) locked_step();
             struct Fire {
                 NotifySlot *slot;
                 ViImpl *vi;
@@ -224,7 +226,7 @@ void NicHw::ensure_agent() {
             }
             if (errors_pending.load(std::memory_order_relaxed)) deliver_errors();
             if (!fire.empty()) continue;
-            timespec ts{0, armed ? 50000L : 200000L};
+            timespec ts{0, armed ? 50000L : (cfg.progress_thread ? 200000L : 100000L)};
             nanosleep(&ts, nullptr);
         }
     });

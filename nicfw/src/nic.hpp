@@ -247,7 +247,9 @@ public:
             if (!shared_step.load(std::memory_order_relaxed)) step();
             else locked_step();
         }
-        if (__builtin_expect(errors_pending.load(std::memory_order_relaxed), 0)) deliver_errors();
+        if (__builtin_expect(errors_pending.load(std::memory_order_relaxed), 0) &&
+            !agent_running.load(std::memory_order_relaxed))
+            deliver_errors();
     }
     // A poll found nothing.  With the firmware on its own thread, give the CPU
     // away now and then: on a machine with fewer cores than busy threads a
@@ -270,7 +272,11 @@ public:
     VIP_RETURN check_vi_attr(const vipl::prov::ViAttr &a) const;
     void start_thread();
     void stop_thread();
-    void ensure_agent();             // notify/progress agent thread (lazy)
+    // Starts the agent thread (lazily).  It delivers asynchronous errors to the
+    // callback; with `step` it also runs the firmware (notifies, progress) and
+    // host polls switch to the try-locked step.
+    void ensure_agent(bool step);
+    std::atomic<bool> agent_running{false};
 
     // data path pieces (firmware context)
     bool tx_one(ViImpl *vi, TxEntry &e);

@@ -128,7 +128,7 @@ static VIP_RETURN arm(NicHw *hw, ViImpl *vi, NotifySlot &slot, VIP_PVOID ctx, VI
         slot.armed.store(true);
         hw->notify_vis.push_back(vi);
     }
-    hw->ensure_agent();
+    hw->ensure_agent(true);
     return VIP_SUCCESS;
 }
 
@@ -221,7 +221,7 @@ VIP_RETURN CqImpl::notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) {
         notify_slot.armed.store(true);
         hw->notify_cqs.push_back(this);
     }
-    hw->ensure_agent();
+    hw->ensure_agent(true);
     return VIP_SUCCESS;
 }
 

@@ -177,6 +177,8 @@ public:
         const int st = vi->state.load();
         if (st == static_cast<int>(ViState::Connected) || st == static_cast<int>(ViState::Pending))
             return VIP_INVALID_STATE; // disconnect first
+        if (!vi->host_sq.empty() || !vi->host_rq.empty())
+            return VIP_INVALID_STATE; // descriptors still posted: reap them (Done/Wait) first
         {
             auto q = hw->quiesce(); // the firmware holds no pointer to it after this
             std::lock_guard<std::mutex> g(hw->table_mu);
@@ -224,10 +226,14 @@ public:
         return rc;
     }
 
+    // The handler runs on the provider's agent thread, as the spec has it.
     VIP_RETURN error_callback(VIP_PVOID ctx, VIP_ERROR_HANDLER h) override {
-        std::lock_guard<std::mutex> g(hw->err_mu);
-        hw->err_handler = h;
-        hw->err_ctx = ctx;
+        {
+            std::lock_guard<std::mutex> g(hw->err_mu);
+            hw->err_handler = h;
+            hw->err_ctx = ctx;
+        }
+        if (h) hw->ensure_agent(false);
         return VIP_SUCCESS;
     }
 

@@ -168,8 +168,12 @@ bool NicHw::rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned char
     const bool ok = r && r->ptag_id == vi->ptag_id && r->rdma_write && vi->attr.rdma_write && in_range(r, x.raddr, n);
     if (!ok) {
         if (ackreq) publish_reply(this, vi, &ack, Op::Ack, VIP_STATUS_RDMA_PROT_ERROR, 0);
-        if (reliable(vi)) vi_error(vi, VIP_ERROR_RDMAW_PROT, nullptr, !ackreq);
-        else ++dropped;
+        if (reliable(vi)) {
+            vi_error(vi, VIP_ERROR_RDMAW_PROT, nullptr, !ackreq);
+        } else { // unreliable: dropped, reported at the target, connection kept
+            ++dropped;
+            report_error(vi, nullptr, nullptr, VIP_RESOURCE_VI, VIP_ERROR_RDMAW_PROT);
+        }
         return true;
     }
     if (n) std::memcpy(reinterpret_cast<void *>(x.raddr), p + sizeof x, n); // SRAM -> host

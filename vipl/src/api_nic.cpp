@@ -61,7 +61,7 @@ VIP_RETURN VipDestroyPtag(VIP_NIC_HANDLE NicHandle, VIP_PROTECTION_HANDLE Ptag) 
     if (!e) return VIP_INVALID_PARAMETER;
     NicEntry *owner = nullptr;
     vipl::prov::Ptag *p = ptags().lookup(Ptag, &owner);
-    if (!p || owner != e) return VIP_INVALID_PTAG;
+    if (!p || owner != e) return VIP_INVALID_PARAMETER; // not a live ptag of this NIC handle
     if (VIP_RETURN rc = e->nic->destroy_ptag(p); rc != VIP_SUCCESS) return rc;
     ptags().remove(Ptag);
     e->objects.fetch_sub(1);
