@@ -149,10 +149,16 @@ void NicHw::step() {
             // Idle again?  Clear the bit, then re-check (the host may have rung meanwhile).
             if (vi->bell_sq.empty() && vi->bell_rq.empty() && vi->tx_next == vi->tx_tail &&
                 vi->flush_req.load(std::memory_order_relaxed) == vi->flush_done.load(std::memory_order_relaxed)) {
-                active[w].fetch_and(~(1ull << b), std::memory_order_seq_cst);
-                if (!vi->bell_sq.empty() || !vi->bell_rq.empty() ||
-                    vi->flush_req.load() != vi->flush_done.load())
-                    active[w].fetch_or(1ull << b, std::memory_order_relaxed);
+                if (cfg.mode == Mode::Inline && !shared_step.load(std::memory_order_relaxed)) {
+                    // Only this thread rings and serves doorbells: no atomic RMW needed.
+                    active[w].store(active[w].load(std::memory_order_relaxed) & ~(1ull << b),
+                                    std::memory_order_relaxed);
+                } else {
+                    active[w].fetch_and(~(1ull << b), std::memory_order_seq_cst);
+                    if (!vi->bell_sq.empty() || !vi->bell_rq.empty() ||
+                        vi->flush_req.load() != vi->flush_done.load())
+                        active[w].fetch_or(1ull << b, std::memory_order_relaxed);
+                }
             }
         }
         rr_cursor = w + 1;

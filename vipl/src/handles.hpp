@@ -104,11 +104,18 @@ struct NicEntry {
     std::atomic<int> regions{0};
 };
 
-HandleTable<NicEntry> &nics();
-HandleTable<prov::Vi> &vis();
-HandleTable<prov::Cq> &cqs();
-HandleTable<prov::Ptag> &ptags();
-HandleTable<prov::Conn> &conns();
+// The tables are constructed before main (they are constant-size arrays) and are
+// reached directly: the data path pays no initialisation guard.
+inline HandleTable<NicEntry> g_nics{Kind::Nic};
+inline HandleTable<prov::Vi> g_vis{Kind::Vi};
+inline HandleTable<prov::Cq> g_cqs{Kind::Cq};
+inline HandleTable<prov::Ptag> g_ptags{Kind::Ptag};
+inline HandleTable<prov::Conn> g_conns{Kind::Conn};
+inline HandleTable<NicEntry> &nics() { return g_nics; }
+inline HandleTable<prov::Vi> &vis() { return g_vis; }
+inline HandleTable<prov::Cq> &cqs() { return g_cqs; }
+inline HandleTable<prov::Ptag> &ptags() { return g_ptags; }
+inline HandleTable<prov::Conn> &conns() { return g_conns; }
 
 // Opens the provider owning `device` (NULL/"" = $VIPL_PROVIDER's default device).
 VIP_RETURN open_device(const char *device, prov::Nic **out);

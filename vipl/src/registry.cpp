@@ -20,27 +20,6 @@ void register_provider(const ProviderInfo *p) { providers().push_back(p); }
 
 namespace vipl::api {
 
-HandleTable<NicEntry> &nics() {
-    static HandleTable<NicEntry> t(Kind::Nic);
-    return t;
-}
-HandleTable<prov::Vi> &vis() {
-    static HandleTable<prov::Vi> t(Kind::Vi);
-    return t;
-}
-HandleTable<prov::Cq> &cqs() {
-    static HandleTable<prov::Cq> t(Kind::Cq);
-    return t;
-}
-HandleTable<prov::Ptag> &ptags() {
-    static HandleTable<prov::Ptag> t(Kind::Ptag);
-    return t;
-}
-HandleTable<prov::Conn> &conns() {
-    static HandleTable<prov::Conn> t(Kind::Conn);
-    return t;
-}
-
 namespace {
 void list_providers(FILE *f) {
     for (auto *p : prov::providers()) std::fprintf(f, " %s (default device %s)", p->name, p->default_device);
