@@ -1,0 +1,67 @@
+// vipl-run - starts an N-process viastack job on this host.
+//   vipl-run -n N [--provider nicfw|verbs] [--mode thread|inline] [--tag-output]
+//            [--timeout SECONDS] PROGRAM ARGS...
+// See docs/launcher.md for the environment, exit codes and shm naming.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "job_runner.hpp"
+
+using viastack::launcher::kExitUsage;
+using viastack::launcher::LaunchOptions;
+
+int main(int argc, char** argv) {
+  LaunchOptions opts;
+  CLI::App app{
+      "vipl-run: start an N-process viastack job on this host (no daemon, no configuration).\n"
+      "Each process gets VIASTACK_JOB, VIASTACK_RANK and VIASTACK_SIZE; exit code is the worst\n"
+      "of the ranks' (128+S for a rank killed by signal S), 124 on --timeout, 2 on bad options.",
+      "vipl-run"};
+  app.add_option("-n,--np", opts.nprocs, "number of processes to start")
+      ->required()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--provider", opts.provider, "VIPL provider for the job (sets VIPL_PROVIDER)")
+      ->check(CLI::IsMember({"nicfw", "verbs"}));
+  app.add_option("--mode", opts.mode, "nicfw firmware mode (sets VIPL_NICFW_MODE)")
+      ->check(CLI::IsMember({"thread", "inline"}));
+  app.add_flag("--tag-output", opts.tag_output, "prefix every output line with \"[rank] \"");
+  app.add_option("--timeout", opts.timeout_s,
+                 "kill the whole job after SECONDS (exit code 124)")
+      ->check(CLI::PositiveNumber);
+  // Everything from the first non-option word on is the program and its own
+  // arguments, passed through untouched (e.g. --gtest_filter=...).
+  app.prefix_command();
+  app.footer("Example: vipl-run -n 4 --tag-output ./pingpong 1024\n"
+             "         vipl-run -n 2 -- ./prog --its-own-option");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "vipl-run: %s\nRun 'vipl-run --help' for usage.\n", e.what());
+    return kExitUsage;
+  }
+  opts.command = app.remaining();
+  // "--" right before the program means "this is the program, even if it
+  // starts with '-'"; CLI11 swallows the "--", so look for it in argv.
+  const size_t ncmd = opts.command.size();
+  const bool explicit_separator = ncmd > 0 && static_cast<size_t>(argc) > ncmd &&
+                                  std::string(argv[argc - 1 - static_cast<int>(ncmd)]) == "--";
+  if (!opts.command.empty() && opts.command.front() == "--") opts.command.erase(opts.command.begin());
+  if (opts.command.empty()) {
+    std::fprintf(stderr,
+                 "vipl-run: no program given\nUsage: vipl-run -n N [options] PROGRAM [ARGS...]\n");
+    return kExitUsage;
+  }
+  if (!explicit_separator && opts.command.front().size() > 1 && opts.command.front()[0] == '-') {
+    std::fprintf(stderr,
+                 "vipl-run: unknown option '%s'\nRun 'vipl-run --help' for usage "
+                 "(use '--' before a program whose name starts with '-').\n",
+                 opts.command.front().c_str());
+    return kExitUsage;
+  }
+  return viastack::launcher::run_job(opts);
+}
