@@ -268,7 +268,12 @@ VIP_RETURN ViImpl::peer_wait(VIP_VI_ATTRIBUTES *remote_attr) {
 // ---------------------------------------------------------------- disconnect
 VIP_RETURN ViImpl::disconnect() {
     int st = state.load();
-    if (st == static_cast<int>(ViState::Idle)) return VIP_INVALID_STATE;
+    if (st == static_cast<int>(ViState::Idle)) {
+        // Nothing to tear down, but receives posted while idle are flushed so the
+        // application can reclaim them (and then destroy the VI).
+        request_flush();
+        return VIP_SUCCESS;
+    }
     {
         std::lock_guard<std::mutex> g(hw->cm_mu);
         st = state.load();
@@ -284,7 +289,7 @@ VIP_RETURN ViImpl::disconnect() {
         if (st == static_cast<int>(ViState::Connected)) {
             // Error first: the firmware stops transmitting and flushes this VI.
             state.store(static_cast<int>(ViState::Error), std::memory_order_release);
-            hw->send_ctl(peer_nic, Op::Disc, peer_vi, static_cast<uint16_t>(index), 0, 0, 0, nullptr, 0);
+            hw->send_ctl_reliably(peer_nic, Op::Disc, peer_vi, static_cast<uint16_t>(index), 0);
         }
     }
     request_flush();
@@ -325,7 +330,7 @@ void NicHw::rx_cm(const PacketHeader *h, const unsigned char *p) {
             vi->cm_result.load() == 0) {
             make_connected(vi, h->src_nic, h->src_vi, from_wire(ch.attr));
         } else { // the client gave up meanwhile: tear the server's end down
-            send_ctl(h->src_nic, Op::Disc, h->src_vi, h->dst_vi, 0, 0, 0, nullptr, 0);
+            send_ctl_reliably(h->src_nic, Op::Disc, h->src_vi, h->dst_vi, 0);
         }
         return;
     case Op::ConnRej:

@@ -82,7 +82,7 @@ void NicHw::vi_error(ViImpl *vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *d, bool te
     const bool was_connected = vi->state.load() == static_cast<int>(ViState::Connected);
     vi->state.store(static_cast<int>(ViState::Error), std::memory_order_release);
     if (tell_peer && was_connected)
-        send_ctl(vi->peer_nic, Op::ConnErr, vi->peer_vi, static_cast<uint16_t>(vi->index), 0, code, 0, nullptr, 0);
+        send_ctl_reliably(vi->peer_nic, Op::ConnErr, vi->peer_vi, static_cast<uint16_t>(vi->index), code);
     report_error(vi, nullptr, d, d ? VIP_RESOURCE_DESCRIPTOR : VIP_RESOURCE_VI, code);
     flush_vi(vi);
 }
@@ -129,7 +129,27 @@ static inline void process_vi(NicHw *hw, ViImpl *vi) {
     hw->complete_tx(vi);
 }
 
+// Control packets (Disc, ConnErr) that found the peer's FIFO full are kept and
+// retried, so a peer always learns that its connection is gone.
+void NicHw::send_ctl_reliably(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm) {
+    if (send_ctl(dst_nic, op, dst_vi, src_vi, 0, imm, 0, nullptr, 0)) return;
+    std::lock_guard<std::mutex> g(backlog_mu);
+    backlog.push_back(PendingCtl{dst_nic, op, dst_vi, src_vi, imm});
+    backlog_pending.store(true, std::memory_order_release);
+}
+
+void NicHw::retry_backlog() {
+    std::lock_guard<std::mutex> g(backlog_mu);
+    while (!backlog.empty()) {
+        const PendingCtl &c = backlog.front();
+        if (!send_ctl(c.dst_nic, c.op, c.dst_vi, c.src_vi, 0, c.imm, 0, nullptr, 0)) return;
+        backlog.pop_front();
+    }
+    backlog_pending.store(false, std::memory_order_relaxed);
+}
+
 void NicHw::step() {
+    if (__builtin_expect(backlog_pending.load(std::memory_order_relaxed), 0)) retry_backlog();
     // Doorbells: round-robin over the VIs marked active.
     const uint32_t kWords = vi_words.load(std::memory_order_relaxed);
     for (uint32_t n = 0; n < kWords; ++n) {
@@ -167,6 +187,14 @@ void NicHw::step() {
     for (int n = 0; n < 32; ++n) {
         const PacketHeader *h = wire_peek(wire, rank, rx_head);
         if (!h) break;
+        if (__builtin_expect(!wire_header_sane(wire, rx_head, h), 0)) {
+            // Corrupt FIFO memory: skip one slot (its tag is cleared) and go on.
+            ++dropped;
+            reinterpret_cast<std::atomic<uint32_t> *>(const_cast<PacketHeader *>(h))->store(0);
+            rx_head += 1;
+            wire.ctl(rank).head.store(rx_head, std::memory_order_release);
+            continue;
+        }
         if (h->op != Op::Pad) {
             VIPL_INSTR_BEGIN(t2);
             const bool consumed = rx_packet_try(h);

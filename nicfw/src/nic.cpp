@@ -121,8 +121,9 @@ VIP_RETURN NicHw::check_vi_attr(const vipl::prov::ViAttr &a) const {
 
 // ---------------------------------------------------------------- errors
 void NicHw::report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc, VIP_ERROR_CODE ec) {
+    vipl::prov::Nic *handle = vi ? vi->owner : cq ? cq->owner : owner;
     VIP_ERROR_DESCRIPTOR e{};
-    e.NicHandle = owner ? owner->api_handle : nullptr;
+    e.NicHandle = handle ? handle->api_handle : nullptr;
     e.ViHandle = vi ? vi->api_handle : nullptr;
     e.CQHandle = cq ? cq->api_handle : nullptr;
     e.DescriptorPtr = d;
@@ -130,7 +131,7 @@ void NicHw::report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE
     e.ResourceCode = rc;
     e.ErrorCode = ec;
     std::lock_guard<std::mutex> g(err_mu);
-    err_queue.push_back(e);
+    err_queue.push_back(QueuedError{e, handle});
     errors_pending.store(true, std::memory_order_release);
 }
 
@@ -147,23 +148,32 @@ void NicHw::deliver_errors() {
     static thread_local bool delivering = false;
     if (delivering) return;
     delivering = true;
-    std::vector<VIP_ERROR_DESCRIPTOR> q;
-    VIP_ERROR_HANDLER h;
-    VIP_PVOID ctx;
+    std::vector<QueuedError> q;
     {
         std::lock_guard<std::mutex> g(err_mu);
         q.swap(err_queue);
         errors_pending.store(false, std::memory_order_relaxed);
-        h = err_handler;
-        ctx = err_ctx;
     }
-    for (auto &e : q) {
-        if (h) h(ctx, &e);
-        else if (e.ErrorCode != VIP_ERROR_CONN_LOST)
+    for (auto &qe : q) {
+        VIP_ERROR_HANDLER h = nullptr;
+        VIP_PVOID ctx = nullptr;
+        bool live = false;
+        {
+            std::lock_guard<std::mutex> g(err_mu);
+            for (auto *lh : live_handles) live = live || lh == qe.handle;
+            for (auto &sk : err_sinks)
+                if (sk.handle == qe.handle) {
+                    h = sk.h;
+                    ctx = sk.ctx;
+                }
+        }
+        if (!live) continue; // the handle was closed: nobody to tell
+        if (h) h(ctx, &qe.e);
+        else if (qe.e.ErrorCode != VIP_ERROR_CONN_LOST)
             std::fprintf(stderr,
                          "viastack nicfw[%d]: asynchronous error VIP_ERROR_%s on %s (register VipErrorCallback to "
                          "handle it)\n",
-                         rank, error_name(e.ErrorCode), e.ViHandle ? "a VI" : "the NIC");
+                         rank, error_name(qe.e.ErrorCode), qe.e.ViHandle ? "a VI" : "the NIC");
     }
     delivering = false;
 }
@@ -219,10 +229,14 @@ void NicHw::ensure_agent(bool step) {
                     else notify_cqs.erase(notify_cqs.begin() + static_cast<long>(i));
                 }
             }
-            VIP_NIC_HANDLE nh = owner ? owner->api_handle : nullptr;
             for (auto &f : fire) {
-                if (f.cq) f.slot->cq_handler(f.slot->ctx, nh, f.vi ? f.vi->api_handle : nullptr, f.recv);
-                else f.slot->desc_handler(f.slot->ctx, nh, f.vi->api_handle, f.d);
+                if (f.cq) {
+                    VIP_NIC_HANDLE nh = f.cq->owner ? f.cq->owner->api_handle : nullptr;
+                    f.slot->cq_handler(f.slot->ctx, nh, f.vi ? f.vi->api_handle : nullptr, f.recv);
+                } else {
+                    VIP_NIC_HANDLE nh = f.vi->owner ? f.vi->owner->api_handle : nullptr;
+                    f.slot->desc_handler(f.slot->ctx, nh, f.vi->api_handle, f.d);
+                }
             }
             if (errors_pending.load(std::memory_order_relaxed)) deliver_errors();
             if (!fire.empty()) continue;

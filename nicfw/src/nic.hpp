@@ -58,7 +58,7 @@ struct Config {
 constexpr uint32_t kMaxVi = 1024;
 constexpr uint32_t kMaxRegions = 65535;
 constexpr uint32_t kMaxQueue = 4096;       // descriptors per work queue
-constexpr uint32_t kMaxSegments = 252;     // data segments per descriptor
+constexpr uint32_t kMaxSegments = 252;     // data segments of an RDMA descriptor (SegCount <= 253 = MaxSegmentsPerDesc)
 constexpr uint32_t kMaxTransfer = 64 * 1024;
 constexpr uint32_t kFifoDoorbellDepth = 64;
 constexpr uint32_t kMaxCq = 1024;
@@ -128,7 +128,7 @@ public:
     std::atomic<int> bound{0};      // VIs bound to it
     std::atomic<bool> overrun{false};
     NotifySlot notify_slot;
-    VIP_NIC_HANDLE nic_handle = nullptr;
+    vipl::prov::Nic *owner = nullptr;   // the NIC handle it was made through
 };
 
 class ViImpl : public vipl::prov::Vi {
@@ -162,6 +162,7 @@ public:
 
     NicHw *hw;
     const uint32_t index;
+    vipl::prov::Nic *owner = nullptr;   // the NIC handle it was made through (errors, notifies)
     vipl::prov::ViAttr attr;
     CqImpl *send_cq;
     CqImpl *recv_cq;
@@ -300,6 +301,19 @@ public:
     bool send_ctl(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t seq,
                   uint32_t imm, uint16_t aux, const void *payload, uint32_t len);
 
+    // the same, kept and retried from step() while the peer's FIFO is full
+    void send_ctl_reliably(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm);
+    void retry_backlog();
+    struct PendingCtl {
+        uint16_t dst_nic;
+        Op op;
+        uint16_t dst_vi, src_vi;
+        uint32_t imm;
+    };
+    std::mutex backlog_mu;
+    std::deque<PendingCtl> backlog;
+    std::atomic<bool> backlog_pending{false};
+
     // region check: is [addr, addr+len) inside region `mh` under ptag `ptag_id`?
     const Region *region(VIP_MEM_HANDLE mh) const {
         const uint32_t idx = mh & 0xffff;
@@ -372,10 +386,21 @@ public:
     std::mutex notify_mu;
     std::vector<ViImpl *> notify_vis;
     std::vector<CqImpl *> notify_cqs;
-    VIP_ERROR_HANDLER err_handler = nullptr;
-    VIP_PVOID err_ctx = nullptr;
+    // Error callbacks belong to NIC handles: each open handle may register one,
+    // and an error goes to the handle its VI (or CQ) was made through.
+    struct ErrSink {
+        vipl::prov::Nic *handle;
+        VIP_ERROR_HANDLER h;
+        VIP_PVOID ctx;
+    };
+    struct QueuedError {
+        VIP_ERROR_DESCRIPTOR e;
+        vipl::prov::Nic *handle;
+    };
     std::mutex err_mu;
-    std::vector<VIP_ERROR_DESCRIPTOR> err_queue;
+    std::vector<ErrSink> err_sinks;        // under err_mu
+    std::vector<vipl::prov::Nic *> live_handles; // under err_mu
+    std::vector<QueuedError> err_queue;
     std::atomic<bool> errors_pending{false};
     bool in_error_delivery = false;
     vipl::prov::Nic *owner = nullptr;   // first open handle: names the NIC in callbacks

@@ -38,6 +38,11 @@ public:
     explicit NicHandle(NicHw *hw) : hw(hw) {}
     ~NicHandle() override {
         std::lock_guard<std::mutex> g(g_mu);
+        {
+            std::lock_guard<std::mutex> e(hw->err_mu); // its callback goes with it
+            std::erase_if(hw->err_sinks, [this](const NicHw::ErrSink &s) { return s.handle == this; });
+            std::erase(hw->live_handles, this);
+        }
         if (hw->owner == this) hw->owner = nullptr;
         if (--hw->refs == 0) {
             delete hw;
@@ -161,6 +166,7 @@ public:
         for (uint32_t i = 0; i < kMaxVi; ++i) {
             if (hw->vis[i].load(std::memory_order_relaxed)) continue;
             auto *vi = new ViImpl(hw, i, a, s, r);
+            vi->owner = this;
             static_cast<PtagImpl *>(a.ptag)->refs.fetch_add(1);
             if (s) s->bound.fetch_add(1);
             if (r) r->bound.fetch_add(1);
@@ -201,7 +207,9 @@ public:
         std::lock_guard<std::mutex> g(hw->table_mu);
         if (cqs >= kMaxCq) return VIP_ERROR_RESOURCE;
         ++cqs;
-        *out = new CqImpl(hw, entries);
+        auto *cq = new CqImpl(hw, entries);
+        cq->owner = this;
+        *out = cq;
         return VIP_SUCCESS;
     }
     VIP_RETURN destroy_cq(vipl::prov::Cq *pc) override {
@@ -230,8 +238,8 @@ public:
     VIP_RETURN error_callback(VIP_PVOID ctx, VIP_ERROR_HANDLER h) override {
         {
             std::lock_guard<std::mutex> g(hw->err_mu);
-            hw->err_handler = h;
-            hw->err_ctx = ctx;
+            std::erase_if(hw->err_sinks, [this](const NicHw::ErrSink &s) { return s.handle == this; });
+            if (h) hw->err_sinks.push_back(NicHw::ErrSink{this, h, ctx});
         }
         if (h) hw->ensure_agent(false);
         return VIP_SUCCESS;
@@ -322,6 +330,10 @@ VIP_RETURN open_nic(const char *dev, vipl::prov::Nic **out) {
     ++g_hw->refs;
     auto *h = new NicHandle(g_hw);
     if (!g_hw->owner) g_hw->owner = h;
+    {
+        std::lock_guard<std::mutex> e(g_hw->err_mu);
+        g_hw->live_handles.push_back(h);
+    }
     *out = h;
     return VIP_SUCCESS;
 }

@@ -121,7 +121,7 @@ bool NicHw::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
         err = VIP_STATUS_PROTECTION_ERROR;
     } else {
         nseg = d->CS.SegCount;
-        if (nseg > kMaxSegments) err = VIP_STATUS_FORMAT_ERROR;
+        if (nseg > kMaxSegments + 1) err = VIP_STATUS_FORMAT_ERROR;
         else if (!in_range(dr, reinterpret_cast<uintptr_t>(d),
                            sizeof(VIP_CONTROL_SEGMENT) + nseg * sizeof(VIP_DESCRIPTOR_SEGMENT)))
             err = VIP_STATUS_PROTECTION_ERROR;

@@ -57,7 +57,7 @@ bool NicHw::tx_one(ViImpl *vi, TxEntry &e) {
         return fail(ops | VIP_STATUS_FORMAT_ERROR);
     const bool rdma = op != VIP_CONTROL_OP_SENDRECV;
     const uint32_t first = rdma ? 1 : 0;
-    if (cs.SegCount < first || cs.SegCount - first > kMaxSegments) return fail(ops | VIP_STATUS_FORMAT_ERROR);
+    if (cs.SegCount < first || cs.SegCount > kMaxSegments + 1) return fail(ops | VIP_STATUS_FORMAT_ERROR);
     const size_t dlen = sizeof(VIP_CONTROL_SEGMENT) + sizeof(VIP_DESCRIPTOR_SEGMENT) * cs.SegCount;
     if (!in_range(dr, d, dlen)) return fail(ops | VIP_STATUS_PROTECTION_ERROR);
     std::memcpy(desc_cache, d->DS, sizeof(VIP_DESCRIPTOR_SEGMENT) * cs.SegCount);

@@ -98,7 +98,7 @@ bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
                 ph->op = Op::Pad;
                 ph->length = static_cast<uint32_t>(pad); // authoritative for pads (may exceed 16 bits)
                 reinterpret_cast<std::atomic<uint32_t> *>(&ph->tag)
-                    ->store(static_cast<uint32_t>(tail + 1), std::memory_order_release);
+                    ->store(tag_of(tail), std::memory_order_release);
             }
             out->pos = tail + pad;
             out->hdr = reinterpret_cast<PacketHeader *>(&s[out->pos & (cap - 1)]);
@@ -112,7 +112,7 @@ bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
 void wire_publish(Wire &w, int dst, const TxSlot &tx, bool with_crc) {
     tx.hdr->crc = with_crc ? packet_crc(tx.hdr, tx.payload) : 0;
     reinterpret_cast<std::atomic<uint32_t> *>(&tx.hdr->tag)
-        ->store(static_cast<uint32_t>(tx.pos + 1), std::memory_order_release);
+        ->store(tag_of(tx.pos), std::memory_order_release);
     if (!w.consumers_may_sleep) return;
     RingCtl &c = w.ctl(dst);
     // Pairs with the fence in wire_sleep_prepare: either we see sleeping=1 or
@@ -130,7 +130,15 @@ const PacketHeader *wire_peek(Wire &w, int me, uint64_t head) {
     auto *h = reinterpret_cast<const PacketHeader *>(&w.slots(me)[head & (cap - 1)]);
     const uint32_t tag =
         reinterpret_cast<const std::atomic<uint32_t> *>(&h->tag)->load(std::memory_order_acquire);
-    return tag == static_cast<uint32_t>(head + 1) ? h : nullptr;
+    return tag == tag_of(head) ? h : nullptr;
+}
+
+bool wire_header_sane(const Wire &w, uint64_t head, const PacketHeader *h) {
+    const uint64_t cap = w.ring_slots();
+    const uint64_t off = head & (cap - 1);
+    if (h->op == Op::Pad) return h->length == cap - off;
+    return h->nslots >= 1 && off + h->nslots <= cap && h->length <= w.max_payload() + 8 &&
+           kHeaderBytes + uint64_t(h->length) <= uint64_t(h->nslots) * kSlotBytes;
 }
 
 uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h) {

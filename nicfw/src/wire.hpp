@@ -124,6 +124,10 @@ private:
     std::unique_ptr<std::atomic<uint64_t>[]> hints_;
 };
 
+// The publication mark of the packet whose header sits at slot position `pos`.
+// Never 0 (what a consumed slot holds), even when the 32-bit value wraps.
+inline uint32_t tag_of(uint64_t pos) { return static_cast<uint32_t>(pos % 0xFFFFFFFFull) + 1u; }
+
 // Producer side: a packet being built in a reserved run of slots.
 struct TxSlot {
     PacketHeader *hdr = nullptr;   // where to write the header
@@ -143,6 +147,10 @@ void wire_publish(Wire &w, int dst, const TxSlot &tx, bool with_crc);
 
 // Consumer side: the packet at head, if published; nullptr otherwise.
 const PacketHeader *wire_peek(Wire &w, int me, uint64_t head);
+// Whether a published header can be trusted to say how far to advance: a pad
+// must fill exactly to the ring's end, a packet must fit in the ring and in the
+// largest payload.  (Only corrupt shared memory breaks this.)
+bool wire_header_sane(const Wire &w, uint64_t head, const PacketHeader *h);
 // Consumes the packet at head (whose header is h): zeroes its tags, advances head.
 uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h);
 

@@ -146,10 +146,11 @@ typedef union {
     VIP_DATA_SEGMENT Local;
 } VIP_DESCRIPTOR_SEGMENT;
 
-/* A descriptor: control segment, then (for RDMA) one address segment, then
- * SegCount data segments.  Allocate it VIP_DESCRIPTOR_ALIGNMENT-aligned in
- * registered memory with room for all its segments; DS[2] is the spec's
- * declared minimum, larger descriptors extend DS past it. */
+/* A descriptor: the control segment, then SegCount segments: for RDMA
+ * operations DS[0].Remote (the address segment) followed by the data segments,
+ * for send/receive data segments only.  Allocate it VIP_DESCRIPTOR_ALIGNMENT-
+ * aligned in registered memory with room for all its segments; DS[2] is the
+ * spec's declared minimum, larger descriptors extend DS past it. */
 typedef struct _VIP_DESCRIPTOR {
     VIP_CONTROL_SEGMENT CS;
     VIP_DESCRIPTOR_SEGMENT DS[2];

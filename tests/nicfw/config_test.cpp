@@ -1,0 +1,170 @@
+// config_test.cpp - Config::from_env (nicfw/src/nic.cpp): every VIPL_NICFW_*
+// variable's accepted values, and a std::runtime_error naming the variable (and
+// the bad value) for anything else; the timing-profile parser.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "nic.hpp"
+
+using nicfw::Config;
+
+namespace {
+
+const char *const kVars[] = {"VIPL_NICFW_MODE", "VIPL_NICFW_DOORBELL", "VIPL_NICFW_RING_KB",
+                             "VIPL_NICFW_CRC",  "VIPL_NICFW_PROGRESS", "VIPL_NICFW_PROFILE"};
+
+class ConfigEnv : public ::testing::Test {
+protected:
+    void SetUp() override {
+        for (const char *v : kVars) unsetenv(v);
+    }
+    void TearDown() override {
+        for (const char *v : kVars) unsetenv(v);
+    }
+    static Config with(const char *var, const char *value) {
+        setenv(var, value, 1);
+        return Config::from_env();
+    }
+    // from_env must throw std::runtime_error whose message names the variable and
+    // shows the offending text (the value, or the part of it that is wrong).
+    static ::testing::AssertionResult refused(const char *var, const char *value, const char *shown = nullptr) {
+        if (!shown) shown = value;
+        setenv(var, value, 1);
+        try {
+            Config::from_env();
+        } catch (const std::runtime_error &e) {
+            unsetenv(var);
+            const std::string msg = e.what();
+            if (msg.find(var) == std::string::npos)
+                return ::testing::AssertionFailure() << "message does not name " << var << ": " << msg;
+            if (msg.find(std::string("'") + shown + "'") == std::string::npos)
+                return ::testing::AssertionFailure() << "message does not show '" << shown << "': " << msg;
+            return ::testing::AssertionSuccess() << msg;
+        } catch (...) {
+            unsetenv(var);
+            return ::testing::AssertionFailure() << var << "=" << value << " threw something else";
+        }
+        unsetenv(var);
+        return ::testing::AssertionFailure() << var << "=" << value << " was accepted";
+    }
+};
+
+} // namespace
+
+TEST_F(ConfigEnv, Defaults) {
+    const Config c = Config::from_env();
+    EXPECT_EQ(c.mode, nicfw::Mode::Inline);
+    EXPECT_EQ(c.doorbell, nicfw::Doorbell::Fifo);
+    EXPECT_EQ(c.ring_bytes, 1024u * 1024u);
+    EXPECT_TRUE(c.crc);
+    EXPECT_FALSE(c.progress_thread);
+    EXPECT_EQ(c.profile.name, "none");
+    EXPECT_EQ(c.profile.send_ns + c.profile.recv_ns + c.profile.wire_ns + c.profile.gap_ns, 0u);
+}
+
+TEST_F(ConfigEnv, EmptyValueMeansDefault) {
+    for (const char *v : kVars) setenv(v, "", 1);
+    const Config c = Config::from_env();
+    EXPECT_EQ(c.mode, nicfw::Mode::Inline);
+    EXPECT_EQ(c.ring_bytes, 1024u * 1024u);
+    EXPECT_TRUE(c.crc);
+}
+
+TEST_F(ConfigEnv, Mode) {
+    EXPECT_EQ(with("VIPL_NICFW_MODE", "inline").mode, nicfw::Mode::Inline);
+    EXPECT_EQ(with("VIPL_NICFW_MODE", "thread").mode, nicfw::Mode::Thread);
+    EXPECT_TRUE(refused("VIPL_NICFW_MODE", "threads"));
+    EXPECT_TRUE(refused("VIPL_NICFW_MODE", "Inline"));
+    EXPECT_TRUE(refused("VIPL_NICFW_MODE", "1"));
+}
+
+TEST_F(ConfigEnv, Doorbell) {
+    EXPECT_EQ(with("VIPL_NICFW_DOORBELL", "fifo").doorbell, nicfw::Doorbell::Fifo);
+    EXPECT_EQ(with("VIPL_NICFW_DOORBELL", "emulated").doorbell, nicfw::Doorbell::Emulated);
+    EXPECT_TRUE(refused("VIPL_NICFW_DOORBELL", "lanai4"));
+    EXPECT_TRUE(refused("VIPL_NICFW_DOORBELL", "FIFO"));
+}
+
+TEST_F(ConfigEnv, RingKb) {
+    EXPECT_EQ(with("VIPL_NICFW_RING_KB", "1024").ring_bytes, 1024u * 1024u);
+    EXPECT_EQ(with("VIPL_NICFW_RING_KB", "4096").ring_bytes, 4096u * 1024u);
+    EXPECT_EQ(with("VIPL_NICFW_RING_KB", "1048576").ring_bytes, size_t(1) << 30);
+    EXPECT_TRUE(refused("VIPL_NICFW_RING_KB", "1023"));
+    EXPECT_TRUE(refused("VIPL_NICFW_RING_KB", "1048577"));
+    EXPECT_TRUE(refused("VIPL_NICFW_RING_KB", "0"));
+    EXPECT_TRUE(refused("VIPL_NICFW_RING_KB", "-1"));
+    EXPECT_TRUE(refused("VIPL_NICFW_RING_KB", "2048k"));
+    EXPECT_TRUE(refused("VIPL_NICFW_RING_KB", "lots"));
+    EXPECT_TRUE(refused("VIPL_NICFW_RING_KB", "99999999999999999999999"));
+}
+
+TEST_F(ConfigEnv, Crc) {
+    EXPECT_TRUE(with("VIPL_NICFW_CRC", "1").crc);
+    EXPECT_FALSE(with("VIPL_NICFW_CRC", "0").crc);
+    EXPECT_TRUE(refused("VIPL_NICFW_CRC", "2"));
+    EXPECT_TRUE(refused("VIPL_NICFW_CRC", "yes"));
+    EXPECT_TRUE(refused("VIPL_NICFW_CRC", "off"));
+}
+
+TEST_F(ConfigEnv, Progress) {
+    EXPECT_TRUE(with("VIPL_NICFW_PROGRESS", "1").progress_thread);
+    EXPECT_FALSE(with("VIPL_NICFW_PROGRESS", "0").progress_thread);
+    EXPECT_TRUE(refused("VIPL_NICFW_PROGRESS", "true"));
+    EXPECT_TRUE(refused("VIPL_NICFW_PROGRESS", "01"));
+}
+
+TEST_F(ConfigEnv, ProfileNamedModels) {
+    nicfw::Profile p = with("VIPL_NICFW_PROFILE", "none").profile;
+    EXPECT_EQ(p.send_ns + p.recv_ns + p.wire_ns + p.gap_ns, 0u);
+    p = with("VIPL_NICFW_PROFILE", "lanai4").profile;
+    EXPECT_EQ(p.name, "lanai4");
+    EXPECT_EQ(p.send_ns, 8000u);
+    EXPECT_EQ(p.recv_ns, 8000u);
+    EXPECT_EQ(p.wire_ns, 16000u);
+    EXPECT_EQ(p.gap_ns, 12000u);
+    p = with("VIPL_NICFW_PROFILE", "lanai7").profile;
+    EXPECT_EQ(p.send_ns, 3000u);
+    EXPECT_EQ(p.recv_ns, 3000u);
+    EXPECT_EQ(p.wire_ns, 8000u);
+    EXPECT_EQ(p.gap_ns, 6000u);
+    // The faster board has the smaller costs everywhere.
+    const nicfw::Profile l4 = with("VIPL_NICFW_PROFILE", "lanai4").profile;
+    EXPECT_LT(p.send_ns, l4.send_ns);
+    EXPECT_LT(p.wire_ns, l4.wire_ns);
+    EXPECT_LT(p.gap_ns, l4.gap_ns);
+}
+
+TEST_F(ConfigEnv, ProfileSynthetic) {
+    nicfw::Profile p = with("VIPL_NICFW_PROFILE", "synthetic:os=20000,or=1500,L=50000,g=30000").profile;
+    EXPECT_EQ(p.send_ns, 20000u);
+    EXPECT_EQ(p.recv_ns, 1500u);
+    EXPECT_EQ(p.wire_ns, 50000u);
+    EXPECT_EQ(p.gap_ns, 30000u);
+    // Any subset, any order; the others are 0.
+    p = with("VIPL_NICFW_PROFILE", "synthetic:g=7,os=5").profile;
+    EXPECT_EQ(p.send_ns, 5u);
+    EXPECT_EQ(p.gap_ns, 7u);
+    EXPECT_EQ(p.recv_ns, 0u);
+    EXPECT_EQ(p.wire_ns, 0u);
+    p = with("VIPL_NICFW_PROFILE", "synthetic:L=100000000").profile; // the largest delay
+    EXPECT_EQ(p.wire_ns, 100000000u);
+    p = with("VIPL_NICFW_PROFILE", "synthetic:os=0,or=0,L=0,g=0").profile;
+    EXPECT_EQ(p.send_ns + p.recv_ns + p.wire_ns + p.gap_ns, 0u);
+}
+
+TEST_F(ConfigEnv, ProfileRefusesBadValues) {
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "lanai5"));
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "LANAI4"));
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "os=20000")); // missing "synthetic:"
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:x=1", "x"));   // unknown key
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:l=1", "l"));   // keys are case-sensitive
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os", "os"));    // not key=ns
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os=", ""));   // no number
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os=1us", "1us"));
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os=-5", "-5"));
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:L=100000001", "100000001")); // over 0.1 s
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os=1,,g=2", ""));
+}

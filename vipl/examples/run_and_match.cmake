@@ -1,0 +1,16 @@
+# cmake -DCMD="prog;args" -DREGEX=... -P run_and_match.cmake
+# Runs CMD, echoes its output, and fails unless it exits 0 AND its stdout matches REGEX.
+if(NOT DEFINED CMD OR NOT DEFINED REGEX)
+  message(FATAL_ERROR "usage: cmake -DCMD=<prog;args> -DREGEX=<regex> -P run_and_match.cmake")
+endif()
+execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}")
+if(err)
+  message("stderr:\n${err}")
+endif()
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "command exited with ${rc}: ${CMD}")
+endif()
+if(NOT out MATCHES "${REGEX}")
+  message(FATAL_ERROR "output does not match '${REGEX}'")
+endif()
