@@ -1,0 +1,410 @@
+// am_core.cpp - AM_Init/AM_Terminate, bundles, endpoints, segments, tags,
+// handler tables, event masks, and the error-path diagnostics.
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "am_internal.hpp"
+
+#ifndef AMVIA_DEFAULT_LAYOUT
+#define AMVIA_DEFAULT_LAYOUT 3
+#endif
+
+int AMVIA_VerboseErrors = 0;
+
+namespace amvia {
+
+Globals g;
+
+uint64_t now_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+void report(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::fputs("viastack AM: ", stderr);
+    std::vfprintf(stderr, fmt, ap);
+    std::fputc('\n', stderr);
+    va_end(ap);
+}
+
+int fail(int rc, const char *fn, const char *fmt, ...) {
+    if (AMVIA_VerboseErrors) {
+        va_list ap;
+        va_start(ap, fmt);
+        std::fprintf(stderr, "viastack AM: %s returns %s: ", fn, AMVIA_ErrorName(rc));
+        std::vfprintf(stderr, fmt, ap);
+        std::fputc('\n', stderr);
+        va_end(ap);
+    }
+    return rc;
+}
+
+static long env_long(const char *name, long dflt, long lo, long hi) {
+    const char *v = std::getenv(name);
+    if (!v || !*v) return dflt;
+    char *end = nullptr;
+    long x = std::strtol(v, &end, 10);
+    if (*end || x < lo || x > hi) {
+        report("ignoring %s=%s (expected an integer in [%ld, %ld]); using %ld", name, v, lo, hi,
+               dflt);
+        return dflt;
+    }
+    return x;
+}
+
+static int env_layout() {
+    const char *v = std::getenv("VIASTACK_AM_LAYOUT");
+    if (!v || !*v) return AMVIA_DEFAULT_LAYOUT;
+    if (!std::strcmp(v, "v1") || !std::strcmp(v, "1")) return 1;
+    if (!std::strcmp(v, "v3") || !std::strcmp(v, "3")) return 3;
+    report("ignoring VIASTACK_AM_LAYOUT=%s (expected v1 or v3); using v%d", v,
+           AMVIA_DEFAULT_LAYOUT);
+    return AMVIA_DEFAULT_LAYOUT;
+}
+
+} // namespace amvia
+
+using namespace amvia;
+
+#define CHECK_INIT(fn) \
+    if (AMVIA_UNLIKELY(g.init_count == 0)) return fail(AM_ERR_NOT_INIT, fn, "call AM_Init first")
+
+extern "C" {
+
+const char *AMVIA_ErrorName(int rc) {
+    switch (rc) {
+    case AM_OK: return "AM_OK";
+    case AM_ERR_NOT_INIT: return "AM_ERR_NOT_INIT";
+    case AM_ERR_BAD_ARG: return "AM_ERR_BAD_ARG";
+    case AM_ERR_RESOURCE: return "AM_ERR_RESOURCE";
+    case AM_ERR_NOT_SENT: return "AM_ERR_NOT_SENT";
+    case AM_ERR_IN_USE: return "AM_ERR_IN_USE";
+    default: return "AM_ERR_?";
+    }
+}
+
+const char *AMVIA_StatusName(int status) {
+    static const char *const names[] = {"0",           "EBADARGS",     "EBADENTRY",   "EBADTAG",
+                                        "EBADHANDLER", "EBADSEGOFF",   "EBADLENGTH",  "EBADENDPOINT",
+                                        "ECONGESTION", "EUNREACHABLE", "EREPLYREJECTED"};
+    return (status >= 0 && status <= 10) ? names[status] : "E?";
+}
+
+int AMVIA_SetLayout(int version) {
+    if (version != 1 && version != 3)
+        return fail(AM_ERR_BAD_ARG, "AMVIA_SetLayout", "version %d: use 1 (AMVIAv1) or 3 (AMVIAv3)",
+                    version);
+    g.layout = version;
+    return AM_OK;
+}
+int AMVIA_GetLayout(void) { return g.layout; }
+void *AMVIA_NicHandle(void) { return g.nic; }
+
+int AM_MaxSegLength(uintptr_t *nbytes) {
+    if (!nbytes) return fail(AM_ERR_BAD_ARG, "AM_MaxSegLength", "nbytes is NULL");
+    // One registration; the NIC's limit when AM is initialized.
+    *nbytes = g.init_count && g.attr.MaxRegisterBytes ? uintptr_t(g.attr.MaxRegisterBytes)
+                                                      : uintptr_t(1) << 30;
+    return AM_OK;
+}
+
+int AM_Init(void) {
+    if (g.init_count++ > 0) return AM_OK;
+    if (std::getenv("VIASTACK_AM_VERBOSE")) AMVIA_VerboseErrors = 1;
+    const char *dev = std::getenv("VIASTACK_AM_NIC");
+    VIP_RETURN rc = VipOpenNic(dev, &g.nic);
+    if (rc != VIP_SUCCESS) {
+        g.init_count = 0;
+        report("AM_Init: VipOpenNic(%s) failed: %s (check $VIPL_PROVIDER / $VIASTACK_AM_NIC)",
+               dev ? dev : "default", VipxReturnString(rc));
+        return AM_ERR_RESOURCE;
+    }
+    rc = VipQueryNic(g.nic, &g.attr);
+    if (rc == VIP_SUCCESS) rc = VipCreatePtag(g.nic, &g.ptag);
+    if (rc != VIP_SUCCESS) {
+        report("AM_Init: NIC set-up failed: %s", VipxReturnString(rc));
+        VipCloseNic(g.nic);
+        g.nic = nullptr;
+        g.init_count = 0;
+        return AM_ERR_RESOURCE;
+    }
+    if (!(g.attr.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY)) {
+        report("AM_Init: NIC %s lacks Reliable Delivery, which AMVIA needs", g.attr.Name);
+        VipDestroyPtag(g.nic, g.ptag);
+        VipCloseNic(g.nic);
+        g.nic = nullptr;
+        g.init_count = 0;
+        return AM_ERR_RESOURCE;
+    }
+    g.layout = env_layout();
+    g.default_credits = int(env_long("VIASTACK_AM_CREDITS", 8, 1, AMVIA_MAX_CREDITS));
+    g.connect_timeout_ms = uint64_t(env_long("VIASTACK_AM_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30));
+    g.max_chunk = AMVIA_MAX_LONG;
+    if (g.attr.MaxTransferSize && g.attr.MaxTransferSize < g.max_chunk)
+        g.max_chunk = uint32_t(g.attr.MaxTransferSize) & ~63u;
+    if (g.attr.MaxTransferSize && g.attr.MaxTransferSize < kMediumBuf) {
+        report("AM_Init: NIC MaxTransferSize %lu is below the %u-byte AM message",
+               (unsigned long)g.attr.MaxTransferSize, kMediumBuf);
+        AM_Terminate();
+        return AM_ERR_RESOURCE;
+    }
+    return AM_OK;
+}
+
+int AM_Terminate(void) {
+    CHECK_INIT("AM_Terminate");
+    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_Terminate", "called from a handler");
+    while (!g.bundles.empty()) AM_FreeBundle(g.bundles.back());
+    spmd_forget();
+    regcache_clear();
+    if (g.ptag) VipDestroyPtag(g.nic, g.ptag);
+    if (g.nic) VipCloseNic(g.nic);
+    g.ptag = nullptr;
+    g.nic = nullptr;
+    g.init_count = 0;
+    return AM_OK;
+}
+
+// ---- bundles -----------------------------------------------------------------------
+int AM_AllocateBundle(int type, eb_t *endb) {
+    CHECK_INIT("AM_AllocateBundle");
+    if (!endb) return fail(AM_ERR_BAD_ARG, "AM_AllocateBundle", "endb is NULL");
+    if (type == AM_PAR)
+        return fail(AM_ERR_RESOURCE, "AM_AllocateBundle",
+                    "AM_PAR bundles are not supported (VIPL NICs are not thread safe); use AM_SEQ");
+    if (type != AM_SEQ) return fail(AM_ERR_BAD_ARG, "AM_AllocateBundle", "type %d", type);
+    auto *eb = new amvia_eb();
+    eb->magic = kEbMagic;
+    eb->layout = g.layout;
+    eb->cq_entries = 256;
+    if (g.attr.MaxCQEntries && eb->cq_entries > g.attr.MaxCQEntries)
+        eb->cq_entries = g.attr.MaxCQEntries;
+    VIP_RETURN rc = VipCreateCQ(g.nic, eb->cq_entries, &eb->scq);
+    if (rc == VIP_SUCCESS) {
+        rc = VipCreateCQ(g.nic, eb->cq_entries, &eb->rcq);
+        if (rc != VIP_SUCCESS) VipDestroyCQ(eb->scq);
+    }
+    if (rc != VIP_SUCCESS) {
+        delete eb;
+        return fail(AM_ERR_RESOURCE, "AM_AllocateBundle", "VipCreateCQ: %s", VipxReturnString(rc));
+    }
+    eb->event_mask = AM_NOEVENTS;
+    g.bundles.push_back(eb);
+    *endb = eb;
+    return AM_OK;
+}
+
+int AM_FreeBundle(eb_t eb) {
+    CHECK_INIT("AM_FreeBundle");
+    if (!valid_eb(eb)) return fail(AM_ERR_BAD_ARG, "AM_FreeBundle", "not a bundle");
+    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_FreeBundle", "called from a handler");
+    while (!eb->eps.empty()) AM_FreeEndpoint(eb->eps.back());
+    VipDestroyCQ(eb->scq);
+    VipDestroyCQ(eb->rcq);
+    for (size_t i = 0; i < g.bundles.size(); i++)
+        if (g.bundles[i] == eb) {
+            g.bundles.erase(g.bundles.begin() + long(i));
+            break;
+        }
+    eb->magic = 0;
+    delete eb;
+    return AM_OK;
+}
+
+// ---- endpoints ---------------------------------------------------------------------
+static void default_error_handler(int status, op_t opcode, void *token) {
+    auto *t = static_cast<Token *>(token);
+    report("message refused: status %s (%d), opcode %d, handler %u; set handler 0 with "
+           "AM_SetHandler to handle refused messages",
+           AMVIA_StatusName(status), status, opcode, t && t->msg ? t->msg->handler : 0);
+}
+
+int AM_AllocateEndpoint(eb_t eb, ep_t *endp, en_t *name) {
+    CHECK_INIT("AM_AllocateEndpoint");
+    if (!valid_eb(eb) || !endp || !name)
+        return fail(AM_ERR_BAD_ARG, "AM_AllocateEndpoint", "bad bundle or NULL output");
+    auto *ep = new amvia_ep();
+    ep->magic = kEpMagic;
+    ep->eb = eb;
+    ep->tag = AM_NONE;
+    ep->name.id = g.next_ep_id++;
+    uint16_t alen = g.attr.NicAddressLen;
+    if (alen > AMVIA_MAX_NICADDR) {
+        delete ep;
+        return fail(AM_ERR_RESOURCE, "AM_AllocateEndpoint", "NIC address of %u bytes is too long",
+                    alen);
+    }
+    ep->name.addr_len = alen;
+    if (alen && g.attr.LocalNicAddress) std::memcpy(ep->name.addr, g.attr.LocalNicAddress, alen);
+    ep->credits_k = g.default_credits;
+    for (auto &h : ep->handlers) h = nullptr;
+    ep->handlers[0] = (amx_handler_fn_t)default_error_handler;
+    ep->xlate.resize(AMVIA_MAX_NUMTRANSLATIONS);
+    eb->eps.push_back(ep);
+    *endp = ep;
+    *name = ep->name;
+    return AM_OK;
+}
+
+int AM_FreeEndpoint(ep_t ep) {
+    CHECK_INIT("AM_FreeEndpoint");
+    if (!valid_ep(ep)) return fail(AM_ERR_BAD_ARG, "AM_FreeEndpoint", "not an endpoint");
+    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_FreeEndpoint", "called from a handler");
+    eb_t eb = ep->eb;
+    for (Link *l : ep->links) link_destroy(l); // also drops their queued requests
+    ep->links.clear();
+    if (ep->seg_registered) VipDeregisterMem(g.nic, ep->seg, ep->seg_mh);
+    for (size_t i = 0; i < eb->eps.size(); i++)
+        if (eb->eps[i] == ep) {
+            eb->eps.erase(eb->eps.begin() + long(i));
+            break;
+        }
+    ep->magic = 0;
+    delete ep;
+    return AM_OK;
+}
+
+int AM_MoveEndpoint(ep_t ep, eb_t from, eb_t to) {
+    CHECK_INIT("AM_MoveEndpoint");
+    if (!valid_ep(ep) || !valid_eb(from) || !valid_eb(to) || ep->eb != from)
+        return fail(AM_ERR_BAD_ARG, "AM_MoveEndpoint", "endpoint is not in from_bundle");
+    if (from == to) return AM_OK;
+    if (!ep->links.empty())
+        return fail(AM_ERR_RESOURCE, "AM_MoveEndpoint",
+                    "the endpoint has MAP connections whose VIs are bound to the old bundle's "
+                    "completion queues; move it before AM_Map");
+    for (size_t i = 0; i < from->eps.size(); i++)
+        if (from->eps[i] == ep) {
+            from->eps.erase(from->eps.begin() + long(i));
+            break;
+        }
+    to->eps.push_back(ep);
+    ep->eb = to;
+    return AM_OK;
+}
+
+// ---- segment and tag -----------------------------------------------------------------
+int AM_SetSeg(ep_t ep, void *addr, uintptr_t nbytes) {
+    CHECK_INIT("AM_SetSeg");
+    if (!valid_ep(ep)) return fail(AM_ERR_BAD_ARG, "AM_SetSeg", "not an endpoint");
+    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_SetSeg", "called from a handler");
+    if ((!addr && nbytes) || (addr && !nbytes))
+        return fail(AM_ERR_BAD_ARG, "AM_SetSeg", "addr %p with %lu bytes", addr,
+                    (unsigned long)nbytes);
+    uintptr_t maxlen;
+    AM_MaxSegLength(&maxlen);
+    if (nbytes > maxlen)
+        return fail(AM_ERR_BAD_ARG, "AM_SetSeg", "%lu bytes exceed AM_MaxSegLength %lu",
+                    (unsigned long)nbytes, (unsigned long)maxlen);
+    VIP_MEM_HANDLE mh = 0;
+    if (nbytes) {
+        VIP_MEM_ATTRIBUTES ma{g.ptag, VIP_TRUE, VIP_FALSE};
+        VIP_RETURN rc = VipRegisterMem(g.nic, addr, nbytes, &ma, &mh);
+        if (rc != VIP_SUCCESS)
+            return fail(AM_ERR_RESOURCE, "AM_SetSeg", "VipRegisterMem: %s", VipxReturnString(rc));
+    }
+    // The old registration stays valid until the peers have the new one: long
+    // messages already in flight toward it must not hit an unregistered range.
+    void *old = ep->seg;
+    VIP_MEM_HANDLE old_mh = ep->seg_mh;
+    bool old_reg = ep->seg_registered;
+    ep->seg = addr;
+    ep->seglen = nbytes;
+    ep->seg_mh = mh;
+    ep->seg_registered = nbytes != 0;
+    SegInfo si{uint64_t(uintptr_t(addr)), uint64_t(nbytes), mh, nbytes ? 1u : 0u};
+    int result = AM_OK;
+    for (Link *l : ep->links)
+        if (l->state == LinkState::Up) {
+            int rc = send_system_request(ep, l, kSysSegInfo, nullptr, 0, &si, sizeof si);
+            if (rc != AM_OK) result = rc;
+        }
+    if (old_reg) {
+        // Drain: every peer has processed the update once its credit is back.
+        for (Link *l : ep->links)
+            while (l->state == LinkState::Up && l->ch[0].credits < l->ch[0].credits_max)
+                poll_bundle(ep->eb, true);
+        VipDeregisterMem(g.nic, old, old_mh);
+    }
+    return result;
+}
+
+int AM_GetSeg(ep_t ep, void **addr, uintptr_t *nbytes) {
+    CHECK_INIT("AM_GetSeg");
+    if (!valid_ep(ep) || !addr || !nbytes) return fail(AM_ERR_BAD_ARG, "AM_GetSeg", "bad argument");
+    *addr = ep->seg;
+    *nbytes = ep->seglen;
+    return AM_OK;
+}
+
+int AM_SetTag(ep_t ep, tag_t tag) {
+    CHECK_INIT("AM_SetTag");
+    if (!valid_ep(ep)) return fail(AM_ERR_BAD_ARG, "AM_SetTag", "not an endpoint");
+    ep->tag = tag;
+    return AM_OK;
+}
+
+int AM_GetTag(ep_t ep, tag_t *tag) {
+    CHECK_INIT("AM_GetTag");
+    if (!valid_ep(ep) || !tag) return fail(AM_ERR_BAD_ARG, "AM_GetTag", "bad argument");
+    *tag = ep->tag;
+    return AM_OK;
+}
+
+int AM_SetExpectedResources(ep_t ep, int n_endpoints, int n_outstanding_requests) {
+    CHECK_INIT("AM_SetExpectedResources");
+    if (!valid_ep(ep) || n_endpoints < 0 || n_outstanding_requests < 0)
+        return fail(AM_ERR_BAD_ARG, "AM_SetExpectedResources",
+                    "n_endpoints %d, n_outstanding_requests %d (must be >= 0)", n_endpoints,
+                    n_outstanding_requests);
+    // k: 0 keeps the default; more than AMVIA_MAX_CREDITS is granted as that
+    // many (AM-2 lets the layer provide fewer resources than asked for).
+    int k = n_outstanding_requests ? n_outstanding_requests : g.default_credits;
+    ep->credits_k = k > AMVIA_MAX_CREDITS ? AMVIA_MAX_CREDITS : k;
+    return AM_OK;
+}
+
+// ---- handlers -------------------------------------------------------------------------
+int _AM_SetHandler(ep_t ep, handler_t h, amx_handler_fn_t fn) {
+    CHECK_INIT("AM_SetHandler");
+    if (!valid_ep(ep) || !fn) return fail(AM_ERR_BAD_ARG, "AM_SetHandler", "bad endpoint or NULL");
+    ep->handlers[h] = fn;
+    return AM_OK;
+}
+
+int _AM_SetHandlerAny(ep_t ep, handler_t *h, amx_handler_fn_t fn) {
+    CHECK_INIT("AM_SetHandlerAny");
+    if (!valid_ep(ep) || !fn || !h) return fail(AM_ERR_BAD_ARG, "AM_SetHandlerAny", "bad argument");
+    for (int i = 1; i < AMVIA_MAX_NUMHANDLERS; i++)
+        if (!ep->handlers[i]) {
+            ep->handlers[i] = fn;
+            *h = handler_t(i);
+            return AM_OK;
+        }
+    return fail(AM_ERR_RESOURCE, "AM_SetHandlerAny", "all %d handlers are set",
+                AMVIA_MAX_NUMHANDLERS - 1);
+}
+
+// ---- events ---------------------------------------------------------------------------
+int AM_GetEventMask(eb_t eb, int *mask) {
+    CHECK_INIT("AM_GetEventMask");
+    if (!valid_eb(eb) || !mask) return fail(AM_ERR_BAD_ARG, "AM_GetEventMask", "bad argument");
+    *mask = eb->event_mask;
+    return AM_OK;
+}
+
+int AM_SetEventMask(eb_t eb, int mask) {
+    CHECK_INIT("AM_SetEventMask");
+    if (!valid_eb(eb) || mask < 0 || mask >= AM_NUMEVENTMASKS)
+        return fail(AM_ERR_BAD_ARG, "AM_SetEventMask", "bad bundle or mask %d", mask);
+    eb->event_mask = mask;
+    return AM_OK;
+}
+
+} // extern "C"

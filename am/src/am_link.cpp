@@ -1,0 +1,413 @@
+// am_link.cpp - MAP objects: the translation table (AM_Map and friends) and
+// the links behind it - VIs, registered slot regions, pre-posted receives,
+// peer-to-peer connection by discriminator, and tear-down.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "am_internal.hpp"
+
+namespace amvia {
+
+bool en_equal(const en_t &a, const en_t &b) {
+    return a.id == b.id && a.addr_len == b.addr_len && !std::memcmp(a.addr, b.addr, a.addr_len);
+}
+
+// Discriminator naming the VI of channel `chan` on the link from endpoint x to
+// endpoint y (side distinguishes the two halves of a self-map).  Both ends
+// compute each other's, so peer-to-peer requests match.
+static size_t discriminator(uint8_t *out, const en_t &x, const en_t &y, uint8_t side,
+                            uint8_t chan) {
+    size_t n = 0;
+    std::memcpy(out + n, x.addr, x.addr_len);
+    n += x.addr_len;
+    std::memcpy(out + n, &x.id, 4);
+    n += 4;
+    std::memcpy(out + n, y.addr, y.addr_len);
+    n += y.addr_len;
+    std::memcpy(out + n, &y.id, 4);
+    n += 4;
+    out[n++] = side;
+    out[n++] = chan;
+    return n;
+}
+
+// Grows both bundle CQs so every descriptor bound to them fits.
+static bool reserve_cq(eb_t eb, size_t nsend, size_t nrecv) {
+    size_t need = std::max(eb->send_descs + nsend, eb->recv_descs + nrecv);
+    if (need > eb->cq_entries) {
+        size_t n = eb->cq_entries;
+        while (n < need) n *= 2;
+        if (g.attr.MaxCQEntries && n > g.attr.MaxCQEntries) n = g.attr.MaxCQEntries;
+        if (n < need) {
+            report("AM_Map: the bundle's completion queues would need %zu entries; the NIC allows "
+                   "%lu (fewer peers or credits per bundle)",
+                   need, (unsigned long)g.attr.MaxCQEntries);
+            return false;
+        }
+        VIP_RETURN rc = VipResizeCQ(eb->scq, n);
+        if (rc == VIP_SUCCESS) rc = VipResizeCQ(eb->rcq, n);
+        if (rc != VIP_SUCCESS) {
+            report("AM_Map: VipResizeCQ(%zu): %s", n, VipxReturnString(rc));
+            return false;
+        }
+        eb->cq_entries = n;
+    }
+    eb->send_descs += nsend;
+    eb->recv_descs += nrecv;
+    pending_reserve(eb, eb->recv_descs); // ring of queued requests (see am_poll.cpp)
+    return true;
+}
+
+static void channel_free_memory(Channel *c) {
+    if (c->region) {
+        if (c->mh) VipDeregisterMem(g.nic, c->region, c->mh);
+        std::free(c->region);
+    }
+    delete[] c->free_send;
+    c->region = nullptr;
+    c->free_send = nullptr;
+    c->mh = 0;
+}
+
+static bool channel_setup(Link *l, Channel *c, int idx, int credits, uint32_t bufsize) {
+    eb_t eb = l->ep->eb;
+    c->link = l;
+    c->eb = eb;
+    c->index = idx;
+    c->bufsize = bufsize;
+    c->credits = c->credits_max = credits;
+    c->nsend = 2 * credits;     // k requests + k replies in flight
+    c->nrecv = 2 * credits + 1; // + 1: a request handler's reply frees a credit
+                                // before its own receive is recycled
+    size_t nslots = size_t(c->nsend + c->nrecv);
+    size_t slot_bytes = nslots * sizeof(Slot);
+    c->region_len = (slot_bytes + nslots * bufsize + 4095) & ~size_t(4095);
+    c->region = static_cast<uint8_t *>(std::aligned_alloc(4096, c->region_len));
+    if (!c->region) return false;
+    std::memset(c->region, 0, c->region_len);
+    VIP_MEM_ATTRIBUTES ma{g.ptag, VIP_FALSE, VIP_FALSE};
+    VIP_RETURN rc = VipRegisterMem(g.nic, c->region, c->region_len, &ma, &c->mh);
+    if (rc != VIP_SUCCESS) {
+        report("AM_Map: VipRegisterMem(%zu bytes): %s", c->region_len, VipxReturnString(rc));
+        channel_free_memory(c);
+        return false;
+    }
+    c->slots = reinterpret_cast<Slot *>(c->region);
+    uint8_t *bufs = c->region + slot_bytes;
+    c->free_send = new Slot *[c->nsend];
+    for (size_t i = 0; i < nslots; i++) {
+        Slot *s = &c->slots[i];
+        s->ch = c;
+        s->buf = reinterpret_cast<MsgHeader *>(bufs + i * bufsize);
+        s->regent = -1;
+        s->desc.CS.SegCount = 1;
+        s->desc.DS[0].Local.Data.Address = s->buf;
+        s->desc.DS[0].Local.Handle = c->mh;
+        s->desc.DS[0].Local.Length = bufsize;
+    }
+    for (int i = 0; i < c->nsend; i++) c->free_send[i] = &c->slots[i];
+    c->nfree_send = c->nsend;
+    if (!reserve_cq(eb, size_t(c->nsend), size_t(c->nrecv))) {
+        channel_free_memory(c);
+        return false;
+    }
+    VIP_VI_ATTRIBUTES va{};
+    va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
+    va.MaxTransferSize = std::max<VIP_ULONG>(bufsize, g.max_chunk);
+    if (g.attr.MaxTransferSize && va.MaxTransferSize > g.attr.MaxTransferSize)
+        va.MaxTransferSize = g.attr.MaxTransferSize;
+    va.QoS = nullptr;
+    va.Ptag = g.ptag;
+    va.EnableRdmaWrite = VIP_TRUE;
+    va.EnableRdmaRead = VIP_FALSE;
+    rc = VipCreateVi(g.nic, &va, eb->scq, eb->rcq, &c->vi);
+    if (rc != VIP_SUCCESS) {
+        report("AM_Map: VipCreateVi: %s", VipxReturnString(rc));
+        eb->send_descs -= size_t(c->nsend);
+        eb->recv_descs -= size_t(c->nrecv);
+        channel_free_memory(c);
+        c->vi = nullptr;
+        return false;
+    }
+    // Receives are posted before connecting, so the peer can never find the
+    // receive queue empty.
+    for (int i = c->nsend; i < int(nslots); i++) {
+        rc = VipPostRecv(c->vi, &c->slots[i].desc, c->mh);
+        if (rc != VIP_SUCCESS) {
+            report("AM_Map: VipPostRecv: %s", VipxReturnString(rc));
+            return false; // caller destroys the link
+        }
+    }
+    return true;
+}
+
+static bool channel_connect(Link *l, Channel *c) {
+    const en_t &me = l->ep->name;
+    const en_t &peer = l->remote;
+    bool self = en_equal(me, peer);
+    alignas(8) uint8_t local_buf[VIP_NET_ADDRESS_SIZE(AMVIA_MAX_NICADDR, 64)];
+    alignas(8) uint8_t remote_buf[VIP_NET_ADDRESS_SIZE(AMVIA_MAX_NICADDR, 64)];
+    auto *la = reinterpret_cast<VIP_NET_ADDRESS *>(local_buf);
+    auto *ra = reinterpret_cast<VIP_NET_ADDRESS *>(remote_buf);
+    la->HostAddressLen = me.addr_len;
+    std::memcpy(la->HostAddress, me.addr, me.addr_len);
+    la->DiscriminatorLen = uint16_t(discriminator(la->HostAddress + me.addr_len, me, peer, l->side,
+                                                  uint8_t(c->index)));
+    ra->HostAddressLen = peer.addr_len;
+    std::memcpy(ra->HostAddress, peer.addr, peer.addr_len);
+    ra->DiscriminatorLen =
+        uint16_t(discriminator(ra->HostAddress + peer.addr_len, peer, me,
+                               self ? uint8_t(1 - l->side) : l->side, uint8_t(c->index)));
+    if (g.attr.MaxDiscriminatorLen && la->DiscriminatorLen > g.attr.MaxDiscriminatorLen) {
+        report("AM_Map: discriminator of %u bytes exceeds the NIC's %u", la->DiscriminatorLen,
+               g.attr.MaxDiscriminatorLen);
+        return false;
+    }
+    VIP_RETURN rc = VipConnectPeerRequest(c->vi, la, ra, VIP_ULONG(g.connect_timeout_ms));
+    if (rc != VIP_SUCCESS && rc != VIP_NOT_DONE) {
+        report("AM_Map: VipConnectPeerRequest: %s", VipxReturnString(rc));
+        return false;
+    }
+    return true;
+}
+
+static Link *link_create(ep_t ep, const en_t &remote, uint8_t side) {
+    eb_t eb = ep->eb;
+    auto *l = new Link();
+    l->ep = ep;
+    l->remote = remote;
+    l->side = side;
+    int k = ep->credits_k;
+    bool ok = true;
+    if (eb->layout == 1) {
+        // AMVIAv1: a VI per message class, more credits for the small class.
+        l->nch = 3;
+        ok = channel_setup(l, &l->ch[kShort], kShort, std::min(2 * k, AMVIA_MAX_CREDITS), kShortBuf) &&
+             channel_setup(l, &l->ch[kMedium], kMedium, k, kMediumBuf) &&
+             channel_setup(l, &l->ch[kLong], kLong, k, kShortBuf);
+    } else {
+        l->nch = 1;
+        ok = channel_setup(l, &l->ch[0], 0, k, kMediumBuf);
+    }
+    ep->links.push_back(l); // so link_destroy can find it either way
+    for (int i = 0; ok && i < l->nch; i++) ok = channel_connect(l, &l->ch[i]);
+    if (!ok) {
+        ep->links.pop_back();
+        link_destroy(l);
+        return nullptr;
+    }
+    l->connect_deadline_ns = now_ns() + g.connect_timeout_ms * 1000000ull;
+    eb->connecting.push_back(l);
+    return l;
+}
+
+Link *link_find_or_create(ep_t ep, const en_t &remote, int *rc) {
+    for (Link *l : ep->links)
+        if (l->side == 0 && en_equal(l->remote, remote)) return l;
+    Link *l = link_create(ep, remote, 0);
+    if (l && en_equal(remote, ep->name)) {
+        // Self-map: a second link is the other end of the loopback connection.
+        if (!link_create(ep, remote, 1)) {
+            ep->links.erase(std::find(ep->links.begin(), ep->links.end(), l));
+            link_destroy(l);
+            l = nullptr;
+        }
+    }
+    *rc = l ? AM_OK : AM_ERR_RESOURCE;
+    return l;
+}
+
+static void drop_connecting(Link *l) {
+    auto &v = l->ep->eb->connecting;
+    auto it = std::find(v.begin(), v.end(), l);
+    if (it != v.end()) v.erase(it);
+}
+
+void link_fail(Link *l, const char *why) {
+    if (l->state == LinkState::Dead) return;
+    l->state = LinkState::Dead;
+    drop_connecting(l);
+    if (AMVIA_VerboseErrors) report("MAP to endpoint %u is unusable: %s", l->remote.id, why);
+}
+
+bool link_try_up(Link *l) {
+    if (l->state != LinkState::Pending) return l->state == LinkState::Up;
+    for (int i = 0; i < l->nch; i++) {
+        Channel *c = &l->ch[i];
+        if (c->connected) continue;
+        VIP_VI_ATTRIBUTES remote_attr;
+        VIP_RETURN rc = VipConnectPeerDone(c->vi, &remote_attr);
+        if (rc == VIP_NOT_DONE) {
+            if (now_ns() > l->connect_deadline_ns) link_fail(l, "connection timed out (does the peer AM_Map this endpoint?)");
+            return false;
+        }
+        if (rc != VIP_SUCCESS) {
+            link_fail(l, VipxReturnString(rc));
+            return false;
+        }
+        c->connected = true;
+    }
+    l->state = LinkState::Up;
+    drop_connecting(l);
+    // Tell the peer where our segment is before any message of ours can need it.
+    ep_t ep = l->ep;
+    SegInfo si{uint64_t(uintptr_t(ep->seg)), uint64_t(ep->seglen), ep->seg_mh,
+               ep->seg_registered ? 1u : 0u};
+    send_system_request(ep, l, kSysSegInfo, nullptr, 0, &si, sizeof si);
+    return true;
+}
+
+void bundle_check_connecting(eb_t eb) {
+    // Copy: link_try_up edits the list.
+    Link *batch[16];
+    size_t n = std::min<size_t>(eb->connecting.size(), 16);
+    for (size_t i = 0; i < n; i++) batch[i] = eb->connecting[i];
+    for (size_t i = 0; i < n; i++) link_try_up(batch[i]);
+}
+
+void link_destroy(Link *l) {
+    eb_t eb = l->ep->eb;
+    drop_connecting(l);
+    // Forget queued requests that live in this link's receive slots.
+    for (size_t i = 0; i < eb->pending_count; i++) {
+        Slot *&s = eb->pending[(eb->pending_head + i) % eb->pending.size()];
+        if (s && s->ch->link == l) s = nullptr;
+    }
+    for (int i = 0; i < l->nch; i++) {
+        Channel *c = &l->ch[i];
+        if (c->vi) {
+            if (eb->stash_vi == c->vi) eb->stash_vi = nullptr;
+            VipDisconnect(c->vi);
+            VIP_DESCRIPTOR *d;
+            while (VipSendDone(c->vi, &d) == VIP_SUCCESS) {
+                Slot *s = reinterpret_cast<Slot *>(d);
+                if (s->regent >= 0) regcache_release(s->regent);
+                s->regent = -1;
+                c->free_send[c->nfree_send++] = s;
+            }
+            while (VipRecvDone(c->vi, &d) == VIP_SUCCESS) {
+            }
+            VIP_RETURN rc = VipDestroyVi(c->vi);
+            eb->sends_outstanding -= (c->nsend - c->nfree_send);
+            eb->send_descs -= size_t(c->nsend);
+            eb->recv_descs -= size_t(c->nrecv);
+            c->vi = nullptr;
+            if (rc != VIP_SUCCESS) {
+                // The NIC may still own descriptors in the region: leak it
+                // rather than let the NIC touch freed memory.
+                report("VipDestroyVi failed (%s); keeping the MAP's %zu-byte region",
+                       VipxReturnString(rc), c->region_len);
+                delete[] c->free_send;
+                c->free_send = nullptr;
+                continue;
+            }
+        }
+        channel_free_memory(c);
+    }
+    if (eb->sends_outstanding < 0) eb->sends_outstanding = 0;
+    delete l;
+}
+
+} // namespace amvia
+
+using namespace amvia;
+
+#define CHECK_INIT(fn) \
+    if (AMVIA_UNLIKELY(g.init_count == 0)) return fail(AM_ERR_NOT_INIT, fn, "call AM_Init first")
+
+extern "C" {
+
+int AM_Map(ep_t ep, int index, en_t name, tag_t tag) {
+    CHECK_INIT("AM_Map");
+    if (!valid_ep(ep)) return fail(AM_ERR_BAD_ARG, "AM_Map", "not an endpoint");
+    if (index < 0 || size_t(index) >= ep->xlate.size())
+        return fail(AM_ERR_BAD_ARG, "AM_Map", "index %d outside [0, %zu)", index, ep->xlate.size());
+    if (name.addr_len > AMVIA_MAX_NICADDR)
+        return fail(AM_ERR_BAD_ARG, "AM_Map", "malformed endpoint name");
+    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_Map", "called from a handler");
+    Translation &t = ep->xlate[size_t(index)];
+    if (t.inuse) return fail(AM_ERR_RESOURCE, "AM_Map", "index %d is already mapped", index);
+    int rc;
+    Link *l = link_find_or_create(ep, name, &rc);
+    if (!l) return fail(rc, "AM_Map", "could not create the MAP for index %d", index);
+    t.link = l;
+    t.tag = tag;
+    t.name = name;
+    t.inuse = true;
+    return AM_OK;
+}
+
+int AM_MapAny(ep_t ep, int *index, en_t name, tag_t tag) {
+    CHECK_INIT("AM_MapAny");
+    if (!valid_ep(ep) || !index) return fail(AM_ERR_BAD_ARG, "AM_MapAny", "bad argument");
+    for (size_t i = 0; i < ep->xlate.size(); i++)
+        if (!ep->xlate[i].inuse) {
+            int rc = AM_Map(ep, int(i), name, tag);
+            if (rc == AM_OK) *index = int(i);
+            return rc;
+        }
+    return fail(AM_ERR_RESOURCE, "AM_MapAny", "all %zu translations are in use", ep->xlate.size());
+}
+
+int AM_UnMap(ep_t ep, int index) {
+    CHECK_INIT("AM_UnMap");
+    if (!valid_ep(ep) || index < 0 || size_t(index) >= ep->xlate.size())
+        return fail(AM_ERR_BAD_ARG, "AM_UnMap", "bad endpoint or index %d", index);
+    Translation &t = ep->xlate[size_t(index)];
+    if (!t.inuse) return fail(AM_ERR_RESOURCE, "AM_UnMap", "index %d is not mapped", index);
+    // The link stays: the peer may still be sending on it, and a later AM_Map
+    // of the same endpoint reuses it.
+    t = Translation{};
+    return AM_OK;
+}
+
+int AM_GetTranslationInuse(ep_t ep, int index) {
+    CHECK_INIT("AM_GetTranslationInuse");
+    if (!valid_ep(ep) || index < 0 || size_t(index) >= ep->xlate.size())
+        return fail(AM_ERR_BAD_ARG, "AM_GetTranslationInuse", "bad endpoint or index %d", index);
+    return ep->xlate[size_t(index)].inuse ? AM_OK : AM_ERR_RESOURCE;
+}
+
+int AM_GetTranslationTag(ep_t ep, int index, tag_t *tag) {
+    CHECK_INIT("AM_GetTranslationTag");
+    if (!valid_ep(ep) || !tag || index < 0 || size_t(index) >= ep->xlate.size())
+        return fail(AM_ERR_BAD_ARG, "AM_GetTranslationTag", "bad argument");
+    if (!ep->xlate[size_t(index)].inuse)
+        return fail(AM_ERR_RESOURCE, "AM_GetTranslationTag", "index %d is not mapped", index);
+    *tag = ep->xlate[size_t(index)].tag;
+    return AM_OK;
+}
+
+int AM_GetTranslationName(ep_t ep, int index, en_t *name) {
+    CHECK_INIT("AM_GetTranslationName");
+    if (!valid_ep(ep) || !name || index < 0 || size_t(index) >= ep->xlate.size())
+        return fail(AM_ERR_BAD_ARG, "AM_GetTranslationName", "bad argument");
+    if (!ep->xlate[size_t(index)].inuse)
+        return fail(AM_ERR_RESOURCE, "AM_GetTranslationName", "index %d is not mapped", index);
+    *name = ep->xlate[size_t(index)].name;
+    return AM_OK;
+}
+
+int AM_GetNumTranslations(ep_t ep, int *ntrans) {
+    CHECK_INIT("AM_GetNumTranslations");
+    if (!valid_ep(ep) || !ntrans) return fail(AM_ERR_BAD_ARG, "AM_GetNumTranslations", "bad argument");
+    *ntrans = int(ep->xlate.size());
+    return AM_OK;
+}
+
+int AM_SetNumTranslations(ep_t ep, int ntrans) {
+    CHECK_INIT("AM_SetNumTranslations");
+    if (!valid_ep(ep) || ntrans < 1 || ntrans > AMVIA_MAX_TRANSLATIONS_LIMIT)
+        return fail(AM_ERR_BAD_ARG, "AM_SetNumTranslations", "ntrans %d outside [1, %d]", ntrans,
+                    AMVIA_MAX_TRANSLATIONS_LIMIT);
+    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_SetNumTranslations", "called from a handler");
+    for (size_t i = size_t(ntrans); i < ep->xlate.size(); i++)
+        if (ep->xlate[i].inuse)
+            return fail(AM_ERR_RESOURCE, "AM_SetNumTranslations",
+                        "index %zu is mapped; unmap it before shrinking", i);
+    ep->xlate.resize(size_t(ntrans));
+    return AM_OK;
+}
+
+} // extern "C"

@@ -1,0 +1,361 @@
+// am_poll.cpp - AM_Poll and everything a received message goes through:
+// receive-CQ check, VipRecvDone, credit return, handler dispatch (replies at
+// once, requests only where request handlers may run), the layer's own reply
+// when a request handler did not reply, and recycling the receive descriptor
+// after the handler returns (medium handlers read the receive buffer in place).
+// Also send-descriptor recycling, AM_WaitSema and the token queries.
+#include <array>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "am_internal.hpp"
+
+VIPL_INSTR_DEFINE(c_cq_recv, "am.VipCQDone (Receive)", VIPL_INSTR_EVENT);
+VIPL_INSTR_DEFINE(c_cq_send, "am.VipCQDone (Send)", VIPL_INSTR_EVENT);
+VIPL_INSTR_DEFINE(c_recv_done, "am.VipRecvDone", VIPL_INSTR_BASE_VI);
+VIPL_INSTR_DEFINE(c_send_done, "am.VipSendDone", VIPL_INSTR_BASE_VI);
+VIPL_INSTR_DEFINE(c_post_recv, "am.VipPostRecv", VIPL_INSTR_BASE_VI);
+VIPL_INSTR_DEFINE(c_recycle_send, "am.Recycle send descriptor", VIPL_INSTR_BASE_VI);
+VIPL_INSTR_DEFINE(c_recycle_recv, "am.Recycle receive descriptor", VIPL_INSTR_BASE_VI);
+VIPL_INSTR_DEFINE(c_process, "am.Process received message", VIPL_INSTR_FLOW_CONTROL);
+VIPL_INSTR_DEFINE(c_read, "am.Read data from message", VIPL_INSTR_SEMANTICS);
+VIPL_INSTR_DEFINE(c_act, "am.Act on message", VIPL_INSTR_SEMANTICS);
+
+namespace amvia {
+
+// ---- handler calls with 0..16 int32 arguments -----------------------------------
+template <size_t>
+using Arg = int32_t;
+
+using ShortCall = void (*)(amx_handler_fn_t, void *, const int32_t *);
+using BulkCall = void (*)(amx_handler_fn_t, void *, void *, size_t, const int32_t *);
+
+template <size_t... I>
+static void call_short(amx_handler_fn_t f, void *tok, const int32_t *a) {
+    reinterpret_cast<void (*)(void *, Arg<I>...)>(f)(tok, a[I]...);
+}
+template <size_t... I>
+static void call_bulk(amx_handler_fn_t f, void *tok, void *buf, size_t n, const int32_t *a) {
+    reinterpret_cast<void (*)(void *, void *, size_t, Arg<I>...)>(f)(tok, buf, n, a[I]...);
+}
+template <size_t N>
+static void call_short_n(amx_handler_fn_t f, void *tok, const int32_t *a) {
+    [&]<size_t... I>(std::index_sequence<I...>) { call_short<I...>(f, tok, a); }(
+        std::make_index_sequence<N>{});
+}
+template <size_t N>
+static void call_bulk_n(amx_handler_fn_t f, void *tok, void *buf, size_t n, const int32_t *a) {
+    [&]<size_t... I>(std::index_sequence<I...>) { call_bulk<I...>(f, tok, buf, n, a); }(
+        std::make_index_sequence<N>{});
+}
+template <size_t... N>
+static constexpr std::array<ShortCall, sizeof...(N)> short_table(std::index_sequence<N...>) {
+    return {&call_short_n<N>...};
+}
+template <size_t... N>
+static constexpr std::array<BulkCall, sizeof...(N)> bulk_table(std::index_sequence<N...>) {
+    return {&call_bulk_n<N>...};
+}
+static constexpr auto kShortCalls = short_table(std::make_index_sequence<AMVIA_MAX_SHORT + 1>{});
+static constexpr auto kBulkCalls = bulk_table(std::make_index_sequence<AMVIA_MAX_SHORT + 1>{});
+
+void call_error_handler(ep_t ep, int status, op_t opcode, Token *t) {
+    g.handler_depth++;
+    reinterpret_cast<void (*)(int, op_t, void *)>(ep->handlers[0])(status, opcode, t);
+    g.handler_depth--;
+}
+
+// Runs a user handler for message m (already checked); returns nothing.
+static inline void dispatch(amx_handler_fn_t fn, Token *t, MsgHeader *m, void *buf) {
+#if VIASTACK_INSTR_COMPILED
+    uint64_t t0 = 0, nested0 = 0;
+    if (vipl_instr_enabled()) {
+        nested0 = g.nested_send_cycles;
+        t0 = vipl_instr_now();
+    }
+#endif
+    g.handler_depth++;
+    if (msg_category(m) == kShort)
+        kShortCalls[m->nargs](fn, t, msg_args(m));
+    else
+        kBulkCalls[m->nargs](fn, t, buf, m->nbytes, msg_args(m));
+    g.handler_depth--;
+#if VIASTACK_INSTR_COMPILED
+    // "Act on message" is the handler's own work: its reply is counted by the send counters.
+    if (vipl_instr_enabled())
+        vipl_instr_add(&c_act, vipl_instr_now() - t0 - (g.nested_send_cycles - nested0));
+#endif
+}
+
+// Where a medium/long handler's data is; sets *status for a bad long transfer.
+static inline void *message_data(ep_t ep, MsgHeader *m, int *status) {
+    Category cat = msg_category(m);
+    if (cat == kMedium) return msg_payload(m);
+    if (cat == kShort) return nullptr;
+    uint64_t off;
+    std::memcpy(&off, msg_payload(m), 8);
+    if (!ep->seg_registered || off > ep->seglen) {
+        *status = EBADSEGOFF;
+        return nullptr;
+    }
+    if (m->nbytes > ep->seglen - off) {
+        *status = EBADLENGTH;
+        return nullptr;
+    }
+    return static_cast<uint8_t *>(ep->seg) + off;
+}
+
+static inline op_t opcode_of(const MsgHeader *m) {
+    return op_t(((m->flags & kFlagRequest) ? AM_REQUEST_M : AM_REPLY_M) + int(msg_category(m)));
+}
+
+void repost_recv(Channel *c, Slot *s) {
+    VIPL_INSTR_BEGIN(t0);
+    s->desc.CS.Status = 0;
+    s->desc.CS.Length = 0;
+    VIPL_INSTR_END(c_recycle_recv, t0);
+    VIPL_INSTR_BEGIN(t1);
+    VIP_RETURN rc = VipPostRecv(c->vi, &s->desc, c->mh);
+    VIPL_INSTR_END(c_post_recv, t1);
+    if (AMVIA_UNLIKELY(rc != VIP_SUCCESS)) link_fail(c->link, VipxReturnString(rc));
+}
+
+static void run_request(Slot *s) {
+    VIPL_INSTR_BEGIN(t0);
+    Channel *c = s->ch;
+    ep_t ep = c->link->ep;
+    MsgHeader *m = s->buf;
+    Token t{ep, c, m, {}, 1, 0};
+    int status = 0;
+    tag_t etag = ep->tag;
+    if (AMVIA_UNLIKELY(etag != AM_ALL && (etag == AM_NONE || etag != m->tag))) status = EBADTAG;
+    amx_handler_fn_t fn = ep->handlers[m->handler];
+    if (AMVIA_UNLIKELY(!fn || m->handler == 0) && !status) status = EBADHANDLER;
+    void *buf = status ? nullptr : message_data(ep, m, &status);
+    VIPL_INSTR_END(c_read, t0);
+    if (AMVIA_UNLIKELY(status)) {
+        send_system_reply(&t, kSysReturned, uint32_t(status) | uint32_t(opcode_of(m)) << 8);
+    } else {
+        dispatch(fn, &t, m, buf);
+        if (!t.replied) send_system_reply(&t, kSysCredit, 0);
+    }
+    repost_recv(c, s);
+}
+
+static void run_reply(Channel *c, MsgHeader *m) {
+    VIPL_INSTR_BEGIN(t0);
+    ep_t ep = c->link->ep;
+    Token t{ep, c, m, {}, 0, 0};
+    if (AMVIA_UNLIKELY(m->flags & kFlagSystem)) {
+        if (m->sys == kSysReturned)
+            call_error_handler(ep, int(m->nbytes & 0xff), op_t(m->nbytes >> 8), &t);
+        return; // kSysCredit: the credit was all it carried
+    }
+    int status = 0;
+    amx_handler_fn_t fn = ep->handlers[m->handler];
+    if (AMVIA_UNLIKELY(!fn || m->handler == 0)) status = EBADHANDLER;
+    void *buf = status ? nullptr : message_data(ep, m, &status);
+    VIPL_INSTR_END(c_read, t0);
+    if (AMVIA_UNLIKELY(status))
+        call_error_handler(ep, status, opcode_of(m), &t);
+    else
+        dispatch(fn, &t, m, buf);
+}
+
+// Layer-internal requests: handled at once (they run no user code), answered
+// with a credit reply.
+static void run_system_request(Channel *c, MsgHeader *m) {
+    Link *l = c->link;
+    Token t{l->ep, c, m, {}, 1, 0};
+    if (m->sys == kSysSegInfo && m->nbytes >= sizeof(SegInfo)) {
+        std::memcpy(&l->seg, msg_payload(m), sizeof(SegInfo));
+        l->seg_known = true;
+    } else if (m->sys == kSysBarrier && m->nargs >= 2) {
+        spmd_barrier_message(msg_args(m)[0], msg_args(m)[1]);
+    }
+    send_system_reply(&t, kSysCredit, 0);
+}
+
+void pending_reserve(eb_t eb, size_t capacity) {
+    if (capacity <= eb->pending.size()) return;
+    std::vector<Slot *> ring(capacity, nullptr);
+    for (size_t i = 0; i < eb->pending_count; i++)
+        ring[i] = eb->pending[(eb->pending_head + i) % eb->pending.size()];
+    eb->pending.swap(ring);
+    eb->pending_head = 0;
+}
+
+static void run_pending(eb_t eb) {
+    while (eb->pending_count && g.handler_depth == 0) {
+        Slot *s = eb->pending[eb->pending_head];
+        eb->pending_head = (eb->pending_head + 1) % eb->pending.size();
+        eb->pending_count--;
+        if (s) run_request(s); // null: its link was destroyed
+    }
+}
+
+static inline void handle_message(eb_t eb, Slot *s, bool run_requests) {
+    VIPL_INSTR_BEGIN(t0);
+    Channel *c = s->ch;
+    Link *l = c->link;
+    if (AMVIA_UNLIKELY(s->desc.CS.Status & VIP_STATUS_ERROR_MASK)) {
+        // Flushed by a disconnect or broken: the slot is not reposted.
+        link_fail(l, "receive completed in error (peer gone?)");
+        return;
+    }
+    if (AMVIA_UNLIKELY(l->state == LinkState::Pending)) link_try_up(l);
+    MsgHeader *m = s->buf;
+    if (!(m->flags & kFlagRequest)) {
+        c->credits++; // every reply returns one request credit
+        VIPL_INSTR_END(c_process, t0);
+        run_reply(c, m);
+        repost_recv(c, s);
+        return;
+    }
+    if (AMVIA_UNLIKELY(m->flags & kFlagSystem)) {
+        run_system_request(c, m);
+        repost_recv(c, s);
+        return;
+    }
+    if (!run_requests) { // inside a handler: queue it (deadlock/atomicity rule)
+        eb->pending[(eb->pending_head + eb->pending_count) % eb->pending.size()] = s;
+        eb->pending_count++;
+        return;
+    }
+    VIPL_INSTR_END(c_process, t0);
+    run_request(s);
+}
+
+static inline void receive_from(eb_t eb, VIP_VI_HANDLE vi, bool run_requests) {
+    VIP_DESCRIPTOR *d;
+    VIPL_INSTR_BEGIN(t0);
+    VIP_RETURN rc = VipRecvDone(vi, &d);
+    VIPL_INSTR_END(c_recv_done, t0);
+    if (AMVIA_LIKELY(rc == VIP_SUCCESS)) handle_message(eb, reinterpret_cast<Slot *>(d), run_requests);
+    // else: an entry of a VI destroyed since (AM_FreeEndpoint); nothing to do
+}
+
+void reap_sends(eb_t eb, int max) {
+    for (int i = 0; i < max && eb->sends_outstanding > 0; i++) {
+        VIP_VI_HANDLE vi;
+        VIP_BOOLEAN is_recv;
+        VIPL_INSTR_BEGIN(t0);
+        if (VipCQDone(eb->scq, &vi, &is_recv) != VIP_SUCCESS) return;
+        VIPL_INSTR_END(c_cq_send, t0);
+        VIP_DESCRIPTOR *d;
+        VIPL_INSTR_BEGIN(t1);
+        VIP_RETURN rc = VipSendDone(vi, &d);
+        VIPL_INSTR_END(c_send_done, t1);
+        if (rc != VIP_SUCCESS) continue;
+        VIPL_INSTR_BEGIN(t2);
+        auto *s = reinterpret_cast<Slot *>(d);
+        Channel *c = s->ch;
+        if (AMVIA_UNLIKELY(d->CS.Status & VIP_STATUS_ERROR_MASK)) {
+            char why[160];
+            link_fail(c->link, VipxStatusString(d->CS.Status, why, sizeof why));
+        }
+        if (s->is_rdma) { // back to a plain send descriptor
+            d->CS.Control = VIP_CONTROL_OP_SENDRECV;
+            d->CS.SegCount = 1;
+            d->DS[0].Local.Data.Address = s->buf;
+            d->DS[0].Local.Handle = c->mh;
+            d->DS[0].Local.Length = c->bufsize;
+            s->is_rdma = 0;
+            if (s->regent >= 0) regcache_release(s->regent);
+            s->regent = -1;
+        }
+        c->free_send[c->nfree_send++] = s;
+        eb->sends_outstanding--;
+        VIPL_INSTR_END(c_recycle_send, t2);
+    }
+}
+
+void poll_bundle(eb_t eb, bool run_requests) {
+    if (AMVIA_UNLIKELY(eb->pending_count) && run_requests) run_pending(eb);
+    if (AMVIA_UNLIKELY(eb->stash_vi != nullptr)) {
+        VIP_VI_HANDLE vi = eb->stash_vi;
+        eb->stash_vi = nullptr;
+        receive_from(eb, vi, run_requests);
+    }
+    // Receives first (the reason for two CQs: receive gets priority), a bounded batch.
+    for (int i = 0; i < 32; i++) {
+        VIP_VI_HANDLE vi;
+        VIP_BOOLEAN is_recv;
+        VIPL_INSTR_BEGIN(t0);
+        if (VipCQDone(eb->rcq, &vi, &is_recv) != VIP_SUCCESS) break;
+        VIPL_INSTR_END(c_cq_recv, t0);
+        receive_from(eb, vi, run_requests);
+    }
+    if (eb->sends_outstanding > 0) reap_sends(eb, 1); // once per poll
+    if (AMVIA_UNLIKELY(!eb->connecting.empty())) bundle_check_connecting(eb);
+}
+
+} // namespace amvia
+
+using namespace amvia;
+
+extern "C" {
+
+int AM_Poll(eb_t eb) {
+    if (AMVIA_UNLIKELY(g.init_count == 0)) return fail(AM_ERR_NOT_INIT, "AM_Poll", "call AM_Init first");
+    if (AMVIA_UNLIKELY(!valid_eb(eb))) return fail(AM_ERR_BAD_ARG, "AM_Poll", "not a bundle");
+    poll_bundle(eb, g.handler_depth == 0);
+    return AM_OK;
+}
+
+int AM_WaitSema(eb_t eb) {
+    if (g.init_count == 0) return fail(AM_ERR_NOT_INIT, "AM_WaitSema", "call AM_Init first");
+    if (!valid_eb(eb)) return fail(AM_ERR_BAD_ARG, "AM_WaitSema", "not a bundle");
+    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_WaitSema", "called from a handler");
+    if (eb->event_mask == AM_NOEVENTS)
+        return fail(AM_ERR_BAD_ARG, "AM_WaitSema",
+                    "the event mask is AM_NOEVENTS: set AM_NOTEMPTY first or this would never wake");
+    if (!eb->pending_count && !eb->stash_vi) {
+        // Connections still being made are completed first: a peer's message
+        // on a link we have not seen up must still find our state ready.
+        while (!eb->connecting.empty()) {
+            bundle_check_connecting(eb);
+            if (eb->connecting.empty()) break;
+            VIP_VI_HANDLE vi;
+            VIP_BOOLEAN is_recv;
+            if (VipCQWait(eb->rcq, 1, &vi, &is_recv) == VIP_SUCCESS) {
+                eb->stash_vi = vi;
+                break;
+            }
+        }
+        if (!eb->stash_vi) {
+            VIP_VI_HANDLE vi;
+            VIP_BOOLEAN is_recv;
+            VIP_RETURN rc = VipCQWait(eb->rcq, VIP_INFINITE, &vi, &is_recv);
+            if (rc != VIP_SUCCESS)
+                return fail(AM_ERR_RESOURCE, "AM_WaitSema", "VipCQWait: %s", VipxReturnString(rc));
+            eb->stash_vi = vi; // AM_Poll handles it first
+        }
+    }
+    eb->event_mask = AM_NOEVENTS; // events are one-shot
+    return AM_OK;
+}
+
+int AM_GetSourceEndpoint(void *token, en_t *gan) {
+    auto *t = static_cast<Token *>(token);
+    if (!t || !gan || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetSourceEndpoint", "bad token");
+    *gan = t->ch ? t->ch->link->remote : t->source;
+    return AM_OK;
+}
+
+int AM_GetDestEndpoint(void *token, ep_t *endp) {
+    auto *t = static_cast<Token *>(token);
+    if (!t || !endp || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetDestEndpoint", "bad token");
+    *endp = t->ep;
+    return AM_OK;
+}
+
+int AM_GetMsgTag(void *token, tag_t *tagp) {
+    auto *t = static_cast<Token *>(token);
+    if (!t || !tagp || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetMsgTag", "bad token");
+    *tagp = t->msg->tag;
+    return AM_OK;
+}
+
+} // extern "C"

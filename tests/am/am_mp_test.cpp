@@ -1,0 +1,357 @@
+// am_mp_test - AM-2 between processes under vipl-run (any N >= 2; CTest runs
+// 2, 4 and 8).  Every test is collective: all ranks run the same tests in the
+// same order, and end with a barrier so no test's messages leak into the next.
+//
+// Message counts shrink in thread firmware mode (VIPL_NICFW_MODE=thread),
+// where 2N spinning threads share the machine's cores.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "am.h"
+#include "am_spmd.h"
+#include "am_test_util.hpp"
+
+using namespace amtest;
+
+namespace {
+
+constexpr size_t kSegLen = 4 << 20;
+uint8_t *g_seg;
+eb_t eb;
+ep_t ep;
+int me, np;
+bool slow; // thread firmware mode
+
+int scale(int fast, int slow_value) { return slow ? slow_value : fast; }
+
+class AmMp : public ::testing::Test {
+protected:
+    // Tests install their handler callbacks, then call start(): a peer's
+    // first message must not find the callbacks still unset.
+    void SetUp() override { g_refusal = Refusal{}; }
+    static void start() { ASSERT_EQ(AM_SPMDBarrier(), AM_OK); }
+    void TearDown() override {
+        EXPECT_EQ(AM_SPMDBarrier(), AM_OK);
+        for (auto &f : g_on) f = nullptr;
+    }
+};
+
+// Each rank sends every class with every argument count to its right
+// neighbour; handlers check arguments and payloads and reply in kind.
+TEST_F(AmMp, EveryClassWithZeroToSixteenArguments) {
+    const int right = (me + 1) % np, left = (me + np - 1) % np;
+    const size_t slice = kSegLen / 4; // [0,1/4) long requests in, [1/2, 3/4) long replies in
+    int replies = 0, errors = 0, requests = 0;
+    static uint8_t medium_out[AMVIA_MAX_MEDIUM];
+    g_on[kShortReq] = [&](const Received &r) {
+        en_t src;
+        AM_GetSourceEndpoint(r.token, &src);
+        for (int i = 0; i < r.nargs; i++) errors += r.args[i] != arg_value(left, r.nargs, i, 1);
+        int32_t v[16];
+        for (int i = 0; i < r.nargs; i++) v[i] = ~r.args[i];
+        errors += reply(r.nargs, r.token, handler_t(kHShortRep + r.nargs), v) != AM_OK;
+        requests++;
+    };
+    g_on[kShortRep] = [&](const Received &r) {
+        for (int i = 0; i < r.nargs; i++) errors += r.args[i] != ~arg_value(me, r.nargs, i, 1);
+        replies++;
+    };
+    g_on[kBulkReq] = [&](const Received &r) {
+        // args[0]: 0 medium / 1 long; args[1]: payload seed; args[2..]: pattern
+        for (int i = 2; i < r.nargs; i++) errors += r.args[i] != arg_value(left, r.nargs, i, 2);
+        errors += mismatches(r.buf, r.nbytes, uint32_t(r.args[1])) != 0;
+        int32_t v[16];
+        for (int i = 0; i < r.nargs; i++) v[i] = r.args[i];
+        if (r.args[0] == 0) {
+            fill(medium_out, r.nbytes, uint32_t(r.args[1]) ^ 0xffu);
+            errors += reply_i(r.nargs, r.token, handler_t(kHBulkRep + r.nargs), medium_out, r.nbytes, v) != AM_OK;
+        } else {
+            errors += static_cast<uint8_t *>(r.buf) < g_seg || static_cast<uint8_t *>(r.buf) >= g_seg + slice;
+            uintptr_t back = 2 * slice + uintptr_t(static_cast<uint8_t *>(r.buf) - g_seg);
+            errors += reply_xfer(r.nargs, r.token, handler_t(kHBulkRep + r.nargs), r.buf, r.nbytes, back, v) != AM_OK;
+        }
+        requests++;
+    };
+    g_on[kBulkRep] = [&](const Received &r) {
+        uint32_t seed = uint32_t(r.args[1]) ^ (r.args[0] == 0 ? 0xffu : 0u);
+        errors += mismatches(r.buf, r.nbytes, seed) != 0;
+        if (r.args[0] == 1) errors += static_cast<uint8_t *>(r.buf) < g_seg + 2 * slice;
+        replies++;
+    };
+    start();
+    std::vector<uint8_t> src(AM_MaxLong());
+    int sent = 0;
+    for (int n = 0; n <= 16; n++) {
+        int32_t v[16];
+        for (int i = 0; i < 16; i++) v[i] = arg_value(me, n, i, 1);
+        ASSERT_EQ(request(n, ep, right, handler_t(kHShortReq + n), v), AM_OK);
+        sent++;
+        if (n < 2) continue;
+        for (int i = 2; i < 16; i++) v[i] = arg_value(me, n, i, 2);
+        v[0] = 0;
+        v[1] = 1000 * me + n;
+        size_t nb = n == 16 ? AM_MaxMedium() : size_t(n) * 97;
+        fill(src.data(), nb, uint32_t(v[1]));
+        ASSERT_EQ(request_i(n, ep, right, handler_t(kHBulkReq + n), src.data(), nb, v), AM_OK);
+        sent++;
+        v[0] = 1;
+        v[1] = 1000 * me + 500 + n;
+        nb = n == 16 ? AM_MaxLong() : size_t(n) * 1531 + 1;
+        fill(src.data(), nb, uint32_t(v[1]));
+        uintptr_t off = n == 16 ? slice - AM_MaxLong() : uintptr_t(n) * 8192 + 1;
+        ASSERT_EQ(request_xfer(n, ep, right, handler_t(kHBulkReq + n), src.data(), nb, off, v), AM_OK);
+        sent++;
+        ASSERT_TRUE(poll_until(eb, [&] { return replies == sent; })) // src is reused
+            << "n " << n << ": " << replies << " replies to " << sent << " requests, "
+            << requests << " requests in, " << errors << " errors";
+    }
+    ASSERT_TRUE(poll_until(eb, [&] { return replies == sent && requests == sent; }));
+    EXPECT_EQ(errors, 0);
+    EXPECT_EQ(g_refusal.count, 0);
+}
+
+// Rank 0 ping-pongs with every other rank in turn, then every rank with every
+// other at once.
+TEST_F(AmMp, PingPongWithManyPeers) {
+    int pongs = 0, errors = 0;
+    g_on[kShortReq] = [&](const Received &r) {
+        errors += AM_Reply4(r.token, kHShortRep + 4, r.args[0], r.args[1] + 1, r.args[2], me) != AM_OK;
+    };
+    int32_t expect_round = 0, expect_peer = 0;
+    g_on[kShortRep] = [&](const Received &r) {
+        errors += r.args[0] != expect_round || r.args[1] != me + 1 || r.args[3] != expect_peer;
+        pongs++;
+    };
+    const int rounds = scale(200, 10);
+    start();
+    if (me == 0)
+        for (int p = 1; p < np; p++)
+            for (int i = 0; i < rounds; i++) {
+                expect_round = i;
+                expect_peer = p;
+                int before = pongs;
+                ASSERT_EQ(AM_Request4(ep, p, kHShortReq + 4, i, me, 0, 0), AM_OK);
+                ASSERT_TRUE(poll_until(eb, [&] { return pongs == before + 1; }));
+            }
+    ASSERT_EQ(AM_SPMDBarrier(), AM_OK);
+    pongs = 0;
+    int counts[64] = {};
+    g_on[kShortRep] = [&](const Received &r) {
+        errors += r.args[1] != me + 1;
+        counts[r.args[3] & 63]++;
+        pongs++;
+    };
+    const int each = scale(50, 4);
+    for (int i = 0; i < each; i++)
+        for (int d = 1; d < np; d++) {
+            int p = (me + d) % np;
+            ASSERT_EQ(AM_Request4(ep, p, kHShortReq + 4, i, me, 0, 0), AM_OK);
+        }
+    ASSERT_TRUE(poll_until(eb, [&] { return pongs == each * (np - 1); }));
+    for (int p = 0; p < np && p < 64; p++) EXPECT_EQ(counts[p], p == me ? 0 : each) << "peer " << p;
+    EXPECT_EQ(errors, 0);
+}
+
+// Everyone floods everyone (far more requests than the k = 8 credits per MAP)
+// with handlers that reply with data: senders spend most of the time out of
+// credits and must serve the others' requests while they wait.  Nothing may
+// deadlock and nothing may be lost.
+TEST_F(AmMp, AllToAllWithCreditsExhausted) {
+    const int per_peer = scale(120, 24);
+    long req_sum = 0, rep_sum = 0;
+    int requests = 0, replies = 0, errors = 0;
+    g_on[kShortReq] = [&](const Received &r) { // no reply: the layer returns the credit
+        req_sum += r.args[1];
+        requests++;
+    };
+    g_on[kBulkReq] = [&](const Received &r) {
+        errors += mismatches(r.buf, r.nbytes, uint32_t(r.args[0])) != 0;
+        req_sum += r.args[1];
+        requests++;
+        uint8_t out[64];
+        fill(out, sizeof out, uint32_t(r.args[1]));
+        errors += AM_ReplyI2(r.token, kHBulkRep + 2, out, sizeof out, r.args[0], r.args[1]) != AM_OK;
+    };
+    g_on[kBulkRep] = [&](const Received &r) {
+        errors += mismatches(r.buf, r.nbytes, uint32_t(r.args[1])) != 0 || r.nbytes != 64;
+        rep_sum += r.args[1];
+        replies++;
+    };
+    start();
+    uint8_t payload[300];
+    long sent_sum = 0;
+    int sent_medium = 0;
+    for (int i = 0; i < per_peer; i++)
+        for (int d = 1; d < np; d++) {
+            int p = (me + d) % np;
+            int32_t val = me * 100000 + i * 10 + d;
+            if (i % 3 == 2) {
+                ASSERT_EQ(AM_Request2(ep, p, kHShortReq + 2, 0, val), AM_OK);
+            } else {
+                fill(payload, sizeof payload, uint32_t(val));
+                ASSERT_EQ(AM_RequestI2(ep, p, kHBulkReq + 2, payload, sizeof payload, val, val), AM_OK);
+                sent_medium++;
+            }
+            sent_sum += val;
+        }
+    ASSERT_TRUE(poll_until(eb, [&] { return replies == sent_medium; }, 120));
+    ASSERT_EQ(AM_SPMDBarrier(), AM_OK); // everyone's requests have all been served
+    EXPECT_EQ(requests, per_peer * (np - 1));
+    // Sum of what everyone sent me = what my handlers saw.
+    std::vector<long> sums(size_t(np) * size_t(np));
+    std::vector<long> mine(static_cast<size_t>(np));
+    for (int i = 0; i < per_peer; i++)
+        for (int d = 1; d < np; d++) mine[size_t((me + d) % np)] += me * 100000 + i * 10 + d;
+    ASSERT_EQ(AM_SPMDAllGather(mine.data(), sums.data(), sizeof(long) * size_t(np)), AM_OK);
+    long expect_in = 0;
+    for (int r = 0; r < np; r++) expect_in += sums[size_t(r) * size_t(np) + size_t(me)];
+    EXPECT_EQ(req_sum, expect_in);
+    long expect_rep = 0;
+    for (int i = 0; i < per_peer; i++)
+        for (int d = 1; d < np; d++)
+            if (i % 3 != 2) expect_rep += me * 100000 + i * 10 + d;
+    EXPECT_EQ(rep_sum, expect_rep);
+    EXPECT_EQ(errors, 0);
+    EXPECT_EQ(g_refusal.count, 0);
+}
+
+// Long messages: many offsets into the peer's segment, AM_MaxLong at the end,
+// the asynchronous form, and zero bytes.
+TEST_F(AmMp, LongMessagesLandAtTheirOffsets) {
+    const int right = (me + 1) % np, left = (me + np - 1) % np;
+    int got = 0, errors = 0, replies = 0;
+    g_on[kBulkReq] = [&](const Received &r) {
+        uintptr_t off = uintptr_t(static_cast<uint8_t *>(r.buf) - g_seg);
+        errors += off != uintptr_t(uint32_t(r.args[1])) || r.nbytes != size_t(r.args[2]);
+        errors += mismatches(r.buf, r.nbytes, uint32_t(r.args[0] ^ left)) != 0;
+        got++;
+    };
+    g_on[kShortRep] = [&](const Received &) { replies++; };
+    start();
+    const size_t sizes[] = {0, 1, 7, 64, 4095, 4096, 4097, 30000, size_t(AM_MaxLong())};
+    constexpr size_t kSizes = sizeof sizes / sizeof sizes[0];
+    // One buffer per message: an asynchronous request's source must stay
+    // untouched until the message has been handled.
+    std::vector<std::vector<uint8_t>> srcs(kSizes, std::vector<uint8_t>(AM_MaxLong()));
+    int sent = 0;
+    for (size_t k = 0; k < kSizes; k++) {
+        size_t nb = sizes[k];
+        uint8_t *src = srcs[k].data();
+        uintptr_t off = k == 8 ? kSegLen - nb : k * 100003 % (kSegLen / 2);
+        fill(src, nb, uint32_t(int32_t(k) ^ me));
+        if (k % 2) {
+            ASSERT_EQ(AM_RequestXfer3(ep, right, kHBulkReq + 3, src, nb, off, int32_t(k), int32_t(off), int32_t(nb)), AM_OK);
+            std::memset(src, 0xee, nb); // a blocking request's source is free on return
+        } else {
+            int rc;
+            while ((rc = AM_RequestXferAsync3(ep, right, kHBulkReq + 3, src, nb, off, int32_t(k), int32_t(off), int32_t(nb))) == AM_ERR_IN_USE)
+                AM_Poll(eb);
+            ASSERT_EQ(rc, AM_OK);
+        }
+        sent++;
+        // >=: the left neighbour may already be a message ahead
+        ASSERT_TRUE(poll_until(eb, [&] { return got >= sent; }))
+            << "size " << nb << " at " << off << ": got " << got << " of " << sent << ", " << errors
+            << " errors";
+    }
+    ASSERT_TRUE(poll_until(eb, [&] { return got == sent; }));
+    // Once everyone has handled all it was sent, no asynchronous source is
+    // being read any more and srcs may go.
+    ASSERT_EQ(AM_SPMDBarrier(), AM_OK);
+    EXPECT_EQ(errors, 0);
+    EXPECT_EQ(replies, 0);
+}
+
+// Refusals between processes: wrong tag, AM_NONE, missing handler, segment
+// overflow (sender-side), unmapped index.
+TEST_F(AmMp, RefusedMessagesGetTheRightStatus) {
+    ASSERT_EQ(AM_SetHandler(ep, 0, refusal_handler), AM_OK);
+    const int right = (me + 1) % np;
+    int ran = 0;
+    g_on[kShortReq] = [&](const Received &) { ran++; };
+    start();
+    en_t rn;
+    ASSERT_EQ(AM_GetTranslationName(ep, right, &rn), AM_OK);
+    int wrong = np + 3;
+    ASSERT_EQ(AM_Map(ep, wrong, rn, AM_SPMDGetTag() + 1), AM_OK);
+    ASSERT_EQ(AM_Request1(ep, wrong, kHShortReq + 1, 5), AM_OK);
+    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 1; }));
+    EXPECT_EQ(g_refusal.status, EBADTAG);
+    EXPECT_EQ(g_refusal.opcode, AM_REQUEST_M);
+    EXPECT_EQ(g_refusal.tag, AM_SPMDGetTag() + 1);
+    ASSERT_EQ(AM_RequestI0(ep, right, 201, &ran, sizeof ran), AM_OK); // handler 201 is unset
+    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 2; }));
+    EXPECT_EQ(g_refusal.status, EBADHANDLER);
+    EXPECT_EQ(g_refusal.opcode, AM_REQUEST_IM);
+    std::vector<uint8_t> src(100);
+    EXPECT_EQ(AM_RequestXfer0(ep, right, kHBulkReq, src.data(), 100, kSegLen - 99), AM_ERR_NOT_SENT);
+    EXPECT_EQ(g_refusal.status, EBADLENGTH);
+    EXPECT_EQ(AM_Request0(ep, np + 10, kHShortReq), AM_ERR_NOT_SENT);
+    EXPECT_EQ(g_refusal.status, EBADENTRY);
+    EXPECT_EQ(g_refusal.count, 4);
+    ASSERT_EQ(AM_UnMap(ep, wrong), AM_OK);
+    ASSERT_EQ(AM_SPMDBarrier(), AM_OK);
+    // AM_NONE at the receiver refuses the correct tag too; AM_ALL takes anything.
+    ASSERT_EQ(AM_SetTag(ep, AM_NONE), AM_OK);
+    ASSERT_EQ(AM_SPMDBarrier(), AM_OK);
+    ASSERT_EQ(AM_Request0(ep, right, kHShortReq), AM_OK);
+    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 5; }));
+    EXPECT_EQ(g_refusal.status, EBADTAG);
+    ASSERT_EQ(AM_SPMDBarrier(), AM_OK);
+    ASSERT_EQ(AM_SetTag(ep, AM_ALL), AM_OK);
+    ASSERT_EQ(AM_SPMDBarrier(), AM_OK);
+    ASSERT_EQ(AM_Map(ep, wrong, rn, 0xdeadbeef), AM_OK);
+    ASSERT_EQ(AM_Request0(ep, wrong, kHShortReq), AM_OK);
+    ASSERT_TRUE(poll_until(eb, [&] { return ran == 1; }));
+    ASSERT_EQ(AM_UnMap(ep, wrong), AM_OK);
+    ASSERT_EQ(AM_SPMDBarrier(), AM_OK);
+    ASSERT_EQ(AM_SetTag(ep, AM_SPMDGetTag()), AM_OK);
+    EXPECT_EQ(g_refusal.count, 5);
+    EXPECT_EQ(ran, 1);
+}
+
+// Rank 1 blocks in AM_WaitSema; rank 0 sends only after a pause.  Rank 1 must
+// wake (not before the message) and find it with AM_Poll.
+TEST_F(AmMp, WaitSemaWakesWhenAMessageArrives) {
+    int ran = 0;
+    g_on[kShortReq] = [&](const Received &r) { ran += r.args[0] == 4242; };
+    start();
+    if (me == 1) {
+        ASSERT_EQ(AM_SetEventMask(eb, AM_NOTEMPTY), AM_OK);
+        auto t0 = std::chrono::steady_clock::now();
+        ASSERT_EQ(AM_WaitSema(eb), AM_OK);
+        double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        EXPECT_GT(waited, 0.15); // rank 0 waits 0.2 s before sending
+        ASSERT_TRUE(poll_until(eb, [&] { return ran == 1; }, 10));
+    } else if (me == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        ASSERT_EQ(AM_Request1(ep, 1, kHShortReq + 1, 4242), AM_OK);
+    } // TearDown's barrier keeps polling until rank 1 is through
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    const char *mode = std::getenv("VIPL_NICFW_MODE");
+    slow = mode && std::strcmp(mode, "thread") == 0;
+    g_seg = static_cast<uint8_t *>(std::aligned_alloc(4096, kSegLen));
+    std::memset(g_seg, 0, kSegLen);
+    if (AM_SPMDStartupSeg(&argc, &argv, g_seg, kSegLen, &eb, &ep) != AM_OK) return 1;
+    me = AM_SPMDMyProc();
+    np = AM_SPMDNumProcs();
+    set_all_handlers(ep);
+    if (np < 2) {
+        std::fprintf(stderr, "am_mp_test needs at least 2 processes (vipl-run -n N)\n");
+        AM_SPMDExit(1);
+    }
+    // Every rank prints its report (the launcher tags lines by rank); every
+    // rank's result decides the job's exit code.
+    int rc = RUN_ALL_TESTS();
+    AM_SPMDExit(rc);
+}
