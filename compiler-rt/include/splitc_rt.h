@@ -1,0 +1,288 @@
+/*
+ * splitc_rt.h - the Split-C compiler runtime ABI (plain C, stable).
+ *
+ * A Split-C translator turns Split-C source into C that calls exactly the
+ * functions below; the C++ embedding (splitc/include/splitc/splitc.hpp) is a
+ * typed layer over the same calls.  Everything here is C: no C++ types, no
+ * structs passed by pointer on the data path, names prefixed splitc_.
+ *
+ * Model (docs/splitc.md has the full story):
+ *   - SPMD: PROCS processes (splitc_procs()), this one is MYPROC (splitc_myproc()).
+ *   - A global pointer is (processor, local address), packed in 64 bits.
+ *     Global-pointer arithmetic moves the address and keeps the processor.
+ *   - A spread pointer has the same representation; adding 1 moves to the same
+ *     address on the next processor, and from the last processor wraps to
+ *     processor 0 at the next element (address + element size).
+ *   - Remote data must live in the symmetric heap (all_spread_malloc, static
+ *     spread data) or in the program's static data, which sit at the same local
+ *     address on every process.  Local accesses may use any local address.
+ *
+ * Operation families, per scalar size (1, 2, 4, 8 bytes; float and double
+ * have typed wrappers) and for byte ranges of any size ("bulk", also used for
+ * structs):
+ *   read / write        synchronous: return when the value is read / written
+ *   get  / put          split-phase: complete at the next splitc_sync()
+ *   store               one-way: completion is counted at the target
+ *                       (splitc_store_sync, splitc_all_store_sync)
+ *
+ * Errors (null pointer, processor out of range, misaligned scalar address,
+ * remote address outside the symmetric heap and static data, bad sizes) go to
+ * the error handler; the default prints the problem and aborts the whole job.
+ * A handler installed with splitc_set_error_handler may return, in which case
+ * the offending operation does nothing (reads return 0).  Network failures
+ * always end the job after the handler has run.
+ *
+ * Threads: one thread per process calls the runtime.
+ */
+#ifndef SPLITC_RT_H
+#define SPLITC_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SPLITC_RT_ABI_VERSION 1
+
+/* ---- processes -------------------------------------------------------- */
+/* Set by splitc_init; read them through the accessors. */
+extern int splitc_rt_procs;
+extern int splitc_rt_myproc;
+extern int splitc_rt_procslog; /* ceil(log2(PROCS)) */
+
+static inline int splitc_procs(void) { return splitc_rt_procs; }
+static inline int splitc_myproc(void) { return splitc_rt_myproc; }
+static inline int splitc_procslog(void) { return splitc_rt_procslog; }
+/* Split-C's on_one: true on processor 0 only. */
+static inline int splitc_on_one(void) { return splitc_rt_myproc == 0; }
+
+#ifdef SPLITC_LANGUAGE_NAMES
+#define PROCS (splitc_rt_procs)
+#define MYPROC (splitc_rt_myproc)
+#define PROCSLOG (splitc_rt_procslog)
+#define on_one if (splitc_rt_myproc == 0)
+#endif
+
+/* ---- global and spread pointers ------------------------------------------ */
+/* bits 63..48: processor, bits 47..0: local address (user-space addresses of
+ * x86-64 and 48-bit aarch64 fit).  The all-zero value is the null pointer. */
+typedef struct splitc_gptr { uint64_t bits; } splitc_gptr_t;
+typedef struct splitc_sptr { uint64_t bits; } splitc_sptr_t;
+
+#define SPLITC_ADDR_BITS 48
+#define SPLITC_ADDR_MASK ((((uint64_t)1) << SPLITC_ADDR_BITS) - 1)
+#define SPLITC_MAX_PROCS 65536
+#define SPLITC_GPTR_NULL_INIT {0}
+
+static inline splitc_gptr_t splitc_toglobal(int proc, const void *addr) {
+    splitc_gptr_t g;
+    g.bits = ((uint64_t)(uint16_t)proc << SPLITC_ADDR_BITS) | ((uint64_t)(uintptr_t)addr & SPLITC_ADDR_MASK);
+    return g;
+}
+static inline int splitc_toproc(splitc_gptr_t g) { return (int)(g.bits >> SPLITC_ADDR_BITS); }
+/* The local address part (meaningful on processor splitc_toproc(g)). */
+static inline void *splitc_tolocal(splitc_gptr_t g) { return (void *)(uintptr_t)(g.bits & SPLITC_ADDR_MASK); }
+static inline int splitc_gptr_is_null(splitc_gptr_t g) { return (g.bits & SPLITC_ADDR_MASK) == 0; }
+static inline int splitc_gptr_is_local(splitc_gptr_t g) { return splitc_toproc(g) == splitc_rt_myproc; }
+static inline int splitc_gptr_equal(splitc_gptr_t a, splitc_gptr_t b) { return a.bits == b.bits; }
+/* g + nbytes: same processor. */
+static inline splitc_gptr_t splitc_gptr_add(splitc_gptr_t g, int64_t nbytes) {
+    splitc_gptr_t r;
+    r.bits = (g.bits & ~SPLITC_ADDR_MASK) | ((g.bits + (uint64_t)nbytes) & SPLITC_ADDR_MASK);
+    return r;
+}
+/* Byte difference of two global pointers on the same processor. */
+static inline int64_t splitc_gptr_diff(splitc_gptr_t a, splitc_gptr_t b) {
+    return (int64_t)(a.bits & SPLITC_ADDR_MASK) - (int64_t)(b.bits & SPLITC_ADDR_MASK);
+}
+
+static inline splitc_sptr_t splitc_sptr_from_gptr(splitc_gptr_t g) { splitc_sptr_t s; s.bits = g.bits; return s; }
+static inline splitc_gptr_t splitc_sptr_to_gptr(splitc_sptr_t s) { splitc_gptr_t g; g.bits = s.bits; return g; }
+static inline int splitc_sptr_proc(splitc_sptr_t s) { return (int)(s.bits >> SPLITC_ADDR_BITS); }
+static inline void *splitc_sptr_addr(splitc_sptr_t s) { return (void *)(uintptr_t)(s.bits & SPLITC_ADDR_MASK); }
+
+/* s + n elements of elemsize bytes: processor advances cyclically, the address
+ * advances by elemsize each time the processor wraps past PROCS-1. */
+static inline splitc_sptr_t splitc_sptr_add(splitc_sptr_t s, int64_t n, size_t elemsize) {
+    int64_t P = splitc_rt_procs;
+    int64_t t = (int64_t)splitc_sptr_proc(s) + n;
+    int64_t q = t / P, r = t % P;
+    if (r < 0) { r += P; q -= 1; }
+    uint64_t addr = ((s.bits & SPLITC_ADDR_MASK) + (uint64_t)(q * (int64_t)elemsize)) & SPLITC_ADDR_MASK;
+    splitc_sptr_t o;
+    o.bits = ((uint64_t)r << SPLITC_ADDR_BITS) | addr;
+    return o;
+}
+/* Number of elements from b to a (a - b), for pointers into one spread object. */
+static inline int64_t splitc_sptr_diff(splitc_sptr_t a, splitc_sptr_t b, size_t elemsize) {
+    int64_t rows = ((int64_t)(a.bits & SPLITC_ADDR_MASK) - (int64_t)(b.bits & SPLITC_ADDR_MASK)) / (int64_t)elemsize;
+    return rows * splitc_rt_procs + (splitc_sptr_proc(a) - splitc_sptr_proc(b));
+}
+
+/* ---- start-up and shut-down ------------------------------------------------ */
+/* Joins the job (vipl_boot), opens the NIC, maps and registers the symmetric
+ * heap, connects one VI per peer.  Collective.  Returns 0, or -1 after printing
+ * why (the job is also aborted unless a returning error handler is set).
+ * Environment: SPLITC_HEAP_SIZE (bytes, K/M/G suffix; default 64M),
+ * SPLITC_CREDITS (default 8), SPLITC_MAX_MSG (default 4096),
+ * SPLITC_SEND_CQ=1 (reap sends through a send completion queue, as in the
+ * paper), SPLITC_RECV_CQ=1 (use the receive CQ even with a single peer), SPLITC_SPIN=n (yield the CPU after n idle polls while waiting;
+ * default: a window that adapts to whether peers share this core). */
+int splitc_init(int *argc, char ***argv);
+/* Collective: barrier, drain, disconnect, leave the job.  Idempotent. */
+void splitc_finalize(void);
+int splitc_initialized(void);
+/* init + fn(argc, argv) on every processor + finalize; returns fn's result
+ * (non-zero on any processor makes vipl-run report failure). */
+int splitc_run(int argc, char **argv, int (*fn)(int, char **));
+/* The program's entry point, called on every processor by the main() in the
+ * splitc_rt_main library (link it, or call splitc_run yourself). */
+int splitc_main(int argc, char **argv);
+
+/* Static spread data: a translator emits, for each static spread object, a
+ * constructor calling splitc_register_static(&slot, bytes_per_processor, align)
+ * before main.  splitc_init places the objects, in registration order, at the
+ * bottom of the symmetric heap (so at the same address on every processor,
+ * since every processor runs the same binary) and stores the address in *slot.
+ * Registering after init allocates immediately and is then collective. */
+void splitc_register_static(void **slot, size_t bytes_per_proc, size_t align);
+
+/* ---- errors ------------------------------------------------------------------ */
+typedef enum splitc_error {
+    SPLITC_OK = 0,
+    SPLITC_ERR_NULL_POINTER,     /* global pointer (or local buffer) is null */
+    SPLITC_ERR_BAD_PROC,         /* processor outside 0..PROCS-1 */
+    SPLITC_ERR_MISALIGNED,       /* scalar address not a multiple of its size */
+    SPLITC_ERR_OUT_OF_SEGMENT,   /* remote range not in symmetric heap / static data */
+    SPLITC_ERR_BAD_ARGUMENT,     /* e.g. zero block size, free of a non-spread pointer */
+    SPLITC_ERR_NOT_INITIALIZED,  /* call before splitc_init */
+    SPLITC_ERR_NO_MEMORY,        /* symmetric heap exhausted */
+    SPLITC_ERR_COLLECTIVE_MISMATCH, /* processors disagree on a collective's arguments */
+    SPLITC_ERR_NETWORK,          /* a VIPL call failed or a peer went away */
+    SPLITC_ERR_INIT              /* start-up failed */
+} splitc_error_t;
+
+typedef void (*splitc_error_handler_t)(splitc_error_t code, const char *message, void *ctx);
+/* Installs h (NULL restores the default: print and abort the job); returns the old one. */
+splitc_error_handler_t splitc_set_error_handler(splitc_error_handler_t h, void *ctx);
+const char *splitc_error_string(splitc_error_t code);
+/* Code of the last error reported on this processor (SPLITC_OK if none); clears it. */
+splitc_error_t splitc_take_last_error(void);
+/* Reports an error found by compiled code or a language layer (e.g. an array
+ * index out of bounds) through the same handler. */
+void splitc_report_error(splitc_error_t code, const char *message);
+
+/* ---- synchronous read / write ------------------------------------------------- */
+uint8_t splitc_read_1(splitc_gptr_t g);
+uint16_t splitc_read_2(splitc_gptr_t g);
+uint32_t splitc_read_4(splitc_gptr_t g);
+uint64_t splitc_read_8(splitc_gptr_t g);
+void splitc_write_1(splitc_gptr_t g, uint8_t v);
+void splitc_write_2(splitc_gptr_t g, uint16_t v);
+void splitc_write_4(splitc_gptr_t g, uint32_t v);
+void splitc_write_8(splitc_gptr_t g, uint64_t v);
+
+/* ---- split-phase get / put (complete at splitc_sync) -------------------------- */
+/* l := *g : dst is a local address written when the reply arrives. */
+void splitc_get_1(void *dst, splitc_gptr_t g);
+void splitc_get_2(void *dst, splitc_gptr_t g);
+void splitc_get_4(void *dst, splitc_gptr_t g);
+void splitc_get_8(void *dst, splitc_gptr_t g);
+/* *g := v : v is captured at the call. */
+void splitc_put_1(splitc_gptr_t g, uint8_t v);
+void splitc_put_2(splitc_gptr_t g, uint16_t v);
+void splitc_put_4(splitc_gptr_t g, uint32_t v);
+void splitc_put_8(splitc_gptr_t g, uint64_t v);
+
+/* ---- store (*g :- v) ------------------------------------------------------------ */
+void splitc_store_1(splitc_gptr_t g, uint8_t v);
+void splitc_store_2(splitc_gptr_t g, uint16_t v);
+void splitc_store_4(splitc_gptr_t g, uint32_t v);
+void splitc_store_8(splitc_gptr_t g, uint64_t v);
+
+/* ---- bulk (any size; also structs) ------------------------------------------------ */
+void splitc_bulk_read(void *dst, splitc_gptr_t src, size_t nbytes);        /* blocking */
+void splitc_bulk_write(splitc_gptr_t dst, const void *src, size_t nbytes); /* blocking */
+/* Complete at splitc_sync(); src must not change before then. */
+void splitc_bulk_get(void *dst, splitc_gptr_t src, size_t nbytes);
+void splitc_bulk_put(splitc_gptr_t dst, const void *src, size_t nbytes);
+/* Complete at a store sync on the target; src may be reused on return. */
+void splitc_bulk_store(splitc_gptr_t dst, const void *src, size_t nbytes);
+
+/* ---- completion ------------------------------------------------------------------- */
+/* Waits for every get/put (and bulk get/put) this processor issued. */
+void splitc_sync(void);
+/* Waits until nbytes of stores have arrived here since the last reset, then
+ * subtracts nbytes from that count. */
+void splitc_store_sync(size_t nbytes);
+void splitc_reset_store_sync(void);
+/* Bytes stored into this processor and not yet consumed by splitc_store_sync. */
+int64_t splitc_store_bytes_arrived(void);
+/* Collective: returns when every store issued anywhere before the call has
+ * arrived (global bytes stored == bytes received); resets the store_sync count. */
+void splitc_all_store_sync(void);
+/* Serve incoming requests once (for long compute loops). */
+void splitc_poll(void);
+
+/* ---- memory ------------------------------------------------------------------------- */
+/* Collective: nblocks blocks of blocksize bytes; block b lives on processor
+ * b mod PROCS at the same local address on every processor (base + (b / PROCS) *
+ * blocksize).  Returns a spread pointer to block 0 (processor 0). */
+splitc_sptr_t splitc_all_spread_malloc(size_t nblocks, size_t blocksize);
+/* Collective: frees what splitc_all_spread_malloc returned. */
+void splitc_all_spread_free(splitc_sptr_t s);
+/* Bytes of symmetric heap still free (largest block). */
+size_t splitc_heap_available(void);
+
+/* ---- collectives ----------------------------------------------------------------------- */
+void splitc_barrier(void);
+/* to_one: the result is defined on processor 0 (it is returned everywhere). */
+long splitc_all_reduce_to_one_add(long v);
+long splitc_all_reduce_to_one_max(long v);
+long splitc_all_reduce_to_one_min(long v);
+double splitc_all_reduce_to_one_dadd(double v);
+double splitc_all_reduce_to_one_dmax(double v);
+double splitc_all_reduce_to_one_dmin(double v);
+long splitc_all_reduce_to_all_add(long v);
+long splitc_all_reduce_to_all_max(long v);
+long splitc_all_reduce_to_all_min(long v);
+double splitc_all_reduce_to_all_dadd(double v);
+double splitc_all_reduce_to_all_dmax(double v);
+double splitc_all_reduce_to_all_dmin(double v);
+/* Processor 0's value, everywhere. */
+long splitc_all_bcast(long v);
+double splitc_all_bcast_d(double v);
+/* Wall-clock seconds (monotonic). */
+double splitc_get_seconds(void);
+
+/* ---- typed wrappers ---------------------------------------------------------------------- */
+static inline float splitc_read_f(splitc_gptr_t g) { uint32_t u = splitc_read_4(g); float f; __builtin_memcpy(&f, &u, 4); return f; }
+static inline double splitc_read_d(splitc_gptr_t g) { uint64_t u = splitc_read_8(g); double d; __builtin_memcpy(&d, &u, 8); return d; }
+static inline void splitc_write_f(splitc_gptr_t g, float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); splitc_write_4(g, u); }
+static inline void splitc_write_d(splitc_gptr_t g, double d) { uint64_t u; __builtin_memcpy(&u, &d, 8); splitc_write_8(g, u); }
+static inline void splitc_put_f(splitc_gptr_t g, float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); splitc_put_4(g, u); }
+static inline void splitc_put_d(splitc_gptr_t g, double d) { uint64_t u; __builtin_memcpy(&u, &d, 8); splitc_put_8(g, u); }
+static inline void splitc_store_f(splitc_gptr_t g, float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); splitc_store_4(g, u); }
+static inline void splitc_store_d(splitc_gptr_t g, double d) { uint64_t u; __builtin_memcpy(&u, &d, 8); splitc_store_8(g, u); }
+/* Global pointers stored in global memory are 8-byte values. */
+static inline splitc_gptr_t splitc_read_gptr(splitc_gptr_t g) { splitc_gptr_t r; r.bits = splitc_read_8(g); return r; }
+static inline void splitc_write_gptr(splitc_gptr_t g, splitc_gptr_t v) { splitc_write_8(g, v.bits); }
+static inline void splitc_put_gptr(splitc_gptr_t g, splitc_gptr_t v) { splitc_put_8(g, v.bits); }
+static inline void splitc_store_gptr(splitc_gptr_t g, splitc_gptr_t v) { splitc_store_8(g, v.bits); }
+/* Structs of any size are bulk transfers. */
+static inline void splitc_read_struct(void *dst, splitc_gptr_t g, size_t n) { splitc_bulk_read(dst, g, n); }
+static inline void splitc_write_struct(splitc_gptr_t g, const void *src, size_t n) { splitc_bulk_write(g, src, n); }
+
+/* ---- introspection ------------------------------------------------------------------------- */
+/* Largest payload one message carries (bulk transfers above it are fragmented). */
+size_t splitc_max_payload(void);
+/* Request credits per peer (k) and the store-acknowledge interval (k/4). */
+int splitc_credits(void);
+int splitc_store_ack_interval(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPLITC_RT_H */

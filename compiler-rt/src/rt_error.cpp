@@ -1,0 +1,88 @@
+// rt_error.cpp - error reporting.  Usage errors go to a handler that may
+// return (the operation is then skipped); network and start-up failures end
+// the job after the handler ran, since the runtime cannot continue.
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+#include "rt_internal.hpp"
+#include "vipl_boot.h"
+
+namespace {
+
+splitc_error_handler_t g_handler = nullptr;
+void *g_handler_ctx = nullptr;
+splitc_error_t g_last = SPLITC_OK;
+
+[[noreturn]] void abort_job(splitc_error_t code, const char *msg) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s\n", msg);
+    std::fflush(stderr);
+    vipl_boot_abort(70 + int(code), msg);
+    std::_Exit(70 + int(code));  // vipl_boot_abort does not return; belt and braces
+}
+
+}  // namespace
+
+namespace splitc::rt {
+
+void report(splitc_error_t code, const char *fmt, ...) {
+    char msg[768];
+    int n = std::snprintf(msg, sizeof msg, "splitc: processor %d: %s: ", g.me, splitc_error_string(code));
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && size_t(n) < sizeof msg) std::vsnprintf(msg + n, sizeof msg - size_t(n), fmt, ap);
+    va_end(ap);
+    g_last = code;
+    bool fatal = code == SPLITC_ERR_NETWORK;
+    if (g_handler) {
+        g_handler(code, msg, g_handler_ctx);
+        if (!fatal) return;
+    }
+    abort_job(code, msg);
+}
+
+void fatal_vip(const char *what, VIP_RETURN rc) {
+    report(SPLITC_ERR_NETWORK, "%s failed: %s", what, VipxReturnString(rc));
+    std::_Exit(70 + int(SPLITC_ERR_NETWORK));
+}
+
+}  // namespace splitc::rt
+
+extern "C" {
+
+splitc_error_handler_t splitc_set_error_handler(splitc_error_handler_t h, void *ctx) {
+    splitc_error_handler_t old = g_handler;
+    g_handler = h;
+    g_handler_ctx = ctx;
+    return old;
+}
+
+splitc_error_t splitc_take_last_error(void) {
+    splitc_error_t e = g_last;
+    g_last = SPLITC_OK;
+    return e;
+}
+
+void splitc_report_error(splitc_error_t code, const char *message) {
+    splitc::rt::report(code, "%s", message ? message : "(no message)");
+}
+
+const char *splitc_error_string(splitc_error_t code) {
+    switch (code) {
+    case SPLITC_OK: return "no error";
+    case SPLITC_ERR_NULL_POINTER: return "null pointer";
+    case SPLITC_ERR_BAD_PROC: return "processor out of range";
+    case SPLITC_ERR_MISALIGNED: return "misaligned address";
+    case SPLITC_ERR_OUT_OF_SEGMENT: return "address outside the global segment";
+    case SPLITC_ERR_BAD_ARGUMENT: return "bad argument";
+    case SPLITC_ERR_NOT_INITIALIZED: return "runtime not initialized";
+    case SPLITC_ERR_NO_MEMORY: return "symmetric heap exhausted";
+    case SPLITC_ERR_COLLECTIVE_MISMATCH: return "collective arguments differ between processors";
+    case SPLITC_ERR_NETWORK: return "network failure";
+    case SPLITC_ERR_INIT: return "start-up failed";
+    }
+    return "unknown error";
+}
+
+}  // extern "C"

@@ -1,0 +1,365 @@
+// rt_init.cpp - start-up and shut-down: join the job, open the NIC, map and
+// register the symmetric heap (and the static data when it sits at one
+// address everywhere), lay out descriptors and buffers, connect one VI per
+// peer with the peer-to-peer calls.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+#include "rt_internal.hpp"
+#include "vipl_boot.h"
+
+// Linker-provided bounds of the executable's writable data (.data + .bss).
+extern "C" char __data_start[];
+extern "C" char _end[];
+
+int splitc_rt_procs = 1;
+int splitc_rt_myproc = 0;
+int splitc_rt_procslog = 0;
+
+namespace splitc::rt {
+
+Runtime g;
+
+namespace {
+
+constexpr VIP_ULONG kConnectTimeoutMs = 60000;
+int g_static_marker;  // its address tells whether static data is symmetric
+
+size_t env_size(const char *name, size_t dflt) {
+    const char *e = std::getenv(name);
+    if (!e || !*e) return dflt;
+    char *end = nullptr;
+    unsigned long long v = std::strtoull(e, &end, 0);
+    switch (end && *end ? *end : 0) {
+    case 'k': case 'K': v <<= 10; break;
+    case 'm': case 'M': v <<= 20; break;
+    case 'g': case 'G': v <<= 30; break;
+    case 0: break;
+    default:
+        std::fprintf(stderr, "splitc: ignoring %s=%s (want a number with optional K/M/G)\n", name, e);
+        return dflt;
+    }
+    return size_t(v);
+}
+
+[[gnu::cold]] bool init_fail(const char *what, VIP_RETURN rc) {
+    report(SPLITC_ERR_INIT, "%s failed: %s", what, VipxReturnString(rc));
+    return false;
+}
+
+// Host address of rank r: the name service's "node<r>", else nicfw's 2-byte
+// little-endian rank.  Appends the discriminator of the pair (me, r), the
+// same on both sides so the two peer requests match.
+void make_address(VIP_NET_ADDRESS *a, int r, int pair_lo, int pair_hi) {
+    char name[32];
+    std::snprintf(name, sizeof name, "node%d", r);
+    if (VipNSGetHostByName(g.nic, name, a, 0) != VIP_SUCCESS || a->HostAddressLen == 0 ||
+        a->HostAddressLen > VIP_MAX_HOST_ADDRESS_LEN) {
+        a->HostAddressLen = 2;
+        a->HostAddress[0] = uint8_t(r & 0xff);
+        a->HostAddress[1] = uint8_t((r >> 8) & 0xff);
+    }
+    uint8_t disc[8] = {'S', 'P', 'L', 'C', uint8_t(pair_lo), uint8_t(pair_lo >> 8), uint8_t(pair_hi),
+                       uint8_t(pair_hi >> 8)};
+    a->DiscriminatorLen = sizeof disc;
+    std::memcpy(a->HostAddress + a->HostAddressLen, disc, sizeof disc);
+}
+
+bool register_region(void *p, size_t n, VIP_MEM_HANDLE *mh, const char *what) {
+    VIP_MEM_ATTRIBUTES ma{};
+    ma.Ptag = g.ptag;
+    ma.EnableRdmaWrite = VIP_FALSE;
+    ma.EnableRdmaRead = VIP_FALSE;
+    VIP_RETURN rc = VipRegisterMem(g.nic, p, VIP_ULONG(n), &ma, mh);
+    if (rc != VIP_SUCCESS) {
+        report(SPLITC_ERR_INIT, "VipRegisterMem(%s, %zu bytes) failed: %s", what, n, VipxReturnString(rc));
+        return false;
+    }
+    return true;
+}
+
+// Static data is remotely addressable only if it is at the same address in
+// every process (a non-PIE executable, or ASLR off).
+bool setup_statics() {
+    uintptr_t mine = reinterpret_cast<uintptr_t>(&g_static_marker);
+    std::vector<uintptr_t> all(size_t(g.procs));
+    if (vipl_boot_allgather(&mine, sizeof mine, all.data()) != VIPL_BOOT_OK) return false;
+    for (uintptr_t a : all)
+        if (a != mine) return true;  // not symmetric: leave g.statics empty
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t lo = reinterpret_cast<uintptr_t>(__data_start) & ~uintptr_t(page - 1);
+    uintptr_t hi = (reinterpret_cast<uintptr_t>(_end) + uintptr_t(page) - 1) & ~uintptr_t(page - 1);
+    if (!register_region(reinterpret_cast<void *>(lo), hi - lo, &g.statics.mh, "static data")) return false;
+    g.statics.lo = lo;
+    g.statics.hi = hi;
+    return true;
+}
+
+bool setup_buffers() {
+    g.nsend = 2 * g.credits + 2;
+    g.nrecv = 2 * g.credits + 1;
+    g.slot_stride = kSlotHeader + (size_t(g.max_msg) + 63) / 64 * 64;
+    size_t per_peer = size_t(g.nsend + g.nrecv) * g.slot_stride;
+    g.bufs_len = per_peer * size_t(g.procs - 1);
+    g.bufs = static_cast<uint8_t *>(std::aligned_alloc(4096, (g.bufs_len + 4095) / 4096 * 4096));
+    if (!g.bufs) {
+        report(SPLITC_ERR_INIT, "cannot allocate %zu bytes of message buffers", g.bufs_len);
+        return false;
+    }
+    std::memset(g.bufs, 0, g.bufs_len);
+    if (!register_region(g.bufs, g.bufs_len, &g.bufseg.mh, "message buffers")) return false;
+    g.bufseg.lo = reinterpret_cast<uintptr_t>(g.bufs);
+    g.bufseg.hi = g.bufseg.lo + g.bufs_len;
+    uint8_t *next = g.bufs;
+    for (int r = 0; r < g.procs; ++r) {
+        if (r == g.me) continue;
+        Peer &p = g.peers[size_t(r)];
+        p.send_base = next;
+        p.recv_base = next + size_t(g.nsend) * g.slot_stride;
+        next += per_peer;
+        for (uint32_t i = 0; i < g.nsend + g.nrecv; ++i) {
+            uint8_t *slot = p.send_base + size_t(i) * g.slot_stride;
+            *slot_meta(slot) = SlotMeta{uint32_t(r), i};
+            VIP_DESCRIPTOR *d = slot_desc(slot);
+            d->CS.SegCount = 1;
+            d->DS[0].Local.Data.Address = slot_buf(slot);
+            d->DS[0].Local.Handle = g.bufseg.mh;
+            d->DS[0].Local.Length = g.max_msg;
+            d->CS.Length = g.max_msg;
+        }
+        p.credits = int32_t(g.credits);
+    }
+    return true;
+}
+
+bool setup_vis() {
+    const char *rcq = std::getenv("SPLITC_RECV_CQ");
+    bool direct = g.procs == 2 && !(rcq && *rcq == '1');
+    VIP_RETURN rc = VIP_SUCCESS;
+    if (!direct) {
+        rc = VipCreateCQ(g.nic, VIP_ULONG(g.nrecv) * VIP_ULONG(g.procs - 1) + 16, &g.recv_cq);
+        if (rc != VIP_SUCCESS) return init_fail("VipCreateCQ(receives)", rc);
+    }
+    const char *scq = std::getenv("SPLITC_SEND_CQ");
+    if (scq && *scq == '1') {
+        rc = VipCreateCQ(g.nic, VIP_ULONG(g.nsend) * VIP_ULONG(g.procs - 1) + 16, &g.send_cq);
+        if (rc != VIP_SUCCESS) return init_fail("VipCreateCQ(sends)", rc);
+    }
+    VIP_VI_ATTRIBUTES va{};
+    va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
+    va.MaxTransferSize = g.max_msg;
+    va.QoS = nullptr;
+    va.Ptag = g.ptag;
+    va.EnableRdmaWrite = VIP_FALSE;
+    va.EnableRdmaRead = VIP_FALSE;
+    for (int r = 0; r < g.procs; ++r) {
+        if (r == g.me) continue;
+        Peer &p = g.peers[size_t(r)];
+        rc = VipCreateVi(g.nic, &va, g.send_cq, g.recv_cq, &p.vi);
+        if (rc != VIP_SUCCESS) return init_fail("VipCreateVi", rc);
+        if (direct) g.direct_vi = p.vi;
+        for (uint32_t i = 0; i < g.nrecv; ++i) {
+            VIP_DESCRIPTOR *d = slot_desc(p.recv_base + size_t(i) * g.slot_stride);
+            rc = VipPostRecv(p.vi, d, g.bufseg.mh);
+            if (rc != VIP_SUCCESS) return init_fail("VipPostRecv", rc);
+        }
+    }
+    // Issue every peer request first, then wait: the pairs complete in any order.
+    alignas(8) uint8_t local_buf[VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, VIP_MAX_DISCRIMINATOR_LEN)];
+    alignas(8) uint8_t remote_buf[sizeof local_buf];
+    auto *local = reinterpret_cast<VIP_NET_ADDRESS *>(local_buf);
+    auto *remote = reinterpret_cast<VIP_NET_ADDRESS *>(remote_buf);
+    for (int r = 0; r < g.procs; ++r) {
+        if (r == g.me) continue;
+        int lo = r < g.me ? r : g.me, hi = r < g.me ? g.me : r;
+        make_address(local, g.me, lo, hi);
+        make_address(remote, r, lo, hi);
+        rc = VipConnectPeerRequest(g.peers[size_t(r)].vi, local, remote, kConnectTimeoutMs);
+        if (rc != VIP_SUCCESS) {
+            report(SPLITC_ERR_INIT, "VipConnectPeerRequest to processor %d failed: %s", r, VipxReturnString(rc));
+            return false;
+        }
+    }
+    for (int r = 0; r < g.procs; ++r) {
+        if (r == g.me) continue;
+        VIP_VI_ATTRIBUTES remote_attr{};
+        rc = VipConnectPeerWait(g.peers[size_t(r)].vi, &remote_attr);
+        if (rc != VIP_SUCCESS) {
+            report(SPLITC_ERR_INIT, "connecting to processor %d failed: %s (is it running the same program?)", r,
+                   VipxReturnString(rc));
+            return false;
+        }
+    }
+    return true;
+}
+
+// Set once every processor is past the final barrier: peers then tear their
+// VIs down, and the resulting connection-lost errors are expected.
+std::atomic<bool> g_closing{false};
+
+void on_async_error(VIP_PVOID, VIP_ERROR_DESCRIPTOR *e) {
+    if (g_closing.load(std::memory_order_acquire)) return;
+    report(SPLITC_ERR_NETWORK, "asynchronous VI error %d on resource %d (a peer process died or the NIC failed)",
+           int(e->ErrorCode), int(e->ResourceCode));
+}
+
+bool init_network() {
+    VIP_RETURN rc = VipOpenNic(nullptr, &g.nic);
+    if (rc != VIP_SUCCESS) return init_fail("VipOpenNic", rc);
+    VIP_NIC_ATTRIBUTES na{};
+    rc = VipQueryNic(g.nic, &na);
+    if (rc != VIP_SUCCESS) return init_fail("VipQueryNic", rc);
+    if (!(na.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY)) {
+        report(SPLITC_ERR_INIT, "NIC %s lacks Reliable Delivery, which Split-C/VI needs (exactly once, in order)", na.Name);
+        return false;
+    }
+    if (na.MaxSegmentsPerDesc < 2) {
+        report(SPLITC_ERR_INIT, "NIC %s allows %lu data segments per descriptor; Split-C/VI needs 2", na.Name,
+               (unsigned long)na.MaxSegmentsPerDesc);
+        return false;
+    }
+    if (na.MaxTransferSize && na.MaxTransferSize < g.max_msg) g.max_msg = uint32_t(na.MaxTransferSize);
+    g.max_payload = g.max_msg - uint32_t(sizeof(MsgHdr));
+    int nic_rank = VipxNicRank(g.nic);
+    if (nic_rank >= 0 && nic_rank != g.me) {
+        report(SPLITC_ERR_INIT, "NIC address says rank %d but the job says %d; start the job with vipl-run", nic_rank, g.me);
+        return false;
+    }
+    VipErrorCallback(g.nic, nullptr, on_async_error);
+    rc = VipCreatePtag(g.nic, &g.ptag);
+    if (rc != VIP_SUCCESS) return init_fail("VipCreatePtag", rc);
+    if (!register_region(reinterpret_cast<void *>(g.heap.lo), g.heap.hi - g.heap.lo, &g.heap.mh, "symmetric heap"))
+        return false;
+    if (!(setup_statics() && setup_buffers() && setup_vis())) return false;
+    g.net_up = true;
+    return true;
+}
+
+bool read_config() {
+    size_t k = env_size("SPLITC_CREDITS", 8);
+    if (k < 1 || k > 120) {
+        report(SPLITC_ERR_INIT, "SPLITC_CREDITS=%zu: want 1..120", k);
+        return false;
+    }
+    g.credits = uint32_t(k);
+    g.store_ack_every = g.credits / 4 ? g.credits / 4 : 1;
+    size_t m = env_size("SPLITC_MAX_MSG", 4096);
+    if (m < 256 || m > (1u << 20)) {
+        report(SPLITC_ERR_INIT, "SPLITC_MAX_MSG=%zu: want 256..1M bytes", m);
+        return false;
+    }
+    g.max_msg = uint32_t(m);
+    g.max_payload = g.max_msg - uint32_t(sizeof(MsgHdr));
+    // Long spins only pay when every process can have a core of its own; the
+    // window adapts (wait_step) unless SPLITC_SPIN fixes it.
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    g.spin_min = 8;
+    g.spin_max = g.procs > ncpu ? 64 : 4096;
+    g.spin_limit = g.spin_max;
+    g.spin_adaptive = true;
+    if (std::getenv("SPLITC_SPIN")) {
+        g.spin_limit = uint32_t(env_size("SPLITC_SPIN", 64));
+        if (g.spin_limit == 0) g.spin_limit = 1;
+        g.spin_adaptive = false;
+    }
+    return true;
+}
+
+}  // namespace
+
+}  // namespace splitc::rt
+
+using namespace splitc::rt;
+
+extern "C" {
+
+int splitc_init(int *argc, char ***argv) {
+    if (g.initialized) return 0;
+    int rc = vipl_boot_init();
+    if (rc != VIPL_BOOT_OK) {
+        report(SPLITC_ERR_INIT, "vipl_boot_init failed (%d); start the program with vipl-run -n N", rc);
+        return -1;
+    }
+    g.procs = vipl_boot_size();
+    g.me = vipl_boot_rank();
+    if (g.procs < 1 || g.procs > SPLITC_MAX_PROCS || g.me < 0 || g.me >= g.procs) {
+        report(SPLITC_ERR_INIT, "bad job geometry: rank %d of %d", g.me, g.procs);
+        return -1;
+    }
+    splitc_rt_procs = g.procs;
+    splitc_rt_myproc = g.me;
+    splitc_rt_procslog = 0;
+    while ((1 << splitc_rt_procslog) < g.procs) ++splitc_rt_procslog;
+    g.peers.assign(size_t(g.procs), Peer{});
+    g.coll.vals[0].assign(size_t(g.procs), CollPayload{});
+    g.coll.vals[1].assign(size_t(g.procs), CollPayload{});
+    g.coll.ops[0].assign(size_t(g.procs), 0);
+    g.coll.ops[1].assign(size_t(g.procs), 0);
+    if (!read_config()) return -1;
+    if (!heap_map(env_size("SPLITC_HEAP_SIZE", size_t(64) << 20))) return -1;
+    // A job of one has no peers: every access is local and no NIC is needed.
+    if (g.procs > 1 && !init_network()) return -1;
+    place_static_objects();
+    g.initialized = true;
+    g.live_procs = unsigned(g.procs);
+    if (vipl_boot_barrier() != VIPL_BOOT_OK) {
+        report(SPLITC_ERR_INIT, "start-up barrier failed (a processor died during start-up)");
+        return -1;
+    }
+    return 0;
+}
+
+int splitc_initialized(void) { return g.initialized ? 1 : 0; }
+
+void splitc_finalize(void) {
+    if (!g.initialized) return;
+    splitc_sync();
+    splitc_barrier();
+    // After everyone's sends have completed nothing is in flight, so the VIs
+    // can be torn down without a peer seeing an error.
+    if (g.procs > 1) drain_all_sends();
+    g_closing.store(true, std::memory_order_release);
+    vipl_boot_barrier();
+    g.net_up = false;
+    g.direct_vi = nullptr;
+    if (g.procs > 1) {
+        for (int r = 0; r < g.procs; ++r) {
+            Peer &p = g.peers[size_t(r)];
+            if (!p.vi) continue;
+            VipDisconnect(p.vi);
+            VIP_DESCRIPTOR *d;
+            while (VipRecvDone(p.vi, &d) == VIP_SUCCESS) {}
+            while (VipSendDone(p.vi, &d) == VIP_SUCCESS) {}
+            VipDestroyVi(p.vi);
+            p.vi = nullptr;
+        }
+        if (g.recv_cq) VipDestroyCQ(g.recv_cq);
+        if (g.send_cq) VipDestroyCQ(g.send_cq);
+        g.recv_cq = g.send_cq = nullptr;
+        if (g.bufs) VipDeregisterMem(g.nic, g.bufs, g.bufseg.mh);
+        if (g.statics.lo) VipDeregisterMem(g.nic, reinterpret_cast<void *>(g.statics.lo), g.statics.mh);
+        if (g.heap.lo) VipDeregisterMem(g.nic, reinterpret_cast<void *>(g.heap.lo), g.heap.mh);
+        if (g.ptag) VipDestroyPtag(g.nic, g.ptag);
+        VipCloseNic(g.nic);
+        g.nic = nullptr;
+        std::free(g.bufs);
+        g.bufs = nullptr;
+    }
+    heap_unmap();
+    g.statics = Segment{};
+    g.initialized = false;
+    g.live_procs = 1;
+    vipl_boot_finalize();
+}
+
+int splitc_run(int argc, char **argv, int (*fn)(int, char **)) {
+    if (splitc_init(&argc, &argv) != 0) return 1;
+    int rc = fn(argc, argv);
+    splitc_finalize();
+    return rc;
+}
+
+}  // extern "C"

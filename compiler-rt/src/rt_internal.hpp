@@ -1,0 +1,208 @@
+// rt_internal.hpp - the Split-C runtime core over VIPL: state, message layout,
+// and the inline helpers shared by the runtime's translation units.
+//
+// Protocol (seed 004 section 6): one VI per peer, credit-based request/reply.
+// A request costs one of k credits at the sender; a reply gives credits back.
+// get/read: request, the reply carries the data.  put/write: the request
+// carries the data, the reply acknowledges.  store (and the runtime's own
+// collective messages): no reply; the target returns their credits in one
+// STORE_ACK every k/4 of them, or piggy-backed on any other reply.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "splitc_rt.h"
+#include "vipl.h"
+#include "vipl_instr.h"
+
+namespace splitc::rt {
+
+// Message types.  The set is fixed (only the runtime builds messages), so
+// dispatch is one switch, never an indirect call.
+enum MsgType : uint8_t {
+    // requests (cost one credit)
+    kGetReq = 1,    // GetReqMsg; reply kGetRep
+    kReadReq,       // GetReqMsg; reply kReadRep
+    kPutReq,        // MsgHdr + data; reply kPutAck
+    kWriteReq,      // MsgHdr + data; reply kWriteAck
+    kStoreReq,      // MsgHdr + data; no reply (counted)
+    kCollUp,        // MsgHdr + CollPayload; no reply (counted)
+    kCollDown,      // MsgHdr + CollPayload; no reply (counted)
+    // replies (free: their buffer was reserved by the request's credit)
+    kGetRep = 16,   // MsgHdr + data, addr = initiator's destination
+    kReadRep,
+    kPutAck,
+    kWriteAck,
+    kStoreAck,      // credits only
+};
+
+// 16 bytes (AM's header is larger; seed 004 notes Split-C saves 24 bytes).
+struct MsgHdr {
+    uint8_t type;
+    uint8_t credits;  // replies: credits handed back to the receiver
+    uint16_t op;      // collectives: reduction op
+    uint32_t len;     // payload bytes (get requests: bytes wanted)
+    uint64_t addr;    // request: target address; reply: initiator's destination;
+                      // collectives: sequence number
+};
+static_assert(sizeof(MsgHdr) == 16, "compact header");
+
+struct GetReqMsg {
+    MsgHdr h;
+    uint64_t reply_to;  // initiator's local destination
+};
+static_assert(sizeof(GetReqMsg) == 24, "get request is 24 bytes");
+
+// Collective contribution: three values so all_store_sync can sum (bytes
+// stored, bytes received) and all_spread_malloc can check its arguments in one
+// round.  Doubles travel bit-cast in the same fields.
+struct CollPayload {
+    int64_t a;
+    int64_t b;
+    int64_t c;
+};
+
+enum CollOp : uint16_t { kOpNone, kOpAddL, kOpMaxL, kOpMinL, kOpAddD, kOpMaxD, kOpMinD };
+
+// Each slot of the registered buffer region: descriptor, bookkeeping, buffer.
+constexpr size_t kSlotHeader = 128;  // 64 descriptor + 64 meta
+struct SlotMeta {
+    uint32_t peer;
+    uint32_t index;
+};
+
+struct Peer {
+    VIP_VI_HANDLE vi = nullptr;
+    uint8_t *send_base = nullptr;  // nsend slots, used as a ring (sends complete in order)
+    uint8_t *recv_base = nullptr;  // nrecv slots, always posted
+    uint32_t head = 0;             // next send slot to post
+    uint32_t tail = 0;             // oldest send slot not yet reaped
+    uint32_t inflight = 0;         // posted, not reaped
+    int32_t credits = 0;           // request credits towards this peer
+    uint32_t unacked = 0;          // replyless requests received and not yet credited back
+};
+
+struct Segment {
+    uintptr_t lo = 0, hi = 0;
+    VIP_MEM_HANDLE mh = 0;
+    bool contains(uintptr_t a, size_t n) const { return a >= lo && a <= hi && n <= hi - a; }
+};
+
+struct CollState {
+    uint64_t seq = 0;                    // collectives completed on this processor
+    uint32_t arrivals[2] = {0, 0};       // root: contributions seen per parity
+    std::vector<CollPayload> vals[2];    // root: contribution of each processor
+    std::vector<uint16_t> ops[2];        // root: the operation each one asked for
+    uint16_t down_op[2] = {0, 0};        // non-root: the operation the root ran
+    bool down[2] = {false, false};       // non-root: result arrived
+    CollPayload result[2] = {};
+};
+
+struct Runtime {
+    bool initialized = false;
+    int procs = 1, me = 0;
+    // Processors a global pointer may name right now: PROCS while the runtime
+    // is up, 1 before splitc_init (a job of one) and after splitc_finalize.
+    unsigned live_procs = 1;
+
+    VIP_NIC_HANDLE nic = nullptr;
+    VIP_PROTECTION_HANDLE ptag = nullptr;
+    VIP_CQ_HANDLE recv_cq = nullptr;  // null when polling the only peer's VI directly
+    bool net_up = false;              // VIs connected (a job of one has none)
+    // With a single peer, its VI's receive queue is polled with VipRecvDone
+    // alone: the CQ would only add a VipCQDone per message to say which VI
+    // (SPLITC_RECV_CQ=1 keeps the CQ, as in the paper).
+    VIP_VI_HANDLE direct_vi = nullptr;
+    VIP_CQ_HANDLE send_cq = nullptr;  // only with SPLITC_SEND_CQ=1
+
+    uint32_t credits = 8;           // k
+    uint32_t store_ack_every = 2;   // k/4
+    uint32_t max_msg = 4096;        // header + payload
+    uint32_t max_payload = 4096 - sizeof(MsgHdr);
+    uint32_t nsend = 0, nrecv = 0;  // slots per peer
+    size_t slot_stride = 0;
+
+    uint8_t *bufs = nullptr;        // all slots of all peers, registered once
+    size_t bufs_len = 0;
+    Segment bufseg;
+    Segment heap;                   // symmetric heap
+    Segment statics;                // .data/.bss when at one address everywhere
+
+    std::vector<Peer> peers;        // by rank; peers[me].vi stays null
+
+    // completion counts
+    uint64_t splitphase_pending = 0;  // gets/puts awaiting their reply
+    uint64_t blocking_pending = 0;    // reads/writes awaiting their reply
+    int64_t store_sent = 0;           // bytes this processor stored (anywhere)
+    int64_t store_recv = 0;           // bytes stored into this processor
+    int64_t store_avail = 0;          // store_recv not yet consumed by store_sync
+
+    CollState coll;
+    // Waiting: idle polls before sched_yield().  Adapted between spin_min and
+    // spin_max (see wait_step) unless SPLITC_SPIN fixes it.
+    uint32_t spin_limit = 64;
+    uint32_t spin_min = 8, spin_max = 4096;
+    bool spin_adaptive = true;
+    bool yielded = false;             // the current wait gave the CPU away
+    uint32_t polls_since_yield = 0;
+};
+
+extern Runtime g;
+
+// ---- errors ------------------------------------------------------------------
+// Reports through the installed handler; returns if the handler returns
+// (fatal codes never return).
+[[gnu::cold]] void report(splitc_error_t code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+[[gnu::cold, noreturn]] void fatal_vip(const char *what, VIP_RETURN rc);
+
+// ---- slots ---------------------------------------------------------------------
+inline VIP_DESCRIPTOR *slot_desc(uint8_t *slot) { return reinterpret_cast<VIP_DESCRIPTOR *>(slot); }
+inline SlotMeta *slot_meta(uint8_t *slot) { return reinterpret_cast<SlotMeta *>(slot + 64); }
+inline uint8_t *slot_buf(uint8_t *slot) { return slot + kSlotHeader; }
+inline uint8_t *slot_of_desc(VIP_DESCRIPTOR *d) { return reinterpret_cast<uint8_t *>(d); }
+
+// Handle of the registered region holding [p, p+n) for a gather segment, or
+// false when the memory is not registered (the caller then copies).
+inline bool registered_handle(const void *p, size_t n, VIP_MEM_HANDLE *mh) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    if (g.heap.contains(a, n)) { *mh = g.heap.mh; return true; }
+    if (g.statics.contains(a, n)) { *mh = g.statics.mh; return true; }
+    return false;
+}
+inline bool remote_addressable(uintptr_t a, size_t n) {
+    return g.heap.contains(a, n) || g.statics.contains(a, n);
+}
+
+// ---- messaging (rt_msg.cpp) ------------------------------------------------------
+// Serves up to max messages waiting in the receive CQ; returns how many.
+int poll(int max = 64);
+// One step of a wait loop: poll, and yield the CPU after spin_limit idle polls.
+void wait_step(uint32_t &idle);
+
+// A request towards peer p (not me): waits for a credit and a send slot.
+// payload (may be null) is sent from registered memory without a copy when
+// possible, else copied into the message.
+void send_request(int p, uint8_t type, uint16_t op, uint64_t addr, const void *payload,
+                  uint32_t len, uint64_t reply_to);
+// Waits until every send posted so far towards p has completed (source
+// buffers reusable).
+void drain_sends(int p);
+void drain_all_sends();
+
+// ---- collectives (rt_coll.cpp) ------------------------------------------------------
+// Handlers called from dispatch.
+void on_coll_up(int from, uint64_t seq, uint16_t op, const CollPayload &v);
+void on_coll_down(uint64_t seq, uint16_t op, const CollPayload &v);
+CollPayload all_reduce(uint16_t op, CollPayload mine);
+
+// ---- set-up pieces (rt_init.cpp, rt_alloc.cpp) ----------------------------------------
+bool heap_map(size_t bytes);          // collective: same address everywhere
+void heap_unmap();
+void heap_allocator_reset(uintptr_t lo, uintptr_t hi);
+void place_static_objects();          // after heap_map
+
+}  // namespace splitc::rt
