@@ -260,7 +260,8 @@ TEST(NicfwProfile, WireLatencyDelaysDelivery) {
     EXPECT_GE(minimum(prof), 50.0) << "a packet was delivered before send time + L";
     // Generous: with firmware threads on a loaded 2-core machine, a round trip is
     // dominated by the scheduler.  A unit mistake (50 ms) would still show.
-    EXPECT_LT(median(prof), 50.0 + median(base) + 10000.0) << "L = 50 us costs far more than 50 us";
+    // Bounded below the 50 ms a unit mistake (ms for us) would give.
+    EXPECT_LT(median(prof), 40000.0) << "L = 50 us costs far more than 50 us";
 }
 
 TEST(NicfwProfile, GapSpacesInjections) {

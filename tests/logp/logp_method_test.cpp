@@ -1,0 +1,142 @@
+// The LogP extraction (Culler, Liu, Martin, Yoshikawa) on synthetic timings
+// with known o_s, o_r, g, L: exact machines, noisy machines, and the limits.
+#include "logp_method.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+using namespace logp;
+
+namespace {
+
+// Timings a benchmark would record on `m`: bursts of the usual sizes without
+// and with a delay, round trips, receive timings; multiplicative noise + a
+// few descheduled outliers when noisy.
+LogPInputs record(const LogPMachine &m, double noise, unsigned seed, double delay_ns) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> jitter(1.0, noise);
+    std::uniform_real_distribution<double> coin(0, 1);
+    auto obs = [&](double t) {
+        double v = noise > 0 ? t * std::max(0.5, jitter(rng)) : t;
+        if (noise > 0 && coin(rng) < 0.03) v += 50000;  // a context switch
+        return v + 20;                                  // constant timer cost
+    };
+    LogPInputs in;
+    in.short_max_m = m.window;
+    in.long_min_m = 4 * m.window;
+    std::vector<int> ms = {1, 2, 4, m.window, 4 * m.window, 8 * m.window, 16 * m.window};
+    for (int rep = 0; rep < 41; ++rep) {
+        for (int k : ms) in.bursts.push_back({k, 0.0, obs(simulate_burst_ns(m, k, 0.0))});
+        for (int k : ms)
+            if (k >= in.long_min_m) in.bursts.push_back({k, delay_ns, obs(simulate_burst_ns(m, k, delay_ns))});
+        in.rtt_ns.push_back(obs(simulate_rtt_ns(m)));
+        in.recv_ns.push_back(obs(m.o_r_ns));
+    }
+    return in;
+}
+
+}  // namespace
+
+TEST(LogPMachine, BurstShapes) {
+    LogPMachine m{2000, 3000, 8000, 10000, 8};
+    // Short bursts cost o_s each; long ones approach g per message.
+    EXPECT_DOUBLE_EQ(simulate_burst_ns(m, 1, 0), 2000);
+    EXPECT_DOUBLE_EQ(simulate_burst_ns(m, 8, 0), 16000);
+    double slope = (simulate_burst_ns(m, 256, 0) - simulate_burst_ns(m, 128, 0)) / 128;
+    EXPECT_NEAR(slope, 8000, 1e-6);
+    // A delay above g - o_s makes the sender the bottleneck: o_s + dt.
+    double slope_d = (simulate_burst_ns(m, 256, 9000) - simulate_burst_ns(m, 128, 9000)) / 128;
+    EXPECT_NEAR(slope_d, 11000, 1e-6);
+    EXPECT_DOUBLE_EQ(simulate_rtt_ns(m), 30000);
+    EXPECT_DOUBLE_EQ(simulate_burst_ns(m, 0, 0), 0);
+}
+
+TEST(LogPExtract, ExactMachineGivesExactAnswers) {
+    LogPMachine m{2000, 3000, 8000, 10000, 8};
+    LogPEstimate e = extract_logp(record(m, 0, 1, 12000), SpreadPolicy{});
+    EXPECT_NEAR(e.o_s_ns, 2000, 1);
+    EXPECT_NEAR(e.g_ns, 8000, 1);
+    EXPECT_NEAR(e.o_r_ns, 3020, 1);  // the receive timing includes the timer cost
+    EXPECT_NEAR(e.rtt_half_ns, 15010, 1);
+    EXPECT_NEAR(e.L_ns, 15010 - 2000 - 3020, 2);
+    EXPECT_NEAR(e.o_s_delay_ns, 2000, 1);
+    EXPECT_TRUE(e.warnings.empty()) << e.warnings.front();
+}
+
+TEST(LogPExtract, NoisyMachinesWithinFivePercent) {
+    const LogPMachine machines[] = {
+        {2000, 3000, 8000, 10000, 8},     // gap-bound NIC
+        {3100, 2900, 30000, 29600, 8},    // the paper's AMVIAv3 on LANai 7
+        {500, 700, 1500, 4000, 16},       // a fast modern NIC
+        {2700, 5300, 48000, 45000, 4},    // AMVIAv1 on LANai 4
+    };
+    unsigned seed = 7;
+    for (const LogPMachine &m : machines) {
+        LogPEstimate e = extract_logp(record(m, 0.02, seed++, 1.5 * m.g_ns), SpreadPolicy{});
+        SCOPED_TRACE(testing::Message() << "o_s=" << m.o_s_ns << " g=" << m.g_ns);
+        EXPECT_NEAR(e.o_s_ns, m.o_s_ns, 0.05 * m.o_s_ns);
+        EXPECT_NEAR(e.g_ns, m.g_ns, 0.05 * m.g_ns);
+        EXPECT_NEAR(e.o_r_ns, m.o_r_ns, 0.05 * m.o_r_ns + 20);
+        EXPECT_NEAR(e.L_ns, m.L_ns, 0.05 * (m.L_ns + m.o_s_ns + m.o_r_ns));
+        EXPECT_NEAR(e.o_s_delay_ns, m.o_s_ns, 0.1 * m.o_s_ns);
+        EXPECT_GE(e.rtt_half_ns, e.o_s_ns + e.o_r_ns);
+    }
+}
+
+TEST(LogPExtract, SenderBoundMachineReportsGAsOs) {
+    // o_s > g: the NIC is never the bottleneck, so the long-burst slope is o_s.
+    LogPMachine m{5000, 1000, 2000, 8000, 8};
+    LogPEstimate e = extract_logp(record(m, 0, 3, 3000), SpreadPolicy{});
+    EXPECT_NEAR(e.o_s_ns, 5000, 1);
+    EXPECT_NEAR(e.g_ns, 5000, 1);
+}
+
+TEST(LogPExtract, ShortDelayIsFlagged) {
+    LogPMachine m{2000, 3000, 8000, 10000, 8};
+    LogPEstimate e = extract_logp(record(m, 0, 1, 1000), SpreadPolicy{});  // 1 us < g - o_s
+    bool flagged = false;
+    for (const auto &w : e.warnings) flagged |= w.find("shorter than g - o_s") != std::string::npos;
+    EXPECT_TRUE(flagged);
+}
+
+TEST(LogPExtract, NegativeLatencyIsReportedNotHidden) {
+    LogPMachine m{2000, 3000, 8000, 10000, 8};
+    LogPInputs in = record(m, 0, 1, 12000);
+    for (double &r : in.rtt_ns) r = 6000;  // RTT/2 = 3 us < o_s + o_r
+    LogPEstimate e = extract_logp(in, SpreadPolicy{});
+    EXPECT_LT(e.L_ns, 0);
+    bool flagged = false;
+    for (const auto &w : e.warnings) flagged |= w.find("negative") != std::string::npos;
+    EXPECT_TRUE(flagged);
+}
+
+TEST(LogPExtract, WideSpreadIsWarned) {
+    LogPMachine m{2000, 3000, 8000, 10000, 8};
+    LogPInputs in = record(m, 0, 1, 12000);
+    for (std::size_t i = 0; i < in.rtt_ns.size(); ++i) in.rtt_ns[i] *= 1 + double(i % 4);
+    LogPEstimate e = extract_logp(in, SpreadPolicy{});
+    bool flagged = false;
+    for (const auto &w : e.warnings) flagged |= w.rfind("RTT:", 0) == 0;
+    EXPECT_TRUE(flagged);
+}
+
+TEST(LogPExtract, MissingSeriesAreErrors) {
+    LogPMachine m{2000, 3000, 8000, 10000, 8};
+    LogPInputs in = record(m, 0, 1, 12000);
+    LogPInputs no_rtt = in;
+    no_rtt.rtt_ns.clear();
+    EXPECT_THROW(extract_logp(no_rtt, SpreadPolicy{}), std::invalid_argument);
+    LogPInputs no_recv = in;
+    no_recv.recv_ns.clear();
+    EXPECT_THROW(extract_logp(no_recv, SpreadPolicy{}), std::invalid_argument);
+    LogPInputs no_long = in;
+    no_long.bursts.erase(std::remove_if(no_long.bursts.begin(), no_long.bursts.end(),
+                                        [&](const BurstSample &b) { return b.m >= in.long_min_m; }),
+                         no_long.bursts.end());
+    EXPECT_THROW(extract_logp(no_long, SpreadPolicy{}), std::invalid_argument);
+    LogPInputs bad = in;
+    bad.long_min_m = bad.short_max_m;
+    EXPECT_THROW(extract_logp(bad, SpreadPolicy{}), std::invalid_argument);
+}

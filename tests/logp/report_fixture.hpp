@@ -1,0 +1,65 @@
+// A report with every section filled, for the JSON and report tests.
+#pragma once
+
+#include "results.hpp"
+
+inline logp::Report full_report() {
+    using namespace logp;
+    Report r;
+    r.run = {"2026-01-01 00:00:00 UTC", "host", "logp --quick", true, 200, 20, 2.6, 0.25, 27.0};
+    r.provider = {"nicfw", "nicfw0", "none", "default"};
+    r.layers = {{"vi", {"measured", ""}}, {"am-v3", {"measured", ""}}, {"splitc", {"not built", "no compiler-rt"}}};
+    r.vi_baseline.status = {"measured", ""};
+    r.vi_baseline.rtt_half_min_us = 1.5;
+    r.vi_baseline.rtt_half_16_us = 1.6;
+    r.vi_baseline.peak_mb_s = 900;
+    r.vi_baseline.peak_at_bytes = 32768;
+    LogPRow vi;
+    vi.layer = "vi";
+    vi.status = {"measured", ""};
+    vi.rtt_half_us = 1.6, vi.L_us = 1.0, vi.o_s_us = 0.2, vi.o_r_us = 0.4, vi.g_us = 0.5, vi.o_s_delay_us = 0.21, vi.rtt_half_min_us = 1.4;
+    LogPRow am = vi;
+    am.layer = "am-v3";
+    am.rtt_half_us = 2.6, am.L_us = 1.5, am.o_s_us = 0.5, am.o_r_us = 0.6, am.g_us = 0.9;
+    am.warnings = {"RTT: spread 30% exceeds 25%"};
+    LogPRow sc;
+    sc.layer = "splitc";
+    sc.status = {"not built", "no compiler-rt"};
+    r.logp = {vi, am, sc};
+    r.splitc_ops = {{"read", {"measured", ""}, 5.0, 0.1}, {"get", {"measured", ""}, 1.0, 0.05}};
+    BandwidthCurve c;
+    c.layer = "vi";
+    c.method = "RDMA-write stream";
+    c.status = {"measured", ""};
+    for (std::size_t n = 4; n <= 32768; n *= 2) c.points.push_back({n, 1.0 + double(n) / 1000.0, double(n) / (1.0 + double(n) / 1000.0), 0.02});
+    c.t0_us = 1.0, c.r_inf_mb_s = 1000, c.n_half_bytes = 1000, c.n_half_model_bytes = 1000, c.r_peak_mb_s = 970, c.fit_r2 = 1;
+    BandwidthCurve a = c;
+    a.layer = "am-v3";
+    for (auto &p : a.points) p.us_per_msg += 2, p.mb_s = double(p.bytes) / p.us_per_msg;
+    r.bandwidth = {c, a};
+    Breakdown b;
+    b.name = "am-request-reply";
+    b.layer = "am-v3";
+    b.status = {"measured", ""};
+    b.operations = 100;
+    b.host_ns = 1000, b.host_cycles = 2600, b.firmware_ns = 300;
+    b.categories = {{"Base VI", 400, 1040, 40, 32.5}, {"Event Notification", 600, 1560, 60, 44.2}};
+    b.items = {{"am.VipPostSend", "Base VI", 2, 400, 1040, 40, 6.1}, {"am.VipCQDone (Receive)", "Event Notification", 2, 600, 1560, 60, 22.1}};
+    b.inner = {{"vipl.VipPostSend", "Base VI", 2, 300, 780, 0, kNaN}};
+    r.breakdown = {b};
+    r.bulk_difference.status = {"measured", ""};
+    r.bulk_difference.layer = "am-v3";
+    r.bulk_difference.per_msg_difference_us = 2;
+    r.bulk_difference.paper_difference_us = 18;
+    r.bulk_difference.components = {{"Memory copy", 0.05, 4}, {"Short network receive", 1.0, 14.5}};
+    r.bulk_difference.components_total_us = 1.05;
+    PeerResult p;
+    p.tool = "ucx_perftest";
+    p.status = {"measured", ""};
+    p.transport = "UCX_TLS=sm,self";
+    p.metrics = {{"rtt_half_us", "ucp_am_lat", "", 16, 0.3, kNaN, kNaN}};
+    p.bandwidth = {{1024, 0.5, 2048, 0}};
+    r.peers = {p};
+    r.warnings = {"am-v3: RTT: spread 30% exceeds 25%"};
+    return r;
+}
