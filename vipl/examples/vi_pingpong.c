@@ -127,7 +127,7 @@ static void raw_pingpong(int iters, int warmup, uint64_t *samples)
 
 int main(int argc, char **argv)
 {
-    size_t size = 8;
+    size_t size = 16;
     int iters = 10000, warmup = 1000, opt;
     VIP_RELIABILITY_LEVEL level = 0;
     while ((opt = getopt(argc, argv, "s:n:w:l:h")) != -1) {
