@@ -1,0 +1,127 @@
+// logp_method.cpp - see logp_method.hpp for the method.
+#include "logp_method.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+namespace logp {
+namespace {
+
+// Per-M medians of T for the bursts selected by keep(); also the worst spread.
+struct Series {
+    std::vector<double> m, t;  // M and median T(M)
+    double worst_spread = 0;
+};
+
+template <class Keep>
+Series series_of(const std::vector<BurstSample> &bursts, Keep keep) {
+    std::map<int, std::vector<double>> by_m;
+    for (const BurstSample &b : bursts)
+        if (b.m > 0 && keep(b)) by_m[b.m].push_back(b.total_ns);
+    Series s;
+    for (auto &[m, ts] : by_m) {
+        Summary sum = summarize(ts);
+        s.m.push_back(m);
+        s.t.push_back(sum.median);
+        s.worst_spread = std::max(s.worst_spread, sum.spread());
+    }
+    return s;
+}
+
+// Slope of T against M: a line fit when there are two or more sizes, else T/M.
+double per_message_slope(const Series &s, double *r2) {
+    if (s.m.size() >= 2) {
+        LineFit f = fit_line(s.m, s.t);
+        if (r2) *r2 = f.r2;
+        return f.slope;
+    }
+    if (r2) *r2 = 1.0;
+    return s.t[0] / s.m[0];
+}
+
+}  // namespace
+
+LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
+    if (in.rtt_ns.empty()) throw std::invalid_argument("LogP: no round-trip timings");
+    if (in.recv_ns.empty()) throw std::invalid_argument("LogP: no receive timings (o_r)");
+    if (in.short_max_m < 1 || in.long_min_m <= in.short_max_m)
+        throw std::invalid_argument("LogP: need 1 <= short_max_m < long_min_m");
+
+    LogPEstimate e;
+    Series shorts = series_of(in.bursts, [&](const BurstSample &b) { return b.delay_ns == 0 && b.m <= in.short_max_m; });
+    Series longs = series_of(in.bursts, [&](const BurstSample &b) { return b.delay_ns == 0 && b.m >= in.long_min_m; });
+    if (shorts.m.empty()) throw std::invalid_argument("LogP: no short bursts without delay (o_s)");
+    if (longs.m.empty()) throw std::invalid_argument("LogP: no long bursts without delay (g)");
+
+    e.rtt = summarize(in.rtt_ns);
+    e.recv = summarize(in.recv_ns);
+    e.rtt_half_ns = e.rtt.median / 2;
+    e.o_r_ns = e.recv.median;
+    e.o_s_ns = per_message_slope(shorts, nullptr);
+    e.o_s_spread = shorts.worst_spread;
+    e.g_ns = per_message_slope(longs, &e.g_fit_r2);
+    e.g_spread = longs.worst_spread;
+    e.L_ns = e.rtt_half_ns - e.o_s_ns - e.o_r_ns;
+
+    // The cross-check uses the largest inserted delay among long bursts.
+    double max_delay = 0;
+    for (const BurstSample &b : in.bursts)
+        if (b.m >= in.long_min_m) max_delay = std::max(max_delay, b.delay_ns);
+    if (max_delay > 0) {
+        Series delayed = series_of(in.bursts, [&](const BurstSample &b) {
+            return b.delay_ns == max_delay && b.m >= in.long_min_m;
+        });
+        e.delay_used_ns = max_delay;
+        e.o_s_delay_ns = per_message_slope(delayed, nullptr) - max_delay;
+        if (max_delay + e.o_s_ns < e.g_ns)
+            e.warnings.push_back(fmt::format("o_s cross-check: delay {:.2f} us is shorter than g - o_s; "
+                                             "the delayed bursts still see the gap", max_delay / 1e3));
+        else if (std::fabs(e.o_s_delay_ns - e.o_s_ns) > std::max(0.25 * e.o_s_ns, 100.0))
+            e.warnings.push_back(fmt::format("o_s from short bursts ({:.3f} us) and from delayed long bursts "
+                                             "({:.3f} us) disagree by more than 25%",
+                                             e.o_s_ns / 1e3, e.o_s_delay_ns / 1e3));
+    }
+
+    if (auto w = spread_warning(e.rtt, policy, "RTT")) e.warnings.push_back(*w);
+    if (auto w = spread_warning(e.recv, policy, "o_r")) e.warnings.push_back(*w);
+    if (shorts.worst_spread > policy.max_spread)
+        e.warnings.push_back(fmt::format("o_s: short-burst spread {:.0f}% exceeds {:.0f}%", 100 * shorts.worst_spread,
+                                         100 * policy.max_spread));
+    if (longs.worst_spread > policy.max_spread)
+        e.warnings.push_back(fmt::format("g: long-burst spread {:.0f}% exceeds {:.0f}%", 100 * longs.worst_spread,
+                                         100 * policy.max_spread));
+    if (e.o_s_ns <= 0) e.warnings.push_back("o_s is not positive: the short bursts are too noisy to resolve it");
+    if (e.g_ns < 0.9 * e.o_s_ns)
+        e.warnings.push_back("g < o_s: long bursts ran faster per message than short ones (noise, or a "
+                             "sender-side cache effect); g is reported as measured");
+    if (e.L_ns < 0)
+        e.warnings.push_back(fmt::format("L = RTT/2 - o_s - o_r is negative ({:.3f} us): the overheads measured "
+                                         "in isolation exceed the one-way time of a ping-pong",
+                                         e.L_ns / 1e3));
+    return e;
+}
+
+double simulate_burst_ns(const LogPMachine &mach, int m, double delay_ns) {
+    if (m <= 0) return 0;
+    int w = std::max(1, mach.window);
+    std::vector<double> departure(std::size_t(m), 0.0);  // when message i has left the NIC
+    double end = 0;       // when the previous send call returned (plus its delay)
+    double last_dep = 0;  // when the NIC finished the previous message
+    for (int i = 0; i < m; ++i) {
+        double start = end;
+        if (i >= w) start = std::max(start, departure[std::size_t(i - w)]);  // queue full: wait for a slot
+        double handed = start + mach.o_s_ns;
+        last_dep = std::max(handed, last_dep) + mach.g_ns;
+        departure[std::size_t(i)] = last_dep;
+        end = handed + delay_ns;
+    }
+    return end;
+}
+
+double simulate_rtt_ns(const LogPMachine &mach) { return 2 * (mach.o_s_ns + mach.L_ns + mach.o_r_ns); }
+
+}  // namespace logp

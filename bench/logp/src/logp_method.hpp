@@ -1,0 +1,76 @@
+// logp_method.hpp - LogP parameters from timed bursts, after Culler, Liu,
+// Martin and Yoshikawa, "LogP performance assessment of fast network
+// interfaces", IEEE Micro 16(1), February 1996.
+//
+// The method (what the measurement loops produce and how it is reduced):
+//  * Bursts.  The sender times a burst of M back-to-back sends, optionally with
+//    a computation delay dt inserted after every send.  T(M, dt) is the total.
+//  * o_s (send overhead).  While a burst is short enough that flow control and
+//    the NIC's queue never stall the sender (M <= short_max_m), every send
+//    costs exactly o_s of host time: T(M, 0) = c + M*o_s (c is the constant
+//    timer overhead), so o_s is the slope of T over the short bursts.
+//  * g (gap).  In a long burst the sender soon fills the NIC queue / runs out
+//    of credits and then proceeds at the rate the network accepts messages:
+//    the steady-state slope of T(M, 0) over long bursts (M >= long_min_m) is g
+//    (more exactly max(g, o_s): a sender slower than the network hides g).
+//  * Cross-check of o_s.  With dt large enough that the network is never the
+//    bottleneck (dt >= g - o_s) the long-burst slope is o_s + dt, so slope - dt
+//    is a second, independent estimate of o_s; a disagreement is reported.
+//  * o_r (receive overhead) is timed at the receiver: a message is sent, the
+//    receiver computes long enough for it to have arrived, then times the one
+//    receive operation (poll, handler/dispatch, buffer recycling) that takes it.
+//  * RTT/2 is half the median ping-pong round trip of the same small message,
+//    and the latency is what remains: L = RTT/2 - o_s - o_r.
+// Every parameter is the median over many timed repetitions (after warm-up).
+#pragma once
+
+#include "stats.hpp"
+
+#include <string>
+#include <vector>
+
+namespace logp {
+
+// One timed burst at the sender.
+struct BurstSample {
+    int m = 0;               // messages in the burst
+    double delay_ns = 0;     // computation inserted after each send
+    double total_ns = 0;     // time from before the first send to after the last delay
+};
+
+struct LogPInputs {
+    std::vector<BurstSample> bursts;
+    std::vector<double> rtt_ns;   // ping-pong round trips
+    std::vector<double> recv_ns;  // timed receive operations (o_r)
+    int short_max_m = 4;          // bursts up to this size never stall the sender
+    int long_min_m = 32;          // bursts from this size on are in steady state
+};
+
+struct LogPEstimate {
+    double rtt_half_ns = 0, o_s_ns = 0, o_r_ns = 0, g_ns = 0, L_ns = 0;
+    double o_s_delay_ns = -1;     // cross-check from delayed long bursts; -1 = not measured
+    double delay_used_ns = 0;     // the dt of that cross-check
+    Summary rtt, recv;            // raw summaries (ns)
+    double o_s_spread = 0, g_spread = 0;  // worst relative IQR among the bursts used
+    double g_fit_r2 = 0;
+    std::vector<std::string> warnings;
+};
+
+// Throws std::invalid_argument when a required series is missing (no short
+// bursts, no long bursts with dt = 0, no round trips, no receive timings).
+LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy);
+
+// ---- a LogP machine with known parameters, for checking the method ---------
+// The sender pays o_s per send and then dt; the NIC accepts one message per g
+// and holds at most `window` unsent messages, so a send blocks while the queue
+// is full.  A message takes L on the wire and o_r to receive.
+struct LogPMachine {
+    double o_s_ns = 0, o_r_ns = 0, g_ns = 0, L_ns = 0;
+    int window = 8;
+};
+// Total time of a burst of m sends with delay dt after each, on the machine.
+double simulate_burst_ns(const LogPMachine &mach, int m, double delay_ns);
+// Round trip of one message and its echo: 2 * (o_s + L + o_r).
+double simulate_rtt_ns(const LogPMachine &mach);
+
+}  // namespace logp

@@ -1,0 +1,407 @@
+// logp - the viastack LogP benchmark suite (seed 004, Tables 1-5, Figures 2
+// and 5, measured on this machine next to the paper's published figures).
+//
+//   logp [--quick] [--out DIR] [--json FILE] [--layers vi,am-v3,...]
+//
+// Run as a user command it starts itself as a two-process job under
+// vipl-run (found next to it in the build tree or on PATH), after measuring
+// the peer tool (ucx_perftest) while the machine is otherwise idle.  Inside
+// the job, rank 0 writes the terminal report, DIR/report.md with the plots,
+// and the JSON.  docs/logp.md documents the method, the options and the schema.
+#include "breakdown.hpp"
+#include "job.hpp"
+#include "layer_synthetic.hpp"
+#include "layers.hpp"
+#include "measure.hpp"
+#include "paper.hpp"
+#include "peer_perftest.hpp"
+#include "peer_ucx.hpp"
+#include "report.hpp"
+#include "results_json.hpp"
+#include "subprocess.hpp"
+#include "timer.hpp"
+#include "vipl_boot.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using namespace logp;
+
+namespace {
+
+struct Options {
+    bool quick = false;
+    std::string out_dir = "logp-report";
+    std::string json_path;
+    std::string layers = "vi,am-v3,am-v1,splitc";
+    std::string synthetic;
+    int iterations = 0, warmup = 0;
+    bool no_peers = false;
+    std::string device;
+    double max_spread = 0.25;
+    bool no_launch = false;
+    std::string from_json;
+    std::string peer_results;  // internal: peers measured by the launching process
+    std::string vipl_run;
+    int job_timeout = 0;
+    std::string command_line;
+};
+
+std::vector<std::string> split_list(const std::string &s) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+std::string utc_now() {
+    std::time_t t = std::time(nullptr);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&t));
+    return buf;
+}
+
+std::string host_name() {
+    char buf[256] = {0};
+    gethostname(buf, sizeof buf - 1);
+    return buf;
+}
+
+std::string self_exe() {
+    std::error_code ec;
+    fs::path p = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string() : p.string();
+}
+
+MeasureConfig config_of(const Options &o) {
+    MeasureConfig c = o.quick ? quick_config() : full_config();
+    if (o.iterations > 0) c.iterations = o.iterations;
+    if (o.warmup > 0) c.warmup = o.warmup;
+    if (o.iterations > 0 && o.iterations < 100) {  // tiny runs (smoke tests): shrink everything
+        c.burst_reps = std::max(3, o.iterations / 4);
+        c.recv_probes = std::max(5, o.iterations / 2);
+        c.bw_reps = 2;
+        c.bw_stream_bytes = 64 << 10;
+        c.bw_min_count = 8;
+        c.bw_max_count = 64;
+    }
+    c.policy.max_spread = o.max_spread;
+    return c;
+}
+
+RunInfo run_info(const Options &o, const MeasureConfig &c) {
+    RunInfo r;
+    r.date_utc = utc_now();
+    r.host = host_name();
+    r.command = o.command_line;
+    r.quick = o.quick;
+    r.iterations = c.iterations;
+    r.warmup = c.warmup;
+    r.tsc_ghz = vipl_instr_cycles_per_ns();
+    r.max_spread = c.policy.max_spread;
+    r.instr_scope_ns = measure_instr_scope_ns();
+    return r;
+}
+
+void emit(Report &r, const Options &o, double memcpy_us) {
+    finalize_report(r, memcpy_us);
+    print_report(r, stdout);
+    if (!o.json_path.empty()) {
+        write_json_file(r, o.json_path);
+        fmt::print("JSON written to {}\n", o.json_path);
+    }
+    ReportFiles files = write_report_files(r, o.out_dir);
+    for (const auto &p : files.problems) fmt::print(stderr, "logp: {}\n", p);
+    fmt::print("Report: {} ({} plots as SVG and PNG, JSON in {}/logp.json)\n", files.markdown, files.images.size() / 2,
+               o.out_dir);
+}
+
+// ---- peers (run by the launching process, or by rank 0 without one) --------
+// The peer follows the provider: ucx_perftest over shared memory next to the
+// nicfw emulator, perftest on the RDMA device next to the verbs provider.
+bool verbs_provider(const Options &o) {
+    const char *p = std::getenv("VIPL_PROVIDER");
+    if (p && std::string(p) == "verbs") return true;
+    return !o.device.empty() && o.device.rfind("nicfw", 0) != 0;
+}
+
+void peer_step(const std::string &s) { fmt::print(stderr, "logp:   peer {}\n", s); }
+
+std::vector<PeerResult> measure_peers(const Options &o) {
+    if (o.no_peers) return {};
+    std::vector<std::size_t> sizes = o.quick ? std::vector<std::size_t>{64, 1024, 4096, 32768} : bandwidth_sizes(4, 32768);
+    if (verbs_provider(o)) {
+        PerftestPlan plan;
+        plan.device = o.device;
+        plan.iterations = o.quick ? 1000 : 5000;
+        plan.bw_sizes = sizes;
+        fmt::print(stderr, "logp: peer perftest on {}\n", o.device.empty() ? "(no device)" : o.device);
+        return {run_perftest_peer(plan, peer_step)};
+    }
+    UcxPlan plan;
+    plan.iterations = o.quick ? 3000 : 20000;
+    plan.warmup = o.quick ? 300 : 2000;
+    plan.put_sizes = sizes;
+    if (!o.quick) plan.am_sizes = {64, 1024, 4096, 32768};
+    fmt::print(stderr, "logp: peer ucx_perftest over shared memory (UCX_TLS=sm,self)\n");
+    return {run_ucx_peer(plan, peer_step)};
+}
+
+std::string save_peers(const std::vector<PeerResult> &peers) {
+    Report tmp;
+    tmp.peers = peers;
+    std::string path = (fs::temp_directory_path() / fmt::format("logp-peers-{}.json", getpid())).string();
+    write_json_file(tmp, path);
+    return path;
+}
+
+std::vector<PeerResult> load_peers(const std::string &path) {
+    try {
+        return read_json_file(path).peers;
+    } catch (const std::exception &e) {
+        fmt::print(stderr, "logp: ignoring peer results {}: {}\n", path, e.what());
+        return {};
+    }
+}
+
+// ---- the synthetic LogP machine (one process, no job) -----------------------
+int run_synthetic(const Options &o) {
+    SyntheticParams p = parse_synthetic(o.synthetic == "default" ? "" : o.synthetic);
+    MeasureConfig cfg = config_of(o);
+    Job job = Job::single();
+    Progress progress(true);
+    Report r;
+    r.run = run_info(o, cfg);
+    r.provider = {"synthetic", "in-process model", format_synthetic(p), "--synthetic"};
+    SyntheticLayer layer(p);
+    r.layers.push_back({"synthetic", {"measured", layer.description()}});
+    LogPRow row = measure_logp(layer, job, cfg, progress);
+    row.expect_o_s_us = p.o_s_us;
+    row.expect_o_r_us = p.o_r_us;
+    row.expect_g_us = std::max(p.g_us, p.o_s_us);
+    row.expect_L_us = p.L_us;
+    r.logp.push_back(row);
+    BandwidthCurve c = measure_bandwidth(layer, job, cfg, progress);
+    r.bandwidth.push_back(c);
+    r.vi_baseline.status = {"skipped", "synthetic run (no VI)"};
+    r.bulk_difference.status = {"skipped", "synthetic run"};
+    fmt::print("synthetic bulk known answer: t0 = {} us, r_inf = {} MB/s, n_1/2 = {} B\n", p.t0_us, p.r_inf_mb_s,
+               p.t0_us * p.r_inf_mb_s);
+    emit(r, o, measure_memcpy_us(1024));
+    return 0;
+}
+
+// ---- the job ----------------------------------------------------------------------
+[[noreturn]] void fail_job(const Job &job, const std::string &why) {
+    fmt::print(stderr, "logp (rank {}): {}\n", job.rank(), why);
+    vipl_boot_abort(3, why.c_str());
+    std::_Exit(3);  // vipl_boot_abort does not return; this keeps [[noreturn]] honest if it ever did
+}
+
+int run_job(const Options &o) {
+    Job job = Job::join();
+    if (job.size() != 2) {
+        if (job.is_root())
+            fmt::print(stderr, "logp: needs a job of exactly 2 processes (got {}); run `logp` (it starts "
+                               "`vipl-run -n 2` itself) or `vipl-run -n 2 logp ...`\n", job.size());
+        return 2;
+    }
+    const bool root = job.is_root();
+    MeasureConfig cfg = config_of(o);
+    Progress progress(root);
+    LayerOptions lopt{o.device};
+    Report r;
+    r.run = run_info(o, cfg);
+    ProviderFacts facts = query_provider(lopt);
+    r.provider.name = facts.provider.empty() ? "unknown" : facts.provider;
+    r.provider.device = facts.device;
+    const char *profile = std::getenv("VIPL_NICFW_PROFILE");
+    r.provider.profile = profile && *profile ? profile : "none";
+    r.provider.profile_source = profile && *profile ? "VIPL_NICFW_PROFILE" : "default";
+    if (!facts.error.empty()) r.warnings.push_back("provider: " + facts.error);
+
+    const std::vector<std::string> wanted = split_list(o.layers);
+    for (const auto &f : layer_factories()) {
+        bool asked = std::find(wanted.begin(), wanted.end(), f.id) != wanted.end();
+        LogPRow row;
+        row.layer = f.id;
+        if (!f.built) {
+            row.status = {"not built", f.not_built};
+        } else if (!asked) {
+            row.status = {"skipped", "not in --layers"};
+        } else {
+            std::unique_ptr<Layer> layer;
+            std::string error;
+            try {
+                progress.note(f.id + ": connecting");
+                layer = f.make(job, lopt);
+            } catch (const std::exception &e) {
+                error = e.what();
+            }
+            if (!job.all(error.empty())) {
+                row.status = {"failed", error.empty() ? "the peer could not bring the layer up" : error};
+                if (root) fmt::print(stderr, "logp: {}: {}\n", f.id, row.status.note);
+            } else {
+                try {
+                    if (f.id == "vi") {
+                        Summary s4 = measure_rtt(*layer, job, cfg, 4);
+                        r.vi_baseline.rtt_half_min_us = s4.median / 2e3;
+                        r.vi_baseline.spread = s4.spread();
+                    }
+                    row = measure_logp(*layer, job, cfg, progress);
+                    if (f.id == "vi") {
+                        r.vi_baseline.rtt_half_16_us = row.rtt_half_us;
+                        r.vi_baseline.status = {"measured", ""};
+                    }
+                    r.bandwidth.push_back(measure_bandwidth(*layer, job, cfg, progress));
+                    if (!layer->breakdown_name().empty()) r.breakdown.push_back(measure_breakdown(*layer, job, cfg, progress));
+                    if (auto *ops = dynamic_cast<SplitcOpsSource *>(layer.get())) {
+                        progress.note("splitc: read/write/get/put/store");
+                        r.splitc_ops = ops->measure_ops(job, cfg.iterations, cfg.warmup);
+                    }
+                    job.barrier();
+                    layer.reset();
+                } catch (const std::exception &e) {
+                    // The peer is inside the same measurement and cannot be resynchronized: end the job,
+                    // leaving what rank 0 has so far.
+                    if (root) {
+                        row.status = {"failed", e.what()};
+                        r.logp.push_back(row);
+                        r.warnings.push_back(f.id + " failed: " + e.what() + " (skip it with --layers)");
+                        try { emit(r, o, measure_memcpy_us(1024)); } catch (...) {}
+                    }
+                    fail_job(job, f.id + " failed: " + e.what() + " (skip it with --layers)");
+                }
+            }
+        }
+        r.layers.push_back({f.id, row.status});
+        r.logp.push_back(row);
+        if (f.id == "vi" && !row.status.measured()) r.vi_baseline.status = row.status;
+    }
+    if (root) {
+        if (!o.peer_results.empty()) r.peers = load_peers(o.peer_results);
+        else if (!o.no_peers) r.peers = measure_peers(o);  // started without the launcher: rank 1 waits meanwhile
+        emit(r, o, measure_memcpy_us(1024));
+    }
+    vipl_boot_finalize();
+    return 0;
+}
+
+// ---- re-executing under vipl-run ------------------------------------------------
+std::string find_vipl_run(const Options &o) {
+    if (!o.vipl_run.empty()) return find_on_path(o.vipl_run);
+    if (const char *e = std::getenv("VIPL_RUN"); e && *e) return find_on_path(e);
+    fs::path dir = fs::path(self_exe()).parent_path();
+    for (fs::path cand : {dir / "vipl-run", dir / "../../vipl/launcher/vipl-run", dir / "../vipl/launcher/vipl-run"}) {
+        std::error_code ec;
+        if (fs::exists(cand, ec) && access(cand.c_str(), X_OK) == 0) return fs::weakly_canonical(cand, ec).string();
+    }
+    return find_on_path("vipl-run");
+}
+
+int launch(const Options &o, int argc, char **argv) {
+    std::string runner = find_vipl_run(o);
+    if (runner.empty()) {
+        fmt::print(stderr, "logp: vipl-run not found next to {} nor on PATH; build the `vipl-run` target, pass "
+                           "--vipl-run PATH, or start `vipl-run -n 2 logp ...` yourself\n", self_exe());
+        return 2;
+    }
+    std::string peers_file;
+    if (!o.no_peers) peers_file = save_peers(measure_peers(o));
+    std::vector<std::string> args = {runner, "-n", "2"};
+    if (o.job_timeout > 0) {
+        args.push_back("--timeout");
+        args.push_back(std::to_string(o.job_timeout));
+    }
+    args.push_back("--");  // everything after it belongs to logp, not to vipl-run
+    args.push_back(self_exe());
+    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    if (!peers_file.empty()) {
+        args.push_back("--peer-results");
+        args.push_back(peers_file);
+    }
+    fmt::print(stderr, "logp: starting {} -n 2 {}\n", runner, self_exe());
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("logp: fork");
+        return 2;
+    }
+    if (pid == 0) {
+        std::vector<char *> cargv;
+        for (auto &a : args) cargv.push_back(a.data());
+        cargv.push_back(nullptr);
+        execv(cargv[0], cargv.data());
+        perror("logp: exec vipl-run");
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!peers_file.empty()) std::remove(peers_file.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    Options o;
+    for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+    CLI::App app{"logp - LogP parameters, bandwidth curves and overhead breakdowns of VI, AM and Split-C "
+                 "(seed 004), next to the paper's figures and a peer tool"};
+    app.add_flag("--quick", o.quick, "short run (about 10x fewer iterations)");
+    app.add_option("--out", o.out_dir, "report directory (report.md, plots, logp.json)")->capture_default_str();
+    app.add_option("--json", o.json_path, "also write the JSON report here");
+    app.add_option("--layers", o.layers, "comma-separated layers to measure: vi, am-v3, am-v1, splitc")->capture_default_str();
+    app.add_option("--synthetic", o.synthetic,
+                   "measure only a synthetic LogP machine with known parameters, in one process: "
+                   "'default' or o_s=US,o_r=US,g=US,L=US,window=N,t0=US,r_inf=MBPS");
+    app.add_option("--iterations", o.iterations, "timed round trips per series (default 2000, quick 200)")->check(CLI::Range(1, 10000000));
+    app.add_option("--warmup", o.warmup, "untimed iterations before each series")->check(CLI::Range(1, 1000000));
+    app.add_flag("--no-peers", o.no_peers, "do not run the peer tool (ucx_perftest)");
+    app.add_option("--device", o.device, "VIPL NIC name (default: $VIPL_PROVIDER / nicfw)");
+    app.add_option("--max-spread", o.max_spread, "relative IQR above which a number gets a warning")->check(CLI::Range(0.01, 10.0))->capture_default_str();
+    app.add_flag("--no-launch", o.no_launch, "do not start vipl-run (measure only what a single process can)");
+    app.add_option("--from-json", o.from_json, "re-render the report and plots from an earlier --json file");
+    app.add_option("--vipl-run", o.vipl_run, "path of the vipl-run launcher");
+    app.add_option("--job-timeout", o.job_timeout, "seconds before vipl-run kills a hung job (passed as --timeout)");
+    app.add_option("--peer-results", o.peer_results, "internal: peer results measured by the launching process")->group("");
+    CLI11_PARSE(app, argc, argv);
+
+    try {
+        if (!o.from_json.empty()) {
+            Report r = read_json_file(o.from_json);
+            finalize_report(r, r.bulk_difference.components.empty() ? measure_memcpy_us(1024) : r.bulk_difference.components[0].us);
+            print_report(r, stdout);
+            ReportFiles files = write_report_files(r, o.out_dir);
+            for (const auto &p : files.problems) fmt::print(stderr, "logp: {}\n", p);
+            fmt::print("Report: {}\n", files.markdown);
+            return 0;
+        }
+        if (!o.synthetic.empty()) return run_synthetic(o);
+        for (const auto &l : split_list(o.layers)) {
+            bool known = false;
+            for (const auto &f : layer_factories()) known |= f.id == l;
+            if (!known) {
+                fmt::print(stderr, "logp: unknown layer '{}' in --layers (known: vi, am-v3, am-v1, splitc)\n", l);
+                return 2;
+            }
+        }
+        const bool in_job = std::getenv("VIASTACK_RANK") != nullptr;
+        if (!in_job && !o.no_launch) return launch(o, argc, argv);
+        return run_job(o);
+    } catch (const std::exception &e) {
+        fmt::print(stderr, "logp: {}\n", e.what());
+        return 1;
+    }
+}

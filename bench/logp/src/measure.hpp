@@ -1,0 +1,57 @@
+// measure.hpp - the measurement loops, generic over Layer (see layer.hpp and,
+// for the LogP method, logp_method.hpp).  Both ranks call the same function
+// with the same configuration; results are complete on rank 0 only.
+#pragma once
+
+#include "job.hpp"
+#include "layer.hpp"
+#include "logp_method.hpp"
+#include "progress.hpp"
+#include "results.hpp"
+#include "stats.hpp"
+
+#include <cstddef>
+#include <vector>
+
+namespace logp {
+
+struct MeasureConfig {
+    int warmup = 200;          // untimed round trips / bursts before each series
+    int iterations = 2000;     // timed round trips
+    int burst_reps = 40;       // timed bursts per burst size
+    int recv_probes = 300;     // timed receives for o_r
+    int bw_reps = 7;           // timed streams per message size
+    std::size_t bw_min_bytes = 4, bw_max_bytes = 32768;
+    std::size_t bw_stream_bytes = 1 << 20;  // data moved by one timed stream (bounded by the counts below)
+    int bw_min_count = 32, bw_max_count = 2000;
+    SpreadPolicy policy;
+    bool quick = false;
+};
+
+// Quick: a short run for smoke tests and a first look (about 10x fewer iterations).
+MeasureConfig quick_config();
+MeasureConfig full_config();
+
+// Half round trip of a `bytes` message: median and its summary (rank 0).
+Summary measure_rtt(Layer &layer, const Job &job, const MeasureConfig &cfg, std::size_t bytes);
+
+// The LogP parameters of the layer (Culler et al.); delta_us is left for the caller.
+LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Progress &progress);
+
+// Message sizes of the bandwidth sweep: powers of two from min to max (inclusive).
+std::vector<std::size_t> bandwidth_sizes(std::size_t min_bytes, std::size_t max_bytes);
+
+// Streaming bandwidth for every size, plus the FM metrics (t0, r_inf, n_1/2).
+BandwidthCurve measure_bandwidth(Layer &layer, const Job &job, const MeasureConfig &cfg, Progress &progress);
+
+// Fills the FM metrics of a curve from its points (status "failed" with the reason if the fit is impossible).
+void fit_curve(BandwidthCurve &curve);
+
+}  // namespace logp
+
+namespace logp {
+// Host-overhead breakdown of the layer's breakdown operation (both ranks'
+// instrumentation counters, per operation).  Status "skipped" when the layer
+// has none, "failed" when no instrumented primitive ran.
+Breakdown measure_breakdown(Layer &layer, const Job &job, const MeasureConfig &cfg, Progress &progress);
+}  // namespace logp

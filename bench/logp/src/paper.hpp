@@ -1,0 +1,25 @@
+// paper.hpp - the published figures printed next to ours.  The data file is
+// bench/logp/paper_figures.json (every number copied from the text of seed
+// 004, Begel/Buonadonna/Culler/Gay 2001, and seed 000 for FM's metrics); it
+// is compiled into the program so a report never lacks it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace logp {
+
+const nlohmann::json &paper_figures();
+std::string paper_citation();     // one line naming the paper
+std::string fm_citation();
+
+// The paper's Table 2 row for a layer on the LANai 7 (nullptr if none).
+const nlohmann::json *paper_logp_row(const std::string &layer);
+// Number at key in obj, NaN when missing or null.
+double paper_number(const nlohmann::json &obj, const char *key);
+
+// Names compared case- and punctuation-insensitively, "receive" == "recv".
+std::string normalize_operation(const std::string &name);
+
+}  // namespace logp

@@ -1,0 +1,150 @@
+// peer_ucx.cpp - see peer_ucx.hpp.
+#include "peer_ucx.hpp"
+
+#include "subprocess.hpp"
+
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+namespace logp {
+namespace {
+
+const char *kTransport = "UCX_TLS=sm,self";
+
+int free_local_port() {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0) return 13337;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    int port = 13337;
+    if (bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
+        getsockname(s, reinterpret_cast<sockaddr *>(&a), &len) == 0)
+        port = ntohs(a.sin_port);
+    close(s);
+    return port;
+}
+
+std::string last_line(const std::string &text) {
+    std::string line, last;
+    std::stringstream ss(text);
+    while (std::getline(ss, line))
+        if (!line.empty()) last = line;
+    return last;
+}
+
+}  // namespace
+
+UcxMeasurement parse_ucx_perftest_csv(const std::string &output) {
+    UcxMeasurement m;
+    std::stringstream ss(output);
+    std::string line;
+    bool header = false;
+    while (std::getline(ss, line)) {
+        if (line.rfind("iterations,", 0) == 0) {
+            header = true;
+            continue;
+        }
+        if (!header || line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
+        std::vector<double> v;
+        std::stringstream ls(line);
+        std::string cell;
+        while (std::getline(ls, cell, ',')) {
+            char *end = nullptr;
+            double x = std::strtod(cell.c_str(), &end);
+            if (end == cell.c_str()) break;
+            v.push_back(x);
+        }
+        if (v.size() < 8) continue;
+        // iterations, p50 lat, avg lat, overall lat, avg bw, overall bw, avg mr, overall mr
+        m.ok = true;
+        m.lat_us = v[1];
+        m.bw_mb_s = v[5] * 1048576.0 / 1e6;
+        m.msg_rate = v[7];
+    }
+    if (!m.ok) m.error = header ? "no result line after the CSV header" : "no CSV output (was -v honoured?)";
+    return m;
+}
+
+UcxMeasurement run_ucx_perftest(const std::string &binary, const std::string &test, std::size_t bytes, long iterations,
+                                long warmup, double timeout_s) {
+    UcxMeasurement m;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        std::string port = std::to_string(free_local_port());
+        BackgroundProcess server({binary, "-p", port}, {kTransport});
+        if (!server.started()) {
+            m.error = "cannot start " + binary;
+            return m;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(150 + 250 * attempt));  // let it listen
+        ProcessResult client = run_process({binary, "localhost", "-p", port, "-t", test, "-s", std::to_string(bytes),
+                                            "-n", std::to_string(iterations), "-w", std::to_string(warmup), "-v"},
+                                           {kTransport}, timeout_s);
+        server.finish(2.0);
+        if (client.timed_out) {
+            m.error = fmt::format("{} {} B timed out after {:.0f} s", test, bytes, timeout_s);
+            return m;
+        }
+        if (client.exit_code == 0) {
+            m = parse_ucx_perftest_csv(client.output);
+            if (m.ok) return m;
+        }
+        m.error = fmt::format("{} {} B failed (exit {}): {}", test, bytes, client.exit_code, last_line(client.output));
+    }
+    return m;
+}
+
+PeerResult run_ucx_peer(const UcxPlan &plan, void (*step)(const std::string &)) {
+    PeerResult p;
+    p.tool = "ucx_perftest";
+    p.transport = kTransport;
+    std::string bin = plan.binary.empty() ? find_on_path("ucx_perftest") : plan.binary;
+    if (bin.empty()) {
+        p.status = {"not installed", "ucx_perftest not found on PATH (Debian: apt-get install ucx-utils)"};
+        return p;
+    }
+    auto note = [&](const std::string &s) {
+        if (step) step(s);
+    };
+    UcxMeasurement lat = run_ucx_perftest(bin, "ucp_am_lat", 16, plan.iterations, plan.warmup, plan.timeout_s);
+    note("ucp_am_lat 16 B");
+    if (!lat.ok) {
+        p.status = {"failed", lat.error};
+        return p;
+    }
+    p.metrics.push_back({"rtt_half_us", "ucp_am_lat", "", 16, lat.lat_us, kNaN, kNaN});
+    UcxMeasurement rate = run_ucx_perftest(bin, "ucp_am_bw", 16, plan.iterations, plan.warmup, plan.timeout_s);
+    note("ucp_am_bw 16 B");
+    // The overall rate is the steady state LogP's g means.  (The per-message
+    // percentiles of a bandwidth test time the non-blocking posts, not the
+    // stream: the median can be 0.04 us while the mean is 137 us.)
+    if (rate.ok && rate.msg_rate > 0) p.metrics.push_back({"g_us", "ucp_am_bw", "", 16, 1e6 / rate.msg_rate, kNaN, kNaN});
+    std::vector<std::string> failures;
+    for (const auto &[test, sizes] : {std::pair{std::string("ucp_put_bw"), plan.put_sizes},
+                                      std::pair{std::string("ucp_am_bw"), plan.am_sizes}}) {
+        for (std::size_t bytes : sizes) {
+            long iters = std::max<long>(200, std::min<long>(plan.iterations, long((256u << 20) / bytes)));
+            UcxMeasurement bw = run_ucx_perftest(bin, test, bytes, iters, std::min(plan.warmup, iters / 4), plan.timeout_s);
+            note(fmt::format("{} {} B", test, bytes));
+            if (!bw.ok) {
+                failures.push_back(bw.error);
+                continue;
+            }
+            p.metrics.push_back({"bandwidth_mb_s:" + test, test, "", bytes, bw.bw_mb_s, kNaN, kNaN});
+            if (test == "ucp_put_bw") p.bandwidth.push_back({bytes, double(bytes) / bw.bw_mb_s, bw.bw_mb_s, 0});
+        }
+    }
+    p.status = {"measured", failures.empty() ? "" : fmt::format("{} bandwidth points failed; first: {}",
+                                                                 failures.size(), failures.front())};
+    return p;
+}
+
+}  // namespace logp

@@ -1,0 +1,169 @@
+// results.hpp - everything one run of `logp` produces, in the shape of the
+// JSON schema "viastack-logp/1" (documented in docs/logp.md).  Numbers that
+// were not measured are NaN here and null in the JSON.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace logp {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr const char *kSchemaName = "viastack-logp/1";
+
+// Status of a layer or section: "measured", "not built", "skipped", "failed".
+struct Status {
+    std::string state = "not built";
+    std::string note;  // why (for anything but "measured")
+    bool measured() const { return state == "measured"; }
+};
+
+struct RunInfo {
+    std::string date_utc, host, command;
+    bool quick = false;
+    int iterations = 0, warmup = 0;
+    double tsc_ghz = kNaN;
+    double max_spread = 0.25;
+    double instr_scope_ns = kNaN;  // cost of one timed scope with instrumentation on
+};
+
+struct ProviderInfo {
+    std::string name;        // "nicfw", "verbs", "synthetic"
+    std::string device;      // NIC name as VipQueryNic reports it
+    std::string profile;     // timing profile ("none", "lanai4", ...; or the synthetic parameters)
+    std::string profile_source;  // where the profile came from (env variable, option)
+};
+
+struct LayerStatus {
+    std::string layer;
+    Status status;
+};
+
+struct ViBaseline {
+    Status status;
+    std::size_t min_bytes = 4;
+    double rtt_half_min_us = kNaN;   // RTT/2 for the minimal message
+    double rtt_half_16_us = kNaN;    // RTT/2 for 16 bytes (the Delta reference of Table 2)
+    double peak_mb_s = kNaN;         // peak one-sided streaming bandwidth
+    std::size_t peak_at_bytes = 0;
+    double spread = 0;
+};
+
+struct LogPRow {
+    std::string layer;  // "vi", "am-v3", "am-v1", "splitc", "synthetic"
+    Status status;
+    double rtt_half_us = kNaN, delta_us = kNaN, L_us = kNaN, o_s_us = kNaN, o_r_us = kNaN, g_us = kNaN;
+    double o_s_delay_us = kNaN;  // cross-check of o_s from delayed long bursts
+    double rtt_half_min_us = kNaN;  // half the fastest round trip (the median is RTT/2)
+    double spread_rtt = 0, spread_o_s = 0, spread_o_r = 0, spread_g = 0;
+    std::vector<std::string> warnings;
+    // The known answers of a synthetic run (NaN otherwise).
+    double expect_L_us = kNaN, expect_o_s_us = kNaN, expect_o_r_us = kNaN, expect_g_us = kNaN;
+};
+
+struct SplitcOp {
+    std::string op;  // read, write, get, put, store
+    Status status;
+    double us = kNaN;
+    double spread = 0;
+};
+
+struct BandwidthPoint {
+    std::size_t bytes = 0;
+    double us_per_msg = kNaN;
+    double mb_s = kNaN;
+    double spread = 0;
+};
+
+struct BandwidthCurve {
+    std::string layer;
+    std::string method;  // how it was measured ("RDMA-write stream, one-sided", "AM_RequestXfer", ...)
+    Status status;
+    std::vector<BandwidthPoint> points;
+    // FM metrics (seed 000)
+    double t0_us = kNaN, r_inf_mb_s = kNaN, n_half_bytes = kNaN, n_half_model_bytes = kNaN;
+    bool n_half_from_model = false;
+    double r_peak_mb_s = kNaN, fit_r2 = kNaN;
+};
+
+struct BreakdownItem {
+    std::string operation;
+    std::string category;
+    double count_per_op = 0;   // how many times it ran per measured operation
+    double ns = 0, cycles = 0; // per measured operation
+    double percent = 0;        // of the host overhead
+    double paper_percent = kNaN;
+};
+
+struct BreakdownCategory {
+    std::string category;
+    double ns = 0, cycles = 0, percent = 0;
+    double paper_percent = kNaN;
+};
+
+struct Breakdown {
+    std::string name;   // "am-request-reply" (Table 3), "splitc-get" (Table 4)
+    std::string layer;
+    Status status;
+    std::uint64_t operations = 0;  // measured operations the totals are divided by
+    double host_ns = 0, host_cycles = 0;  // host overhead per operation (Firmware excluded)
+    double firmware_ns = 0;               // NIC firmware time per operation (reported apart)
+    std::vector<BreakdownCategory> categories;
+    std::vector<BreakdownItem> items;
+    // Counters of lower layers (the VIPL API, the NIC firmware) timed inside
+    // the layer's own primitives: shown for information, not added to the
+    // totals (their time is already part of the items above).
+    std::vector<BreakdownItem> inner;
+};
+
+struct BulkComponent {
+    std::string component;  // "Memory copy", "Short network receive"
+    double us = kNaN;
+    double paper_us = kNaN;
+};
+
+struct BulkDifference {
+    Status status;
+    std::size_t bytes = 1024;
+    std::string layer;                     // the layer compared with native VI
+    double per_msg_difference_us = kNaN;   // layer minus VI per-message time at `bytes`
+    double paper_difference_us = kNaN;
+    std::vector<BulkComponent> components;
+    double components_total_us = kNaN;
+};
+
+struct PeerMetric {
+    std::string metric;   // "rtt_half_us", "g_us", "bandwidth_mb_s"
+    std::string test;     // the peer's test name ("ucp_am_lat")
+    std::string compared_with;  // our row ("vi", "am-v3") it is set against
+    std::size_t bytes = 0;
+    double peer = kNaN, ours = kNaN, ratio = kNaN;  // ratio = ours / peer
+};
+
+struct PeerResult {
+    std::string tool;       // "ucx_perftest", "ib_send_lat", ...
+    Status status;
+    std::string transport;  // "UCX_TLS=sm,self"
+    std::vector<PeerMetric> metrics;
+    std::vector<BandwidthPoint> bandwidth;  // the peer's curve (same sizes as ours where run)
+};
+
+struct Report {
+    RunInfo run;
+    ProviderInfo provider;
+    std::vector<LayerStatus> layers;
+    ViBaseline vi_baseline;
+    std::vector<LogPRow> logp;
+    std::vector<SplitcOp> splitc_ops;
+    std::vector<BandwidthCurve> bandwidth;
+    std::vector<Breakdown> breakdown;
+    BulkDifference bulk_difference;
+    std::vector<PeerResult> peers;
+    std::vector<std::string> warnings;
+};
+
+}  // namespace logp

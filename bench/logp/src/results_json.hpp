@@ -1,0 +1,22 @@
+// results_json.hpp - the Report <-> JSON mapping (schema "viastack-logp/1").
+#pragma once
+
+#include "results.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace logp {
+
+nlohmann::json to_json(const Report &r);
+// Reads a document written by to_json (missing keys keep their defaults,
+// null numbers become NaN).  Throws std::runtime_error naming the problem when
+// the document is not a viastack-logp/1 report.
+Report report_from_json(const nlohmann::json &j);
+
+// Writes the report to path (pretty-printed); throws std::runtime_error on failure.
+void write_json_file(const Report &r, const std::string &path);
+Report read_json_file(const std::string &path);
+
+}  // namespace logp
