@@ -137,7 +137,10 @@ TEST(Mem, RegisterQuerySetDeregister) {
     EXPECT_EQ(q.EnableRdmaRead, VIP_FALSE);
 
     VIP_MEM_ATTRIBUTES s = {other.h(), VIP_FALSE, VIP_TRUE};
-    VT_ASSERT_OK(VipSetMemAttributes(nic(), m.p(), m.mh(), &s));
+    VIP_RETURN set_rc = VipSetMemAttributes(nic(), m.p(), m.mh(), &s);
+    if (set_rc == VIP_ERROR_RESOURCE && !provider_is_nicfw())
+        GTEST_SKIP() << "this provider cannot change a region's ptag or RDMA enables in place (docs/verbs.md)";
+    VT_ASSERT_OK(set_rc);
     VT_ASSERT_OK(VipQueryMem(nic(), m.p(), m.mh(), &q));
     EXPECT_EQ(q.Ptag, other.h());
     EXPECT_EQ(q.EnableRdmaWrite, VIP_FALSE);

@@ -1,0 +1,416 @@
+// verbs_cm.cpp - connection management over librdmacm (see verbs_cm.hpp).
+#include "verbs_cm.hpp"
+
+#include <arpa/inet.h>
+#include <poll.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace vipl::verbs {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long an accepting side waits for the requester's RTU (ESTABLISHED).
+constexpr auto kEstablishTimeout = std::chrono::seconds(30);
+
+// 128-bit digest of a long discriminator: two 64-bit FNV-1a lanes with different
+// offsets, each finished with a murmur3 mix.  Not cryptographic: it only has to
+// keep distinct discriminators of cooperating programs apart.
+std::vector<uint8_t> digest_of(const std::vector<uint8_t> &d) {
+    uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull ^ d.size();
+    for (uint8_t b : d) {
+        h1 = (h1 ^ b) * 0x100000001b3ull;
+        h2 = (h2 ^ uint8_t(b + 0x5b)) * 0x100000001b3ull;
+    }
+    auto mix = [](uint64_t k) {
+        k ^= k >> 33;
+        k *= 0xff51afd7ed558ccdull;
+        k ^= k >> 33;
+        k *= 0xc4ceb9fe1a85ec53ull;
+        return k ^ (k >> 33);
+    };
+    h1 = mix(h1 ^ h2);
+    h2 = mix(h2 + h1);
+    std::vector<uint8_t> out(kDigestLen);
+    for (int i = 0; i < 8; i++) {
+        out[i] = uint8_t(h1 >> (8 * i));
+        out[8 + i] = uint8_t(h2 >> (8 * i));
+    }
+    return out;
+}
+
+// Waits (pumping connection events) until pred() or the deadline.
+template <class Pred> bool pump_until(VerbsNic &nic, Clock::time_point deadline, Pred pred) {
+    for (;;) {
+        if (pred())
+            return true;
+        auto now = Clock::now();
+        if (now >= deadline)
+            return false;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+        nic.pump_cm(int(std::min<long>(10, left)));
+    }
+}
+
+} // namespace
+
+// ---- shared with verbs_connect.cpp ------------------------------------------------
+uint8_t flags_of(const prov::ViAttr &a) {
+    return uint8_t((a.rdma_write ? kFlagRdmaWrite : 0) | (a.rdma_read ? kFlagRdmaRead : 0));
+}
+
+std::vector<uint8_t> disc_of(const VIP_NET_ADDRESS *a) {
+    return std::vector<uint8_t>(a->HostAddress + a->HostAddressLen,
+                                a->HostAddress + a->HostAddressLen + a->DiscriminatorLen);
+}
+
+static uint8_t rd_atomic(const VerbsNic &nic) {
+    return uint8_t(std::min({nic.dev_attr.max_qp_rd_atom, nic.dev_attr.max_qp_init_rd_atom, 16}));
+}
+
+rdma_conn_param conn_param(VerbsVi &vi, const void *priv, size_t len) {
+    rdma_conn_param p{};
+    p.private_data = priv;
+    p.private_data_len = uint8_t(len);
+    p.responder_resources = vi.reliable() ? rd_atomic(vi.nic) : 0;
+    p.initiator_depth = vi.reliable() ? rd_atomic(vi.nic) : 0;
+    p.retry_count = 7;
+    p.rnr_retry_count = vi.nic.rnr_retry;
+    p.qp_num = vi.qp->qp_num;
+    return p;
+}
+
+
+// Checks a VIP_NET_ADDRESS given as "local": the host part (if any) must be ours.
+VIP_RETURN check_local(VerbsNic &nic, const VIP_NET_ADDRESS *a) {
+    if (a->DiscriminatorLen > kMaxDiscriminator)
+        return VIP_INVALID_PARAMETER;
+    if (a->HostAddressLen != 0 &&
+        (a->HostAddressLen != nic.local_addr_bytes.size() ||
+         std::memcmp(a->HostAddress, nic.local_addr_bytes.data(), a->HostAddressLen) != 0))
+        return VIP_INVALID_PARAMETER;
+    return VIP_SUCCESS;
+}
+
+
+Clock::time_point deadline_of(VIP_ULONG timeout_ms) {
+    if (timeout_ms == VIP_INFINITE)
+        return Clock::time_point::max();
+    return Clock::now() + std::chrono::milliseconds(timeout_ms);
+}
+
+EncodedDisc encode_disc(const std::vector<uint8_t> &d, size_t room) {
+    if (d.size() <= kRawDiscriminator && d.size() <= room)
+        return {d, false};
+    return {digest_of(d), true};
+}
+
+bool disc_matches(const uint8_t *p, size_t n, bool digest, const std::vector<uint8_t> &d) {
+    if (digest)
+        return n == kDigestLen && digest_of(d) == std::vector<uint8_t>(p, p + n);
+    return n == d.size() && std::equal(d.begin(), d.end(), p);
+}
+
+VIP_VI_ATTRIBUTES attrs_from(uint8_t reliability, uint8_t flags, uint32_t max_transfer) {
+    VIP_VI_ATTRIBUTES a{};
+    a.ReliabilityLevel = reliability;
+    a.MaxTransferSize = max_transfer;
+    a.QoS = nullptr;
+    a.Ptag = nullptr;
+    a.EnableRdmaWrite = (flags & kFlagRdmaWrite) ? VIP_TRUE : VIP_FALSE;
+    a.EnableRdmaRead = (flags & kFlagRdmaRead) ? VIP_TRUE : VIP_FALSE;
+    return a;
+}
+
+// ---- the NIC's event pump -------------------------------------------------------
+
+void VerbsNic::pump_cm(int wait_ms) {
+    std::lock_guard<std::mutex> g(cm_mu);
+    for (rdma_cm_id *id : doomed_) // no event of theirs is unacked here
+        rdma_destroy_id(id);
+    doomed_.clear();
+    if (wait_ms > 0) {
+        pollfd pfd{cm_channel->fd, POLLIN, 0};
+        ::poll(&pfd, 1, wait_ms);
+    }
+    static const bool debug = std::getenv("VIPL_VERBS_DEBUG") != nullptr;
+    rdma_cm_event *e = nullptr;
+    while (rdma_get_cm_event(cm_channel, &e) == 0) {
+        if (debug) // control path only: connection events, for diagnosing setups
+            std::fprintf(stderr, "vipl verbs[%d]: %s on id %p (ctx %p) status %d\n", getpid(),
+                         rdma_event_str(e->event), (void *)e->id, e->id->context, e->status);
+        if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+            auto *req = new PendingRequest(*this, e->id);
+            e->id->context = req;
+            const auto *p = static_cast<const RequestPriv *>(e->param.conn.private_data);
+            size_t n = e->param.conn.private_data_len;
+            if (p && n >= offsetof(RequestPriv, disc) && p->magic == kPrivMagic &&
+                (p->kind == kKindClient || p->kind == kKindPeer) &&
+                size_t(p->dst_disc_len) + p->src_disc_len <= sizeof p->disc &&
+                n >= offsetof(RequestPriv, disc) + p->dst_disc_len + p->src_disc_len) {
+                std::memcpy(&req->req, p, std::min(n, sizeof(RequestPriv)));
+                req->from = HostAddr::from_sockaddr(rdma_get_peer_addr(e->id));
+                req->from.port = ntohs(p->src_port);
+                pending.push_back(req);
+            } else {
+                // Not a VIPL peer: refuse it rather than leave it hanging.
+                rdma_reject(e->id, nullptr, 0);
+                req->id = nullptr;
+                doom(e->id);
+                delete req;
+            }
+        } else if (auto *owner = static_cast<CmOwner *>(e->id->context)) {
+            owner->on_event(e);
+        }
+        rdma_ack_cm_event(e);
+        for (rdma_cm_id *id : doomed_)
+            rdma_destroy_id(id);
+        doomed_.clear();
+    }
+    // Requests whose requester gave up are dropped.
+    for (auto it = pending.begin(); it != pending.end();) {
+        if ((*it)->gone) {
+            if ((*it)->id)
+                rdma_destroy_id((*it)->id);
+            delete *it;
+            it = pending.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+// ---- incoming requests ------------------------------------------------------------
+
+void PendingRequest::on_event(rdma_cm_event *e) {
+    // Before it is accepted, any event on the request means the requester left.
+    if (e->event == RDMA_CM_EVENT_REJECTED || e->event == RDMA_CM_EVENT_DISCONNECTED ||
+        e->event == RDMA_CM_EVENT_CONNECT_ERROR || e->event == RDMA_CM_EVENT_UNREACHABLE ||
+        e->event == RDMA_CM_EVENT_TIMEWAIT_EXIT || e->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+        gone = true;
+}
+
+VIP_RETURN start_accept(VerbsVi &vi, PendingRequest &req) {
+    VerbsNic &nic = vi.nic;
+    auto refuse = [&](uint8_t reason) {
+        ReplyPriv r{kPrivMagic, kKindReject, reason, 0, 0};
+        rdma_reject(req.id, &r, sizeof r);
+        nic.doom(req.id);
+        req.id = nullptr;
+    };
+    if (req.id->verbs != nic.ctx) {
+        std::fprintf(stderr, "vipl verbs: a connection request arrived through another RDMA "
+                             "device than %s; refused\n", nic.name.c_str());
+        refuse(kRejectResource);
+        return VIP_ERROR_RESOURCE;
+    }
+    if (req.req.reliability != vi.attr.reliability) {
+        refuse(kRejectReliability);
+        return VIP_INVALID_RELIABILITY_LEVEL;
+    }
+    if (vi.qp_needs_reset) {
+        if (!vi.sq.empty() || !vi.rq.empty())
+            return VIP_INVALID_STATE;
+        if (vi.reset_qp() != VIP_SUCCESS)
+            return VIP_ERROR_RESOURCE;
+    }
+    bool still_init = true;
+    if (vi.bring_up(req.id, &still_init) != VIP_SUCCESS) {
+        refuse(kRejectResource);
+        if (still_init)
+            return VIP_NOT_DONE; // the requester withdrew; the VI is as it was
+        vi.qp_needs_reset = true;
+        return VIP_ERROR_RESOURCE;
+    }
+    ReplyPriv r{kPrivMagic, kKindAccept, uint8_t(vi.attr.reliability), flags_of(vi.attr),
+                htonl(uint32_t(vi.attr.max_transfer))};
+    rdma_conn_param p = conn_param(vi, &r, sizeof r);
+    vi.remote_attr = attrs_from(req.req.reliability, req.req.flags, ntohl(req.req.max_transfer));
+    vi.link_failed = false;
+    vi.established = false;
+    vi.accepted = true;
+    vi.state = VIP_STATE_CONNECT_PENDING;
+    vi.cm_id = req.id;
+    req.id->context = &vi.link;
+    req.id = nullptr;
+    if (rdma_accept(vi.cm_id, &p) != 0) {
+        std::fprintf(stderr, "vipl verbs: rdma_accept: %s\n", std::strerror(errno));
+        vi.accepted = false;
+        vi.state = VIP_STATE_IDLE;
+        nic.doom(vi.cm_id);
+        vi.cm_id = nullptr;
+        vi.qp_needs_reset = true;
+        return VIP_ERROR_RESOURCE;
+    }
+    return VIP_SUCCESS;
+}
+
+namespace {
+// A retry of `req` (same requester address, kind and discriminators) waiting in
+// the NIC: a requester whose timeout expired during the handshake sends a new
+// request, and the accepting side takes that one instead.
+PendingRequest *take_retry_of(VerbsNic &nic, const PendingRequest &req) {
+    for (auto it = nic.pending.begin(); it != nic.pending.end(); ++it) {
+        const RequestPriv &a = (*it)->req, &b = req.req;
+        if (!(*it)->gone && (*it)->from == req.from && a.kind == b.kind &&
+            a.dst_disc_len == b.dst_disc_len && a.src_disc_len == b.src_disc_len &&
+            std::memcmp(a.disc, b.disc, size_t(a.dst_disc_len) + a.src_disc_len) == 0) {
+            PendingRequest *r = *it;
+            nic.pending.erase(it);
+            return r;
+        }
+    }
+    return nullptr;
+}
+} // namespace
+
+VIP_RETURN PendingRequest::accept(prov::Vi *pvi) {
+    auto &vi = *static_cast<VerbsVi *>(pvi);
+    if (&vi.nic != &nic)
+        return VIP_INVALID_PARAMETER;
+    {
+        std::lock_guard<std::mutex> g(nic.cm_mu);
+        if (vi.state.load() != VIP_STATE_IDLE || vi.connector)
+            return VIP_INVALID_STATE;
+    }
+    // Under emulation a handshake can outlast a short requester timeout: the
+    // requester withdraws and retries.  Accepting follows it to its retry for as
+    // long as the QP is still untouched (or empty), up to kEstablishTimeout.
+    const auto deadline = Clock::now() + kEstablishTimeout;
+    PendingRequest *cur = this;
+    std::unique_ptr<PendingRequest> retry; // a retry we took from the NIC's list
+    for (;;) {
+        VIP_RETURN rc = VIP_NOT_DONE;
+        nic.pump_cm(0); // learn about a withdrawal before touching the QP
+        {
+            std::lock_guard<std::mutex> g(nic.cm_mu);
+            if (cur->id && !cur->gone)
+                rc = start_accept(vi, *cur);
+        }
+        if (rc == VIP_SUCCESS) {
+            bool ok = pump_until(nic, deadline, [&] { return vi.established || vi.link_failed; });
+            if (ok && vi.established)
+                return VIP_SUCCESS; // (the VI may be in the error state already if the peer left)
+            std::lock_guard<std::mutex> g(nic.cm_mu);
+            if (vi.cm_id) {
+                rdma_destroy_id(vi.cm_id);
+                vi.cm_id = nullptr;
+            }
+            vi.accepted = false;
+            vi.state = VIP_STATE_IDLE;
+            vi.qp_needs_reset = true;
+            if (!ok)
+                return VIP_TIMEOUT;
+            if (!vi.sq.empty() || !vi.rq.empty())
+                return VIP_INVALID_STATE; // the QP moved on with descriptors posted on it
+        } else if (rc != VIP_NOT_DONE) {
+            return rc;
+        }
+        // Withdrawn: wait for the requester's retry.
+        PendingRequest *next = nullptr;
+        pump_until(nic, deadline, [&] {
+            std::lock_guard<std::mutex> g(nic.cm_mu);
+            return (next = take_retry_of(nic, *cur)) != nullptr;
+        });
+        if (!next)
+            return VIP_INVALID_STATE; // the requester gave up for good
+        retry.reset(next);
+        cur = next;
+    }
+}
+
+VIP_RETURN PendingRequest::reject() {
+    std::lock_guard<std::mutex> g(nic.cm_mu);
+    if (!id)
+        return VIP_INVALID_STATE;
+    ReplyPriv r{kPrivMagic, kKindReject, kRejectByUser, 0, 0};
+    rdma_reject(id, &r, sizeof r);
+    rdma_destroy_id(id);
+    id = nullptr;
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VerbsNic::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms,
+                                  VIP_NET_ADDRESS *remote, VIP_VI_ATTRIBUTES *remote_attr,
+                                  prov::Conn **out) {
+    VIP_RETURN rc = check_local(*this, local);
+    if (rc != VIP_SUCCESS)
+        return rc;
+    const std::vector<uint8_t> want = disc_of(local);
+    PendingRequest *found = nullptr;
+    pump_until(*this, deadline_of(timeout_ms), [&] {
+        std::lock_guard<std::mutex> g(cm_mu);
+        for (auto it = pending.begin(); it != pending.end(); ++it) {
+            const RequestPriv &q = (*it)->req;
+            if (!(*it)->gone && q.kind == kKindClient &&
+                disc_matches(q.disc, q.dst_disc_len, q.flags & kFlagDstDigest, want)) {
+                found = *it;
+                pending.erase(it);
+                return true;
+            }
+        }
+        return false;
+    });
+    if (!found)
+        return VIP_TIMEOUT;
+    const RequestPriv &q = found->req;
+    if (remote) {
+        std::vector<uint8_t> h = found->from.bytes();
+        remote->HostAddressLen = uint16_t(h.size());
+        remote->DiscriminatorLen = q.src_disc_len;
+        std::memcpy(remote->HostAddress, h.data(), h.size());
+        std::memcpy(remote->HostAddress + h.size(), q.disc + q.dst_disc_len, q.src_disc_len);
+    }
+    if (remote_attr)
+        *remote_attr = attrs_from(q.reliability, q.flags, ntohl(q.max_transfer));
+    *out = found;
+    return VIP_SUCCESS;
+}
+
+// ---- a VI's own connection ----------------------------------------------------------
+
+void ViLink::on_event(rdma_cm_event *e) {
+    switch (e->event) {
+    case RDMA_CM_EVENT_ESTABLISHED: {
+        VIP_VI_STATE pending = VIP_STATE_CONNECT_PENDING;
+        if (vi->state.compare_exchange_strong(pending, VIP_STATE_CONNECTED))
+            vi->established = true;
+        vi->accepted = false;
+        break;
+    }
+    case RDMA_CM_EVENT_DISCONNECTED:
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:
+        if (vi->state.load() == VIP_STATE_CONNECTED) {
+            // The peer went away: stop the QP (posted descriptors are flushed).
+            ibv_qp_attr qa{};
+            qa.qp_state = IBV_QPS_ERR;
+            ibv_modify_qp(vi->qp, &qa, IBV_QP_STATE);
+            vi->qp_needs_reset = true;
+            vi->state = VIP_STATE_ERROR;
+            vi->nic.report_error(VIP_ERROR_CONN_LOST, VIP_RESOURCE_VI, vi, nullptr, 0);
+            break;
+        }
+        [[fallthrough]];
+    case RDMA_CM_EVENT_REJECTED:
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+    case RDMA_CM_EVENT_UNREACHABLE:
+        if (vi->state.load() == VIP_STATE_CONNECT_PENDING) {
+            vi->accepted = false;
+            vi->link_failed = true;
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+} // namespace vipl::verbs

@@ -1,0 +1,127 @@
+// verbs_cm.hpp - VIPL connection management over librdmacm (internal).
+//
+// Every process listens on its NIC's IP address and its own rdma_cm port (the
+// last two bytes of its host address).  The discriminators travel in the REQ's
+// private data (56 bytes on IB/RoCE, hence MaxDiscriminatorLen = 20).  QPs are
+// managed by the provider (created with the VI, so receives can be posted before
+// connecting) and moved INIT->RTR->RTS with rdma_init_qp_attr.
+//
+// A REQ carries 56 bytes of private data: a 12-byte header and 44 bytes for the
+// two discriminators.  One up to 20 bytes travels verbatim; a longer one (up to
+// 64) travels as a 16-byte digest, and is matched by digest.  The requester's
+// discriminator handed to VipConnectWait's RemoteAddr is exact when it travelled
+// verbatim (the usual case) and the digest otherwise (docs/verbs.md).
+//
+// Client/server: VipConnectRequest -> rdma_connect; VipConnectWait returns a
+// pending CONNECT_REQUEST whose discriminator matches; Accept -> rdma_accept
+// (and waits for ESTABLISHED); Reject -> rdma_reject with a VIPL reason.
+// Peer-to-peer: the side with the lower address (host bytes, then
+// discriminator) waits for the other's request; the higher one connects.  A
+// request that finds no listener yet (peer not started) is retried until the
+// caller's timeout.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "verbs_provider.hpp"
+
+namespace vipl::verbs {
+
+constexpr uint8_t kPrivMagic = 0x56; // 'V': a VIPL peer, not some other rdma_cm user
+enum : uint8_t { kKindClient = 1, kKindPeer = 2, kKindAccept = 3, kKindReject = 4 };
+enum : uint8_t { kRejectByUser = 1, kRejectReliability = 2, kRejectResource = 3 };
+
+// Private data of a connection request (fits the 56 bytes of an IB CM REQ).
+struct __attribute__((packed)) RequestPriv {
+    uint8_t magic;
+    uint8_t kind;        // kKindClient or kKindPeer
+    uint8_t reliability; // VIP_SERVICE_*
+    uint8_t flags;       // kFlag* below
+    uint32_t max_transfer;
+    uint16_t src_port;   // the requester's listening port (network order)
+    uint8_t dst_disc_len;
+    uint8_t src_disc_len;
+    uint8_t disc[44];    // destination, then source discriminator (encoded)
+};
+enum : uint8_t { kFlagRdmaWrite = 1, kFlagRdmaRead = 2, kFlagDstDigest = 4, kFlagSrcDigest = 8 };
+constexpr unsigned kDigestLen = 16;
+
+// A discriminator as it travels: verbatim, or its digest when it is too long.
+struct EncodedDisc {
+    std::vector<uint8_t> bytes;
+    bool digest = false;
+};
+EncodedDisc encode_disc(const std::vector<uint8_t> &d, size_t room);
+// Does the travelled form (p, n, digest) name discriminator d?
+bool disc_matches(const uint8_t *p, size_t n, bool digest, const std::vector<uint8_t> &d);
+static_assert(sizeof(RequestPriv) <= 56, "an IB CM REQ carries 56 bytes of rdma_cm private data");
+
+// Private data of an accept (REP) or reject (REJ).
+struct __attribute__((packed)) ReplyPriv {
+    uint8_t magic;
+    uint8_t kind;   // kKindAccept or kKindReject
+    uint8_t reliability_or_reason;
+    uint8_t flags;
+    uint32_t max_transfer;
+};
+
+VIP_VI_ATTRIBUTES attrs_from(uint8_t reliability, uint8_t flags, uint32_t max_transfer);
+
+// An incoming request that no VipConnectWait/peer connection has taken yet.
+struct PendingRequest final : prov::Conn, CmOwner {
+    PendingRequest(VerbsNic &n, rdma_cm_id *i) : nic(n), id(i) {}
+    VIP_RETURN accept(prov::Vi *vi) override;
+    VIP_RETURN reject() override;
+    void on_event(rdma_cm_event *e) override;
+
+    VerbsNic &nic;
+    rdma_cm_id *id;   // nullptr once handed to a VI or rejected
+    RequestPriv req{};
+    HostAddr from;    // requester's IP + listening port
+    bool gone = false; // the requester gave up
+};
+
+// A connection being set up on one VI (active side, or the passive peer side).
+struct Connector final : CmOwner {
+    enum class Role { Client, PeerActive, PeerPassive };
+    enum class Phase { Start, Resolving, Connecting, Waiting, Accepting, Retry, Done };
+    using Clock = std::chrono::steady_clock;
+
+    Connector(VerbsVi &v, Role r) : vi(v), role(r) {}
+    ~Connector() override;
+    void on_event(rdma_cm_event *e) override;
+    // Advances the state machine (timers, peer matching); caller holds nic.cm_mu.
+    void tick();
+    void retry_later();
+    void finish(VIP_RETURN rc);
+
+    VerbsVi &vi;
+    Role role;
+    Phase phase = Phase::Start;
+    HostAddr remote;
+    std::vector<uint8_t> local_disc, remote_disc;
+    rdma_cm_id *id = nullptr;
+    VIP_RETURN result = VIP_NOT_DONE;
+    Clock::time_point deadline = Clock::time_point::max();
+    Clock::time_point retry_at;
+    std::chrono::milliseconds backoff{5};
+    VIP_VI_ATTRIBUTES peer_attr{};
+};
+
+// Helpers shared by verbs_cm.cpp and verbs_connect.cpp.
+uint8_t flags_of(const prov::ViAttr &a);                  // kFlagRdmaWrite/Read
+std::vector<uint8_t> disc_of(const VIP_NET_ADDRESS *a);   // the discriminator bytes
+rdma_conn_param conn_param(VerbsVi &vi, const void *priv, size_t len);
+VIP_RETURN check_local(VerbsNic &nic, const VIP_NET_ADDRESS *a); // "local" host part is ours
+std::chrono::steady_clock::time_point deadline_of(VIP_ULONG timeout_ms);
+
+// Accepts `req` on `vi` without waiting for ESTABLISHED; caller holds nic.cm_mu.
+// VIP_NOT_DONE: the requester withdrew before the QP left INIT (nothing changed).
+VIP_RETURN start_accept(VerbsVi &vi, PendingRequest &req);
+// Moves a VI's QP to the error state and drains its flushed completions.
+void drain_after_error(VerbsVi &vi);
+VIP_RETURN check_vi_attr(VerbsNic &nic, const prov::ViAttr &a);
+
+} // namespace vipl::verbs

@@ -1,0 +1,141 @@
+// verbs_cq.cpp - a VIPL completion queue: one ibv_cq shared by the bound queues.
+//
+// VipCQDone returns (VI, queue) pairs in completion order; the descriptor itself
+// is then taken with VipSendDone/VipRecvDone.  Each completion polled from the
+// ibv_cq marks its slot done and appends the queue to a FIFO of CQ entries.  The
+// ibv_cq and the FIFO are sized to the larger of EntryCount and the total depth of
+// the bound queues, so neither can overflow.
+#include <fcntl.h>
+
+#include <algorithm>
+
+#include "verbs_provider.hpp"
+
+namespace vipl::verbs {
+
+namespace {
+uint32_t pow2_at_least(uint64_t n) {
+    uint32_t p = 1;
+    while (p < n && p < (1u << 30))
+        p <<= 1;
+    return p;
+}
+} // namespace
+
+VerbsCq::~VerbsCq() {
+    if (cq)
+        ibv_destroy_cq(cq);
+    if (channel)
+        ibv_destroy_comp_channel(channel);
+}
+
+VIP_RETURN VerbsCq::init(VIP_ULONG entries) {
+    if (entries == 0 || entries > VIP_ULONG(nic_.dev_attr.max_cqe))
+        return VIP_INVALID_PARAMETER;
+    channel = ibv_create_comp_channel(nic_.ctx);
+    if (!channel)
+        return VIP_ERROR_RESOURCE;
+    fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK);
+    requested_ = uint32_t(entries);
+    capacity_ = pow2_at_least(entries);
+    cq = ibv_create_cq(nic_.ctx, int(capacity_), this, channel, 0);
+    if (!cq)
+        return VIP_ERROR_RESOURCE;
+    fifo_.reset(new Entry[capacity_]);
+    fifo_mask_ = capacity_ - 1;
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VerbsCq::grow(uint32_t need) {
+    if (need <= capacity_)
+        return VIP_SUCCESS;
+    uint32_t cap = pow2_at_least(need);
+    if (cap > uint32_t(nic_.dev_attr.max_cqe))
+        return VIP_ERROR_RESOURCE;
+    if (ibv_resize_cq(cq, int(cap)) != 0)
+        return VIP_ERROR_RESOURCE;
+    std::unique_ptr<Entry[]> f(new Entry[cap]);
+    uint64_t n = 0;
+    for (uint64_t i = fifo_head_; i != fifo_tail_; i++)
+        f[n++] = fifo_[i & fifo_mask_];
+    fifo_ = std::move(f);
+    fifo_head_ = 0;
+    fifo_tail_ = n;
+    fifo_mask_ = cap - 1;
+    capacity_ = cap;
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VerbsCq::bind(uint32_t depth) {
+    VIP_RETURN rc = grow(std::max<uint64_t>(requested_, uint64_t(bound_depth_) + depth));
+    if (rc != VIP_SUCCESS)
+        return rc;
+    bound_depth_ += depth;
+    bound_queues++;
+    return VIP_SUCCESS;
+}
+
+void VerbsCq::unbind(uint32_t depth) {
+    bound_depth_ -= depth;
+    bound_queues--;
+}
+
+VIP_RETURN VerbsCq::resize(VIP_ULONG entries) {
+    if (entries == 0 || entries > VIP_ULONG(nic_.dev_attr.max_cqe))
+        return VIP_INVALID_PARAMETER;
+    if (entries < fifo_tail_ - fifo_head_)
+        return VIP_INVALID_PARAMETER; // would drop entries not yet taken
+    requested_ = uint32_t(entries);
+    // Never below what the bound queues can have outstanding: that is what keeps
+    // the ibv_cq from overflowing (an overflow is fatal for every bound QP).
+    return grow(std::max<uint64_t>(requested_, bound_depth_));
+}
+
+int VerbsCq::poll() {
+    ibv_wc wc[16];
+    int n = ibv_poll_cq(cq, 16, wc);
+    for (int i = 0; i < n; i++)
+        complete_slot(wc[i]);
+    return n;
+}
+
+VIP_RETURN VerbsCq::done(prov::Vi **vi, bool *recv_queue) {
+    if (fifo_head_ == fifo_tail_) {
+        poll();
+        if (fifo_head_ == fifo_tail_)
+            return VIP_NOT_DONE;
+    }
+    const Entry &e = fifo_[fifo_head_ & fifo_mask_];
+    fifo_head_++;
+    *vi = e.queue->vi;
+    *recv_queue = e.queue->is_recv;
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VerbsCq::wait(VIP_ULONG timeout_ms, prov::Vi **vi, bool *recv_queue) {
+    return block_on_cq(cq, channel, timeout_ms, [&] { return done(vi, recv_queue); });
+}
+
+void VerbsCq::forget(VerbsVi *vi) {
+    uint64_t out = fifo_head_;
+    for (uint64_t i = fifo_head_; i != fifo_tail_; i++) {
+        Entry e = fifo_[i & fifo_mask_];
+        if (e.queue->vi != vi)
+            fifo_[out++ & fifo_mask_] = e;
+    }
+    fifo_tail_ = out;
+}
+
+VIP_RETURN VerbsCq::notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) {
+    {
+        std::lock_guard<std::mutex> g(nic_.ctl_mu);
+        if (notify_fn)
+            return VIP_INVALID_STATE; // one notification at a time
+        notify_ctx = ctx;
+        notify_fn = h;
+    }
+    nic_.notify_armed();
+    return VIP_SUCCESS;
+}
+
+} // namespace vipl::verbs

@@ -1,0 +1,100 @@
+// verbs_mem.hpp - registered regions and the handle -> region table.
+//
+// A VIPL memory handle is 32 bits.  It is the region's rkey when RDMA read or
+// write is enabled (so a peer can name the region in an address segment and the
+// target NIC checks it), and the lkey otherwise (rxe hands out rkey 0 for
+// local-only regions).  Local data segments are translated to mr->lkey through
+// this table: lkey == rkey is never assumed.
+//
+// The table is open-addressed with a fixed capacity so that lookups on the data
+// path take no lock and never see a rehash; writers hold the NIC's control mutex.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "vipl.h"
+
+namespace vipl::verbs {
+
+struct VerbsPtag;
+
+struct Region {
+    VIP_MEM_HANDLE handle = 0;
+    ibv_mr *mr = nullptr;
+    uintptr_t addr = 0;
+    size_t len = 0;
+    VerbsPtag *ptag = nullptr;
+    bool rdma_write = false;
+    bool rdma_read = false;
+
+    bool covers(uintptr_t a, size_t n) const { return a >= addr && n <= len && a - addr <= len - n; }
+};
+
+class MemTable {
+public:
+    static constexpr size_t kCapacity = size_t(1) << 16; // slots
+    static constexpr size_t kMaxRegions = kCapacity / 2; // keeps probes short
+
+    MemTable() : slots_(new std::atomic<Region *>[kCapacity]) {
+        for (size_t i = 0; i < kCapacity; i++)
+            slots_[i].store(nullptr, std::memory_order_relaxed);
+    }
+
+    // Data path: no lock, no allocation.
+    Region *find(VIP_MEM_HANDLE h) const {
+        for (size_t i = hash(h), n = 0; n < kCapacity; i = (i + 1) & (kCapacity - 1), n++) {
+            Region *r = slots_[i].load(std::memory_order_acquire);
+            if (r == nullptr)
+                return nullptr;
+            if (r != tombstone() && r->handle == h)
+                return r;
+        }
+        return nullptr;
+    }
+    // Control path (caller holds the NIC's control mutex).
+    bool insert(Region *r) {
+        if (count_ >= kMaxRegions)
+            return false;
+        for (size_t i = hash(r->handle);; i = (i + 1) & (kCapacity - 1)) {
+            Region *cur = slots_[i].load(std::memory_order_relaxed);
+            if (cur == nullptr || cur == tombstone()) {
+                slots_[i].store(r, std::memory_order_release);
+                count_++;
+                return true;
+            }
+        }
+    }
+    void erase(Region *r) {
+        for (size_t i = hash(r->handle), n = 0; n < kCapacity; i = (i + 1) & (kCapacity - 1), n++) {
+            Region *cur = slots_[i].load(std::memory_order_relaxed);
+            if (cur == nullptr)
+                return;
+            if (cur == r) {
+                slots_[i].store(tombstone(), std::memory_order_release);
+                count_--;
+                return;
+            }
+        }
+    }
+    size_t size() const { return count_; }
+    template <class F> void for_each(F f) {
+        for (size_t i = 0; i < kCapacity; i++) {
+            Region *r = slots_[i].load(std::memory_order_relaxed);
+            if (r && r != tombstone())
+                f(r);
+        }
+    }
+
+private:
+    static Region *tombstone() { return reinterpret_cast<Region *>(uintptr_t(1)); }
+    static size_t hash(VIP_MEM_HANDLE h) { return (uint32_t(h) * 2654435761u) >> 16; }
+    std::unique_ptr<std::atomic<Region *>[]> slots_;
+    size_t count_ = 0;
+};
+
+} // namespace vipl::verbs
