@@ -366,7 +366,7 @@ int main(int argc, char **argv) {
     app.add_option("--synthetic", o.synthetic,
                    "measure only a synthetic LogP machine with known parameters, in one process: "
                    "'default' or o_s=US,o_r=US,g=US,L=US,window=N,t0=US,r_inf=MBPS");
-    app.add_option("--iterations", o.iterations, "timed round trips per series (default 2000, quick 200)")->check(CLI::Range(1, 10000000));
+    app.add_option("--iterations", o.iterations, "timed round trips per series (default 20000, quick 200)")->check(CLI::Range(1, 10000000));
     app.add_option("--warmup", o.warmup, "untimed iterations before each series")->check(CLI::Range(1, 1000000));
     app.add_flag("--no-peers", o.no_peers, "do not run the peer tool (ucx_perftest)");
     app.add_option("--device", o.device, "VIPL NIC name (default: $VIPL_PROVIDER / nicfw)");

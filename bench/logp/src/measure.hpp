@@ -16,11 +16,11 @@
 namespace logp {
 
 struct MeasureConfig {
-    int warmup = 200;          // untimed round trips / bursts before each series
-    int iterations = 2000;     // timed round trips
-    int burst_reps = 40;       // timed bursts per burst size
-    int recv_probes = 300;     // timed receives for o_r
-    int bw_reps = 7;           // timed streams per message size
+    int warmup = 2000;         // untimed round trips / bursts before each series
+    int iterations = 20000;    // timed round trips
+    int burst_reps = 200;      // timed bursts per burst size
+    int recv_probes = 3000;    // timed receives for o_r
+    int bw_reps = 15;          // timed streams per message size
     std::size_t bw_min_bytes = 4, bw_max_bytes = 32768;
     std::size_t bw_stream_bytes = 1 << 20;  // data moved by one timed stream (bounded by the counts below)
     int bw_min_count = 32, bw_max_count = 2000;

@@ -26,7 +26,11 @@ void Progress::step(const std::string &detail) {
         fmt::print(stderr, "\r\033[K{:<28} [{:<{}}] {:>3}/{:<3} {}", what_, std::string(std::size_t(filled), '#'), width,
                    done_, steps_, detail);
     } else {
-        fmt::print(stderr, "logp:   {} [{}/{}] {}\n", what_, done_, steps_, detail);
+        // Logs (CI, pipes): a line per tenth of the sweep, not per step.
+        const int tenth_before = steps_ > 0 ? (done_ - 1) * 10 / steps_ : 0;
+        const int tenth_now = steps_ > 0 ? done_ * 10 / steps_ : 10;
+        if (steps_ <= 20 || tenth_now != tenth_before || done_ == steps_)
+            fmt::print(stderr, "logp:   {} [{}/{}] {}\n", what_, done_, steps_, detail);
     }
     std::fflush(stderr);
 }
