@@ -284,7 +284,6 @@ VIP_RETURN ViImpl::disconnect() {
                     break;
                 }
             state.store(static_cast<int>(ViState::Idle));
-            return VIP_SUCCESS;
         }
         if (st == static_cast<int>(ViState::Connected)) {
             // Error first: the firmware stops transmitting and flushes this VI.
