@@ -162,22 +162,25 @@ int main(int argc, char **argv)
     VIP_PROTECTION_HANDLE ptag;
     CHECK(VipCreatePtag(nic, &ptag));
     size_t buf_bytes = (size + 63) & ~(size_t)63;
-    size_t region_len = 2 * buf_bytes + 2 * sizeof(VIP_DESCRIPTOR) + 64;
+    size_t region_len = 2 * buf_bytes + 3 * sizeof(VIP_DESCRIPTOR) + 64;
     uint8_t *region = alloc_pages(region_len);
     VIP_MEM_ATTRIBUTES mattr = {ptag, VIP_FALSE, VIP_FALSE};
     VIP_MEM_HANDLE mh;
     CHECK(VipRegisterMem(nic, region, region_len, &mattr, &mh));
     uint8_t *send_buf = region, *recv_buf = region + buf_bytes;
     VIP_DESCRIPTOR *send_desc = (VIP_DESCRIPTOR *)(region + 2 * buf_bytes);
-    VIP_DESCRIPTOR *recv_desc = send_desc + 1; /* sizeof(VIP_DESCRIPTOR) is 64 */
+    VIP_DESCRIPTOR *recv_desc = send_desc + 1; /* sizeof(VIP_DESCRIPTOR) is 64; two receives */
     memset(send_buf, 'a' + rank, size);
 
-    /* VI, first receive posted before connecting */
+    /* VI, two receives posted before connecting: a spare stays posted while the
+     * other is reposted, so reposting never sits between a receive and the reply. */
     VIP_VI_ATTRIBUTES vattr = {level, attr.MaxTransferSize, NULL, ptag, VIP_FALSE, VIP_FALSE};
     VIP_VI_HANDLE vi;
     CHECK(VipCreateVi(nic, &vattr, NULL, NULL, &vi));
-    prepare(recv_desc, recv_buf, mh, (VIP_UINT32)size);
-    CHECK(VipPostRecv(vi, recv_desc, mh));
+    for (int k = 0; k < 2; k++) {
+        prepare(&recv_desc[k], recv_buf, mh, (VIP_UINT32)size);
+        CHECK(VipPostRecv(vi, &recv_desc[k], mh));
+    }
     struct nic_address *addrs = gather_nic_addresses(&attr);
     connect_pair(nic, vi, &attr, &addrs[1 - rank], "vi_pingpong");
 
@@ -202,10 +205,10 @@ int main(int argc, char **argv)
                 fprintf(stderr, "rank 1: received %u bytes, expected %zu\n", r->CS.Length, size);
                 vipl_boot_abort(1, "wrong message length");
             }
+            prepare(send_desc, send_buf, mh, (VIP_UINT32)size);
+            CHECK(VipPostSend(vi, send_desc, mh)); /* reply first, then repost */
             prepare(r, recv_buf, mh, (VIP_UINT32)size);
             CHECK(VipPostRecv(vi, r, mh));
-            prepare(send_desc, send_buf, mh, (VIP_UINT32)size);
-            CHECK(VipPostSend(vi, send_desc, mh));
             poll_send(vi);
         }
     }
