@@ -260,8 +260,12 @@ void NicHw::start_thread() {
             step();
             epoch.fetch_add(1, std::memory_order_release);
             if (any_active || rx_head != head_before) { idle = 0; continue; }
-            if (++idle < 4000) { __builtin_ia32_pause(); continue; }
-            if (idle < 8000) { sched_yield(); continue; }
+            // Spin briefly, then keep yielding (cheap when the core is ours, and it
+            // lets the host threads run when it is not) for a few milliseconds
+            // before sleeping: a firmware that sleeps between the messages of a
+            // ping-pong pays a futex wake-up and a scheduling delay on every one.
+            if (++idle < 2000) { __builtin_ia32_pause(); continue; }
+            if (idle < 200000) { sched_yield(); continue; }
             // Announce the sleep, then re-check every work source: a host doorbell
             // rung before `sleeping` was visible would otherwise wait for the timeout.
             const uint32_t bell = wire_sleep_prepare(wire, rank);
