@@ -167,6 +167,26 @@ static inline int seg_status(const SegInfo &seg, size_t nbytes, uintptr_t off) {
     return 0;
 }
 
+// Builds a request or reply in a send slot: header, then the medium payload or
+// the long message's destination offset.  Returns the message length.
+template <Category C>
+static inline uint32_t build_message(Slot *s, bool request, handler_t h, int nargs, tag_t tag,
+                                     const int32_t *args, const void *src, size_t nbytes, uintptr_t off) {
+    VIPL_INSTR_BEGIN(t1);
+    MsgHeader *m = s->buf;
+    uint32_t len = build_header(m, flags_of(request, C, false), h, nargs, kSysNone, uint32_t(nbytes), tag, args);
+    if constexpr (C == kMedium) {
+        std::memcpy(reinterpret_cast<uint8_t *>(m) + len, src, nbytes);
+        len += uint32_t(nbytes);
+    } else if constexpr (C == kLong) {
+        uint64_t o = off;
+        std::memcpy(reinterpret_cast<uint8_t *>(m) + len, &o, 8);
+        len += 8;
+    }
+    VIPL_INSTR_END(c_build, t1);
+    return len;
+}
+
 template <Category C>
 static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
                           uintptr_t off, bool async, int nargs, const int32_t *args) {
@@ -226,19 +246,7 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
     Slot *s = take_slot(c);
     VIPL_INSTR_END(c_bookkeeping, t0);
 
-    VIPL_INSTR_BEGIN(t1);
-    MsgHeader *m = s->buf;
-    uint32_t len = build_header(m, flags_of(true, C, false), h, nargs, kSysNone, uint32_t(nbytes),
-                                t.tag, args);
-    if constexpr (C == kMedium) {
-        std::memcpy(reinterpret_cast<uint8_t *>(m) + len, src, nbytes);
-        len += uint32_t(nbytes);
-    } else if constexpr (C == kLong) {
-        uint64_t o = off;
-        std::memcpy(reinterpret_cast<uint8_t *>(m) + len, &o, 8);
-        len += 8;
-    }
-    VIPL_INSTR_END(c_build, t1);
+    const uint32_t len = build_message<C>(s, true, h, nargs, t.tag, args, src, nbytes, off);
     int rc = post_slot(c, s, len);
     if (AMVIA_UNLIKELY(rc != AM_OK)) {
         c->credits++;
@@ -301,19 +309,7 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
     Slot *s = take_slot(c);
     VIPL_INSTR_END(c_bookkeeping, t0);
 
-    VIPL_INSTR_BEGIN(t1);
-    MsgHeader *m = s->buf;
-    uint32_t len = build_header(m, flags_of(false, C, false), h, nargs, kSysNone, uint32_t(nbytes),
-                                t->msg->tag, args);
-    if constexpr (C == kMedium) {
-        std::memcpy(reinterpret_cast<uint8_t *>(m) + len, src, nbytes);
-        len += uint32_t(nbytes);
-    } else if constexpr (C == kLong) {
-        uint64_t o = off;
-        std::memcpy(reinterpret_cast<uint8_t *>(m) + len, &o, 8);
-        len += 8;
-    }
-    VIPL_INSTR_END(c_build, t1);
+    const uint32_t len = build_message<C>(s, false, h, nargs, t->msg->tag, args, src, nbytes, off);
     t->replied = 1;
     return post_slot(c, s, len);
 }
