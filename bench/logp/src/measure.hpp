@@ -25,7 +25,7 @@ struct MeasureConfig {
     // Data moved by one timed stream (bounded by the counts below): short streams,
     // well under a scheduler time slice, repeated, so a preempted one is an outlier
     // the median drops instead of the norm.
-    std::size_t bw_stream_bytes = 128 << 10;
+    std::size_t bw_stream_bytes = 512 << 10;
     int bw_min_count = 32, bw_max_count = 2000;
     SpreadPolicy policy;
     bool quick = false;
