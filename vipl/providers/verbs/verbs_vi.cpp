@@ -344,29 +344,22 @@ VIP_RETURN VerbsVi::set_attributes(const prov::ViAttr &a) {
     return VIP_SUCCESS;
 }
 
-VIP_RETURN VerbsVi::send_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) {
+// Arms a one-shot notify handler on one work queue (one pending per queue).
+static VIP_RETURN arm_notify(VerbsNic &nic, WorkQueue &q, VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) {
     {
         std::lock_guard<std::mutex> g(nic.ctl_mu);
-        if (sq.notify_fn)
+        if (q.notify_fn)
             return VIP_INVALID_STATE;
-        sq.notify_ctx = ctx;
-        sq.notify_fn = h;
+        q.notify_ctx = ctx;
+        q.notify_fn = h;
     }
     nic.notify_armed();
     return VIP_SUCCESS;
 }
 
-VIP_RETURN VerbsVi::recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) {
-    {
-        std::lock_guard<std::mutex> g(nic.ctl_mu);
-        if (rq.notify_fn)
-            return VIP_INVALID_STATE;
-        rq.notify_ctx = ctx;
-        rq.notify_fn = h;
-    }
-    nic.notify_armed();
-    return VIP_SUCCESS;
-}
+VIP_RETURN VerbsVi::send_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) { return arm_notify(nic, sq, ctx, h); }
+
+VIP_RETURN VerbsVi::recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) { return arm_notify(nic, rq, ctx, h); }
 
 // Drains the completions of a QP that was moved to the error state, so that
 // every posted descriptor is marked (flushed) before the caller reaps them.
