@@ -179,6 +179,18 @@ inline void count_replyless(int rank, Peer &p) {
            from, unsigned(h->type), unsigned(h->len), (unsigned long long)h->addr);
 }
 
+// A reply (data or acknowledgement) returns its credits and retires one
+// outstanding split-phase (get/put) or blocking (read/write) operation.
+static inline void reply_arrived(Peer &p, const MsgHdr *h, bool splitphase) {
+    VIPL_INSTR_BEGIN(tq);
+    p.credits += h->credits;
+    if (splitphase)
+        --g.splitphase_pending;
+    else
+        --g.blocking_pending;
+    VIPL_INSTR_END(c_demux, tq);
+}
+
 inline void dispatch(int from, Peer &p, const uint8_t *msg, uint32_t msglen) {
     const MsgHdr *h = reinterpret_cast<const MsgHdr *>(msg);
     const uint8_t *data = msg + sizeof(MsgHdr);
@@ -240,26 +252,13 @@ inline void dispatch(int from, Peer &p, const uint8_t *msg, uint32_t msglen) {
         VIPL_INSTR_BEGIN(tr);
         std::memcpy(reinterpret_cast<void *>(h->addr), data, h->len);
         VIPL_INSTR_END(c_read_data, tr);
-        VIPL_INSTR_BEGIN(tq);
-        p.credits += h->credits;
-        if (h->type == kGetRep)
-            --g.splitphase_pending;
-        else
-            --g.blocking_pending;
-        VIPL_INSTR_END(c_demux, tq);
+        reply_arrived(p, h, h->type == kGetRep);
         break;
     }
     case kPutAck:
-    case kWriteAck: {
-        VIPL_INSTR_BEGIN(tq);
-        p.credits += h->credits;
-        if (h->type == kPutAck)
-            --g.splitphase_pending;
-        else
-            --g.blocking_pending;
-        VIPL_INSTR_END(c_demux, tq);
+    case kWriteAck:
+        reply_arrived(p, h, h->type == kPutAck);
         break;
-    }
     case kStoreAck:
         p.credits += h->credits;
         break;
