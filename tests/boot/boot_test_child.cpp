@@ -11,6 +11,8 @@
 //   hang [ignore-term]       every rank prints "ready rank=R pid=P job=J", pauses forever
 //   abort R CODE             rank R calls vipl_boot_abort(CODE); the others block in
 //                            a barrier and report what it returned and how fast
+//   abort-busy R CODE        as abort, but rank 0 is busy (sleeps 3 s) outside any
+//                            collective meanwhile, then reports its barrier too
 //   boot-timeout R           rank R never enters the barrier; the others report
 //                            the timeout error and exit 5
 //   print LINES              each rank prints LINES lines to stdout and to stderr
@@ -151,9 +153,10 @@ int main(int argc, char** argv) {
     vipl_boot_barrier();
     pause_forever();
   }
-  if (action == "abort") {
+  if (action == "abort" || action == "abort-busy") {
     if (vipl_boot_barrier() != VIPL_BOOT_OK) return 1;
     if (me == arg(2)) vipl_boot_abort(arg(3), "test abort reason");
+    if (me == 0 && action == "abort-busy") usleep(3'000'000);
     auto t0 = std::chrono::steady_clock::now();
     int rc = vipl_boot_barrier();
     long ms = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -19,7 +19,7 @@ namespace {
 
 void clear_job_env() {
   for (const char* v : {"VIASTACK_JOB", "VIASTACK_RANK", "VIASTACK_SIZE", "VIASTACK_BOOT_TIMEOUT",
-                        "PMIX_RANK", "PMIX_NAMESPACE"})
+                        "VIASTACK_BOOT", "PMIX_RANK", "PMIX_NAMESPACE"})
     unsetenv(v);
 }
 

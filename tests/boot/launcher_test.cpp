@@ -1,8 +1,11 @@
 // launcher_test - runs vipl-run on boot_test_child and checks what really
 // happened: exit codes, messages, /dev/shm cleanup, timing, signal handling.
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -272,6 +275,65 @@ TEST(Launcher, BadOptionsExitTwoWithAMessage) {
     EXPECT_NE(r.err.find("vipl-run:"), std::string::npos) << r.err;
   }
   EXPECT_EQ(run_vipl({"--help"}).code, 0);
+}
+
+// --boot and its companions: bad combinations are usage errors (exit 2, a
+// message naming the option), never a started job.
+TEST(Launcher, BootOptionsAreValidated) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"-n", "2", "--world", "4", "true"}, "--world requires --boot"},
+      {{"-n", "2", "--first-rank", "2", "true"}, "--first-rank requires --boot"},
+      {{"-n", "2", "--job", "j", "true"}, "--job requires --boot"},
+      {{"-n", "2", "--boot", "tcp:127.0.0.1:7000", "true"}, "--boot requires --job"},
+      {{"-n", "2", "--job", "j", "--boot", "tcp:127.0.0.1", "true"}, "must be tcp:<host>:<port>"},
+      {{"-n", "2", "--job", "j", "--boot", "127.0.0.1:7000", "true"}, "must start with 'tcp:'"},
+      {{"-n", "2", "--job", "j", "--boot", "tcp:h:65536", "true"}, "not a number in 1..65535"},
+      {{"-n", "2", "--job", "a b", "--boot", "tcp:h:1", "true"}, "[A-Za-z0-9._-]"},
+      {{"-n", "3", "--world", "4", "--first-rank", "2", "--job", "j", "--boot", "tcp:h:1", "true"},
+       "--first-rank 2 with -n 3 needs ranks up to 4, but --world is 4"},
+      {{"-n", "3", "--job", "j", "--boot", "tcp:h:1", "--first-rank", "1", "true"}, "but --world is 3"},
+      {{"-n", "1", "--world", "0", "--job", "j", "--boot", "tcp:h:1", "true"}, "--world"},
+  };
+  for (const auto& [args, msg] : bad) {
+    RunResult r = run_vipl(args);
+    EXPECT_EQ(r.code, 2) << msg;
+    EXPECT_NE(r.err.find("vipl-run: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(msg), std::string::npos) << r.err;
+    EXPECT_LT(r.secs, 5);
+  }
+}
+
+// A VIASTACK_BOOT left in the environment must not turn a single-host job
+// into a TCP one (it would wait for a rank 0 nobody started).
+TEST(Launcher, InheritedVIASTACK_BOOTIsIgnoredWithoutBoot) {
+  RunResult r = run_vipl(child({"-n", "2"}, {"env"}), {"VIASTACK_BOOT=tcp:127.0.0.1:1"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("rank=1 size=2"), std::string::npos) << r.out;
+  EXPECT_LT(r.secs, 5);
+}
+
+// With --boot, one vipl-run can also run a whole job alone (world = -n).
+TEST(Launcher, BootWithOneLauncherRunsTheWholeJob) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    close(fd);
+    const std::string job = "solo" + std::to_string(getpid());
+    RunResult r = run_vipl(child({"-n", "3", "--job", job, "--boot", "tcp:127.0.0.1:" + std::to_string(ntohs(a.sin_port))},
+                                 {"env"}));
+    if (r.err.find("the port is in use") != std::string::npos) continue;  // lost a race for the port
+    EXPECT_EQ(r.code, 0) << r.err;
+    for (int rank = 0; rank < 3; ++rank)
+      EXPECT_NE(r.out.find("rank=" + std::to_string(rank) + " size=3 job=" + job + " "), std::string::npos) << r.out;
+    EXPECT_TRUE(job_files(job).empty());
+    return;
+  }
+  ADD_FAILURE() << "no free port in 5 attempts";
 }
 
 TEST(Launcher, MissingProgramExits127) {

@@ -1,5 +1,6 @@
 // boot_api.cpp - the vipl_boot_* C API: reads the job's environment once,
-// picks a backend (job of one, vipl-run's shared memory, or PMIx) and forwards.
+// picks a backend (job of one, vipl-run's shared memory, TCP across hosts, or
+// PMIx) and forwards.
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 
 #include "boot_backend.hpp"
 #include "boot_segment.hpp"
+#include "tcp_wire.hpp"
 #include "vipl_boot.h"
 
 namespace viastack::boot {
@@ -92,6 +94,22 @@ int read_env(JobInfo* info) {
     info->timeout_s = v;
   }
   const char* job = std::getenv("VIASTACK_JOB");
+  if (const char* b = std::getenv("VIASTACK_BOOT"); b && *b) {
+    TcpEndpoint ep;
+    std::string err;
+    if (!parse_boot_spec(b, &ep, &err)) {
+      report(0, std::string("VIASTACK_BOOT='") + b + "': " + err +
+                    " (e.g. tcp:10.77.0.1:7000; unset it for a single-host job)");
+      return VIPL_BOOT_ERR_ENV;
+    }
+    if (!job) {
+      report(0, std::string("VIASTACK_BOOT='") + b +
+                    "' needs VIASTACK_JOB, VIASTACK_RANK and VIASTACK_SIZE too (vipl-run --job ID "
+                    "--world N --first-rank R --boot ... sets them all)");
+      return VIPL_BOOT_ERR_ENV;
+    }
+    info->boot = b;
+  }
   if (!job) return VIPL_BOOT_OK;  // job of one (or PMIx, decided by the caller)
   info->job = job;
   if (!valid_job_id(info->job)) {
@@ -122,7 +140,9 @@ int init_locked(State& st) {
   JobInfo info;
   if (int rc = read_env(&info); rc != VIPL_BOOT_OK) return rc;
   int rc = VIPL_BOOT_OK;
-  if (!info.job.empty()) {
+  if (!info.boot.empty()) {
+    st.backend = make_tcp_backend(info, &rc);
+  } else if (!info.job.empty()) {
     st.backend = make_shm_backend(info, &rc);
   } else if (std::getenv("PMIX_RANK") && std::getenv("PMIX_NAMESPACE")) {
 #if VIASTACK_HAVE_PMIX

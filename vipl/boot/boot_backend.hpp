@@ -1,5 +1,5 @@
 // boot_backend.hpp - the ways a job can bootstrap: alone (job of one), over the
-// launcher's shared-memory segment, or through PMIx.  boot_api.cpp picks one in
+// launcher's shared-memory segment, over TCP across hosts, or through PMIx.  boot_api.cpp picks one in
 // vipl_boot_init and forwards the C calls to it.
 #pragma once
 
@@ -26,11 +26,14 @@ struct JobInfo {
   int size = 1;
   std::string job;
   double timeout_s = 300.0;  // VIASTACK_BOOT_TIMEOUT
+  std::string boot;          // VIASTACK_BOOT ("tcp:<host>:<port>"), "" = shared memory
 };
 
 // Each returns nullptr and prints why on failure; *rc gets the VIPL_BOOT_ERR_*.
 std::unique_ptr<Backend> make_single_backend();
 std::unique_ptr<Backend> make_shm_backend(const JobInfo& info, int* rc);
+// Rank 0 listens on info.boot's host:port, the others connect (tcp_backend.cpp).
+std::unique_ptr<Backend> make_tcp_backend(const JobInfo& info, int* rc);
 #if VIASTACK_HAVE_PMIX
 // Fills info->rank/size/job from PMIx.
 std::unique_ptr<Backend> make_pmix_backend(JobInfo* info, int* rc);

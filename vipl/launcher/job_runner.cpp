@@ -4,6 +4,11 @@
 // blocked and read from a signalfd, so there are no async handlers and no
 // races between "a child died" and "the user pressed Ctrl-C".  Children get
 // PR_SET_PDEATHSIG=SIGKILL so even a SIGKILLed vipl-run leaves no orphans.
+//
+// With --boot this vipl-run runs one host's share of a job whose ranks meet
+// over TCP: no boot segment is made (the ranks do not use one), and a failure
+// here is reported to rank 0 over the bootstrap port, because the ranks on
+// other hosts cannot see this host's shared memory.
 #include "job_runner.hpp"
 
 #include <fcntl.h>
@@ -27,6 +32,7 @@
 
 #include "boot_segment.hpp"
 #include "output_tagger.hpp"
+#include "tcp_wire.hpp"
 
 extern char** environ;
 
@@ -91,12 +97,18 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 class JobRunner {
  public:
-  explicit JobRunner(const LaunchOptions& o) : opts_(o), job_(make_job_id()) {}
+  explicit JobRunner(const LaunchOptions& o)
+      : opts_(o), job_(o.boot.empty() ? make_job_id() : o.job) {
+    if (opts_.boot.empty()) {
+      opts_.world = opts_.nprocs;
+      opts_.first_rank = 0;
+    }
+  }
 
   int run() {
     if (!setup_signals()) return kExitLaunchFail;
     std::string err;
-    if (!seg_.open(job_, static_cast<uint32_t>(opts_.nprocs), &err)) {
+    if (opts_.boot.empty() && !seg_.open(job_, static_cast<uint32_t>(opts_.nprocs), &err)) {
       say("cannot create the job's bootstrap segment: " + err);
       boot::unlink_job_files(job_);
       return kExitLaunchFail;
@@ -139,7 +151,8 @@ class JobRunner {
         size_t n = std::strlen(name);
         return std::strncmp(e, name, n) == 0 && e[n] == '=';
       };
-      return is("VIASTACK_JOB") || is("VIASTACK_RANK") || is("VIASTACK_SIZE") ||
+      // An inherited VIASTACK_BOOT would send a single-host job to TCP.
+      return is("VIASTACK_JOB") || is("VIASTACK_RANK") || is("VIASTACK_SIZE") || is("VIASTACK_BOOT") ||
              (!opts_.provider.empty() && is("VIPL_PROVIDER")) ||
              (!opts_.mode.empty() && is("VIPL_NICFW_MODE"));
     };
@@ -148,7 +161,8 @@ class JobRunner {
       if (!overridden(*e)) env.emplace_back(*e);
     env.push_back("VIASTACK_JOB=" + job_);
     env.push_back("VIASTACK_RANK=" + std::to_string(rank));
-    env.push_back("VIASTACK_SIZE=" + std::to_string(opts_.nprocs));
+    env.push_back("VIASTACK_SIZE=" + std::to_string(opts_.world));
+    if (!opts_.boot.empty()) env.push_back("VIASTACK_BOOT=" + opts_.boot);
     if (!opts_.provider.empty()) env.push_back("VIPL_PROVIDER=" + opts_.provider);
     if (!opts_.mode.empty()) env.push_back("VIPL_NICFW_MODE=" + opts_.mode);
     return env;
@@ -156,8 +170,9 @@ class JobRunner {
 
   // Everything the child needs is prepared before fork(); the child only
   // rewires descriptors and execs.
-  void spawn(int rank) {
-    Child& c = children_[static_cast<size_t>(rank)];
+  void spawn(int local) {
+    Child& c = children_[static_cast<size_t>(local)];
+    const int rank = opts_.first_rank + local;
     c.rank = rank;
     std::vector<std::string> env = child_env(rank);
     std::vector<char*> envp, argv;
@@ -261,7 +276,7 @@ class JobRunner {
       case Teardown::kLaunchError:
         // Peers blocked in a collective return an error at once instead of
         // waiting for their boot timeout; SIGTERM follows after the grace.
-        seg_.mark_aborted(boot::kAbortByLauncher, failure_code_, failure_reason_.c_str());
+        mark_job_failed(failure_code_, failure_reason_);
         next_signal_ = SIGTERM;
         break;
       case Teardown::kTimeout:
@@ -269,7 +284,7 @@ class JobRunner {
         next_signal_ = SIGKILL;
         break;
       case Teardown::kSignal:
-        seg_.mark_aborted(boot::kAbortByLauncher, 128 + sig, "vipl-run was interrupted");
+        mark_job_failed(128 + sig, "vipl-run was interrupted");
         signal_running(sig);
         got_signal_ = sig;
         next_signal_ = SIGKILL;
@@ -278,6 +293,20 @@ class JobRunner {
         break;
     }
     next_signal_at_ = now + kGrace;
+  }
+
+  // Ranks blocked in a collective learn at once: through the boot segment on
+  // one host, through rank 0 (which tells every host) with --boot.
+  void mark_job_failed(int code, const std::string& why) {
+    if (seg_.is_open()) seg_.mark_aborted(boot::kAbortByLauncher, code, why.c_str());
+    if (opts_.boot.empty()) return;
+    boot::TcpEndpoint ep;
+    std::string err;
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    if (boot::parse_boot_spec(opts_.boot, &ep, &err))
+      boot::notify_job_failed(ep, job_, opts_.world, code,
+                              "vipl-run on " + std::string(host) + " stopped the job: " + why);
   }
 
   void on_child_exit(Child& c, int status) {

@@ -1,6 +1,7 @@
-// job_runner.hpp - starts the N processes of a job on this host, watches them,
-// tears the job down when one fails / on timeout / on a signal, and removes the
-// job's shared-memory files whatever happened.
+// job_runner.hpp - starts the N processes of a job on this host (or this host's
+// share of a job across hosts), watches them, tears the job down when one
+// fails / on timeout / on a signal, and removes the job's shared-memory files
+// whatever happened.
 #pragma once
 
 #include <string>
@@ -15,6 +16,14 @@ struct LaunchOptions {
   bool tag_output = false;
   double timeout_s = 0;  // 0 = no timeout
   std::vector<std::string> command;  // program and its arguments
+  // One host's share of a job across hosts (--boot): this vipl-run starts
+  // ranks first_rank..first_rank+nprocs-1 of a world-rank job named job, and
+  // the ranks meet over TCP at boot ("tcp:<host>:<port>").  Empty boot = the
+  // usual single-host job (world = nprocs, first_rank = 0, a fresh job id).
+  std::string boot;
+  std::string job;
+  int world = 0;
+  int first_rank = 0;
 };
 
 // Exit codes of vipl-run besides the children's own.

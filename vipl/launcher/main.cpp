@@ -1,6 +1,8 @@
-// vipl-run - starts an N-process viastack job on this host.
+// vipl-run - starts an N-process viastack job on this host, or this host's
+// share of a job across hosts (--boot).
 //   vipl-run -n N [--provider nicfw|verbs] [--mode thread|inline] [--tag-output]
-//            [--timeout SECONDS] PROGRAM ARGS...
+//            [--timeout SECONDS]
+//            [--boot tcp:HOST:PORT --job ID [--world W] [--first-rank R]] PROGRAM ARGS...
 // See docs/launcher.md for the environment, exit codes and shm naming.
 #include <CLI/CLI.hpp>
 
@@ -8,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "boot_segment.hpp"
 #include "job_runner.hpp"
+#include "tcp_wire.hpp"
 
 using viastack::launcher::kExitUsage;
 using viastack::launcher::LaunchOptions;
@@ -31,11 +35,38 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", opts.timeout_s,
                  "kill the whole job after SECONDS (exit code 124)")
       ->check(CLI::PositiveNumber);
+  // A job across hosts: each host's vipl-run starts its own block of ranks.
+  auto* boot = app.add_option("--boot", opts.boot,
+                              "tcp:HOST:PORT - the ranks meet over TCP at rank 0's HOST:PORT "
+                              "(for jobs across hosts; see docs/launcher.md)")
+                   ->check([](const std::string& v) {
+                     viastack::boot::TcpEndpoint ep;
+                     std::string err;
+                     return viastack::boot::parse_boot_spec(v, &ep, &err) ? std::string()
+                                                                           : "'" + v + "': " + err;
+                   });
+  auto* job = app.add_option("--job", opts.job, "job id shared by every host's vipl-run (needs --boot)")
+                  ->check([](const std::string& v) {
+                    return viastack::boot::valid_job_id(v)
+                               ? std::string()
+                               : "'" + v + "': use 1..128 characters of [A-Za-z0-9._-]";
+                  })
+                  ->needs(boot);
+  auto* world = app.add_option("--world", opts.world, "ranks in the whole job, all hosts (needs --boot; default -n)")
+                    ->check(CLI::Range(1, 65536))
+                    ->needs(boot);
+  app.add_option("--first-rank", opts.first_rank, "rank of this host's first process (needs --boot; default 0)")
+      ->check(CLI::Range(0, 65535))
+      ->needs(boot);
+  boot->needs(job);
   // Everything from the first non-option word on is the program and its own
   // arguments, passed through untouched (e.g. --gtest_filter=...).
   app.prefix_command();
   app.footer("Example: vipl-run -n 4 --tag-output ./pingpong 1024\n"
-             "         vipl-run -n 2 -- ./prog --its-own-option");
+             "         vipl-run -n 2 -- ./prog --its-own-option\n"
+             "Two hosts, 4 ranks (run one line on each host):\n"
+             "         vipl-run -n 2 --world 4 --first-rank 0 --job j1 --boot tcp:10.77.0.1:7000 ./prog\n"
+             "         vipl-run -n 2 --world 4 --first-rank 2 --job j1 --boot tcp:10.77.0.1:7000 ./prog");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -43,6 +74,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "vipl-run: %s\nRun 'vipl-run --help' for usage.\n", e.what());
     return kExitUsage;
+  }
+  if (!opts.boot.empty()) {
+    if (world->count() == 0) opts.world = opts.nprocs;
+    if (opts.first_rank + opts.nprocs > opts.world) {
+      std::fprintf(stderr,
+                   "vipl-run: --first-rank %d with -n %d needs ranks up to %d, but --world is %d\n"
+                   "Run 'vipl-run --help' for usage.\n",
+                   opts.first_rank, opts.nprocs, opts.first_rank + opts.nprocs - 1, opts.world);
+      return kExitUsage;
+    }
   }
   opts.command = app.remaining();
   // "--" right before the program means "this is the program, even if it
