@@ -417,6 +417,6 @@ TEST(AmLayoutV1, MediumReplyToShortRequestDoesNotFit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, AmLoop, ::testing::Values(3, 1),
-                         [](const auto &info) { return "v" + std::to_string(info.param); });
+                         [](const auto &info) { return std::string("v") += std::to_string(info.param); });
 
 } // namespace

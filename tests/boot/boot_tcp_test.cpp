@@ -107,18 +107,26 @@ Result finish(Proc& p, double limit_s = 60) {
   return r;
 }
 
-// A port nobody listens on right now (the kernel's pick).  Another process
-// may take it before we use it; callers that care retry (see run_pair).
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+// Binds fd to a kernel-picked loopback port (and listens if asked); the port, or
+// -1 if the socket could not be set up.
+int bind_loopback(int fd, bool listening) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || (listening && listen(fd, 1) != 0) ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    return -1;
   return ntohs(a.sin_port);
+}
+
+// A port nobody listens on right now (the kernel's pick).  Another process
+// may take it before we use it; callers that care retry (see run_pair).
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int port = bind_loopback(fd, false);
+  close(fd);
+  return port;
 }
 
 std::string new_job() {
@@ -334,14 +342,9 @@ TEST(BootTcp, UnresolvableHostIsNamed) {
 
 TEST(BootTcp, Rank0PortInUseOrNotLocal) {
   int busy = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(bind(busy, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(listen(busy, 1), 0);
-  getsockname(busy, reinterpret_cast<sockaddr*>(&a), &len);
-  Proc p = start_rank(new_job(), 0, 2, ntohs(a.sin_port), {"env"}, "1");
+  const int port = bind_loopback(busy, true);
+  ASSERT_GT(port, 0);
+  Proc p = start_rank(new_job(), 0, 2, port, {"env"}, "1");
   Result r = finish(p, 10);
   close(busy);
   EXPECT_EQ(r.code, 70);
@@ -357,14 +360,9 @@ TEST(BootTcp, Rank0PortInUseOrNotLocal) {
 
 TEST(BootTcp, SomethingElseOnThePortIsNotMistakenForRank0) {
   int srv = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(bind(srv, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(listen(srv, 1), 0);
-  getsockname(srv, reinterpret_cast<sockaddr*>(&a), &len);
-  Proc p = start_rank(new_job(), 1, 2, ntohs(a.sin_port), {"env"}, "10");
+  const int port = bind_loopback(srv, true);
+  ASSERT_GT(port, 0);
+  Proc p = start_rank(new_job(), 1, 2, port, {"env"}, "10");
   int c = accept(srv, nullptr, nullptr);
   const char reply[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
   ASSERT_GT(write(c, reply, sizeof reply - 1), 0);

@@ -55,6 +55,20 @@ bool TcpBackend::start(int* rc) {
   return ok;
 }
 
+bool TcpBackend::resolve_root(sockaddr_in* addr, int timeout_rc, int* rc) {
+  std::string err;
+  bool transient = false;
+  while (!resolve_ipv4(ep_, addr, &err, &transient)) {
+    if (!transient || Clock::now() >= init_deadline_) {
+      report(info_.rank, "VIASTACK_BOOT=tcp:" + ep_.str() + ": " + err);
+      *rc = transient ? timeout_rc : VIPL_BOOT_ERR_ENV;
+      return false;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  return true;
+}
+
 int TcpBackend::barrier() {
   std::vector<unsigned char> r;
   return round(kBarrier, true, 0, -1, nullptr, 0, &r);

@@ -90,6 +90,9 @@ class TcpBackend final : public Backend {
             std::vector<unsigned char>* result);
   void shut_down();
   void drain_wake();
+  // Resolves rank 0's address, retrying transient (DNS) failures until the join
+  // deadline; on failure reports it and sets *rc (timeout_rc if it timed out).
+  bool resolve_root(sockaddr_in* addr, int timeout_rc, int* rc);
 
   // ---- rank 0 (tcp_hub.cpp) ----------------------------------------------
   bool start_root(int* rc);

@@ -21,7 +21,10 @@ namespace {
 
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s;
-  for (size_t i = 0; i < ranks.size() && i < 32; ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  for (size_t i = 0; i < ranks.size() && i < 32; ++i) {
+    if (i) s += ',';
+    s += std::to_string(ranks[i]);
+  }
   if (ranks.size() > 32) s += ",... (" + std::to_string(ranks.size()) + " in all)";
   return (ranks.size() == 1 ? "rank " : "ranks ") + s;
 }
@@ -32,16 +35,7 @@ using namespace std::chrono_literals;
 
 bool TcpBackend::start_root(int* rc) {
   sockaddr_in addr{};
-  std::string err;
-  bool transient = false;
-  while (!resolve_ipv4(ep_, &addr, &err, &transient)) {
-    if (!transient || Clock::now() >= init_deadline_) {
-      report(0, "VIASTACK_BOOT=tcp:" + ep_.str() + ": " + err);
-      *rc = VIPL_BOOT_ERR_ENV;
-      return false;
-    }
-    std::this_thread::sleep_for(200ms);
-  }
+  if (!resolve_root(&addr, VIPL_BOOT_ERR_ENV /* its own address: a bad setting */, rc)) return false;
   listen_fd_ = listen_ipv4(addr);
   if (listen_fd_ < 0) {
     int e = errno;

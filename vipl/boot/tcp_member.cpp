@@ -20,16 +20,7 @@ using namespace std::chrono_literals;
 
 bool TcpBackend::start_peer(int* rc) {
   sockaddr_in addr{};
-  std::string err;
-  bool transient = false;
-  while (!resolve_ipv4(ep_, &addr, &err, &transient)) {
-    if (!transient || Clock::now() >= init_deadline_) {
-      report(info_.rank, "VIASTACK_BOOT=tcp:" + ep_.str() + ": " + err);
-      *rc = transient ? VIPL_BOOT_ERR_TIMEOUT : VIPL_BOOT_ERR_ENV;
-      return false;
-    }
-    std::this_thread::sleep_for(200ms);
-  }
+  if (!resolve_root(&addr, VIPL_BOOT_ERR_TIMEOUT, rc)) return false;
   // Rank 0 may start later (another host's vipl-run): retry until the deadline.
   const auto t0 = Clock::now();
   bool noted = false;
