@@ -205,6 +205,32 @@ TEST_P(MpConn, DisconnectFlushesAndBreaksThePeer) {
     }
 }
 
+TEST_P(MpConn, APeerDisconnectEndsAWaitingReceive) {
+    // The client sleeps in VipRecvWait (it never queries the VI's state) while
+    // the server disconnects: the wait must hand back the receive, flushed, at
+    // once; it must not sit out its timeout.
+    Link link;
+    ASSERT_TRUE(link.open(name(), attr()));
+    Mem buf(64, link.ptag());
+    fill_recv(link.d(0), {{buf.p(), buf.mh(), 64}});
+    VT_ASSERT_OK(VipPostRecv(link.data(), link.d(0), link.dmh()));
+    ASSERT_TRUE(link.handshake(kReady));
+    if (is_server()) {
+        VT_ASSERT_OK(VipDisconnect(link.data()));
+        VIP_RETURN rc;
+        ASSERT_EQ(wait_recv(link.data(), kWaitMs, &rc), link.d(0)) << rc_str(rc);
+        ASSERT_TRUE(link.handshake(kDone));
+    } else {
+        VIP_RETURN rc;
+        VIP_DESCRIPTOR *r = wait_recv(link.data(), kWaitMs, &rc);
+        ASSERT_EQ(r, link.d(0)) << "the peer's disconnect did not end VipRecvWait: " << rc_str(rc);
+        EXPECT_TRUE(status_has(r->CS.Status, VIP_STATUS_DESC_FLUSHED_ERROR)) << status_str(r->CS.Status);
+        EXPECT_NE(vi_state(link.data()), VIP_STATE_CONNECTED);
+        ASSERT_TRUE(link.handshake(kDone));
+        VT_EXPECT_OK(VipDisconnect(link.data()));
+    }
+}
+
 TEST_P(MpConn, NameServiceResolvesEveryRank) {
     VT_ASSERT_OK(VipNSInit(nic(), nullptr));
     for (int r = 0; r < vipl_boot_size(); r++) {

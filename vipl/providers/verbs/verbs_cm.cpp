@@ -83,7 +83,10 @@ rdma_conn_param conn_param(VerbsVi &vi, const void *priv, size_t len) {
     p.private_data_len = uint8_t(len);
     p.responder_resources = vi.reliable() ? rd_atomic(vi.nic) : 0;
     p.initiator_depth = vi.reliable() ? rd_atomic(vi.nic) : 0;
-    p.retry_count = 7;
+    // 6, not 7: rxe reads a transport retry count of 7 as "retry forever" (as IB
+    // does only for RNR), and a send whose NAK the responder dropped would then
+    // never complete.  6 retries of the path's ACK timeout bound it.
+    p.retry_count = 6;
     p.rnr_retry_count = vi.nic.rnr_retry;
     p.qp_num = vi.qp->qp_num;
     return p;

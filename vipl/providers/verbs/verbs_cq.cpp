@@ -113,7 +113,7 @@ VIP_RETURN VerbsCq::done(prov::Vi **vi, bool *recv_queue) {
 }
 
 VIP_RETURN VerbsCq::wait(VIP_ULONG timeout_ms, prov::Vi **vi, bool *recv_queue) {
-    return block_on_cq(cq, channel, timeout_ms, [&] { return done(vi, recv_queue); });
+    return block_on_cq(nic_, cq, channel, timeout_ms, [&] { return done(vi, recv_queue); });
 }
 
 void VerbsCq::forget(VerbsVi *vi) {

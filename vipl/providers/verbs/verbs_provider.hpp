@@ -106,8 +106,10 @@ struct WorkQueue {
 // Fills a completed slot from a work completion (status bits, length, immediate).
 void complete_slot(const ibv_wc &wc);
 // Calls try_once until it returns something other than VIP_NOT_DONE: spinning
-// briefly, then sleeping on the CQ's completion channel; VIP_TIMEOUT after timeout_ms.
-VIP_RETURN block_on_cq(ibv_cq *cq, ibv_comp_channel *ch, VIP_ULONG timeout_ms,
+// briefly, then sleeping on the CQ's completion channel and the NIC's connection
+// events (a peer's disconnect must break the VI, whose descriptors then complete
+// as flushed); VIP_TIMEOUT after timeout_ms.
+VIP_RETURN block_on_cq(VerbsNic &nic, ibv_cq *cq, ibv_comp_channel *ch, VIP_ULONG timeout_ms,
                        const std::function<VIP_RETURN()> &try_once);
 
 class VerbsCq final : public prov::Cq {

@@ -288,8 +288,11 @@ VIP_RETURN WorkQueue::done(VIP_DESCRIPTOR **d) {
 }
 
 // Blocks on a completion channel: poll for spin_ns first (cheapest when the
-// answer is microseconds away), then arm the CQ and sleep on its channel.
-VIP_RETURN block_on_cq(ibv_cq *cq, ibv_comp_channel *ch, VIP_ULONG timeout_ms,
+// answer is microseconds away), then arm the CQ and sleep on its channel.  While
+// asleep it also reads the NIC's connection events: when the peer breaks the
+// connection, only that event stops this VI's queue pair (the device alone may
+// never complete a send whose NAK it dropped), and the wait must see it.
+VIP_RETURN block_on_cq(VerbsNic &nic, ibv_cq *cq, ibv_comp_channel *ch, VIP_ULONG timeout_ms,
                        const std::function<VIP_RETURN()> &try_once) {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
@@ -303,6 +306,7 @@ VIP_RETURN block_on_cq(ibv_cq *cq, ibv_comp_channel *ch, VIP_ULONG timeout_ms,
             return rc;
     }
     for (;;) {
+        nic.pump_cm(0);
         ibv_req_notify_cq(cq, 0);
         rc = try_once();
         if (rc != VIP_NOT_DONE)
@@ -316,8 +320,8 @@ VIP_RETURN block_on_cq(ibv_cq *cq, ibv_comp_channel *ch, VIP_ULONG timeout_ms,
             left = std::min<long>(100, long(timeout_ms) - elapsed);
         }
         // Short slices: another thread may consume the event, or post to an empty queue.
-        pollfd pfd{ch->fd, POLLIN, 0};
-        if (::poll(&pfd, 1, int(left)) > 0) {
+        pollfd pfd[2] = {{ch->fd, POLLIN, 0}, {nic.cm_channel->fd, POLLIN, 0}};
+        if (::poll(pfd, 2, int(left)) > 0 && (pfd[0].revents & POLLIN)) {
             ibv_cq *ev_cq = nullptr;
             void *ev_ctx = nullptr;
             if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0)
@@ -329,7 +333,7 @@ VIP_RETURN block_on_cq(ibv_cq *cq, ibv_comp_channel *ch, VIP_ULONG timeout_ms,
 VIP_RETURN WorkQueue::wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) {
     ibv_cq *c = bound ? bound->cq : cq;
     ibv_comp_channel *ch = bound ? bound->channel : channel;
-    return block_on_cq(c, ch, timeout_ms, [&] { return done(d); });
+    return block_on_cq(vi->nic, c, ch, timeout_ms, [&] { return done(d); });
 }
 
 } // namespace vipl::verbs
