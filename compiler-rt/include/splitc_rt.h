@@ -50,7 +50,9 @@ extern "C" {
 /* Set by splitc_init; read them through the accessors. */
 extern int splitc_rt_procs;
 extern int splitc_rt_myproc;
-extern int splitc_rt_procslog; /* ceil(log2(PROCS)) */
+/* Split-C's PROCSLOG: log2(PROCS) when PROCS is a power of two, otherwise -1,
+ * so programs that need a power of two test PROCSLOG < 0 and refuse to run. */
+extern int splitc_rt_procslog;
 
 static inline int splitc_procs(void) { return splitc_rt_procs; }
 static inline int splitc_myproc(void) { return splitc_rt_myproc; }
@@ -58,11 +60,15 @@ static inline int splitc_procslog(void) { return splitc_rt_procslog; }
 /* Split-C's on_one: true on processor 0 only. */
 static inline int splitc_on_one(void) { return splitc_rt_myproc == 0; }
 
+/* The language names as rvalues (a program cannot assign to PROCS).  The same
+ * token sequences are in <split-c/split-c.h>, so both may be included. */
 #ifdef SPLITC_LANGUAGE_NAMES
-#define PROCS (splitc_rt_procs)
-#define MYPROC (splitc_rt_myproc)
-#define PROCSLOG (splitc_rt_procslog)
-#define on_one if (splitc_rt_myproc == 0)
+#ifndef PROCS
+#define PROCS ((int)splitc_rt_procs)
+#define MYPROC ((int)splitc_rt_myproc)
+#define PROCSLOG ((int)splitc_rt_procslog)
+#define on_one if (MYPROC == 0)
+#endif
 #endif
 
 /* ---- global and spread pointers ------------------------------------------ */
@@ -125,7 +131,11 @@ static inline int64_t splitc_sptr_diff(splitc_sptr_t a, splitc_sptr_t b, size_t 
 /* Joins the job (vipl_boot), opens the NIC, maps and registers the symmetric
  * heap, connects one VI per peer.  Collective.  Returns 0, or -1 after printing
  * why (the job is also aborted unless a returning error handler is set).
- * Environment: SPLITC_HEAP_SIZE (bytes, K/M/G suffix; default 64M),
+ * Environment: SPLITC_HEAP_SIZE (bytes, K/M/G suffix; default: half of this
+ * host's physical memory shared among the job's processes on the host, at
+ * most 1G on providers whose registration pins memory, such as verbs; see
+ * docs/splitc.md), SPLITC_CHECK_COLLECTIVES=1 (scope allocations check
+ * argument agreement with a reduction),
  * SPLITC_CREDITS (default 8), SPLITC_MAX_MSG (default 4096),
  * SPLITC_SEND_CQ=1 (reap sends through a send completion queue, as in the
  * paper), SPLITC_RECV_CQ=1 (use the receive CQ even with a single peer), SPLITC_SPIN=n (yield the CPU after n idle polls while waiting;
@@ -148,6 +158,11 @@ int splitc_main(int argc, char **argv);
  * since every processor runs the same binary) and stores the address in *slot.
  * Registering after init allocates immediately and is then collective. */
 void splitc_register_static(void **slot, size_t bytes_per_proc, size_t align);
+/* The same for objects whose size depends on PROCS (file-scope
+ * `double u[PROCS*4]::[8];`): splitc_init calls bytes_per_proc() once PROCS and
+ * MYPROC are set and places the object with the others, in the same
+ * registration order.  Memory is zeroed (C static semantics). */
+void splitc_register_static_fn(void **slot, size_t (*bytes_per_proc)(void), size_t align);
 
 /* ---- errors ------------------------------------------------------------------ */
 typedef enum splitc_error {
@@ -174,33 +189,85 @@ splitc_error_t splitc_take_last_error(void);
  * index out of bounds) through the same handler. */
 void splitc_report_error(splitc_error_t code, const char *message);
 
-/* ---- synchronous read / write ------------------------------------------------- */
-uint8_t splitc_read_1(splitc_gptr_t g);
-uint16_t splitc_read_2(splitc_gptr_t g);
-uint32_t splitc_read_4(splitc_gptr_t g);
-uint64_t splitc_read_8(splitc_gptr_t g);
-void splitc_write_1(splitc_gptr_t g, uint8_t v);
-void splitc_write_2(splitc_gptr_t g, uint16_t v);
-void splitc_write_4(splitc_gptr_t g, uint32_t v);
-void splitc_write_8(splitc_gptr_t g, uint64_t v);
+/* ---- scalar read / write, get / put, store -------------------------------------
+ * splitc_{read,write,get,put,store}_N (N = 1, 2, 4, 8 bytes) are inline: a
+ * local, non-null, aligned access (the common case of a translated program
+ * touching its own part of a spread array) is a plain load or store at the call
+ * site; anything else calls the out-of-line splitc_*_N_slow, which serves
+ * remote processors and reports every error (null pointer, processor out of
+ * range, misalignment, address outside the global segment, null destination).
+ * The test below accepts exactly the pointers the out-of-line check accepts as
+ * local, so no error goes unreported.
+ *
+ *   read_N(g)          synchronous read          write_N(g, v)  synchronous write
+ *   get_N(&l, g)       l := *g (done at sync)    put_N(g, v)    *g := v (done at sync)
+ *   store_N(g, v)      *g :- v (counted at the target by store_sync/all_store_sync) */
 
-/* ---- split-phase get / put (complete at splitc_sync) -------------------------- */
-/* l := *g : dst is a local address written when the reply arrives. */
-void splitc_get_1(void *dst, splitc_gptr_t g);
-void splitc_get_2(void *dst, splitc_gptr_t g);
-void splitc_get_4(void *dst, splitc_gptr_t g);
-void splitc_get_8(void *dst, splitc_gptr_t g);
-/* *g := v : v is captured at the call. */
-void splitc_put_1(splitc_gptr_t g, uint8_t v);
-void splitc_put_2(splitc_gptr_t g, uint16_t v);
-void splitc_put_4(splitc_gptr_t g, uint32_t v);
-void splitc_put_8(splitc_gptr_t g, uint64_t v);
+/* The processor whose pointers may take the local fast path: MYPROC while the
+ * runtime is up (and processor 0 for a job of one before splitc_init), -1 when
+ * no pointer may (after splitc_finalize on processors other than 0). */
+extern int splitc_rt_fast_proc;
+/* Bytes stored locally by the inline store path and not yet added to the
+ * store counts (the runtime folds them in before reading the counts). */
+extern int64_t splitc_rt_local_store_bytes;
 
-/* ---- store (*g :- v) ------------------------------------------------------------ */
-void splitc_store_1(splitc_gptr_t g, uint8_t v);
-void splitc_store_2(splitc_gptr_t g, uint16_t v);
-void splitc_store_4(splitc_gptr_t g, uint32_t v);
-void splitc_store_8(splitc_gptr_t g, uint64_t v);
+/* Accesses through these types may alias any object (a float read as 4 bytes). */
+typedef uint8_t __attribute__((__may_alias__)) splitc_alias_u1_;
+typedef uint16_t __attribute__((__may_alias__)) splitc_alias_u2_;
+typedef uint32_t __attribute__((__may_alias__)) splitc_alias_u4_;
+typedef uint64_t __attribute__((__may_alias__)) splitc_alias_u8_;
+
+static inline int splitc_local_fast_(splitc_gptr_t g, uint64_t align) {
+    uint64_t a = g.bits & SPLITC_ADDR_MASK;
+    return (g.bits >> SPLITC_ADDR_BITS) == (uint64_t)(int64_t)splitc_rt_fast_proc && a != 0 &&
+           (a & (align - 1)) == 0;
+}
+#define SPLITC_LOCAL_ADDR_(g) ((uintptr_t)((g).bits & SPLITC_ADDR_MASK))
+
+/* One definition per size: the out-of-line declarations and the inline fast
+ * paths.  Local accesses are volatile, like the out-of-line ones, so a loop
+ * polling a word that peers write keeps re-reading it. */
+#define SPLITC_SCALAR_OPS_(N, T)                                                                  \
+    T splitc_read_##N##_slow(splitc_gptr_t g);                                                    \
+    void splitc_write_##N##_slow(splitc_gptr_t g, T v);                                           \
+    void splitc_get_##N##_slow(void *dst, splitc_gptr_t g);                                       \
+    void splitc_put_##N##_slow(splitc_gptr_t g, T v);                                             \
+    void splitc_store_##N##_slow(splitc_gptr_t g, T v);                                           \
+    static inline T splitc_read_##N(splitc_gptr_t g) {                                            \
+        if (__builtin_expect(splitc_local_fast_(g, N), 1))                                        \
+            return *(const volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g);                 \
+        return splitc_read_##N##_slow(g);                                                         \
+    }                                                                                             \
+    static inline void splitc_write_##N(splitc_gptr_t g, T v) {                                   \
+        if (__builtin_expect(splitc_local_fast_(g, N), 1))                                        \
+            *(volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g) = v;                          \
+        else                                                                                      \
+            splitc_write_##N##_slow(g, v);                                                        \
+    }                                                                                             \
+    static inline void splitc_get_##N(void *dst, splitc_gptr_t g) {                               \
+        if (__builtin_expect(dst != NULL && splitc_local_fast_(g, N), 1))                         \
+            __builtin_memcpy(dst, (const void *)SPLITC_LOCAL_ADDR_(g), N);                        \
+        else                                                                                      \
+            splitc_get_##N##_slow(dst, g);                                                        \
+    }                                                                                             \
+    static inline void splitc_put_##N(splitc_gptr_t g, T v) {                                     \
+        if (__builtin_expect(splitc_local_fast_(g, N), 1))                                        \
+            *(volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g) = v;                          \
+        else                                                                                      \
+            splitc_put_##N##_slow(g, v);                                                          \
+    }                                                                                             \
+    static inline void splitc_store_##N(splitc_gptr_t g, T v) {                                   \
+        if (__builtin_expect(splitc_local_fast_(g, N), 1)) {                                      \
+            *(volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g) = v;                          \
+            splitc_rt_local_store_bytes += N;                                                     \
+        } else {                                                                                  \
+            splitc_store_##N##_slow(g, v);                                                        \
+        }                                                                                         \
+    }
+SPLITC_SCALAR_OPS_(1, uint8_t)
+SPLITC_SCALAR_OPS_(2, uint16_t)
+SPLITC_SCALAR_OPS_(4, uint32_t)
+SPLITC_SCALAR_OPS_(8, uint64_t)
 
 /* ---- bulk (any size; also structs) ------------------------------------------------ */
 void splitc_bulk_read(void *dst, splitc_gptr_t src, size_t nbytes);        /* blocking */
@@ -235,10 +302,69 @@ splitc_sptr_t splitc_all_spread_malloc(size_t nblocks, size_t blocksize);
 void splitc_all_spread_free(splitc_sptr_t s);
 /* Bytes of symmetric heap still free (largest block). */
 size_t splitc_heap_available(void);
+/* Size of the symmetric heap in bytes (SPLITC_HEAP_SIZE or the default). */
+size_t splitc_heap_size(void);
+
+/* Automatic spread arrays (`int histo[PROCS]::[k];` as a local variable).  A
+ * translator brackets the block that declares them with
+ *
+ *     splitc_scope_t s __attribute__((cleanup(splitc_scope_leave))) = splitc_scope_enter();
+ *     int *histo = splitc_scope_alloc(PROCS, k * sizeof(int), _Alignof(int));
+ *
+ * so the release runs on every way out of the block.  The arrays live on a
+ * stack kept at the top of the symmetric heap, growing down; spread
+ * allocations and static spread objects grow up from the bottom.
+ *
+ * splitc_scope_enter  local: remembers the stack top.
+ * splitc_scope_alloc  collective: nblocks blocks of blocksize bytes laid out
+ *                     like splitc_all_spread_malloc (block b on processor
+ *                     b mod PROCS at base + (b / PROCS) * blocksize); returns
+ *                     the local base, the same address on every processor.
+ *                     Not zeroed (C automatic storage).  A deterministic bump
+ *                     of the stack with no agreement round (set
+ *                     SPLITC_CHECK_COLLECTIVES=1 to check the arguments with a
+ *                     reduction); ends with one splitc_barrier(), so no peer
+ *                     writes a block before its owner has entered the scope.
+ *                     align: a power of two, 0 for the default (64).  Out of
+ *                     space: SPLITC_ERR_NO_MEMORY, returns NULL.
+ * splitc_scope_leave  local: pops the stack back to scope->mark.  Peers must be
+ *                     done with this processor's blocks (a barrier before the
+ *                     end of the block, as in Split-C). */
+typedef struct splitc_scope { size_t mark; } splitc_scope_t;
+splitc_scope_t splitc_scope_enter(void);
+void *splitc_scope_alloc(size_t nblocks, size_t blocksize, size_t align);
+void splitc_scope_leave(splitc_scope_t *scope);
 
 /* ---- collectives ----------------------------------------------------------------------- */
 void splitc_barrier(void);
-/* to_one: the result is defined on processor 0 (it is returned everywhere). */
+/* Reductions, one function per operation and type:
+ *
+ *   T splitc_all_reduce_to_one_OP_S(T v)   result defined on processor 0
+ *                                          (returned everywhere)
+ *   T splitc_all_reduce_to_all_OP_S(T v)   result on every processor
+ *
+ *   OP  add mul max min    for every S
+ *       and or xor         for the integer S only
+ *   S   i int, l long, u unsigned, ul unsigned long, f float, d double
+ *
+ * Values are combined on processor 0 in rank order, so floating-point results
+ * are bit-identical on every processor and every run.  Integer add and mul
+ * wrap like unsigned arithmetic of the type's width.  Older names kept:
+ * splitc_all_reduce_to_{one,all}_{add,max,min} (long) and _{dadd,dmax,dmin}
+ * (double).  Every processor must call the same functions in the same order;
+ * a mismatch of operation or type is reported as SPLITC_ERR_COLLECTIVE_MISMATCH. */
+#define SPLITC_FOR_INTEGER_TYPES_(X, A) X(A, i, int) X(A, l, long) X(A, u, unsigned) X(A, ul, unsigned long)
+#define SPLITC_FOR_ALL_TYPES_(X, A) SPLITC_FOR_INTEGER_TYPES_(X, A) X(A, f, float) X(A, d, double)
+/* X(OP, S, T) for every valid (operation, type) pair. */
+#define SPLITC_FOR_REDUCTIONS_(X)                                                                  \
+    SPLITC_FOR_ALL_TYPES_(X, add) SPLITC_FOR_ALL_TYPES_(X, mul) SPLITC_FOR_ALL_TYPES_(X, max)      \
+    SPLITC_FOR_ALL_TYPES_(X, min) SPLITC_FOR_INTEGER_TYPES_(X, and) SPLITC_FOR_INTEGER_TYPES_(X, or) \
+    SPLITC_FOR_INTEGER_TYPES_(X, xor)
+#define SPLITC_DECLARE_REDUCTION_(OP, S, T)                                                        \
+    T splitc_all_reduce_to_one_##OP##_##S(T v);                                                    \
+    T splitc_all_reduce_to_all_##OP##_##S(T v);
+SPLITC_FOR_REDUCTIONS_(SPLITC_DECLARE_REDUCTION_)
+
 long splitc_all_reduce_to_one_add(long v);
 long splitc_all_reduce_to_one_max(long v);
 long splitc_all_reduce_to_one_min(long v);
@@ -251,9 +377,22 @@ long splitc_all_reduce_to_all_min(long v);
 double splitc_all_reduce_to_all_dadd(double v);
 double splitc_all_reduce_to_all_dmax(double v);
 double splitc_all_reduce_to_all_dmin(double v);
-/* Processor 0's value, everywhere. */
+
+/* Broadcasts: processor 0's value, everywhere.  splitc_all_bcast_S(T) for
+ * every S above; splitc_all_bcast (long) and splitc_all_bcast_d are the old
+ * names; _p for local pointers (meaningful when processor 0's address is valid
+ * everywhere, e.g. in the symmetric heap), _gptr for global pointers. */
+#define SPLITC_DECLARE_BCAST_(A, S, T) T splitc_all_bcast_##S(T v);
+SPLITC_FOR_ALL_TYPES_(SPLITC_DECLARE_BCAST_, _)
 long splitc_all_bcast(long v);
-double splitc_all_bcast_d(double v);
+void *splitc_all_bcast_p(void *v);
+splitc_gptr_t splitc_all_bcast_gptr(splitc_gptr_t v);
+
+/* Inclusive prefix sums in rank order: processor p gets v(0) + ... + v(p)
+ * (doubles added left to right, so the result does not depend on timing). */
+int splitc_all_scan_add_i(int v);
+long splitc_all_scan_add_l(long v);
+double splitc_all_scan_add_d(double v);
 /* Wall-clock seconds (monotonic). */
 double splitc_get_seconds(void);
 

@@ -1,8 +1,10 @@
 // rt_alloc.cpp - the symmetric heap: one mapping at the same virtual address
 // in every process, registered with VIPL, carved by a deterministic first-fit
-// allocator.  Every processor makes the same collective calls in the same
-// order, so every processor's allocator returns the same addresses; the
-// collective calls check that and report a mismatch instead of corrupting.
+// allocator from the bottom (static spread objects, all_spread_malloc) and by
+// a stack from the top (automatic spread arrays, splitc_scope_alloc).  Every
+// processor makes the same collective calls in the same order, so every
+// processor's allocator returns the same addresses; all_spread_malloc checks
+// that and reports a mismatch instead of corrupting.
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -20,6 +22,9 @@ constexpr size_t kAlign = 64;
 
 std::map<uintptr_t, size_t> free_blocks;  // address -> size
 std::map<uintptr_t, size_t> used_blocks;
+// The scope stack occupies [scope_top, heap.hi); that range is not in
+// free_blocks, so first-fit allocations never land in it.
+uintptr_t scope_top = 0;
 
 size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
@@ -64,6 +69,7 @@ bool heap_free(uintptr_t a) {
 struct StaticObject {
     void **slot;
     size_t bytes;
+    size_t (*bytes_fn)(void);  // when the size depends on PROCS
     size_t align;
 };
 constexpr int kMaxStatics = 1024;
@@ -87,7 +93,7 @@ bool all_agree(int ok) {
 
 }  // namespace
 
-bool heap_map(size_t bytes) {
+bool heap_map(size_t bytes, bool quiet) {
     std::vector<uintptr_t> cands(std::begin(kCandidates), std::end(kCandidates));
     if (const char *e = std::getenv("SPLITC_HEAP_ADDR")) cands.assign(1, uintptr_t(std::strtoull(e, nullptr, 0)));
     for (uintptr_t want : cands) {
@@ -103,6 +109,7 @@ bool heap_map(size_t bytes) {
         }
         if (ok) munmap(p, bytes);
     }
+    if (quiet) return false;
     report(SPLITC_ERR_INIT,
            "could not map the %zu-byte symmetric heap at one address on every processor (tried %zu "
            "addresses from %#lx); set SPLITC_HEAP_ADDR=0x... to a free range or lower SPLITC_HEAP_SIZE",
@@ -115,20 +122,29 @@ void heap_unmap() {
     g.heap = Segment{};
     free_blocks.clear();
     used_blocks.clear();
+    scope_top = 0;
 }
 
 void heap_allocator_reset(uintptr_t lo, uintptr_t hi) {
     free_blocks.clear();
     used_blocks.clear();
     free_blocks[lo] = hi - lo;
+    scope_top = hi;
 }
 
 void place_static_objects() {
     for (int i = 0; i < nstatics; ++i) {
-        uintptr_t a = heap_alloc(statics[i].bytes, statics[i].align);
+        // The size callback runs now that PROCS and MYPROC are set.
+        size_t bytes = statics[i].bytes_fn ? statics[i].bytes_fn() : statics[i].bytes;
+        uintptr_t a = heap_alloc(bytes, statics[i].align);
         if (!a)
-            report(SPLITC_ERR_NO_MEMORY, "static spread object %d (%zu bytes) does not fit the symmetric heap; "
-                   "raise SPLITC_HEAP_SIZE", i, statics[i].bytes);
+            report(SPLITC_ERR_NO_MEMORY, "static spread object %d needs %zu bytes per processor but only %zu of "
+                   "the %zu-byte symmetric heap are free; raise SPLITC_HEAP_SIZE", i, bytes,
+                   splitc_heap_available(), size_t(g.heap.hi - g.heap.lo));
+        // Fresh mappings are zero, but a heap reused after splitc_finalize
+        // and splitc_init may not be.
+        else
+            std::memset(reinterpret_cast<void *>(a), 0, bytes);
         *statics[i].slot = reinterpret_cast<void *>(a);
     }
 }
@@ -139,28 +155,47 @@ using namespace splitc::rt;
 
 extern "C" {
 
-void splitc_register_static(void **slot, size_t bytes_per_proc, size_t align) {
+namespace {
+
+void register_static(const char *who, void **slot, size_t bytes, size_t (*fn)(void), size_t align) {
     if (!slot || (align & (align - 1))) {
-        report(SPLITC_ERR_BAD_ARGUMENT, "splitc_register_static: null slot or alignment %zu not a power of two", align);
+        report(SPLITC_ERR_BAD_ARGUMENT, "%s: null slot or alignment %zu not a power of two", who, align);
         return;
     }
     if (!g.initialized) {
         if (nstatics == kMaxStatics) {
-            report(SPLITC_ERR_BAD_ARGUMENT, "more than %d static spread objects", kMaxStatics);
+            report(SPLITC_ERR_BAD_ARGUMENT, "%s: more than %d static spread objects", who, kMaxStatics);
             return;
         }
-        statics[nstatics++] = StaticObject{slot, bytes_per_proc, align};
+        statics[nstatics++] = StaticObject{slot, bytes, fn, align};
         return;
     }
     // After start-up: collective, like all_spread_malloc.
-    uintptr_t a = heap_alloc(bytes_per_proc, align);
+    if (fn) bytes = fn();
+    uintptr_t a = heap_alloc(bytes, align);
     if (!a) {
-        report(SPLITC_ERR_NO_MEMORY, "static spread object of %zu bytes does not fit the symmetric heap", bytes_per_proc);
+        report(SPLITC_ERR_NO_MEMORY, "%s: a static spread object of %zu bytes per processor does not fit the "
+               "symmetric heap (%zu of %zu bytes free); raise SPLITC_HEAP_SIZE", who, bytes,
+               splitc_heap_available(), size_t(g.heap.hi - g.heap.lo));
         return;
     }
-    std::memset(reinterpret_cast<void *>(a), 0, bytes_per_proc);
+    std::memset(reinterpret_cast<void *>(a), 0, bytes);
     *slot = reinterpret_cast<void *>(a);
     splitc_barrier();
+}
+
+}  // namespace
+
+void splitc_register_static(void **slot, size_t bytes_per_proc, size_t align) {
+    register_static("splitc_register_static", slot, bytes_per_proc, nullptr, align);
+}
+
+void splitc_register_static_fn(void **slot, size_t (*bytes_per_proc)(void), size_t align) {
+    if (!bytes_per_proc) {
+        report(SPLITC_ERR_BAD_ARGUMENT, "splitc_register_static_fn: null size function");
+        return;
+    }
+    register_static("splitc_register_static_fn", slot, 0, bytes_per_proc, align);
 }
 
 splitc_sptr_t splitc_all_spread_malloc(size_t nblocks, size_t blocksize) {
@@ -201,9 +236,9 @@ splitc_sptr_t splitc_all_spread_malloc(size_t nblocks, size_t blocksize) {
         if (a) heap_free(a);
         if (lo.c == 0)
             report(SPLITC_ERR_NO_MEMORY,
-                   "all_spread_malloc(%zu, %zu): %zu bytes per processor do not fit the symmetric heap "
-                   "(%zu bytes free); raise SPLITC_HEAP_SIZE", nblocks, blocksize, rows * blocksize,
-                   splitc_heap_available());
+                   "all_spread_malloc(%zu, %zu): %zu bytes per processor do not fit the %zu-byte symmetric "
+                   "heap (%zu bytes free); raise SPLITC_HEAP_SIZE", nblocks, blocksize, rows * blocksize,
+                   size_t(g.heap.hi - g.heap.lo), splitc_heap_available());
         else
             report(SPLITC_ERR_COLLECTIVE_MISMATCH,
                    "all_spread_malloc: processors got different addresses; every processor must make the "
@@ -234,6 +269,87 @@ size_t splitc_heap_available(void) {
     size_t best = 0;
     for (auto &b : free_blocks) best = b.second > best ? b.second : best;
     return best;
+}
+
+size_t splitc_heap_size(void) { return size_t(g.heap.hi - g.heap.lo); }
+
+splitc_scope_t splitc_scope_enter(void) { return splitc_scope_t{size_t(scope_top)}; }
+
+void *splitc_scope_alloc(size_t nblocks, size_t blocksize, size_t align) {
+    if (!g.heap.lo) {
+        report(SPLITC_ERR_NOT_INITIALIZED, "splitc_scope_alloc: no symmetric heap (call splitc_init first)");
+        return nullptr;
+    }
+    if (align & (align - 1)) {
+        report(SPLITC_ERR_BAD_ARGUMENT, "splitc_scope_alloc(%zu, %zu, %zu): the alignment must be a power of two",
+               nblocks, blocksize, align);
+        return nullptr;
+    }
+    if (align < kAlign) align = kAlign;
+    size_t rows = (nblocks + size_t(g.procs) - 1) / size_t(g.procs);
+    bool overflow = blocksize != 0 && rows > SIZE_MAX / blocksize;
+    // A zero-sized array still gets a distinct, non-null address.
+    size_t bytes = overflow ? SIZE_MAX : rows * blocksize != 0 ? rows * blocksize : 1;
+    if (g.check_collectives) {
+        CollPayload mine{int64_t(nblocks), int64_t(blocksize), int64_t(align)};
+        CollPayload hi = all_reduce(kOpMaxL, mine), lo = all_reduce(kOpMinL, mine);
+        if (hi.a != lo.a || hi.b != lo.b || hi.c != lo.c) {
+            report(SPLITC_ERR_COLLECTIVE_MISMATCH,
+                   "splitc_scope_alloc(%zu, %zu, %zu): processors passed different arguments (nblocks "
+                   "%lld..%lld, blocksize %lld..%lld); every processor must declare the same automatic spread "
+                   "arrays in the same order", nblocks, blocksize, align, (long long)lo.a, (long long)hi.a,
+                   (long long)lo.b, (long long)hi.b);
+            return nullptr;
+        }
+    }
+    // The stack grows down into the free block that ends at its bottom.  Every
+    // processor holds the same free list, so all reach the same verdict and
+    // none waits in a barrier the others skip.
+    uintptr_t new_top = 0;
+    auto it = free_blocks.empty() ? free_blocks.end() : std::prev(free_blocks.end());
+    bool fits = it != free_blocks.end() && it->first + it->second == scope_top && !overflow &&
+                bytes <= scope_top - it->first &&
+                ((new_top = (scope_top - bytes) & ~uintptr_t(align - 1)) >= it->first);
+    if (!fits) {
+        size_t room = it != free_blocks.end() && it->first + it->second == scope_top ? it->second : 0;
+        if (overflow)
+            report(SPLITC_ERR_NO_MEMORY,
+                   "splitc_scope_alloc(%zu, %zu): the size overflows; automatic spread arrays live in the "
+                   "symmetric heap (SPLITC_HEAP_SIZE)", nblocks, blocksize);
+        else
+            report(SPLITC_ERR_NO_MEMORY,
+                   "automatic spread array of %zu blocks of %zu bytes needs %zu bytes per processor but only %zu "
+                   "are free below the scope stack in the %zu-byte symmetric heap; raise SPLITC_HEAP_SIZE (to at "
+                   "least %zuM)", nblocks, blocksize, bytes, room, size_t(g.heap.hi - g.heap.lo),
+                   (size_t(g.heap.hi - g.heap.lo) + bytes - room + (size_t(1) << 20) - 1) >> 20);
+        return nullptr;
+    }
+    if (new_top == it->first) free_blocks.erase(it);
+    else it->second = new_top - it->first;
+    scope_top = new_top;
+    splitc_barrier();
+    return reinterpret_cast<void *>(new_top);
+}
+
+void splitc_scope_leave(splitc_scope_t *scope) {
+    if (!scope) {
+        report(SPLITC_ERR_BAD_ARGUMENT, "splitc_scope_leave(NULL): pass the splitc_scope_t from splitc_scope_enter");
+        return;
+    }
+    uintptr_t mark = uintptr_t(scope->mark);
+    if (mark == scope_top) return;  // the scope allocated nothing (or the heap is gone)
+    if (mark < scope_top || mark > g.heap.hi || !g.heap.lo) {
+        report(SPLITC_ERR_BAD_ARGUMENT,
+               "splitc_scope_leave: mark %#lx is not on the scope stack [%#lx, %#lx); scopes must be left in "
+               "the reverse order of splitc_scope_enter, each once", (unsigned long)mark,
+               (unsigned long)scope_top, (unsigned long)g.heap.hi);
+        return;
+    }
+    // Give [scope_top, mark) back to the free block just below, if any.
+    auto it = free_blocks.empty() ? free_blocks.end() : std::prev(free_blocks.end());
+    if (it != free_blocks.end() && it->first + it->second == scope_top) it->second += mark - scope_top;
+    else free_blocks[scope_top] = mark - scope_top;
+    scope_top = mark;
 }
 
 }  // extern "C"

@@ -2,8 +2,10 @@
 // register the symmetric heap (and the static data when it sits at one
 // address everywhere), lay out descriptors and buffers, connect one VI per
 // peer with the peer-to-peer calls.
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +20,9 @@ extern "C" char _end[];
 int splitc_rt_procs = 1;
 int splitc_rt_myproc = 0;
 int splitc_rt_procslog = 0;
+// Before splitc_init a program is a job of one: processor 0 is local.
+int splitc_rt_fast_proc = 0;
+int64_t splitc_rt_local_store_bytes = 0;
 
 namespace splitc::rt {
 
@@ -206,7 +211,10 @@ void on_async_error(VIP_PVOID, VIP_ERROR_DESCRIPTOR *e) {
            int(e->ErrorCode), int(e->ResourceCode));
 }
 
-bool init_network() {
+// Opens the NIC and checks what Split-C/VI needs of it.  Sets *pins when
+// registering memory pins it (every provider but the nicfw emulator, whose
+// registration is a table entry), which bounds the default heap size.
+bool open_nic(bool *pins) {
     VIP_RETURN rc = VipOpenNic(nullptr, &g.nic);
     if (rc != VIP_SUCCESS) return init_fail("VipOpenNic", rc);
     VIP_NIC_ATTRIBUTES na{};
@@ -228,8 +236,13 @@ bool init_network() {
         report(SPLITC_ERR_INIT, "NIC address says rank %d but the job says %d; start the job with vipl-run", nic_rank, g.me);
         return false;
     }
+    *pins = std::strncmp(na.Name, "nicfw", 5) != 0;
+    return true;
+}
+
+bool init_network() {
     VipErrorCallback(g.nic, nullptr, on_async_error);
-    rc = VipCreatePtag(g.nic, &g.ptag);
+    VIP_RETURN rc = VipCreatePtag(g.nic, &g.ptag);
     if (rc != VIP_SUCCESS) return init_fail("VipCreatePtag", rc);
     if (!register_region(reinterpret_cast<void *>(g.heap.lo), g.heap.hi - g.heap.lo, &g.heap.mh, "symmetric heap"))
         return false;
@@ -260,12 +273,106 @@ bool read_config() {
     g.spin_max = g.procs > ncpu ? 64 : 4096;
     g.spin_limit = g.spin_max;
     g.spin_adaptive = true;
+    const char *cc = std::getenv("SPLITC_CHECK_COLLECTIVES");
+    g.check_collectives = cc && *cc == '1';
     if (std::getenv("SPLITC_SPIN")) {
         g.spin_limit = uint32_t(env_size("SPLITC_SPIN", 64));
         if (g.spin_limit == 0) g.spin_limit = 1;
         g.spin_adaptive = false;
     }
     return true;
+}
+
+constexpr size_t kMiB = size_t(1) << 20;
+// The heap never shrinks below the old fixed size, and stays far below the
+// 2 TiB between the candidate addresses (rt_alloc.cpp).
+constexpr size_t kHeapMin = 64 * kMiB;
+constexpr size_t kHeapMax = size_t(1) << 40;
+// Where registration pins memory (verbs), the whole heap is pinned at start-up,
+// i.e. touched and kept resident: keep the default modest there.
+constexpr size_t kHeapMaxPinned = size_t(1) << 30;
+
+// Identifies this host: processes with the same boot id share its memory.
+uint64_t host_id() {
+    char buf[128] = {0};
+    if (FILE *f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+        if (!std::fgets(buf, sizeof buf, f)) buf[0] = 0;
+        std::fclose(f);
+    }
+    if (!buf[0]) gethostname(buf, sizeof buf - 1);
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (const char *c = buf; *c; ++c) h = (h ^ uint8_t(*c)) * 1099511628211ull;
+    return h;
+}
+
+// The heap is mapped with MAP_NORESERVE and (on nicfw) registered for free, so
+// a large default costs nothing until touched: half of physical memory, shared
+// among this host's processes of the job.  Where registration pins memory it
+// is at most kHeapMaxPinned and half of RLIMIT_MEMLOCK (the message buffers
+// need the rest).
+size_t default_heap_size(int local_procs, bool pins) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t phys = pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 2 * kHeapMin;
+    size_t n = phys / 2 / size_t(local_procs > 0 ? local_procs : 1);
+    if (pins) {
+        n = std::min(n, kHeapMaxPinned);
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+            n = std::min(n, size_t(rl.rlim_cur) / 2);
+        n = std::max(n, 2 * kMiB);
+    } else {
+        n = std::max(n, kHeapMin);
+    }
+    n = std::min(n, kHeapMax);
+    return n / (2 * kMiB) * (2 * kMiB);
+}
+
+// Collective.  Every processor needs the same heap size (the scope stack
+// grows down from its top at the same address everywhere): the smallest one
+// asked for wins.  Returns 0 after reporting on failure.
+size_t agree_heap_size(bool pins) {
+    const char *env = std::getenv("SPLITC_HEAP_SIZE");
+    g.heap_size_explicit = env && *env;
+    struct { uint64_t host, size; } mine{host_id(), 0}, *all = nullptr;
+    std::vector<decltype(mine)> v(size_t(g.procs));
+    int local = 1;
+    if (g.procs > 1) {
+        all = v.data();
+        if (vipl_boot_allgather(&mine, sizeof mine, all) != VIPL_BOOT_OK) {
+            report(SPLITC_ERR_INIT, "start-up all-gather failed (a processor died during start-up)");
+            return 0;
+        }
+        local = 0;
+        for (auto &x : v) local += x.host == mine.host;
+    }
+    size_t want = g.heap_size_explicit ? env_size("SPLITC_HEAP_SIZE", kHeapMin) : default_heap_size(local, pins);
+    if (want < 4096 || want > kHeapMax) {
+        report(SPLITC_ERR_INIT, "SPLITC_HEAP_SIZE=%s: want 4K..1T bytes", env);
+        return 0;
+    }
+    want = (want + 4095) / 4096 * 4096;
+    if (g.procs == 1) return want;
+    mine.size = want;
+    if (vipl_boot_allgather(&mine, sizeof mine, all) != VIPL_BOOT_OK) {
+        report(SPLITC_ERR_INIT, "start-up all-gather failed (a processor died during start-up)");
+        return 0;
+    }
+    for (auto &x : v) want = std::min(want, size_t(x.size));
+    return want;
+}
+
+// Maps the heap; the default size halves until it fits (a kernel in strict
+// overcommit mode ignores MAP_NORESERVE and may refuse a large mapping).
+bool map_heap(bool pins) {
+    size_t n = agree_heap_size(pins);
+    if (!n) return false;
+    if (g.heap_size_explicit) return heap_map(n, false);
+    for (;;) {
+        bool last = n / 2 < kHeapMin;
+        if (heap_map(n, !last)) return true;
+        if (last) return false;
+        n = n / 2 / 4096 * 4096;
+    }
 }
 
 }  // namespace
@@ -291,19 +398,25 @@ int splitc_init(int *argc, char ***argv) {
     }
     splitc_rt_procs = g.procs;
     splitc_rt_myproc = g.me;
-    splitc_rt_procslog = 0;
-    while ((1 << splitc_rt_procslog) < g.procs) ++splitc_rt_procslog;
+    // Split-C's PROCSLOG: exact log2, or -1 when PROCS is not a power of two.
+    splitc_rt_procslog = -1;
+    if ((g.procs & (g.procs - 1)) == 0)
+        for (splitc_rt_procslog = 0; (1 << splitc_rt_procslog) < g.procs; ++splitc_rt_procslog) {}
+    splitc_rt_local_store_bytes = 0;
     g.peers.assign(size_t(g.procs), Peer{});
     g.coll.vals[0].assign(size_t(g.procs), CollPayload{});
     g.coll.vals[1].assign(size_t(g.procs), CollPayload{});
     g.coll.ops[0].assign(size_t(g.procs), 0);
     g.coll.ops[1].assign(size_t(g.procs), 0);
     if (!read_config()) return -1;
-    if (!heap_map(env_size("SPLITC_HEAP_SIZE", size_t(64) << 20))) return -1;
     // A job of one has no peers: every access is local and no NIC is needed.
+    bool pins = false;
+    if (g.procs > 1 && !open_nic(&pins)) return -1;
+    if (!map_heap(pins)) return -1;
     if (g.procs > 1 && !init_network()) return -1;
     place_static_objects();
     g.initialized = true;
+    splitc_rt_fast_proc = g.me;
     g.live_procs = unsigned(g.procs);
     if (vipl_boot_barrier() != VIPL_BOOT_OK) {
         report(SPLITC_ERR_INIT, "start-up barrier failed (a processor died during start-up)");
@@ -352,6 +465,8 @@ void splitc_finalize(void) {
     g.statics = Segment{};
     g.initialized = false;
     g.live_procs = 1;
+    // Like the out-of-line check: after shut-down only processor 0 is "local".
+    splitc_rt_fast_proc = g.me == 0 ? 0 : -1;
     vipl_boot_finalize();
 }
 

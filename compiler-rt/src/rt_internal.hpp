@@ -65,7 +65,20 @@ struct CollPayload {
     int64_t c;
 };
 
-enum CollOp : uint16_t { kOpNone, kOpAddL, kOpMaxL, kOpMinL, kOpAddD, kOpMaxD, kOpMinD };
+// A collective's op word: how to combine (low byte), whether each processor
+// gets its own inclusive prefix (kScan), and the caller's value type (bits
+// 12..15, 0 for the runtime's own rounds).  Processors compare whole words,
+// so an int sum on one processor against a double sum on another is reported.
+enum CollOp : uint16_t {
+    kOpNone, kOpAddL, kOpMaxL, kOpMinL, kOpAddD, kOpMaxD, kOpMinD,  // kOpNone: processor 0's value
+    kOpMulL, kOpMaxUL, kOpMinUL, kOpAnd, kOpOr, kOpXor, kOpMulD,
+    kOpAddF, kOpMulF, kOpMaxF, kOpMinF,
+    kOpCount
+};
+constexpr uint16_t kOpMask = 0xff;
+constexpr uint16_t kScan = 0x100;
+constexpr int kTypeShift = 12;
+enum CollType : uint16_t { kTypeRuntime, kTypeI, kTypeL, kTypeU, kTypeUL, kTypeF, kTypeD, kTypeP, kTypeGptr };
 
 // Each slot of the registered buffer region: descriptor, bookkeeping, buffer.
 constexpr size_t kSlotHeader = 128;  // 64 descriptor + 64 meta
@@ -140,6 +153,9 @@ struct Runtime {
     int64_t store_recv = 0;           // bytes stored into this processor
     int64_t store_avail = 0;          // store_recv not yet consumed by store_sync
 
+    bool check_collectives = false;   // SPLITC_CHECK_COLLECTIVES=1: scope allocations agree-check
+    bool heap_size_explicit = false;  // SPLITC_HEAP_SIZE was set
+
     CollState coll;
     // Waiting: idle polls before sched_yield().  Adapted between spin_min and
     // spin_max (see wait_step) unless SPLITC_SPIN fixes it.
@@ -151,6 +167,19 @@ struct Runtime {
 };
 
 extern Runtime g;
+
+// The inline store path (splitc_rt.h) only counts bytes stored locally; fold
+// them into the store counts before reading those.  A local store counts as
+// sent, received and available, like the out-of-line path's.
+inline void absorb_local_stores() {
+    int64_t n = splitc_rt_local_store_bytes;
+    if (n) {
+        splitc_rt_local_store_bytes = 0;
+        g.store_sent += n;
+        g.store_recv += n;
+        g.store_avail += n;
+    }
+}
 
 // ---- errors ------------------------------------------------------------------
 // Reports through the installed handler; returns if the handler returns
@@ -200,7 +229,9 @@ void on_coll_down(uint64_t seq, uint16_t op, const CollPayload &v);
 CollPayload all_reduce(uint16_t op, CollPayload mine);
 
 // ---- set-up pieces (rt_init.cpp, rt_alloc.cpp) ----------------------------------------
-bool heap_map(size_t bytes);          // collective: same address everywhere
+// Collective: same address everywhere.  quiet: return false without
+// reporting (the caller retries smaller).
+bool heap_map(size_t bytes, bool quiet);
 void heap_unmap();
 void heap_allocator_reset(uintptr_t lo, uintptr_t hi);
 void place_static_objects();          // after heap_map

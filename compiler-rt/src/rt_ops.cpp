@@ -1,6 +1,9 @@
 // rt_ops.cpp - Split-C memory operations: read/write, get/put, store, their
 // bulk forms, and the sync family.  Local targets are served with plain
-// loads and stores; remote ones become requests (rt_msg.cpp).
+// loads and stores; remote ones become requests (rt_msg.cpp).  The scalar
+// forms here are the out-of-line halves (splitc_*_N_slow) of the inline
+// functions in splitc_rt.h: they see every remote access and every bad
+// pointer, and local accesses the inline test did not take.
 #include "rt_internal.hpp"
 
 using namespace splitc::rt;
@@ -134,28 +137,28 @@ inline void for_each_fragment(size_t n, F &&f) {
 
 extern "C" {
 
-uint8_t splitc_read_1(splitc_gptr_t gp) { return read_scalar<uint8_t>(gp); }
-uint16_t splitc_read_2(splitc_gptr_t gp) { return read_scalar<uint16_t>(gp); }
-uint32_t splitc_read_4(splitc_gptr_t gp) { return read_scalar<uint32_t>(gp); }
-uint64_t splitc_read_8(splitc_gptr_t gp) { return read_scalar<uint64_t>(gp); }
-void splitc_write_1(splitc_gptr_t gp, uint8_t v) { write_scalar(gp, v); }
-void splitc_write_2(splitc_gptr_t gp, uint16_t v) { write_scalar(gp, v); }
-void splitc_write_4(splitc_gptr_t gp, uint32_t v) { write_scalar(gp, v); }
-void splitc_write_8(splitc_gptr_t gp, uint64_t v) { write_scalar(gp, v); }
+uint8_t splitc_read_1_slow(splitc_gptr_t gp) { return read_scalar<uint8_t>(gp); }
+uint16_t splitc_read_2_slow(splitc_gptr_t gp) { return read_scalar<uint16_t>(gp); }
+uint32_t splitc_read_4_slow(splitc_gptr_t gp) { return read_scalar<uint32_t>(gp); }
+uint64_t splitc_read_8_slow(splitc_gptr_t gp) { return read_scalar<uint64_t>(gp); }
+void splitc_write_1_slow(splitc_gptr_t gp, uint8_t v) { write_scalar(gp, v); }
+void splitc_write_2_slow(splitc_gptr_t gp, uint16_t v) { write_scalar(gp, v); }
+void splitc_write_4_slow(splitc_gptr_t gp, uint32_t v) { write_scalar(gp, v); }
+void splitc_write_8_slow(splitc_gptr_t gp, uint64_t v) { write_scalar(gp, v); }
 
-void splitc_get_1(void *dst, splitc_gptr_t gp) { get_scalar<uint8_t>(dst, gp); }
-void splitc_get_2(void *dst, splitc_gptr_t gp) { get_scalar<uint16_t>(dst, gp); }
-void splitc_get_4(void *dst, splitc_gptr_t gp) { get_scalar<uint32_t>(dst, gp); }
-void splitc_get_8(void *dst, splitc_gptr_t gp) { get_scalar<uint64_t>(dst, gp); }
-void splitc_put_1(splitc_gptr_t gp, uint8_t v) { put_scalar(gp, v); }
-void splitc_put_2(splitc_gptr_t gp, uint16_t v) { put_scalar(gp, v); }
-void splitc_put_4(splitc_gptr_t gp, uint32_t v) { put_scalar(gp, v); }
-void splitc_put_8(splitc_gptr_t gp, uint64_t v) { put_scalar(gp, v); }
+void splitc_get_1_slow(void *dst, splitc_gptr_t gp) { get_scalar<uint8_t>(dst, gp); }
+void splitc_get_2_slow(void *dst, splitc_gptr_t gp) { get_scalar<uint16_t>(dst, gp); }
+void splitc_get_4_slow(void *dst, splitc_gptr_t gp) { get_scalar<uint32_t>(dst, gp); }
+void splitc_get_8_slow(void *dst, splitc_gptr_t gp) { get_scalar<uint64_t>(dst, gp); }
+void splitc_put_1_slow(splitc_gptr_t gp, uint8_t v) { put_scalar(gp, v); }
+void splitc_put_2_slow(splitc_gptr_t gp, uint16_t v) { put_scalar(gp, v); }
+void splitc_put_4_slow(splitc_gptr_t gp, uint32_t v) { put_scalar(gp, v); }
+void splitc_put_8_slow(splitc_gptr_t gp, uint64_t v) { put_scalar(gp, v); }
 
-void splitc_store_1(splitc_gptr_t gp, uint8_t v) { store_scalar(gp, v); }
-void splitc_store_2(splitc_gptr_t gp, uint16_t v) { store_scalar(gp, v); }
-void splitc_store_4(splitc_gptr_t gp, uint32_t v) { store_scalar(gp, v); }
-void splitc_store_8(splitc_gptr_t gp, uint64_t v) { store_scalar(gp, v); }
+void splitc_store_1_slow(splitc_gptr_t gp, uint8_t v) { store_scalar(gp, v); }
+void splitc_store_2_slow(splitc_gptr_t gp, uint16_t v) { store_scalar(gp, v); }
+void splitc_store_4_slow(splitc_gptr_t gp, uint32_t v) { store_scalar(gp, v); }
+void splitc_store_8_slow(splitc_gptr_t gp, uint64_t v) { store_scalar(gp, v); }
 
 void splitc_bulk_read(void *dst, splitc_gptr_t src, size_t n) {
     if (n == 0 || !check(src, n, 1, "bulk_read") || !check_local(dst, n, "bulk_read")) return;
@@ -237,14 +240,21 @@ void splitc_sync(void) {
 }
 
 void splitc_store_sync(size_t nbytes) {
+    absorb_local_stores();
     uint32_t idle = 0;
     while (g.store_avail < int64_t(nbytes)) wait_step(idle);
     g.store_avail -= int64_t(nbytes);
 }
 
-void splitc_reset_store_sync(void) { g.store_avail = 0; }
+void splitc_reset_store_sync(void) {
+    absorb_local_stores();
+    g.store_avail = 0;
+}
 
-int64_t splitc_store_bytes_arrived(void) { return g.store_avail; }
+int64_t splitc_store_bytes_arrived(void) {
+    absorb_local_stores();
+    return g.store_avail;
+}
 
 void splitc_poll(void) {
     if (g.initialized) poll();
