@@ -213,8 +213,16 @@ const char *AMVIA_StatusName(int status);
  * reply arrives).  Source pages are registered through a registration cache. */
 
 /* ---- the N-argument forms (N = 0..16) --------------------------------------------
+ * Argument order is the AM-2 specification's (and the amx headers'):
+ *   AM_RequestN(ep, dest, handler, a0..)
+ *   AM_RequestIN(ep, dest, handler, source_addr, nbytes, a0..)
+ *   AM_RequestXferN / AM_RequestXferAsyncN(ep, dest, dest_offset, handler, source_addr, nbytes, a0..)
+ *   AM_ReplyN(token, handler, a0..)
+ *   AM_ReplyIN(token, handler, source_addr, nbytes, a0..)
+ *   AM_ReplyXferN(token, dest_offset, handler, source_addr, nbytes, a0..)
  * Arguments are converted to int32_t as by a call to a function taking int32
- * arguments; each form is a real (inline) function. */
+ * arguments; each form is a real (inline) function, so a call in the wrong
+ * order is a compile-time error or warning rather than a silent misdelivery. */
 #define AMVIA_P0
 #define AMVIA_P1 AMVIA_P0, int32_t a0
 #define AMVIA_P2 AMVIA_P1, int32_t a1
@@ -261,13 +269,13 @@ const char *AMVIA_StatusName(int status);
         const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
         return AMVIA_RequestI(ep, dest, h, src, nbytes, N, args_);                             \
     }                                                                                          \
-    static inline int AM_RequestXfer##N(ep_t ep, int dest, handler_t h, void *src,             \
-                                        size_t nbytes, uintptr_t dest_offset AMVIA_P##N) {     \
+    static inline int AM_RequestXfer##N(ep_t ep, int dest, uintptr_t dest_offset, handler_t h, \
+                                        void *src, size_t nbytes AMVIA_P##N) {                 \
         const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
         return AMVIA_RequestXfer(ep, dest, h, src, nbytes, dest_offset, 0, N, args_);          \
     }                                                                                          \
-    static inline int AM_RequestXferAsync##N(ep_t ep, int dest, handler_t h, void *src,        \
-                                             size_t nbytes, uintptr_t dest_offset AMVIA_P##N) { \
+    static inline int AM_RequestXferAsync##N(ep_t ep, int dest, uintptr_t dest_offset,         \
+                                             handler_t h, void *src, size_t nbytes AMVIA_P##N) { \
         const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
         return AMVIA_RequestXfer(ep, dest, h, src, nbytes, dest_offset, 1, N, args_);          \
     }                                                                                          \
@@ -280,8 +288,8 @@ const char *AMVIA_StatusName(int status);
         const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
         return AMVIA_ReplyI(token, h, src, nbytes, N, args_);                                  \
     }                                                                                          \
-    static inline int AM_ReplyXfer##N(void *token, handler_t h, void *src, size_t nbytes,      \
-                                      uintptr_t dest_offset AMVIA_P##N) {                      \
+    static inline int AM_ReplyXfer##N(void *token, uintptr_t dest_offset, handler_t h,         \
+                                      void *src, size_t nbytes AMVIA_P##N) {                   \
         const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
         return AMVIA_ReplyXfer(token, h, src, nbytes, dest_offset, N, args_);                  \
     }

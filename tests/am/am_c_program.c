@@ -43,7 +43,7 @@ int main(void) {
         if (AM_Request2(ep, 0, 1, 5, 2) != AM_OK) return 1;
         while (pongs == i) AM_Poll(eb);
     }
-    if (AM_RequestXfer1(ep, 0, 3, "hello", 5, 100, 99) != AM_OK) return 1;
+    if (AM_RequestXfer1(ep, 0, 100, 3, "hello", 5, 99) != AM_OK) return 1;
     while (pongs == 100) AM_Poll(eb);
     if (memcmp(seg + 100, "hello", 5) != 0) bad++;
     AM_Terminate();

@@ -245,11 +245,11 @@ TEST_F(AmMp, LongMessagesLandAtTheirOffsets) {
         uintptr_t off = k == 8 ? kSegLen - nb : k * 100003 % (kSegLen / 2);
         fill(src, nb, uint32_t(int32_t(k) ^ me));
         if (k % 2) {
-            ASSERT_EQ(AM_RequestXfer3(ep, right, kHBulkReq + 3, src, nb, off, int32_t(k), int32_t(off), int32_t(nb)), AM_OK);
+            ASSERT_EQ(AM_RequestXfer3(ep, right, off, kHBulkReq + 3, src, nb, int32_t(k), int32_t(off), int32_t(nb)), AM_OK);
             std::memset(src, 0xee, nb); // a blocking request's source is free on return
         } else {
             int rc;
-            while ((rc = AM_RequestXferAsync3(ep, right, kHBulkReq + 3, src, nb, off, int32_t(k), int32_t(off), int32_t(nb))) == AM_ERR_IN_USE)
+            while ((rc = AM_RequestXferAsync3(ep, right, off, kHBulkReq + 3, src, nb, int32_t(k), int32_t(off), int32_t(nb))) == AM_ERR_IN_USE)
                 AM_Poll(eb);
             ASSERT_EQ(rc, AM_OK);
         }
@@ -289,7 +289,7 @@ TEST_F(AmMp, RefusedMessagesGetTheRightStatus) {
     EXPECT_EQ(g_refusal.status, EBADHANDLER);
     EXPECT_EQ(g_refusal.opcode, AM_REQUEST_IM);
     std::vector<uint8_t> src(100);
-    EXPECT_EQ(AM_RequestXfer0(ep, right, kHBulkReq, src.data(), 100, kSegLen - 99), AM_ERR_NOT_SENT);
+    EXPECT_EQ(AM_RequestXfer0(ep, right, kSegLen - 99, kHBulkReq, src.data(), 100), AM_ERR_NOT_SENT);
     EXPECT_EQ(g_refusal.status, EBADLENGTH);
     EXPECT_EQ(AM_Request0(ep, np + 10, kHShortReq), AM_ERR_NOT_SENT);
     EXPECT_EQ(g_refusal.status, EBADENTRY);

@@ -63,11 +63,11 @@ inline int request_i(int n, ep_t ep, int dest, handler_t h, void *src, size_t nb
 }
 inline int request_xfer(int n, ep_t ep, int dest, handler_t h, void *src, size_t nb, uintptr_t off,
                         const int32_t *v) {
-    AMT_SWITCH(n, AM_RequestXfer, ep, dest, h, src, nb, off)
+    AMT_SWITCH(n, AM_RequestXfer, ep, dest, off, h, src, nb)
 }
 inline int request_xfer_async(int n, ep_t ep, int dest, handler_t h, void *src, size_t nb,
                               uintptr_t off, const int32_t *v) {
-    AMT_SWITCH(n, AM_RequestXferAsync, ep, dest, h, src, nb, off)
+    AMT_SWITCH(n, AM_RequestXferAsync, ep, dest, off, h, src, nb)
 }
 inline int reply(int n, void *tok, handler_t h, const int32_t *v) { AMT_SWITCH(n, AM_Reply, tok, h) }
 inline int reply_i(int n, void *tok, handler_t h, void *src, size_t nb, const int32_t *v) {
@@ -75,7 +75,7 @@ inline int reply_i(int n, void *tok, handler_t h, void *src, size_t nb, const in
 }
 inline int reply_xfer(int n, void *tok, handler_t h, void *src, size_t nb, uintptr_t off,
                       const int32_t *v) {
-    AMT_SWITCH(n, AM_ReplyXfer, tok, h, src, nb, off)
+    AMT_SWITCH(n, AM_ReplyXfer, tok, off, h, src, nb)
 }
 
 // ---- handlers with N int32 arguments ------------------------------------------------

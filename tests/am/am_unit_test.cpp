@@ -105,7 +105,7 @@ TEST_P(AmLoop, BadArgumentsGetReturnCodes) {
     EXPECT_EQ(AMVIA_Request(ep, 0, 10, 17, v), AM_ERR_BAD_ARG);
     std::vector<uint8_t> big(AM_MaxMedium() + 1);
     EXPECT_EQ(AM_RequestI0(ep, 0, 50, big.data(), big.size()), AM_ERR_BAD_ARG);
-    EXPECT_EQ(AM_RequestXfer0(ep, 0, 50, big.data(), size_t(AM_MaxLong()) + 1, 0), AM_ERR_BAD_ARG);
+    EXPECT_EQ(AM_RequestXfer0(ep, 0, 0, 50, big.data(), size_t(AM_MaxLong()) + 1), AM_ERR_BAD_ARG);
     EXPECT_EQ(AM_Reply0(nullptr, 30), AM_ERR_BAD_ARG);
     EXPECT_EQ(g_refusal.count, 0);
 }
@@ -224,7 +224,7 @@ TEST_P(AmLoop, LongMessagesOfEverySizeLandAtTheirOffsets) {
     for (size_t nb : sizes) {
         uintptr_t off = nb == size_t(AM_MaxLong()) ? kSegLen - nb : (nb * 37 + 11) % (kSegLen / 2);
         fill(src.data(), nb, uint32_t(nb));
-        ASSERT_EQ(AM_RequestXfer2(ep, 0, kHBulkReq + 2, src.data(), nb, off, int32_t(off), int32_t(nb)), AM_OK);
+        ASSERT_EQ(AM_RequestXfer2(ep, 0, off, kHBulkReq + 2, src.data(), nb, int32_t(off), int32_t(nb)), AM_OK);
         sent++;
         ASSERT_TRUE(poll_until(eb, [&] { return got == sent; }, 10)) << nb << " bytes at " << off;
     }
@@ -262,16 +262,16 @@ TEST_P(AmLoop, RefusedMessagesReachHandlerZero) {
     EXPECT_EQ(g_refusal.status, EBADENTRY);
     // Long past the segment's end, and an offset past it.
     std::vector<uint8_t> src(4096);
-    EXPECT_EQ(AM_RequestXfer0(ep, 0, kHBulkReq, src.data(), 4096, kSegLen - 4095), AM_ERR_NOT_SENT);
+    EXPECT_EQ(AM_RequestXfer0(ep, 0, kSegLen - 4095, kHBulkReq, src.data(), 4096), AM_ERR_NOT_SENT);
     EXPECT_EQ(g_refusal.count, 5);
     EXPECT_EQ(g_refusal.status, EBADLENGTH);
     EXPECT_EQ(g_refusal.opcode, AM_REQUEST_XFER_M);
-    EXPECT_EQ(AM_RequestXfer0(ep, 0, kHBulkReq, src.data(), 1, kSegLen + 1), AM_ERR_NOT_SENT);
+    EXPECT_EQ(AM_RequestXfer0(ep, 0, kSegLen + 1, kHBulkReq, src.data(), 1), AM_ERR_NOT_SENT);
     EXPECT_EQ(g_refusal.status, EBADSEGOFF);
     // Exactly to the end is fine.
     int long_ran = 0;
     g_on[kBulkReq] = [&](const Received &r) { long_ran += r.nbytes == 4096; };
-    EXPECT_EQ(AM_RequestXfer0(ep, 0, kHBulkReq, src.data(), 4096, kSegLen - 4096), AM_OK);
+    EXPECT_EQ(AM_RequestXfer0(ep, 0, kSegLen - 4096, kHBulkReq, src.data(), 4096), AM_OK);
     ASSERT_TRUE(poll_until(eb, [&] { return long_ran == 1; }, 10));
     EXPECT_EQ(ran, 1);
     // A reply naming a handler the requester never set: the requester's own

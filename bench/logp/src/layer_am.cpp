@@ -113,7 +113,7 @@ public:
     double bulk_stream_client(std::size_t bytes, int count) override {
         std::uint64_t t0 = ticks();
         for (int i = 0; i < count; ++i)
-            check(AM_RequestXfer4(ep_, kPeer, kXfer, src_.data(), bytes, 0, 1, 2, 3, 4), "AM_RequestXfer4");
+            check(AM_RequestXfer4(ep_, kPeer, 0, kXfer, src_.data(), bytes, 1, 2, 3, 4), "AM_RequestXfer4");
         wait_for(g_confirms, confirms_ + 1, "confirmation");
         ++confirms_;
         return ticks_to_ns(ticks() - t0);
