@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "am.h"
 #include "am_test_util.hpp"
@@ -262,11 +266,14 @@ TEST_P(AmLoop, RefusedMessagesReachHandlerZero) {
     EXPECT_EQ(g_refusal.status, EBADENTRY);
     // Long past the segment's end, and an offset past it.
     std::vector<uint8_t> src(4096);
-    EXPECT_EQ(AM_RequestXfer0(ep, 0, kSegLen - 4095, kHBulkReq, src.data(), 4096), AM_ERR_NOT_SENT);
-    EXPECT_EQ(g_refusal.count, 5);
+    // Judged by the receiver against its current segment (as AMUDP/AMMPI do):
+    // the request is sent, the message comes back to handler 0.
+    EXPECT_EQ(AM_RequestXfer0(ep, 0, kSegLen - 4095, kHBulkReq, src.data(), 4096), AM_OK);
+    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 5; }, 10));
     EXPECT_EQ(g_refusal.status, EBADLENGTH);
     EXPECT_EQ(g_refusal.opcode, AM_REQUEST_XFER_M);
-    EXPECT_EQ(AM_RequestXfer0(ep, 0, kSegLen + 1, kHBulkReq, src.data(), 1), AM_ERR_NOT_SENT);
+    EXPECT_EQ(AM_RequestXfer0(ep, 0, kSegLen + 1, kHBulkReq, src.data(), 1), AM_OK);
+    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 6; }, 10));
     EXPECT_EQ(g_refusal.status, EBADSEGOFF);
     // Exactly to the end is fine.
     int long_ran = 0;
@@ -281,6 +288,134 @@ TEST_P(AmLoop, RefusedMessagesReachHandlerZero) {
     ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 7; }, 10));
     EXPECT_EQ(g_refusal.status, EBADHANDLER);
     EXPECT_EQ(g_refusal.opcode, AM_REPLY_M);
+}
+
+// The segment may change after the MAP is up: the first long message after
+// AM_SetSeg must reach the new segment with no AM_Poll in between (the sender
+// refreshes its copy of the peer's segment instead of refusing), offsets are
+// judged against the receiver's current segment, and AM_GetSeg reports it.
+TEST_P(AmLoop, LongMessagesFollowAM_SetSegAtOnce) {
+    int got = 0;
+    void *where = nullptr;
+    g_on[kBulkReq] = [&](const Received &r) {
+        where = r.buf;
+        got++;
+    };
+    std::vector<uint8_t> src(4096, 0x5a), big(4 * kSegLen);
+    ASSERT_EQ(AM_SetSeg(ep, big.data(), big.size()), AM_OK);
+    void *a = nullptr;
+    uintptr_t n = 0;
+    ASSERT_EQ(AM_GetSeg(ep, &a, &n), AM_OK);
+    EXPECT_EQ(a, big.data());
+    EXPECT_EQ(n, big.size());
+    // Past the old segment's end, inside the new one.
+    ASSERT_EQ(AM_RequestXfer0(ep, 0, 2 * kSegLen, kHBulkReq, src.data(), src.size()), AM_OK);
+    ASSERT_TRUE(poll_until(eb, [&] { return got == 1; }, 10));
+    EXPECT_EQ(where, big.data() + 2 * kSegLen);
+    EXPECT_EQ(big[2 * kSegLen + 4095], 0x5a);
+    // Back to the small segment: an offset that fits both lands in the new one.
+    ASSERT_EQ(AM_SetSeg(ep, seg.data(), seg.size()), AM_OK);
+    ASSERT_EQ(AM_GetSeg(ep, &a, &n), AM_OK);
+    EXPECT_EQ(a, seg.data());
+    ASSERT_EQ(AM_RequestXfer0(ep, 0, 8192, kHBulkReq, src.data(), src.size()), AM_OK);
+    ASSERT_TRUE(poll_until(eb, [&] { return got == 2; }, 10));
+    EXPECT_EQ(where, seg.data() + 8192);
+    EXPECT_EQ(seg[8192 + 4095], 0x5a);
+    // Past the current segment: refused by the receiver, whatever the sender knew.
+    EXPECT_EQ(AM_RequestXfer0(ep, 0, 2 * kSegLen, kHBulkReq, src.data(), src.size()), AM_OK);
+    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 1; }, 10));
+    EXPECT_EQ(g_refusal.status, EBADSEGOFF);
+    EXPECT_EQ(g_refusal.opcode, AM_REQUEST_XFER_M);
+    EXPECT_EQ(got, 2);
+}
+
+// An endpoint mapped before it had a segment: AM_SetSeg, then a long message
+// at once.  A job of one must not need anyone else to poll.
+TEST(AmSegment, SetSegAfterMapThenLongAtOnce) {
+    ASSERT_EQ(AM_Init(), AM_OK);
+    eb_t eb;
+    ep_t ep;
+    en_t name;
+    ASSERT_EQ(AM_AllocateBundle(AM_SEQ, &eb), AM_OK);
+    ASSERT_EQ(AM_AllocateEndpoint(eb, &ep, &name), AM_OK);
+    ASSERT_EQ(AM_SetTag(ep, kTag), AM_OK);
+    ASSERT_EQ(AM_Map(ep, 0, name, kTag), AM_OK);
+    set_all_handlers(ep);
+    int got = 0;
+    g_on[kBulkReq] = [&](const Received &r) { got += r.nbytes == 100; };
+    ASSERT_EQ(AM_Request0(ep, 0, kHShortReq), AM_OK); // the MAP is up, no segment yet
+    for (int i = 0; i < 1000; i++) AM_Poll(eb);          // and the peer has said so
+    std::vector<uint8_t> seg(kSegLen), src(100, 7);
+    ASSERT_EQ(AM_SetSeg(ep, seg.data(), seg.size()), AM_OK);
+    EXPECT_EQ(AM_RequestXfer0(ep, 0, 1000, kHBulkReq, src.data(), src.size()), AM_OK);
+    EXPECT_TRUE(poll_until(eb, [&] { return got == 1; }, 10));
+    EXPECT_EQ(seg[1099], 7);
+    for (auto &f : g_on) f = nullptr;
+    EXPECT_EQ(AM_Terminate(), AM_OK);
+}
+
+// Medium messages up to AM_MaxMedium(), which AM-2 programs size buffers
+// from (AMUDP and AMMPI give 65000): requests and replies, several in flight.
+TEST_P(AmLoop, MediumsUpToAM_MaxMediumRoundTrip) {
+    ASSERT_GE(AM_MaxMedium(), 65000);
+    int replies = 0, errors = 0;
+    static std::vector<uint8_t> out(AM_MaxMedium());
+    g_on[kBulkReq] = [&](const Received &r) {
+        errors += mismatches(r.buf, r.nbytes, uint32_t(r.args[0])) != 0 || r.nbytes != size_t(r.args[1]);
+        fill(out.data(), r.nbytes, uint32_t(r.args[0]) + 1);
+        errors += AM_ReplyI2(r.token, kHBulkRep + 2, out.data(), r.nbytes, r.args[0], r.args[1]) != AM_OK;
+    };
+    g_on[kBulkRep] = [&](const Received &r) {
+        errors += mismatches(r.buf, r.nbytes, uint32_t(r.args[0]) + 1) != 0 || r.nbytes != size_t(r.args[1]);
+        replies++;
+    };
+    const size_t sizes[] = {4096, 4097, 20000, 65000, size_t(AM_MaxMedium())};
+    std::vector<uint8_t> src(AM_MaxMedium());
+    int sent = 0;
+    for (int round = 0; round < 6; round++)
+        for (size_t nb : sizes) {
+            int32_t seed = round * 100 + sent;
+            fill(src.data(), nb, uint32_t(seed));
+            ASSERT_EQ(AM_RequestI2(ep, 0, kHBulkReq + 2, src.data(), nb, seed, int32_t(nb)), AM_OK);
+            sent++; // no waiting: the source is free on return, many are in flight
+        }
+    ASSERT_TRUE(poll_until(eb, [&] { return replies == sent; }, 30));
+    EXPECT_EQ(errors, 0);
+    EXPECT_EQ(g_refusal.count, 0);
+}
+
+// With AMVIA_VerboseErrors, a refused call prints the exact call with its
+// arguments and what to do about it.
+TEST_P(AmLoop, ErrorsNameTheExactCall) {
+    std::vector<uint8_t> big(size_t(AM_MaxLong()) + 1);
+    fflush(stderr);
+    FILE *cap = std::tmpfile();
+    ASSERT_NE(cap, nullptr);
+    int saved = dup(2);
+    dup2(fileno(cap), 2);
+    int old = AMVIA_VerboseErrors;
+    AMVIA_VerboseErrors = 1;
+    int rc1 = AM_RequestI2(ep, 0, kHBulkReq + 2, big.data(), size_t(AM_MaxMedium()) + 1, 1, 2);
+    int rc2 = AM_RequestXferAsync1(ep, 7, 64, kHBulkReq + 1, big.data(), 10, 3);
+    int rc3 = AM_RequestXfer0(ep, 0, 0, kHBulkReq, big.data(), size_t(AM_MaxLong()) + 1);
+    AMVIA_VerboseErrors = old;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    std::string text;
+    std::rewind(cap);
+    for (int c; (c = std::fgetc(cap)) != EOF;) text += char(c);
+    std::fclose(cap);
+    EXPECT_EQ(rc1, AM_ERR_BAD_ARG);
+    EXPECT_EQ(rc2, AM_ERR_NOT_SENT);
+    EXPECT_EQ(rc3, AM_ERR_BAD_ARG);
+    EXPECT_NE(text.find("AM_RequestI2(") , std::string::npos) << text;
+    EXPECT_NE(text.find("AM_MaxMedium"), std::string::npos) << text;
+    EXPECT_NE(text.find("AM_RequestXferAsync1("), std::string::npos) << text;
+    EXPECT_NE(text.find("AM_Map"), std::string::npos) << text; // the fix for an unmapped index
+    EXPECT_NE(text.find("AM_RequestXfer0("), std::string::npos) << text;
+    EXPECT_NE(text.find("AM_MaxLong"), std::string::npos) << text;
+    EXPECT_EQ(text.find("returns AM_ERR_BAD_ARG: endpoint"), std::string::npos) << text;
 }
 
 TEST_P(AmLoop, ReplyRulesAreEnforced) {
