@@ -26,6 +26,7 @@ namespace splitc {
 
 inline int procs() { return splitc_procs(); }
 inline int myproc() { return splitc_myproc(); }
+// log2(procs()) when procs() is a power of two, otherwise -1 (Split-C's PROCSLOG).
 inline int procslog() { return splitc_procslog(); }
 inline bool on_one() { return splitc_on_one() != 0; }
 
