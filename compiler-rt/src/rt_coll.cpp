@@ -258,7 +258,6 @@ double splitc_all_scan_add_d(double v) {
 
 void splitc_all_store_sync(void) {
     if (!ready("all_store_sync")) return;
-    absorb_local_stores();
     // Stores issued before the call are fixed once every processor is here;
     // arrivals only grow, so repeat until the global sums meet.
     for (;;) {

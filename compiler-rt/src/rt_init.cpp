@@ -22,7 +22,6 @@ int splitc_rt_myproc = 0;
 int splitc_rt_procslog = 0;
 // Before splitc_init a program is a job of one: processor 0 is local.
 int splitc_rt_fast_proc = 0;
-int64_t splitc_rt_local_store_bytes = 0;
 
 namespace splitc::rt {
 
@@ -402,7 +401,6 @@ int splitc_init(int *argc, char ***argv) {
     splitc_rt_procslog = -1;
     if ((g.procs & (g.procs - 1)) == 0)
         for (splitc_rt_procslog = 0; (1 << splitc_rt_procslog) < g.procs; ++splitc_rt_procslog) {}
-    splitc_rt_local_store_bytes = 0;
     g.peers.assign(size_t(g.procs), Peer{});
     g.coll.vals[0].assign(size_t(g.procs), CollPayload{});
     g.coll.vals[1].assign(size_t(g.procs), CollPayload{});

@@ -168,19 +168,6 @@ struct Runtime {
 
 extern Runtime g;
 
-// The inline store path (splitc_rt.h) only counts bytes stored locally; fold
-// them into the store counts before reading those.  A local store counts as
-// sent, received and available, like the out-of-line path's.
-inline void absorb_local_stores() {
-    int64_t n = splitc_rt_local_store_bytes;
-    if (n) {
-        splitc_rt_local_store_bytes = 0;
-        g.store_sent += n;
-        g.store_recv += n;
-        g.store_avail += n;
-    }
-}
-
 // ---- errors ------------------------------------------------------------------
 // Reports through the installed handler; returns if the handler returns
 // (fatal codes never return).

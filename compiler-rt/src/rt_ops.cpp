@@ -1,8 +1,8 @@
 // rt_ops.cpp - Split-C memory operations: read/write, get/put, store, their
 // bulk forms, and the sync family.  Local targets are served with plain
 // loads and stores; remote ones become requests (rt_msg.cpp).  The scalar
-// forms here are the out-of-line halves (splitc_*_N_slow) of the inline
-// functions in splitc_rt.h: they see every remote access and every bad
+// read/write/get/put here are the out-of-line halves (splitc_*_N_slow) of the
+// inline functions in splitc_rt.h: they see every remote access and every bad
 // pointer, and local accesses the inline test did not take.
 #include "rt_internal.hpp"
 
@@ -155,10 +155,10 @@ void splitc_put_2_slow(splitc_gptr_t gp, uint16_t v) { put_scalar(gp, v); }
 void splitc_put_4_slow(splitc_gptr_t gp, uint32_t v) { put_scalar(gp, v); }
 void splitc_put_8_slow(splitc_gptr_t gp, uint64_t v) { put_scalar(gp, v); }
 
-void splitc_store_1_slow(splitc_gptr_t gp, uint8_t v) { store_scalar(gp, v); }
-void splitc_store_2_slow(splitc_gptr_t gp, uint16_t v) { store_scalar(gp, v); }
-void splitc_store_4_slow(splitc_gptr_t gp, uint32_t v) { store_scalar(gp, v); }
-void splitc_store_8_slow(splitc_gptr_t gp, uint64_t v) { store_scalar(gp, v); }
+void splitc_store_1(splitc_gptr_t gp, uint8_t v) { store_scalar(gp, v); }
+void splitc_store_2(splitc_gptr_t gp, uint16_t v) { store_scalar(gp, v); }
+void splitc_store_4(splitc_gptr_t gp, uint32_t v) { store_scalar(gp, v); }
+void splitc_store_8(splitc_gptr_t gp, uint64_t v) { store_scalar(gp, v); }
 
 void splitc_bulk_read(void *dst, splitc_gptr_t src, size_t n) {
     if (n == 0 || !check(src, n, 1, "bulk_read") || !check_local(dst, n, "bulk_read")) return;
@@ -240,21 +240,14 @@ void splitc_sync(void) {
 }
 
 void splitc_store_sync(size_t nbytes) {
-    absorb_local_stores();
     uint32_t idle = 0;
     while (g.store_avail < int64_t(nbytes)) wait_step(idle);
     g.store_avail -= int64_t(nbytes);
 }
 
-void splitc_reset_store_sync(void) {
-    absorb_local_stores();
-    g.store_avail = 0;
-}
+void splitc_reset_store_sync(void) { g.store_avail = 0; }
 
-int64_t splitc_store_bytes_arrived(void) {
-    absorb_local_stores();
-    return g.store_avail;
-}
+int64_t splitc_store_bytes_arrived(void) { return g.store_avail; }
 
 void splitc_poll(void) {
     if (g.initialized) poll();

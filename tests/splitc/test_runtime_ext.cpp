@@ -1,7 +1,7 @@
 // test_runtime_ext.cpp - PROCSLOG, and the inline local fast paths of the
 // scalar operations: they must behave exactly like the out-of-line ones
-// (local stores counted by store_sync and all_store_sync, every bad pointer
-// still reported, even when it names this processor).
+// (every bad pointer still reported, even when it names this processor), and
+// local stores are counted by store_sync and all_store_sync.
 #include <gtest/gtest.h>
 
 #include <string>
