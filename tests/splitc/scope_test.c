@@ -133,8 +133,13 @@ int splitc_main(int argc, char **argv) {
     /* Registering after start-up allocates at once (collective). */
     {
         static int *late;
+        static double *late_fn;
         splitc_register_static((void **)&late, 16, 16);
         CHECK(late != NULL && same_everywhere(late), "late static registration");
+        u_sized_with_procs = 0;
+        splitc_register_static_fn((void **)&late_fn, u_bytes, 128);
+        CHECK(late_fn != NULL && same_everywhere(late_fn) && ((uintptr_t)late_fn & 127) == 0 &&
+              u_sized_with_procs == PROCS && late_fn[31] == 0.0, "late register_static_fn");
     }
 
     before = splitc_heap_available();
