@@ -1,0 +1,943 @@
+// parse_decl.cpp - tokens, scopes and declarations.
+#include <algorithm>
+#include <unordered_set>
+
+#include "parser.hpp"
+
+namespace splitcc {
+
+namespace {
+const std::unordered_set<std::string> kTypeKeywords = {
+    "void", "char", "short", "int", "long", "float", "double", "signed", "__signed", "__signed__", "unsigned",
+    "_Bool", "_Complex", "__complex__", "__complex", "__int128", "__int128_t", "__uint128_t", "_Float16",
+    "_Float32", "_Float64", "_Float128", "_Float32x", "_Float64x", "_Float128x", "__float128", "__float80",
+    "__ibm128", "__bf16", "_Decimal32", "_Decimal64", "_Decimal128", "__builtin_va_list", "__auto_type",
+    "struct", "union", "enum", "typeof", "__typeof__", "__typeof",
+};
+const std::unordered_set<std::string> kQualifiers = {
+    "const", "__const", "__const__", "volatile", "__volatile", "__volatile__", "restrict", "__restrict",
+    "__restrict__", "_Atomic", "_Nonnull", "_Nullable",
+};
+const std::unordered_set<std::string> kStorage = {
+    "typedef", "extern", "static", "auto", "register", "_Thread_local", "__thread", "inline", "__inline",
+    "__inline__", "_Noreturn", "__extension__",
+};
+const std::unordered_set<std::string> kKeywords = {
+    "if", "else", "while", "do", "for", "switch", "case", "default", "break", "continue", "return", "goto",
+    "sizeof", "_Alignof", "__alignof__", "__alignof", "asm", "__asm__", "__asm", "_Static_assert",
+    "_Generic", "__attribute__", "__attribute", "__label__", "__real__", "__imag__", "__builtin_va_arg",
+    "__builtin_offsetof", "__builtin_types_compatible_p", "_Alignas",
+};
+bool is_attr(const Token &t) { return t.kind == Tok::Ident && (t.text == "__attribute__" || t.text == "__attribute"); }
+}  // namespace
+
+Parser::Parser(std::vector<Token> &toks, Types &types, Diag &diag) : toks_(toks), ty_(types), diag_(diag) {
+    for (size_t i = 0; i < toks_.size(); ++i)
+        if (toks_[i].kind != Tok::Pragma) ix_.push_back(int(i));
+    scopes_.emplace_back();
+    tags_.emplace_back();
+}
+
+// ---- tokens -----------------------------------------------------------------
+
+const Token &Parser::peek(int k) const {
+    size_t q = std::min(p_ + size_t(k), ix_.size() - 1);
+    return toks_[ix_[q]];
+}
+int Parser::tix(int k) const { return ix_[std::min(p_ + size_t(k), ix_.size() - 1)]; }
+int Parser::prev_end() const { return p_ == 0 ? 0 : ix_[p_ - 1] + 1; }
+Token &Parser::take() {
+    Token &t = toks_[ix_[p_]];
+    if (p_ + 1 < ix_.size()) ++p_;
+    return t;
+}
+bool Parser::accept(const char *s) {
+    if (!is(s)) return false;
+    take();
+    return true;
+}
+void Parser::expect(const char *s, const char *what) {
+    if (accept(s)) return;
+    const Token &t = peek();
+    std::string got = t.kind == Tok::End ? "end of file" : "'" + t.text + "'";
+    diag_.error(t.loc, std::string("expected '") + s + "'" + (what ? std::string(" ") + what : "") + " before " + got);
+    // Recover: skip to something that can follow.
+    while (!at_end() && !is(s) && !is(";") && !is("}")) {
+        if (is("(") || is("[") || is("{")) skip_balanced(); else take();
+    }
+    accept(s);
+}
+
+// "a ? b :-1" lexes ":-" (Split-C's store): where C wants a ':' the token is
+// split back into ':' and the rest.
+void Parser::expect_colon() {
+    const Token &t = peek();
+    if (t.kind == Tok::Punct && t.text.size() == 2 && t.text[0] == ':') {
+        int ti = tix();
+        Token rest = toks_[ti];
+        rest.text = t.text.substr(1);
+        rest.loc.col += 1;
+        rest.space_before = false;
+        toks_[ti].text = ":";
+        toks_.insert(toks_.begin() + ti + 1, rest);
+        for (size_t q = p_ + 1; q < ix_.size(); ++q) ++ix_[q];
+        ix_.insert(ix_.begin() + p_ + 1, ti + 1);
+    }
+    expect(":");
+}
+
+void Parser::skip_balanced() {
+    int depth = 0;
+    do {
+        const Token &t = peek();
+        if (t.kind == Tok::End) return;
+        if (t.kind == Tok::Punct && (t.text == "(" || t.text == "[" || t.text == "{")) ++depth;
+        if (t.kind == Tok::Punct && (t.text == ")" || t.text == "]" || t.text == "}")) --depth;
+        take();
+    } while (depth > 0);
+}
+
+// ---- scopes -------------------------------------------------------------------
+
+void Parser::push_scope() {
+    scopes_.emplace_back();
+    tags_.emplace_back();
+}
+void Parser::pop_scope() {
+    scopes_.pop_back();
+    tags_.pop_back();
+}
+Symbol *Parser::lookup(const std::string &name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+        auto f = it->find(name);
+        if (f != it->end()) return f->second;
+    }
+    return nullptr;
+}
+Symbol *Parser::declare(const std::string &name, SymKind k, Type *t, Loc l) {
+    auto &sc = scopes_.back();
+    auto f = sc.find(name);
+    if (f != sc.end() && f->second->kind == k) {
+        Symbol *s = f->second;
+        // A redeclaration: keep the more complete type (array size, prototype).
+        Type *old = strip(s->type), *nw = strip(t);
+        if (old && nw && old->kind == TK::Array && nw->kind == TK::Array && !nw->size) return s;
+        if (old && nw && old->kind == TK::Function && nw->kind == TK::Function && old->prototyped && !nw->prototyped) return s;
+        s->type = t;
+        return s;
+    }
+    auto *s = new Symbol;
+    symbols_.push_back(s);
+    s->name = name;
+    s->kind = k;
+    s->type = t;
+    s->loc = l;
+    s->file_scope = scopes_.size() == 1;
+    sc[name] = s;
+    return s;
+}
+bool Parser::is_typedef_name(const Token &t) const {
+    if (t.kind != Tok::Ident) return false;
+    Symbol *s = lookup(t.text);
+    return s && s->kind == SymKind::Typedef;
+}
+bool Parser::starts_type(int k) const {
+    const Token &t = peek(k);
+    if (t.kind != Tok::Ident) return false;
+    return kTypeKeywords.count(t.text) || kQualifiers.count(t.text) || is_typedef_name(t) || is_attr(t) ||
+           t.text == "_Alignas";
+}
+bool Parser::starts_decl(int k) const {
+    const Token &t = peek(k);
+    if (t.kind != Tok::Ident) return false;
+    if (t.text == "__extension__") return starts_decl(k + 1) || starts_type(k + 1);
+    return starts_type(k) || kStorage.count(t.text) || t.text == "_Static_assert";
+}
+
+// ---- declaration specifiers ------------------------------------------------------
+
+void Parser::skip_attributes() {
+    while (is_attr(peek()) || is("__extension__")) {
+        if (is("__extension__")) { take(); continue; }
+        take();
+        if (is("(")) skip_balanced();
+    }
+}
+
+bool Parser::skip_asm_label() {
+    if (is("asm") || is("__asm__") || is("__asm")) {
+        take();
+        if (is("(")) skip_balanced();
+        return true;
+    }
+    return false;
+}
+
+Specs Parser::specs(bool allow_storage) {
+    Specs s;
+    s.sb = tix();
+    int nsigned = 0, nunsigned = 0, nshort = 0, nlong = 0, nint = 0, nchar = 0, ncomplex = 0;
+    std::string base;  // void float double _Bool __int128 ...
+    Type *named = nullptr;
+    unsigned quals = 0;
+    for (;;) {
+        const Token &t = peek();
+        if (t.kind != Tok::Ident) break;
+        const std::string &w = t.text;
+        if (kStorage.count(w)) {
+            if (w == "typedef") s.is_typedef = true;
+            else if (w == "extern") s.is_extern = true;
+            else if (w == "static") s.is_static = true;
+            else if (w == "inline" || w == "__inline" || w == "__inline__") s.is_inline = true;
+            if (!allow_storage && w != "__extension__" && w != "register")
+                diag_.error(t.loc, "storage class '" + w + "' is not allowed here");
+            s.storage.push_back(tix());
+            take();
+            s.any = true;
+            continue;
+        }
+        if (is_attr(t) || w == "_Alignas" || w == "__declspec") {
+            int b = tix();
+            take();
+            if (is("(")) skip_balanced();
+            for (int q = b; q < prev_end(); ++q) s.storage.push_back(q);
+            continue;
+        }
+        if (kQualifiers.count(w)) {
+            if (w == "_Atomic" && is("(", 1)) {  // _Atomic(type)
+                take();
+                take();
+                named = type_name();
+                expect(")");
+                s.any = true;
+                continue;
+            }
+            if (w[0] == 'c' || w.find("const") != std::string::npos) quals |= QConst;
+            else if (w.find("volatile") != std::string::npos) quals |= QVolatile;
+            else if (w.find("restrict") != std::string::npos) quals |= QRestrict;
+            take();
+            s.any = true;
+            continue;
+        }
+        bool have_type = named || !base.empty() || nsigned || nunsigned || nshort || nlong || nint || nchar;
+        if (w == "signed" || w == "__signed" || w == "__signed__") { ++nsigned; take(); s.any = true; continue; }
+        if (w == "unsigned") { ++nunsigned; take(); s.any = true; continue; }
+        if (w == "short") { ++nshort; take(); s.any = true; continue; }
+        if (w == "long") { ++nlong; take(); s.any = true; continue; }
+        if (w == "int") { ++nint; take(); s.any = true; continue; }
+        if (w == "char") { ++nchar; take(); s.any = true; continue; }
+        if (w == "_Complex" || w == "__complex__" || w == "__complex") { ++ncomplex; take(); s.any = true; continue; }
+        if (w == "__int128_t") { base = "__int128"; take(); s.any = true; continue; }
+        if (w == "__uint128_t") { base = "__int128"; ++nunsigned; take(); s.any = true; continue; }
+        if (kTypeKeywords.count(w) && w != "struct" && w != "union" && w != "enum" && w != "typeof" &&
+            w != "__typeof__" && w != "__typeof") {
+            base = w;
+            take();
+            s.any = true;
+            continue;
+        }
+        if (w == "struct" || w == "union") {
+            take();
+            named = record_spec(w == "union", s);
+            s.any = true;
+            continue;
+        }
+        if (w == "enum") {
+            take();
+            named = enum_spec(s);
+            s.any = true;
+            continue;
+        }
+        if (w == "typeof" || w == "__typeof__" || w == "__typeof") {
+            take();
+            expect("(");
+            if (starts_type()) {
+                named = type_name();
+            } else {
+                Expr *e = expr();
+                named = e->type;
+                if (e->where != Where::Local || mentions_splitc(e->type))
+                    diag_.error(e->loc, "typeof of a global or spread expression is not supported");
+            }
+            expect(")");
+            s.any = true;
+            continue;
+        }
+        if (!have_type && is_typedef_name(t)) {
+            named = lookup(w)->type;
+            take();
+            s.any = true;
+            continue;
+        }
+        break;
+    }
+    s.se = prev_end();
+    Type *t = nullptr;
+    if (named) {
+        t = named;
+    } else if (!base.empty()) {
+        if (base == "void") t = ty_.builtin(TK::Void);
+        else if (base == "float") t = ty_.builtin(TK::Float);
+        else if (base == "double") t = ty_.builtin(nlong ? TK::LDouble : TK::Double);
+        else if (base == "_Bool") t = ty_.builtin(TK::Bool);
+        else if (base == "__int128") t = ty_.builtin(nunsigned ? TK::UInt128 : TK::Int128);
+        else if (base == "__builtin_va_list") t = ty_.builtin(TK::VaList);
+        else if (base == "__auto_type") t = ty_.builtin(TK::Int);
+        else {
+            Type o;
+            o.kind = TK::OtherScalar;
+            o.spelling = base;
+            t = ty_.make(o);
+        }
+    } else if (nchar) {
+        t = ty_.builtin(nunsigned ? TK::UChar : nsigned ? TK::SChar : TK::Char);
+    } else if (nshort) {
+        t = ty_.builtin(nunsigned ? TK::UShort : TK::Short);
+    } else if (nlong >= 2) {
+        t = ty_.builtin(nunsigned ? TK::ULLong : TK::LLong);
+    } else if (nlong == 1) {
+        t = ty_.builtin(nunsigned ? TK::ULong : TK::Long);
+    } else if (nint || nsigned || nunsigned) {
+        t = ty_.builtin(nunsigned ? TK::UInt : TK::Int);
+    } else {
+        t = ty_.builtin(TK::Int);
+        s.implicit_int = true;
+    }
+    if (ncomplex) {
+        Type o;
+        o.kind = TK::OtherScalar;
+        o.spelling = "_Complex " + t->spelling;
+        t = ty_.make(o);
+    }
+    s.type = ty_.qualified(t, quals);
+    return s;
+}
+
+Type *Parser::record_spec(bool is_union, Specs &s) {
+    skip_attributes();
+    std::string tag;
+    Loc l = loc();
+    if (peek().kind == Tok::Ident && !is("{")) tag = take().text;
+    skip_attributes();
+    Type *t = nullptr;
+    if (!tag.empty()) {
+        bool defining = is("{");
+        bool fwd = is(";");
+        for (int i = int(tags_.size()) - 1; i >= 0; --i) {
+            auto f = tags_[i].find(tag);
+            if (f != tags_[i].end()) {
+                if ((defining || fwd) && i != int(tags_.size()) - 1) break;  // a new tag in this scope
+                t = f->second;
+                break;
+            }
+        }
+    }
+    if (!t) {
+        Record *r = ty_.record();
+        r->is_union = is_union;
+        r->tag = tag;
+        r->loc = l;
+        Type nt;
+        nt.kind = is_union ? TK::Union : TK::Struct;
+        nt.rec = r;
+        t = ty_.make(nt);
+        r->type = t;
+        if (!tag.empty()) tags_.back()[tag] = t;
+    }
+    if (is("{")) {
+        Record *r = t->rec;
+        if (r->complete) {
+            // A struct defined again (e.g. in a header included twice without a
+            // guard): C reports it; we take the new body.
+            r->fields.clear();
+        }
+        auto *body = new Node(NK::RecordBody);
+        body->b = tix();
+        take();
+        while (!is("}") && !at_end()) {
+            if (is("_Static_assert")) {
+                take();
+                skip_balanced();
+                accept(";");
+                continue;
+            }
+            Specs ms = specs(false);
+            Decl *md = declaration(ms, false, true);
+            body->kids.push_back(md);
+            for (InitDecl *d : md->decls) {
+                Field f;
+                f.name = d->name;
+                f.type = d->type;
+                f.bitfield = d->sym == nullptr && d->type == nullptr;
+                r->fields.push_back(f);
+            }
+            if (md->decls.empty() && is_record(ms.type)) {  // anonymous struct/union member
+                Field f;
+                f.type = ms.type;
+                r->fields.push_back(f);
+            }
+        }
+        expect("}");
+        body->e = prev_end();
+        r->complete = true;
+        s.body = body;
+        skip_attributes();
+    }
+    return t;
+}
+
+Type *Parser::enum_spec(Specs &s) {
+    skip_attributes();
+    std::string tag;
+    if (peek().kind == Tok::Ident && !is("{")) tag = take().text;
+    skip_attributes();
+    Type *t = nullptr;
+    if (!tag.empty()) {
+        for (int i = int(tags_.size()) - 1; i >= 0 && !t; --i) {
+            auto f = tags_[i].find(tag);
+            if (f != tags_[i].end()) t = f->second;
+        }
+    }
+    if (!t) {
+        Record *r = ty_.record();
+        r->tag = tag;
+        Type nt;
+        nt.kind = TK::Enum;
+        nt.rec = r;
+        nt.spelling = "int";
+        t = ty_.make(nt);
+        r->type = t;
+        if (!tag.empty()) tags_.back()[tag] = t;
+    }
+    if (is("{")) {
+        auto *body = new Node(NK::RecordBody);
+        body->b = tix();
+        take();
+        while (!is("}") && !at_end()) {
+            if (peek().kind != Tok::Ident) {
+                diag_.error(loc(), "expected an enumerator name");
+                skip_balanced();
+                break;
+            }
+            Token &n = take();
+            declare(n.text, SymKind::EnumConst, ty_.builtin(TK::Int), n.loc);
+            skip_attributes();
+            if (accept("=")) body->kids.push_back(cond_expr());
+            if (!accept(",")) break;
+        }
+        expect("}");
+        body->e = prev_end();
+        t->rec->complete = true;
+        s.body = body;
+    }
+    return t;
+}
+
+// ---- declarators -------------------------------------------------------------------
+
+namespace {
+// Replaces the placeholder at the bottom of a nested declarator's type.
+void substitute(Type *t, Type *ph, Type *with) {
+    for (int guard = 0; t && guard < 256; ++guard) {
+        Type **next = nullptr;
+        if (t->kind == TK::Pointer) next = &t->pointee;
+        else if (t->kind == TK::Array) next = &t->elem;
+        else if (t->kind == TK::Function) next = &t->ret;
+        if (!next) return;
+        if (*next == ph) {
+            *next = with;
+            return;
+        }
+        t = *next;
+    }
+}
+}  // namespace
+
+Type *Parser::declarator(Type *base, std::string &name, Loc &nloc, bool abstract_ok, std::vector<Param> *fparams) {
+    skip_attributes();
+    while (is("*") || is("^")) {
+        take();
+        PtrKind pk = PtrKind::Local;
+        unsigned quals = 0;
+        for (;;) {
+            const Token &t = peek();
+            if (t.kind != Tok::Ident) break;
+            if (t.text == "global") { pk = PtrKind::Global; take(); continue; }
+            if (t.text == "spread") { pk = PtrKind::Spread; take(); continue; }
+            if (kQualifiers.count(t.text)) {
+                if (t.text.find("const") != std::string::npos) quals |= QConst;
+                else if (t.text.find("volatile") != std::string::npos) quals |= QVolatile;
+                else if (t.text.find("restrict") != std::string::npos) quals |= QRestrict;
+                take();
+                continue;
+            }
+            if (is_attr(t)) { skip_attributes(); continue; }
+            break;
+        }
+        base = ty_.pointer(base, pk, quals);
+    }
+    return direct_declarator(base, name, nloc, abstract_ok, fparams);
+}
+
+Type *Parser::direct_declarator(Type *base, std::string &name, Loc &nloc, bool abstract_ok, std::vector<Param> *fparams) {
+    skip_attributes();
+    if (is("(")) {
+        const Token &n = peek(1);
+        bool nested = n.is("*") || n.is("^") || n.is("(") || is_attr(n) ||
+                      (n.kind == Tok::Ident && !is_typedef_name(n) && !kTypeKeywords.count(n.text) &&
+                       !kQualifiers.count(n.text) && !abstract_ok) ||
+                      (n.kind == Tok::Ident && abstract_ok && !starts_type(1) && !is(")", 2) && !is(",", 2));
+        if (nested && !(abstract_ok && n.is(")"))) {
+            take();
+            Type ph;
+            ph.kind = TK::Void;
+            Type *phl = ty_.make(ph);
+            std::vector<Param> inner_params;
+            Type *inner = declarator(phl, name, nloc, abstract_ok, &inner_params);
+            expect(")");
+            std::vector<Param> outer_params;
+            Type *outer = suffixes(base, &outer_params);
+            if (fparams) *fparams = !inner_params.empty() || strip(inner)->kind == TK::Function ? inner_params : outer_params;
+            if (inner == phl) return outer;
+            substitute(inner, phl, outer);
+            return inner;
+        }
+    }
+    if (peek().kind == Tok::Ident && !kKeywords.count(peek().text) && !(abstract_ok && is_typedef_name(peek()))) {
+        nloc = loc();
+        name = take().text;
+    } else if (!abstract_ok) {
+        const Token &t = peek();
+        diag_.error(t.loc, "expected a declarator name before '" + t.text + "'");
+    }
+    return suffixes(base, fparams);
+}
+
+Type *Parser::suffixes(Type *base, std::vector<Param> *fparams) {
+    struct Suf {
+        Type *fn = nullptr;
+        Expr *size = nullptr;
+        bool spread = false;
+        bool is_fn = false;
+    };
+    std::vector<Suf> list;
+    bool got_params = false;
+    for (;;) {
+        if (is("[")) {
+            take();
+            while (is("static") || kQualifiers.count(peek().text)) take();
+            Suf s;
+            if (is("*") && is("]", 1)) take();
+            else if (!is("]")) {
+                s.size = rvalue(assign_expr());
+                pending_sizes_.push_back(s.size);
+            }
+            expect("]");
+            list.push_back(s);
+        } else if (is("(")) {
+            Suf s;
+            s.is_fn = true;
+            std::vector<Param> ps;
+            s.fn = param_list(nullptr, &ps);
+            if (fparams && !got_params) {
+                *fparams = ps;
+                got_params = true;
+            }
+            list.push_back(s);
+        } else if (is("::")) {
+            Loc l = loc();
+            take();
+            bool any = false;
+            for (Suf &s : list) {
+                if (s.is_fn) break;
+                if (!s.spread) { s.spread = true; any = true; }
+            }
+            if (!any) diag_.error(l, "'::' must follow the spread dimensions of an array declarator, as in 'int A[n]::[m]'");
+        } else {
+            break;
+        }
+    }
+    Type *t = base;
+    for (auto it = list.rbegin(); it != list.rend(); ++it) {
+        if (it->is_fn) {
+            it->fn->ret = t;
+            t = it->fn;
+        } else {
+            t = ty_.array(t, it->size, it->spread);
+        }
+    }
+    return t;
+}
+
+Type *Parser::param_list(Type *ret, std::vector<Param> *fparams) {
+    Type ft;
+    ft.kind = TK::Function;
+    ft.ret = ret;
+    take();  // (
+    push_scope();
+    if (is(")")) {
+        ft.prototyped = false;
+    } else if (is("void") && is(")", 1)) {
+        take();
+        ft.prototyped = true;
+    } else if (peek().kind == Tok::Ident && !starts_decl() && (is(",", 1) || is(")", 1))) {
+        // K&R identifier list: the types come from the declarations that follow.
+        ft.prototyped = false;
+        while (peek().kind == Tok::Ident) {
+            Param p;
+            p.name = take().text;
+            p.type = ty_.builtin(TK::Int);
+            ft.params.push_back(p);
+            if (!accept(",")) break;
+        }
+    } else {
+        ft.prototyped = true;
+        for (;;) {
+            if (accept("...")) {
+                ft.variadic = true;
+                break;
+            }
+            Specs ps = specs(true);
+            if (!ps.any) {
+                diag_.error(loc(), "expected a parameter declaration before '" + peek().text + "'");
+                while (!at_end() && !is(")")) skip_balanced();
+                break;
+            }
+            Param p;
+            Loc nl = loc();
+            p.type = declarator(ps.type, p.name, nl, true);
+            skip_attributes();
+            // Parameters of array type are pointers; a spread array parameter
+            // is a spread pointer to its first spread element.
+            Type *st = strip(p.type);
+            if (st->kind == TK::Array) p.type = ty_.pointer(st->elem, st->spread ? PtrKind::Spread : PtrKind::Local);
+            else if (st->kind == TK::Function) p.type = ty_.pointer(p.type, PtrKind::Local);
+            if (!p.name.empty()) {
+                Symbol *sym = declare(p.name, SymKind::Var, p.type, nl);
+                sym->is_param = true;
+            }
+            ft.params.push_back(p);
+            if (!accept(",")) break;
+        }
+    }
+    pop_scope();
+    expect(")");
+    if (fparams) *fparams = ft.params;
+    return ty_.make(ft);
+}
+
+Type *Parser::type_name(int *tb, int *te) {
+    int b = tix();
+    Specs s = specs(false);
+    std::string name;
+    Loc l;
+    Type *t = declarator(s.type, name, l, true);
+    if (!name.empty()) diag_.error(l, "unexpected name '" + name + "' in a type name");
+    if (tb) *tb = b;
+    if (te) *te = prev_end();
+    return t;
+}
+
+// ---- declarations ---------------------------------------------------------------------
+
+void Parser::declare_from(InitDecl *d, Decl *decl, const Specs &s) {
+    if (d->name.empty()) return;
+    Type *t = d->type;
+    if (s.is_typedef) {
+        Type td;
+        td.kind = TK::Typedef;
+        td.name = d->name;
+        td.target = t;
+        // The runtime's handles are Split-C's untyped global and spread pointers.
+        if (d->name == "splitc_gptr_t") td.target = ty_.void_global;
+        if (d->name == "splitc_sptr_t") td.target = ty_.void_spread;
+        Type *tt = ty_.make(td);
+        if (is_record(t) && strip(t)->rec->tag.empty() && strip(t)->rec->typedef_name.empty())
+            strip(t)->rec->typedef_name = d->name;
+        d->sym = declare(d->name, SymKind::Typedef, tt, d->loc);
+        return;
+    }
+    SymKind k = is_function(t) ? SymKind::Func : SymKind::Var;
+    if (k == SymKind::Func && scopes_.size() > 1) {
+        // A block-scope function declaration names the file-scope function.
+        d->sym = declare(d->name, k, t, d->loc);
+        return;
+    }
+    d->sym = declare(d->name, k, t, d->loc);
+    if (k == SymKind::Var && is_spread_array(t)) {
+        d->sym->spread_var = true;
+        if (scopes_.size() > 1 && (s.is_static || s.is_extern))
+            diag_.error(d->loc, "a spread array inside a function must be automatic (collective, released at the end "
+                                "of its block): declare '" + d->name + "' at file scope instead");
+    }
+    if (is_spread_array(t) && !strip(t)->size)
+        diag_.error(d->loc, "spread array '" + d->name + "' needs the extent of its first dimension");
+}
+
+Decl *Parser::declaration(Specs &s, bool file_scope, bool member) {
+    auto *d = new Decl;
+    d->b = s.sb;
+    d->sb = s.sb;
+    d->se = s.se;
+    d->storage = s.storage;
+    d->base = s.type;
+    d->body = s.body;
+    d->file_scope = file_scope;
+    d->is_typedef = s.is_typedef;
+    d->is_extern = s.is_extern;
+    d->is_static = s.is_static;
+    if (s.body) d->kids.push_back(s.body);
+    if (!accept(";")) {
+        for (;;) {
+            auto *id = new InitDecl;
+            id->b = tix();
+            id->db = tix();
+            std::vector<Param> fparams;
+            pending_sizes_.clear();
+            if (member && is(":")) {
+                // unnamed bit-field
+            } else {
+                id->type = declarator(s.type, id->name, id->loc, member, &fparams);
+            }
+            for (Expr *e : pending_sizes_) id->kids.push_back(e);
+            pending_sizes_.clear();
+            if (member && accept(":")) {
+                Expr *w = cond_expr();
+                id->kids.push_back(w);
+                if (id->type && (is_gs_ptr(id->type) || !is_integer(id->type)))
+                    diag_.error(id->loc, "bit-field '" + id->name + "' must have an integer type");
+                id->sym = nullptr;
+                if (!id->type) id->type = s.type;
+            }
+            skip_asm_label();
+            skip_attributes();
+            id->de = prev_end();
+            if (!member) declare_from(id, d, s);
+            if (id->type && mentions_splitc(id->type)) id->regen = true;
+            if (file_scope && !member && id->type && is_function(id->type) && !s.is_typedef &&
+                (is("{") || (starts_decl() && !strip(id->type)->prototyped))) {
+                id->e = prev_end();
+                d->decls.push_back(id);
+                d->kids.push_back(id);
+                return static_cast<Decl *>(function_def(d, id, fparams, s));
+            }
+            if (accept("=")) {
+                if (s.is_typedef) diag_.error(id->loc, "typedef '" + id->name + "' is initialized");
+                if (id->type && is_spread_array(id->type))
+                    diag_.error(id->loc, "spread array '" + id->name + "' cannot have an initializer");
+                id->init = initializer(id->type);
+                id->kids.push_back(id->init);
+            }
+            id->e = prev_end();
+            d->decls.push_back(id);
+            d->kids.push_back(id);
+            if (!accept(",")) break;
+        }
+        expect(";", "after the declaration");
+    }
+    if (member && !d->decls.empty() && !d->decls.back()->type) d->decls.back()->type = s.type;
+    d->e = prev_end();
+    return d;
+}
+
+Node *Parser::initializer(Type *t) {
+    if (!is("{")) {
+        Expr *e = assign_expr();
+        if (e->ek == EK::Literal && toks_[e->b].kind == Tok::String && is_array(t)) return e;
+        return convert_init(rvalue(e), t);
+    }
+    auto *il = new InitList;
+    il->b = tix();
+    il->type = t;
+    take();
+    Type *st = strip(t);
+    size_t field = 0;
+    while (!is("}") && !at_end()) {
+        Type *target = nullptr;
+        bool designated = false;
+        // Designators: .name, [index], [a ... b], and the old GNU "name:".
+        for (;;) {
+            if (is(".") && peek(1).kind == Tok::Ident) {
+                take();
+                std::string n = take().text;
+                designated = true;
+                Type *cur = target ? strip(target) : st;
+                if (cur && is_record(cur)) {
+                    Record *r = cur->rec;
+                    for (size_t i = 0; i < r->fields.size(); ++i)
+                        if (r->fields[i].name == n) {
+                            if (!target) field = i;
+                            target = r->fields[i].type;
+                        }
+                }
+            } else if (is("[")) {
+                take();
+                cond_expr();
+                if (accept("...")) cond_expr();
+                expect("]");
+                designated = true;
+                Type *cur = target ? strip(target) : st;
+                target = cur && cur->kind == TK::Array ? cur->elem : nullptr;
+            } else if (peek().kind == Tok::Ident && is(":", 1) && !designated) {
+                std::string n = take().text;
+                take();
+                if (st && is_record(st))
+                    for (size_t i = 0; i < st->rec->fields.size(); ++i)
+                        if (st->rec->fields[i].name == n) { field = i; target = st->rec->fields[i].type; }
+                designated = false;
+                break;
+            } else {
+                break;
+            }
+        }
+        if (designated) accept("=");
+        if (!target && st) {
+            if (st->kind == TK::Array) target = st->elem;
+            else if (is_record(st) && field < st->rec->fields.size()) target = st->rec->fields[field].type;
+        }
+        Node *el = initializer(target ? target : ty_.builtin(TK::Int));
+        il->elems.push_back(el);
+        il->kids.push_back(el);
+        ++field;
+        if (!accept(",")) break;
+    }
+    expect("}");
+    il->e = prev_end();
+    return il;
+}
+
+Expr *Parser::convert_init(Expr *e, Type *t) {
+    if (!t) return e;
+    return convert(e, t, "initialization");
+}
+
+Node *Parser::function_def(Decl *decl, InitDecl *d, std::vector<Param> &fparams, Specs &s) {
+    auto *f = new FuncDef;
+    f->b = decl->b;
+    f->decl = decl;
+    f->d = d;
+    f->sym = d->sym;
+    f->implicit_int = s.implicit_int;
+    decl->e = d->de;
+    decl->funcdef = true;
+    f->kids.push_back(decl);
+    Type *ft = strip(d->type);
+    push_scope();
+    // Old-style parameter declarations.
+    std::vector<Param> params = fparams;
+    while (!is("{") && !at_end()) {
+        Specs ks = specs(true);
+        if (!ks.any) {
+            diag_.error(loc(), "expected a parameter declaration or '{' before '" + peek().text + "'");
+            while (!at_end() && !is("{")) take();
+            break;
+        }
+        Decl *kd = declaration(ks, false);
+        for (InitDecl *id : kd->decls) {
+            bool found = false;
+            for (Param &p : params)
+                if (p.name == id->name) {
+                    Type *st = strip(id->type);
+                    p.type = st->kind == TK::Array ? ty_.pointer(st->elem, st->spread ? PtrKind::Spread : PtrKind::Local)
+                                                   : id->type;
+                    found = true;
+                }
+            if (!found) diag_.error(id->loc, "declaration of '" + id->name + "' which is not a parameter");
+            if (id->sym) {
+                id->sym->is_param = true;
+                id->sym->spread_var = false;
+                for (Param &p : params)
+                    if (p.name == id->name) id->sym->type = p.type;
+            }
+        }
+        f->knr.push_back(kd);
+        f->kids.push_back(kd);
+    }
+    if (!ft->prototyped && !f->knr.empty()) {
+        // Calls later in this file convert their arguments as if prototyped
+        // (a global pointer parameter must receive a global pointer).
+        Type nt = *ft;
+        nt.params = params;
+        nt.prototyped = false;
+        Type *copy = ty_.make(nt);
+        copy->variadic = false;
+        copy->spelling = "knr";
+        if (d->sym) d->sym->type = copy;
+        ft = copy;
+    }
+    for (Param &p : params) {
+        if (p.name.empty()) continue;
+        Symbol *sym = lookup(p.name);
+        if (!sym || !sym->is_param || scopes_.back().find(p.name) == scopes_.back().end()) {
+            sym = declare(p.name, SymKind::Var, p.type, d->loc);
+            sym->is_param = true;
+        }
+        f->params.push_back(sym);
+    }
+    Type *saved = cur_ret_;
+    cur_ret_ = ft->ret;
+    if (peek().sys) {
+        f->sys = true;
+        int b = tix();
+        skip_balanced();
+        auto *blk = new Block;
+        blk->b = b;
+        blk->e = prev_end();
+        f->body = blk;
+    } else {
+        f->body = compound(false);
+    }
+    f->kids.push_back(f->body);
+    cur_ret_ = saved;
+    pop_scope();
+    f->e = prev_end();
+    return f;
+}
+
+Node *Parser::external_decl() {
+    if (is(";")) {  // stray semicolon at file scope
+        auto *n = new Node(NK::Stmt);
+        n->b = tix();
+        take();
+        n->e = prev_end();
+        return n;
+    }
+    if (is("_Static_assert") || skip_asm_label()) {
+        auto *n = new Node(NK::Stmt);
+        n->b = tix();
+        if (is("_Static_assert")) { take(); skip_balanced(); }
+        accept(";");
+        n->e = prev_end();
+        return n;
+    }
+    int b = tix();
+    Specs s = specs(true);
+    if (!s.any && !(peek().kind == Tok::Ident || is("*") || is("("))) {
+        diag_.error(loc(), "expected a declaration before '" + peek().text + "'");
+        take();
+        auto *n = new Node(NK::Stmt);
+        n->b = b;
+        n->e = prev_end();
+        return n;
+    }
+    if (!s.any) s.sb = b;
+    return declaration(s, true);
+}
+
+Node *Parser::parse_unit() {
+    auto *u = new Node(NK::Unit);
+    u->b = 0;
+    try {
+        while (!at_end()) {
+            size_t before = p_;
+            Node *n = external_decl();
+            if (n) u->kids.push_back(n);
+            if (p_ == before) take();
+        }
+    } catch (TooManyErrors &) {
+    }
+    u->e = int(toks_.size()) - 1;  // the End token is not written
+    return u;
+}
+
+}  // namespace splitcc

@@ -1,0 +1,197 @@
+// parse_stmt.cpp - statements.
+#include "parser.hpp"
+
+namespace splitcc {
+
+namespace {
+Node *stmt_node(int b) {
+    auto *n = new Node(NK::Stmt);
+    n->b = b;
+    return n;
+}
+}  // namespace
+
+Block *Parser::compound(bool new_scope) {
+    auto *blk = new Block;
+    blk->b = tix();
+    expect("{");
+    if (new_scope) push_scope();
+    while (!is("}") && !at_end()) {
+        size_t before = p_;
+        Node *s = statement();
+        if (s) blk->kids.push_back(s);
+        if (p_ == before) take();
+    }
+    expect("}");
+    if (new_scope) pop_scope();
+    blk->e = prev_end();
+    return blk;
+}
+
+Node *Parser::statement() {
+    int b = tix();
+    const Token &t = peek();
+    if (t.is("{")) return compound(true);
+    if (t.is(";")) {
+        take();
+        Node *n = stmt_node(b);
+        n->e = prev_end();
+        return n;
+    }
+    Node *n = stmt_node(b);
+    if (t.kind == Tok::Ident) {
+        const std::string w = t.text;
+        if (is(":", 1) && !is_typedef_name(t) && w != "default") {  // label
+            take();
+            take();
+            skip_attributes();
+            if (!is("}")) n->kids.push_back(statement());
+            n->e = prev_end();
+            return n;
+        }
+        if (w == "if") {
+            take();
+            expect("(");
+            n->kids.push_back(condition(expr()));
+            expect(")");
+            n->kids.push_back(statement());
+            if (accept("else")) n->kids.push_back(statement());
+            n->e = prev_end();
+            return n;
+        }
+        if (w == "while") {
+            take();
+            expect("(");
+            n->kids.push_back(condition(expr()));
+            expect(")");
+            n->kids.push_back(statement());
+            n->e = prev_end();
+            return n;
+        }
+        if (w == "do") {
+            take();
+            n->kids.push_back(statement());
+            expect("while");
+            expect("(");
+            n->kids.push_back(condition(expr()));
+            expect(")");
+            expect(";");
+            n->e = prev_end();
+            return n;
+        }
+        if (w == "for") {
+            take();
+            expect("(");
+            push_scope();
+            if (starts_decl()) {
+                Specs s = specs(true);
+                Decl *d = declaration(s, false);
+                d->for_init = true;
+                n->kids.push_back(d);
+            } else {
+                if (!is(";")) {
+                    Expr *i = expr();
+                    i->unused = true;
+                    n->kids.push_back(i);
+                }
+                expect(";");
+            }
+            if (!is(";")) n->kids.push_back(condition(expr()));
+            expect(";");
+            if (!is(")")) {
+                Expr *s = expr();
+                s->unused = true;
+                n->kids.push_back(s);
+            }
+            expect(")");
+            n->kids.push_back(statement());
+            pop_scope();
+            n->e = prev_end();
+            return n;
+        }
+        if (w == "switch") {
+            take();
+            expect("(");
+            Expr *c = rvalue(expr());
+            if (is_gs_ptr(c->type)) diag_.error(c->loc, "switch on a global or spread pointer");
+            n->kids.push_back(c);
+            expect(")");
+            n->kids.push_back(statement());
+            n->e = prev_end();
+            return n;
+        }
+        if (w == "case") {
+            take();
+            n->kids.push_back(cond_expr());
+            if (accept("...")) n->kids.push_back(cond_expr());
+            expect_colon();
+            if (!is("}")) n->kids.push_back(statement());
+            n->e = prev_end();
+            return n;
+        }
+        if (w == "default") {
+            take();
+            expect_colon();
+            if (!is("}")) n->kids.push_back(statement());
+            n->e = prev_end();
+            return n;
+        }
+        if (w == "break" || w == "continue") {
+            take();
+            expect(";");
+            n->e = prev_end();
+            return n;
+        }
+        if (w == "goto") {
+            take();
+            if (accept("*")) n->kids.push_back(expr());
+            else take();
+            expect(";");
+            n->e = prev_end();
+            return n;
+        }
+        if (w == "return") {
+            take();
+            if (!is(";")) {
+                Expr *e = rvalue(expr());
+                if (cur_ret_ && !is_void(cur_ret_)) e = convert(e, cur_ret_, "return");
+                n->kids.push_back(e);
+            }
+            expect(";");
+            n->nk = NK::Return;
+            n->e = prev_end();
+            return n;
+        }
+        if (w == "asm" || w == "__asm__" || w == "__asm" || w == "__label__") {
+            take();
+            while (!at_end() && !is(";")) {
+                if (is("(")) skip_balanced();
+                else take();
+            }
+            expect(";");
+            n->e = prev_end();
+            return n;
+        }
+        if (w == "_Static_assert") {
+            take();
+            skip_balanced();
+            expect(";");
+            n->e = prev_end();
+            return n;
+        }
+        if (starts_decl() && !(is_typedef_name(t) && (is("(", 1) && false))) {
+            Specs s = specs(true);
+            Decl *d = declaration(s, false);
+            return d;
+        }
+    }
+    Expr *e = expr();
+    e->unused = true;
+    last_stmt_type_ = rvalue(e)->type;
+    n->kids.push_back(e);
+    expect(";", "after the expression");
+    n->e = prev_end();
+    return n;
+}
+
+}  // namespace splitcc

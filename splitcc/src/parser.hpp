@@ -1,0 +1,121 @@
+// parser.hpp - recursive-descent parser and type checker for C89/C99 with the
+// GNU extensions found in glibc headers and 1990s programs, plus Split-C.
+// Types are computed while parsing (typedef names need scopes anyway), and
+// the Split-C specific checks and conversions are made here: the emitter only
+// has to print what this file decided.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ast.hpp"
+#include "lexer.hpp"
+#include "types.hpp"
+
+namespace splitcc {
+
+struct Specs {
+    Type *type = nullptr;
+    bool is_typedef = false, is_extern = false, is_static = false, is_inline = false;
+    bool implicit_int = false;
+    bool any = false;  // any specifier seen
+    std::vector<int> storage;  // token indices of storage/function specifiers
+    Node *body = nullptr;
+    int sb = 0, se = 0;
+};
+
+class Parser {
+public:
+    Parser(std::vector<Token> &toks, Types &types, Diag &diag);
+    Node *parse_unit();
+    const std::vector<Token> &tokens() const { return toks_; }
+
+private:
+    friend struct ScopeGuard;
+    std::vector<Token> &toks_;
+    Types &ty_;
+    Diag &diag_;
+    std::vector<int> ix_;  // parser position -> token index (pragmas are skipped)
+    size_t p_ = 0;
+    std::vector<std::unordered_map<std::string, Symbol *>> scopes_;
+    std::vector<std::unordered_map<std::string, Type *>> tags_;
+    std::vector<Symbol *> symbols_;  // owned
+    Type *cur_ret_ = nullptr;        // return type of the function being parsed
+    int stmt_expr_depth_ = 0;
+    std::vector<Expr *> pending_sizes_;  // array extents met in the declarator being parsed
+    Type *last_stmt_type_ = nullptr;     // type of the last expression statement (for ({ ... }))
+
+    // ---- tokens
+    const Token &peek(int k = 0) const;
+    int tix(int k = 0) const;  // token index of peek(k)
+    int prev_end() const;      // one past the token index of the last consumed token
+    Token &take();
+    bool is(const char *s, int k = 0) const { return peek(k).is(s); }
+    bool accept(const char *s);
+    void expect(const char *s, const char *what = nullptr);
+    void expect_colon();
+    Loc loc() const { return peek().loc; }
+    void skip_balanced();  // from an opening ( [ { to its match
+    bool at_end() const { return peek().kind == Tok::End; }
+
+    // ---- scopes
+    void push_scope();
+    void pop_scope();
+    Symbol *lookup(const std::string &name) const;
+    Symbol *declare(const std::string &name, SymKind k, Type *t, Loc l);
+    bool is_typedef_name(const Token &t) const;
+    bool starts_type(int k = 0) const;      // a type name / declaration starts here
+    bool starts_decl(int k = 0) const;
+
+    // ---- declarations (parse_decl.cpp)
+    Node *external_decl();
+    Specs specs(bool allow_storage);
+    void skip_attributes();
+    bool skip_asm_label();
+    Type *record_spec(bool is_union, Specs &s);
+    Type *enum_spec(Specs &s);
+    Type *declarator(Type *base, std::string &name, Loc &nloc, bool abstract_ok, std::vector<Param> *fparams = nullptr);
+    Type *direct_declarator(Type *base, std::string &name, Loc &nloc, bool abstract_ok, std::vector<Param> *fparams);
+    Type *suffixes(Type *base, std::vector<Param> *fparams);
+    Type *param_list(Type *ret, std::vector<Param> *fparams);
+    Type *type_name(int *tb = nullptr, int *te = nullptr);
+    Decl *declaration(Specs &s, bool file_scope, bool member = false);
+    Node *initializer(Type *t);
+    Expr *convert_init(Expr *e, Type *t);
+    void declare_from(InitDecl *d, Decl *decl, const Specs &s);
+    Node *function_def(Decl *decl, InitDecl *d, std::vector<Param> &fparams, Specs &s);
+
+    // ---- statements (parse_stmt.cpp)
+    Node *statement();
+    Block *compound(bool new_scope = true);
+    Expr *condition(Expr *e);  // a controlling expression
+
+    // ---- expressions (parse_expr.cpp)
+    Expr *expr();
+    Expr *assign_expr();
+    Expr *cond_expr();
+    Expr *binary(int prec);
+    Expr *cast_expr();
+    Expr *unary();
+    Expr *postfix(Expr *e);
+    Expr *primary();
+    Expr *mk(EK k, int b, Loc l);
+    void fin(Expr *e);  // sets e->e and kids
+    Expr *rvalue(Expr *e);                 // decay arrays/functions, load remote lvalues
+    Expr *convert(Expr *e, Type *to, const char *ctx);  // implicit conversion at assignment-like places
+    Expr *wrap(EK k, Expr *inner, Type *t, const char *op);
+    Type *arith_result(Type *a, Type *b);
+    bool null_const(Expr *e) const;
+    Expr *member(Expr *base, bool arrow);
+    Expr *index(Expr *a, Expr *i);
+    Expr *deref(Expr *ptr, int b, Loc l);
+    Expr *call(Expr *fn);
+    Expr *assign(Expr *l, const std::string &op, Expr *r, int b);
+    Expr *splitc_assign(Expr *l, const std::string &op, Expr *r, int b);
+    Expr *binop(const std::string &op, Expr *a, Expr *c, int b, Loc l);
+    Expr *cast(Type *t, int tb, int te, Expr *e, int b, Loc l);
+    Type *literal_type(const Token &t);
+};
+
+}  // namespace splitcc
