@@ -2,6 +2,7 @@
 // register the symmetric heap (and the static data when it sits at one
 // address everywhere), lay out descriptors and buffers, connect one VI per
 // peer with the peer-to-peer calls.
+#include <link.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -13,9 +14,6 @@
 #include "rt_internal.hpp"
 #include "vipl_boot.h"
 
-// Linker-provided bounds of the executable's writable data (.data + .bss).
-extern "C" char __data_start[];
-extern "C" char _end[];
 
 int splitc_rt_procs = 1;
 int splitc_rt_myproc = 0;
@@ -30,7 +28,6 @@ Runtime g;
 namespace {
 
 constexpr VIP_ULONG kConnectTimeoutMs = 60000;
-int g_static_marker;  // its address tells whether static data is symmetric
 
 size_t env_size(const char *name, size_t dflt) {
     const char *e = std::getenv(name);
@@ -85,17 +82,52 @@ bool register_region(void *p, size_t n, VIP_MEM_HANDLE *mh, const char *what) {
     return true;
 }
 
+// The main program's writable data (.data + .bss), without its RELRO part
+// (read-only after relocation, so it cannot be registered for writing).  The
+// first object dl_iterate_phdr reports is the executable, whether this
+// runtime is linked into it or loaded as a shared library (translated Split-C
+// programs link libsplitc_runtime.so, where __data_start/_end would name the
+// library's own data).
+struct DataRange {
+    uintptr_t lo = 0, hi = 0, relro_lo = 0, relro_hi = 0;
+};
+
+DataRange program_data() {
+    DataRange r;
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, size_t, void *arg) -> int {
+            auto *r = static_cast<DataRange *>(arg);
+            for (int i = 0; i < info->dlpi_phnum; ++i) {
+                const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+                uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+                if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W)) {
+                    if (!r->lo || lo < r->lo) r->lo = lo;
+                    if (hi > r->hi) r->hi = hi;
+                } else if (ph.p_type == PT_GNU_RELRO) {
+                    r->relro_lo = lo;
+                    r->relro_hi = hi;
+                }
+            }
+            return 1;  // stop after the executable
+        },
+        &r);
+    return r;
+}
+
 // Static data is remotely addressable only if it is at the same address in
 // every process (a non-PIE executable, or ASLR off).
 bool setup_statics() {
-    uintptr_t mine = reinterpret_cast<uintptr_t>(&g_static_marker);
+    long page = sysconf(_SC_PAGESIZE);
+    DataRange d = program_data();
+    uintptr_t lo = d.lo & ~uintptr_t(page - 1);
+    if (d.relro_hi > lo && d.relro_lo <= d.lo) lo = (d.relro_hi + uintptr_t(page) - 1) & ~uintptr_t(page - 1);
+    uintptr_t hi = (d.hi + uintptr_t(page) - 1) & ~uintptr_t(page - 1);
+    uintptr_t mine = lo;
     std::vector<uintptr_t> all(size_t(g.procs));
     if (vipl_boot_allgather(&mine, sizeof mine, all.data()) != VIPL_BOOT_OK) return false;
     for (uintptr_t a : all)
         if (a != mine) return true;  // not symmetric: leave g.statics empty
-    long page = sysconf(_SC_PAGESIZE);
-    uintptr_t lo = reinterpret_cast<uintptr_t>(__data_start) & ~uintptr_t(page - 1);
-    uintptr_t hi = (reinterpret_cast<uintptr_t>(_end) + uintptr_t(page) - 1) & ~uintptr_t(page - 1);
+    if (!lo || hi <= lo) return true;
     if (!register_region(reinterpret_cast<void *>(lo), hi - lo, &g.statics.mh, "static data")) return false;
     g.statics.lo = lo;
     g.statics.hi = hi;
