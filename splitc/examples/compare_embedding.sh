@@ -42,7 +42,7 @@ run() {
     }
     t1=$(date +%s%N)
     echo "$(( (t1 - t0) / 1000 ))" >>"$TMP/$name.$side.$p.wall"   # microseconds
-    echo "$out" | sed -n "s/.* \([0-9.]*\) $unit.*/\1/p" | head -1 >>"$TMP/$name.$side.$p.kernel"
+    echo "$out" | sed -n "s|.* \([0-9.]*\) $unit.*|\1|p" | head -1 >>"$TMP/$name.$side.$p.kernel"
 }
 
 median() {
