@@ -319,6 +319,7 @@ int main(int argc, char **argv) {
             ppcmd.push_back("splitc_rt.h");
         }
         ppcmd.insert(ppcmd.end(), o.pp.begin(), o.pp.end());
+        if (o.nowarn) ppcmd.push_back("-w");
         ppcmd.push_back(src);
         std::string obj = o.compile_only && !o.output.empty() ? o.output : (o.compile_only ? stem(src) + ".o" : scratch(src, ".o"));
         if (e == ".c") {

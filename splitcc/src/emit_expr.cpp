@@ -103,7 +103,20 @@ LV Emitter::lv(Expr *e) {
     case EK::Member: {
         Type *rec = e->tname;
         std::string off;
-        if (e->where != Where::Local) off = "(int64_t)__builtin_offsetof(" + ctype_unqual(rec) + ", " + e->op + ")";
+        if (e->where != Where::Local) {
+            // Members of anonymous structs are named from the nearest named one.
+            std::string path = e->op;
+            auto anonymous = [](Type *t) {
+                Type *s = strip(t);
+                return s && s->rec && s->rec->tag.empty() && s->rec->typedef_name.empty();
+            };
+            while (anonymous(rec) && e->op2 == "." && e->a->ek == EK::Member) {
+                e = e->a;
+                path = e->op + "." + path;
+                rec = e->tname;
+            }
+            off = "(int64_t)__builtin_offsetof(" + ctype_unqual(rec) + ", " + path + ")";
+        }
         if (e->op2 == "->") {
             Type *P = strip(e->a->type);
             std::string p = rv(e->a);
@@ -234,11 +247,12 @@ std::string Emitter::assign(Expr *e) {
         }
         std::string gv = tmp("g"), vv = tmp("v");
         return "({ splitc_gptr_t " + gv + " = " + g + "; " + ct + " " + vv + " = " + newval(read(t, gv)) + "; " +
-               access(t, gv, vv, "write") + "; " + vv + "; })";
+               access(t, gv, vv, "write") + "; " + (e->unused ? "" : vv + "; ") + "})";
     }
     if (e->op != "=" && is_gs_ptr(t)) {
         std::string pv = tmp("p");
-        return "({ " + ct + " *" + pv + " = &(" + l.text + "); *" + pv + " = " + newval("*" + pv) + "; *" + pv + "; })";
+        return "({ " + ct + " *" + pv + " = &(" + l.text + "); *" + pv + " = " + newval("*" + pv) + "; " +
+               (e->unused ? "" : "*" + pv + "; ") + "})";
     }
     return l.text + " " + e->op + " " + r;
 }
@@ -255,11 +269,12 @@ std::string Emitter::incdec(Expr *e, bool prefix) {
     if (l.w != Where::Local) {
         std::string gv = tmp("g");
         return "({ splitc_gptr_t " + gv + " = " + gptr_of(l) + "; " + ct + " " + ov + " = " + read(t, gv) + "; " + ct +
-               " " + nv + " = " + next(ov) + "; " + access(t, gv, nv, "write") + "; " + (prefix ? nv : ov) + "; })";
+               " " + nv + " = " + next(ov) + "; " + access(t, gv, nv, "write") + "; " +
+               (e->unused ? "" : (prefix ? nv : ov) + "; ") + "})";
     }
     std::string pv = tmp("p");
     return "({ " + ct + " *" + pv + " = &(" + l.text + "); " + ct + " " + ov + " = *" + pv + "; *" + pv + " = " +
-           next(ov) + "; " + (prefix ? "*" + pv : ov) + "; })";
+           next(ov) + "; " + (e->unused ? "" : (prefix ? "*" + pv : ov) + "; ") + "})";
 }
 
 std::string Emitter::rv(Expr *e) {
@@ -273,6 +288,7 @@ std::string Emitter::rv(Expr *e) {
     case EK::ToBool:
         return "(!splitc_gptr_is_null(" + as_gptr(e->a) + "))";
     case EK::Paren:
+        if (e->unused) e->a->unused = true;
         return "(" + rv(e->a) + ")";
     case EK::Ident:
     case EK::Index:
@@ -323,6 +339,7 @@ std::string Emitter::rv(Expr *e) {
     case EK::Cond:
         return rv(e->a) + " ? " + (e->c ? rv(e->c) : std::string()) + " : " + rv(e->x);
     case EK::Comma:
+        if (e->unused) e->c->unused = true;  // the value of "a, b" as a statement is b's, unused too
         return rv(e->a) + ", " + rv(e->c);
     case EK::Call: {
         std::string s = rv(e->a) + "(";

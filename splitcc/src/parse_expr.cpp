@@ -202,7 +202,7 @@ Expr *Parser::assign_expr() {
     static const char *const kAssign[] = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|=", ":=", ":-"};
     if (t.kind == Tok::Punct)
         for (const char *op : kAssign)
-            if (t.text == op) {
+            if (t.text == op && !(cond_mid_ && t.text[0] == ':')) {
                 std::string o = take().text;
                 Expr *rhs = assign_expr();
                 if (o == ":=" || o == ":-") return splitc_assign(lhs, o, rhs, b);
@@ -220,7 +220,11 @@ Expr *Parser::cond_expr() {
     Expr *e = mk(EK::Cond, b, l);
     e->a = condition(c);
     Expr *t = nullptr;
-    if (!is(":")) t = rvalue(expr());  // GNU "a ?: b" leaves it out
+    if (!is(":")) {  // GNU "a ?: b" leaves it out
+        ++cond_mid_;
+        t = rvalue(expr());
+        --cond_mid_;
+    }
     expect_colon();
     Expr *f = rvalue(cond_expr());
     Type *tt = t ? t->type : e->a->type, *ft = f->type;
@@ -573,7 +577,10 @@ Expr *Parser::member(Expr *base, bool arrow) {
         if (w != Where::Local || (srt && is_record(srt) && srt->rec->complete))
             diag_.error(ml, "'" + describe(rt) + "' has no member named '" + name + "'");
     }
-    if (w != Where::Local && is_record(rt) && strip(rt)->rec->tag.empty() && strip(rt)->rec->typedef_name.empty())
+    // An anonymous struct member of a named one is reached through the named
+    // struct's offsetof (gr->nested.inner); only a wholly anonymous one fails.
+    if (w != Where::Local && is_record(rt) && strip(rt)->rec->tag.empty() && strip(rt)->rec->typedef_name.empty() &&
+        !(base->ek == EK::Member && !arrow))
         diag_.error(ml, "a struct without a tag or typedef name cannot be accessed through a global pointer: give it a tag");
     return e;
 }
@@ -673,7 +680,10 @@ Expr *Parser::primary() {
             e->e = prev_end();
             return e;
         }
+        int saved_mid = cond_mid_;
+        cond_mid_ = 0;
         Expr *x = expr();
+        cond_mid_ = saved_mid;
         expect(")");
         Expr *e = mk(EK::Paren, b, l);
         e->a = x;

@@ -45,6 +45,7 @@ private:
     int stmt_expr_depth_ = 0;
     std::vector<Expr *> pending_sizes_;  // array extents met in the declarator being parsed
     Type *last_stmt_type_ = nullptr;     // type of the last expression statement (for ({ ... }))
+    int cond_mid_ = 0;  // parsing the middle of "a ? b : c": ":-" there is ':' '-'
 
     // ---- tokens
     const Token &peek(int k = 0) const;
