@@ -67,6 +67,7 @@ struct InitDecl : Node {
     Node *init = nullptr;  // Expr or InitList
     int db = 0, de = 0;    // the declarator's tokens
     bool regen = false;    // printed from its type rather than copied
+    bool bitfield = false;
     InitDecl() : Node(NK::InitDecl) {}
 };
 

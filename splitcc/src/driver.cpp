@@ -313,7 +313,7 @@ int main(int argc, char **argv) {
             continue;
         }
         std::vector<std::string> ppcmd = {comp.path, "-E", "-x", "c", "-std=gnu89", "-D__SPLITC__=1", "-D__splitc__=1",
-                                          "-I" + lay.include_dir};
+                                          "-isystem", lay.include_dir};
         if (e == ".sc") {
             ppcmd.push_back("-include");
             ppcmd.push_back("splitc_rt.h");

@@ -368,7 +368,7 @@ Type *Parser::record_spec(bool is_union, Specs &s) {
                 Field f;
                 f.name = d->name;
                 f.type = d->type;
-                f.bitfield = d->sym == nullptr && d->type == nullptr;
+                f.bitfield = d->bitfield;
                 r->fields.push_back(f);
             }
             if (md->decls.empty() && is_record(ms.type)) {  // anonymous struct/union member
@@ -702,6 +702,7 @@ Decl *Parser::declaration(Specs &s, bool file_scope, bool member) {
             for (Expr *e : pending_sizes_) id->kids.push_back(e);
             pending_sizes_.clear();
             if (member && accept(":")) {
+                id->bitfield = true;
                 Expr *w = cond_expr();
                 id->kids.push_back(w);
                 if (id->type && (is_gs_ptr(id->type) || !is_integer(id->type)))

@@ -316,12 +316,14 @@ Expr *Parser::binop(const std::string &op, Expr *a, Expr *c, int b, Loc l) {
                                    "': both pointers must be of the same kind");
         } else if (ga || gc) {
             diag_.error(l, "invalid operands to '" + op + "' ('" + describe(ta) + "' and '" + describe(tc) + "')");
-            e->type = ta;
+            e->type = ga ? ta : tc;
         } else {
             e->type = arith_result(ta, tc);
         }
+    } else if (ga || gc) {
+        diag_.error(l, "invalid operands to '" + op + "' ('" + describe(ta) + "' and '" + describe(tc) + "')");
+        e->type = ga ? ta : tc;  // no second error where the result is used
     } else {
-        if (ga || gc) diag_.error(l, "invalid operands to '" + op + "' ('" + describe(ta) + "' and '" + describe(tc) + "')");
         if (op == "<<" || op == ">>") e->type = arith_result(ta, ty_.builtin(TK::Int));
         else e->type = arith_result(ta, tc);
     }
@@ -820,8 +822,12 @@ Expr *Parser::splitc_assign(Expr *l, const std::string &op, Expr *r, int b) {
     e->dirty = true;
     e->type = ty_.builtin(TK::Void);
     e->a = l;
-    if (is_array(l->type) || is_array(r->type))
+    if (is_array(l->type) || is_array(r->type)) {
         diag_.error(l->loc, "'" + op + "' moves one scalar or struct; use bulk_get/bulk_put/bulk_store for arrays");
+        e->c = r;
+        fin(e);
+        return e;
+    }
     if (op == ":-") {
         if (l->where == Where::Local)
             diag_.error(l->loc, "the signalling store ':-' needs a global reference on its left, as in '*g :- v' or 'A[i] :- v'");

@@ -4,6 +4,16 @@
 namespace splitcc {
 
 namespace {
+// A value nobody uses: the emitter then writes no result for remote updates.
+void mark_unused(Expr *e) {
+    while (e) {
+        e->unused = true;
+        if (e->ek == EK::Comma) e = e->c;
+        else if (e->ek == EK::Paren) e = e->a;
+        else break;
+    }
+}
+
 Node *stmt_node(int b) {
     auto *n = new Node(NK::Stmt);
     n->b = b;
@@ -91,7 +101,7 @@ Node *Parser::statement() {
             } else {
                 if (!is(";")) {
                     Expr *i = expr();
-                    i->unused = true;
+                    mark_unused(i);
                     n->kids.push_back(i);
                 }
                 expect(";");
@@ -100,7 +110,7 @@ Node *Parser::statement() {
             expect(";");
             if (!is(")")) {
                 Expr *s = expr();
-                s->unused = true;
+                mark_unused(s);
                 n->kids.push_back(s);
             }
             expect(")");
@@ -186,7 +196,7 @@ Node *Parser::statement() {
         }
     }
     Expr *e = expr();
-    e->unused = true;
+    mark_unused(e);
     last_stmt_type_ = rvalue(e)->type;
     n->kids.push_back(e);
     expect(";", "after the expression");

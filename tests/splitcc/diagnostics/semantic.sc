@@ -1,0 +1,43 @@
+/* Malformed Split-C: each marked line must get exactly its error, at its
+ * line, and nothing else may be reported. */
+#include <split-c/split-c.h>
+
+struct flags { int bits : 3; int v; };
+struct { int a; } anonymous_one;
+
+void split_phase(int *global g, int l, double d)
+{
+    l := 5;                      /* expect-error: needs a global reference on one side */
+    l :- 3;                      /* expect-error: needs a global reference on its left */
+    *g := *g;                    /* expect-error: both sides of ':=' are global references */
+    d := *g;                     /* expect-error: both sides of ':=' must have the same type */
+}
+
+void conversions(int *global g, int *p)
+{
+    int *q = g;                  /* expect-error: does not convert to the local pointer */
+    int *spread s = p;           /* expect-error: a local pointer cannot become a spread pointer */
+    g = 5;                       /* expect-error: an integer cannot be converted */
+    g = g * 2;                   /* expect-error: invalid operands to '*' */
+    s = (int *spread)p;          /* expect-error: cannot cast a local pointer to a spread pointer */
+}
+
+void members(struct flags *global fp)
+{
+    int b = fp->bits;            /* expect-error: bit-field 'bits' cannot be accessed through a global pointer */
+    int c = fp->nothere;         /* expect-error: has no member named 'nothere' */
+    int *global ga = &anonymous_one.a;
+    int d = ((__typeof__(anonymous_one) *global)ga)->a;   /* expect-error: give it a tag */
+}
+
+int Missing[]::;                 /* expect-error: needs the extent of its first dimension */
+
+void spread_locals(int n)
+{
+    int A[PROCS]:: = {1};        /* expect-error: cannot have an initializer */
+    static int B[PROCS]::;       /* expect-error: must be automatic */
+    int y = undeclared_thing;    /* expect-error: 'undeclared_thing' undeclared */
+    int z = sizeof(A);           /* expect-error: sizeof a spread array is not defined */
+}
+
+int misplaced(int)::;            /* expect-error: '::' must follow the spread dimensions */
