@@ -728,6 +728,13 @@ Decl *Parser::declaration(Specs &s, bool file_scope, bool member) {
                     diag_.error(id->loc, "spread array '" + id->name + "' cannot have an initializer");
                 id->init = initializer(id->type);
                 id->kids.push_back(id->init);
+                // Static storage is initialized before MYPROC is known.
+                auto *ie = id->init->nk == NK::Expr ? static_cast<Expr *>(id->init) : nullptr;
+                if (ie && ie->ek == EK::Conv && ie->op == "conv" && !is_gs_ptr(ie->a->type) &&
+                    (file_scope || s.is_static))
+                    diag_.error(ie->loc, "'" + id->name + "' has static storage: it cannot be initialized with a local "
+                                         "address, which becomes global only when MYPROC is known; assign it at run time "
+                                         "(e.g. in splitc_main)");
             }
             id->e = prev_end();
             d->decls.push_back(id);

@@ -41,3 +41,6 @@ void spread_locals(int n)
 }
 
 int misplaced(int)::;            /* expect-error: '::' must follow the spread dimensions */
+
+int plain;
+int *global too_early = &plain;  /* expect-error: has static storage */
