@@ -140,29 +140,9 @@ void Emitter::node(Node *n) {
     }
 }
 
-std::string Emitter::capture(Node *n) {
-    std::string s;
-    std::string *saved = sink_;
-    bool st = track_;
-    sink_ = &s;
-    track_ = false;
-    node(n);
-    sink_ = saved;
-    track_ = st;
-    return s;
-}
-
-std::string Emitter::capture_tokens(int b, int e) {
-    std::string s;
-    std::string *saved = sink_;
-    bool st = track_;
-    sink_ = &s;
-    track_ = false;
-    tokens(b, e);
-    sink_ = saved;
-    track_ = st;
-    return s;
-}
+std::string Emitter::capture(Node *n) { return captured([&] { node(n); }); }
+std::string Emitter::capture_tokens(int b, int e) { return captured([&] { tokens(b, e); }); }
+std::string Emitter::capture_splice(Node *n, int b, int e) { return captured([&] { splice(n, b, e); }); }
 
 std::string Emitter::run(Node *unit) {
     mark_dirty(unit);
@@ -196,7 +176,7 @@ std::string Emitter::print(Type *t, const std::string &inner, Type *base, const 
     case TK::Pointer: {
         if (t->pk == PtrKind::Global) return join(quals_text(t->quals) + "splitc_gptr_t", inner);
         if (t->pk == PtrKind::Spread) return join(quals_text(t->quals) + "splitc_sptr_t", inner);
-        std::string s = "*" + (t->quals & QConst ? std::string(" const ") : "") + inner;
+        std::string s = cat("*", t->quals & QConst ? " const " : "", inner);
         Type *p = t->pointee;
         if (p && (p->kind == TK::Array || p->kind == TK::Function)) s = "(" + s + ")";
         return print(p, s, base, base_text);
@@ -253,7 +233,7 @@ std::string Emitter::ctype_unqual(Type *t) {
 std::string Emitter::extent(Type *arr) {
     if (!arr->extent.empty()) return arr->extent;
     if (!arr->size) return "0";
-    return "(" + rv(arr->size) + ")";
+    return cat("(", rv(arr->size), ")");
 }
 
 std::string Emitter::size_text(Type *t) {
@@ -284,29 +264,23 @@ std::string Emitter::storage_text(Decl *d) {
 // The specifiers as C: the struct body (if any) with its own rewriting,
 // optionally without the storage-class tokens.
 std::string Emitter::spec_text(Decl *d, bool with_storage) {
-    std::string s;
-    std::string *saved = sink_;
-    bool st = track_;
-    sink_ = &s;
-    track_ = false;
-    int pos = d->sb;
     auto is_storage = [&](int i) {
         for (int k : d->storage)
             if (k == i) return true;
         return false;
     };
-    while (pos < d->se) {
-        if (d->body && pos == d->body->b) {
-            node(d->body);
-            pos = d->body->e;
-            continue;
+    return captured([&] {
+        int pos = d->sb;
+        while (pos < d->se) {
+            if (d->body && pos == d->body->b) {
+                node(d->body);
+                pos = d->body->e;
+                continue;
+            }
+            if (with_storage || !is_storage(pos)) tokens(pos, pos + 1);
+            ++pos;
         }
-        if (with_storage || !is_storage(pos)) tokens(pos, pos + 1);
-        ++pos;
-    }
-    sink_ = saved;
-    track_ = st;
-    return s;
+    });
 }
 
 namespace {
@@ -337,10 +311,10 @@ std::string Emitter::extents(Type *t, const std::string &var, bool save, std::st
     int i = 0;
     for (Type *s = strip(t); s && s->kind == TK::Array; s = strip(s->elem), ++i) {
         if (!s->size) {
-            s->extent = "1";
+            s->extent.assign(1, '1');  // (not = "1": GCC 12 -Wrestrict false positive)
             continue;
         }
-        std::string e = "(" + rv(s->size) + ")";
+        std::string e = cat("(", rv(s->size), ")");
         if (save) {
             std::string n = "__sc_" + var + "_e" + std::to_string(i);
             prologue += "const long " + n + " = (long)" + e + "; ";
@@ -402,17 +376,7 @@ void Emitter::decl(Decl *d) {
             InitDecl *id = normal[i];
             s += i ? ", " : " ";
             if (id->regen) s += print(id->type, id->name, d->base, "") + init_text(id);
-            else {
-                std::string t;
-                std::string *saved = sink_;
-                bool st = track_;
-                sink_ = &t;
-                track_ = false;
-                splice(id, id->b, id->e);
-                sink_ = saved;
-                track_ = st;
-                s += t;
-            }
+            else s += capture_splice(id, id->b, id->e);
         }
         put(s + term);
     } else if (d->body) {

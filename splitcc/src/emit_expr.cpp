@@ -354,17 +354,8 @@ std::string Emitter::rv(Expr *e) {
         return e->op + "(" + ctype(e->tname) + ")";
     case EK::CompoundLit:
         return "(" + ctype(e->tname) + ")" + capture(e->kids.front());
-    default: {
-        std::string s;
-        std::string *saved = sink_;
-        bool st = track_;
-        sink_ = &s;
-        track_ = false;
-        splice(e, e->b, e->e);
-        sink_ = saved;
-        track_ = st;
-        return s;
-    }
+    default:
+        return capture_splice(e, e->b, e->e);
     }
 }
 

@@ -28,6 +28,20 @@ public:
     void at(int tok);                    // move the output to token `tok`'s line
     std::string capture(Node *n);        // a node's C text as a string (no line tracking)
     std::string capture_tokens(int b, int e);
+    std::string capture_splice(Node *n, int b, int e);
+    // Runs f with the output going to a string (no line tracking); returns it.
+    template <class F>
+    std::string captured(F f) {
+        std::string s;
+        std::string *saved = sink_;
+        bool st = track_;
+        sink_ = &s;
+        track_ = false;
+        f();
+        sink_ = saved;
+        track_ = st;
+        return s;
+    }
 
     // ---- declarations (emit.cpp)
     void decl(Decl *d);

@@ -382,7 +382,7 @@ Expr *Parser::cast_expr() {
 
 Expr *Parser::deref(Expr *ptr, int b, Loc l) {
     Expr *e = mk(EK::Unary, b, l);
-    e->op = "*";
+    e->op.assign(1, '*');  // (not = "*": GCC 12 -Wrestrict false positive)
     Expr *P = rvalue(ptr);
     e->a = P;
     Type *pt = strip(P->type);
@@ -428,7 +428,7 @@ Expr *Parser::unary() {
             take();
             Expr *x = cast_expr();
             Expr *e = mk(EK::Unary, b, l);
-            e->op = "&";
+            e->op.assign(1, '&');
             e->a = x;
             Type *xt = x->type;
             if (x->where == Where::Local) {
@@ -577,7 +577,7 @@ Expr *Parser::member(Expr *base, bool arrow) {
         e->op = name;
         e->type = ty_.builtin(TK::Int);
         if (w != Where::Local || (srt && is_record(srt) && srt->rec->complete))
-            diag_.error(ml, "'" + describe(rt) + "' has no member named '" + name + "'");
+            diag_.error(ml, cat("'", describe(rt), "' has no member named '", name, "'"));
     }
     // An anonymous struct member of a named one is reached through the named
     // struct's offsetof (gr->nested.inner); only a wholly anonymous one fails.

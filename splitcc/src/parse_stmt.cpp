@@ -21,6 +21,14 @@ Node *stmt_node(int b) {
 }
 }  // namespace
 
+// "( expression )" controlling an if, while or do.
+Expr *Parser::paren_condition() {
+    expect("(");
+    Expr *c = condition(expr());
+    expect(")");
+    return c;
+}
+
 Block *Parser::compound(bool new_scope) {
     auto *blk = new Block;
     blk->b = tix();
@@ -61,9 +69,7 @@ Node *Parser::statement() {
         }
         if (w == "if") {
             take();
-            expect("(");
-            n->kids.push_back(condition(expr()));
-            expect(")");
+            n->kids.push_back(paren_condition());
             n->kids.push_back(statement());
             if (accept("else")) n->kids.push_back(statement());
             n->e = prev_end();
@@ -71,9 +77,7 @@ Node *Parser::statement() {
         }
         if (w == "while") {
             take();
-            expect("(");
-            n->kids.push_back(condition(expr()));
-            expect(")");
+            n->kids.push_back(paren_condition());
             n->kids.push_back(statement());
             n->e = prev_end();
             return n;
@@ -82,9 +86,7 @@ Node *Parser::statement() {
             take();
             n->kids.push_back(statement());
             expect("while");
-            expect("(");
-            n->kids.push_back(condition(expr()));
-            expect(")");
+            n->kids.push_back(paren_condition());
             expect(";");
             n->e = prev_end();
             return n;

@@ -91,6 +91,7 @@ private:
     Node *statement();
     Block *compound(bool new_scope = true);
     Expr *condition(Expr *e);  // a controlling expression
+    Expr *paren_condition();
 
     // ---- expressions (parse_expr.cpp)
     Expr *expr();

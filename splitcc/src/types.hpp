@@ -119,4 +119,13 @@ const Field *find_field(Record *r, const std::string &name, std::vector<const Fi
 Type *spread_block(Type *t);
 std::string describe(Type *t);  // for diagnostics: "int *global"
 
+// Concatenates strings by appending (GCC 12 misreports "lit" + std::string
+// chains as overlapping copies under -O3, -Wrestrict).
+template <class... A>
+std::string cat(const A &...a) {
+    std::string r;
+    ((r += a), ...);
+    return r;
+}
+
 }  // namespace splitcc
