@@ -94,21 +94,28 @@ VIP_RETURN ViImpl::recv_done(VIP_DESCRIPTOR **d) {
 }
 
 VIP_RETURN ViImpl::wait(SpscRing<VIP_DESCRIPTOR *> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) {
+    const auto broken = [&] { return state.load(std::memory_order_relaxed) == static_cast<int>(ViState::Error); };
     if (hostq.empty()) {
-        // Nothing posted: a wait can only time out (or would block forever).
-        if (timeout_ms == VIP_INFINITE) return VIP_INVALID_STATE;
+        // Nothing posted: wait for a descriptor to be posted and complete, as the
+        // cLAN and M-VIA libraries did (their programs block a receive thread in
+        // VipRecvWait(VIP_INFINITE) and post from another).  Two host threads then
+        // drive an inline firmware, so it is stepped under its lock from now on,
+        // as when a notify handler is armed.  A broken VI with nothing posted
+        // completes nothing: VIP_INVALID_STATE rather than a wait for ever.
+        if (broken()) return VIP_INVALID_STATE;
+        if (hw->cfg.mode == Mode::Inline && !hw->shared_step.load(std::memory_order_relaxed))
+            hw->shared_step.store(true, std::memory_order_seq_cst);
     }
-    VIP_RETURN rc = VIP_NOT_DONE;
-    if (poll_until(hw, timeout_ms, [&] {
+    bool gave_up = false;
+    if (!poll_until(hw, timeout_ms, [&] {
             VIP_DESCRIPTOR *const *head = hostq.front();
-            return head && is_done(*head);
-        })) {
-        hostq.pop(d);
-        rc = VIP_SUCCESS;
-    } else {
-        rc = VIP_TIMEOUT;
-    }
-    return rc;
+            if (head) return is_done(*head);
+            return gave_up = broken();
+        }))
+        return VIP_TIMEOUT;
+    if (gave_up) return VIP_INVALID_STATE;
+    hostq.pop(d);
+    return VIP_SUCCESS;
 }
 
 VIP_RETURN ViImpl::send_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) { return wait(host_sq, timeout_ms, d); }

@@ -21,16 +21,6 @@ void stop_at_exit() {
     if (g_hw) g_hw->stop_thread();
 }
 
-bool parse_rank(const char *name, int nprocs, int *out) {
-    const char *p = name;
-    if (std::strncmp(p, "node", 4) == 0) p += 4;
-    if (!*p) return false;
-    char *end = nullptr;
-    const long r = std::strtol(p, &end, 10);
-    if (*end || r < 0 || r >= nprocs) return false;
-    *out = static_cast<int>(r);
-    return true;
-}
 } // namespace
 
 class NicHandle : public vipl::prov::Nic {
@@ -245,36 +235,28 @@ public:
         return VIP_SUCCESS;
     }
 
-    // Name service: the job's hosts are "node0".."node<N-1>" (or just the rank).
+    // Name service: the names are the API layer's (vipl/src/names.hpp); a
+    // rank's host address is the rank itself, 2 bytes little endian.
     VIP_RETURN ns_init(VIP_PVOID) override {
         hw->ns_ready = true;
         return VIP_SUCCESS;
     }
-    VIP_RETURN ns_get_host_by_name(const char *name, VIP_NET_ADDRESS *out, VIP_ULONG index) override {
-        int r;
-        if (!parse_rank(name, hw->nprocs, &r) || index != 0) return VIP_ERROR_NAMESERVICE;
+    VIP_RETURN ns_shutdown() override {
+        hw->ns_ready = false;
+        return VIP_SUCCESS;
+    }
+    int job_size() const override { return hw->nprocs; }
+    VIP_RETURN rank_address(int r, VIP_NET_ADDRESS *out) override {
+        if (r < 0 || r >= hw->nprocs) return VIP_ERROR_NAMESERVICE;
         out->HostAddressLen = 2;
         out->DiscriminatorLen = 0;
         out->HostAddress[0] = static_cast<VIP_UINT8>(r & 0xff);
         out->HostAddress[1] = static_cast<VIP_UINT8>(r >> 8);
         return VIP_SUCCESS;
     }
-    VIP_RETURN ns_get_host_by_addr(const VIP_NET_ADDRESS *addr, char *name, VIP_ULONG *len) override {
+    int address_rank(const VIP_NET_ADDRESS *addr) override {
         uint16_t r;
-        if (hw->parse_addr(addr, &r) != VIP_SUCCESS) return VIP_ERROR_NAMESERVICE;
-        char buf[32];
-        const int n = std::snprintf(buf, sizeof buf, "node%u", unsigned(r));
-        if (*len < static_cast<VIP_ULONG>(n) + 1) {
-            *len = static_cast<VIP_ULONG>(n) + 1;
-            return VIP_ERROR_RESOURCE;
-        }
-        std::memcpy(name, buf, static_cast<size_t>(n) + 1);
-        *len = static_cast<VIP_ULONG>(n) + 1;
-        return VIP_SUCCESS;
-    }
-    VIP_RETURN ns_shutdown() override {
-        hw->ns_ready = false;
-        return VIP_SUCCESS;
+        return hw->parse_addr(addr, &r) == VIP_SUCCESS ? int(r) : -1;
     }
 
     // Auto-discovery: every NIC of the job.  On input NumAdAddrs is the room in

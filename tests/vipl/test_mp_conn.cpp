@@ -1,6 +1,8 @@
 // test_mp_conn.cpp - connections between partner ranks (run under `vipl-run -n 2`):
 // client/server accept and reject, timeouts, peer-to-peer, disconnect, the name
 // service, and many VIs sharing one completion queue.
+#include <unistd.h>
+
 #include "mp_fixture.hpp"
 
 using namespace vt;
@@ -250,6 +252,41 @@ TEST_P(MpConn, NameServiceResolvesEveryRank) {
         VT_ASSERT_OK(VipNSGetHostByName(nic(), back, again.get(), 0));
         EXPECT_EQ(again.host(), host_of(r)) << back;
     }
+    VT_EXPECT_OK(VipNSShutdown(nic()));
+}
+
+// Programs written for M-VIA or cLAN resolve host names (gethostname(), a host
+// list from their launcher), not "node<rank>".  Under vipl-run every rank is on
+// this host: NameIndex i picks the i-th rank on it, "host#r" names rank r, and
+// VipNSGetHostByAddr gives back a name that resolves to the same NIC.
+TEST_P(MpConn, HostNamesResolveEveryRankOnThisHost) {
+    VT_ASSERT_OK(VipNSInit(nic(), nullptr));
+    char hn[256] = {};
+    gethostname(hn, sizeof hn - 1);
+    const std::string host = hn, shortname = host.substr(0, host.find('.'));
+    const int n = vipl_boot_size();
+    for (int r = 0; r < n; r++) {
+        for (std::string nm : {host, shortname, std::string("localhost")}) {
+            NetAddr a;
+            VT_ASSERT_OK(VipNSGetHostByName(nic(), nm.data(), a.get(), VIP_ULONG(r))) << nm << " index " << r;
+            EXPECT_EQ(a.host(), host_of(r)) << nm << " index " << r;
+        }
+        std::string qualified = shortname + "#" + std::to_string(r);
+        NetAddr a;
+        VT_ASSERT_OK(VipNSGetHostByName(nic(), qualified.data(), a.get(), 0)) << qualified;
+        EXPECT_EQ(a.host(), host_of(r)) << qualified;
+
+        char back[256] = {};
+        VIP_ULONG len = sizeof back;
+        VT_ASSERT_OK(VipNSGetHostByAddr(nic(), a.get(), back, &len));
+        EXPECT_EQ(std::string(back).substr(0, shortname.size()), shortname) << back;
+        NetAddr again;
+        VT_ASSERT_OK(VipNSGetHostByName(nic(), back, again.get(), 0)) << back;
+        EXPECT_EQ(again.host(), host_of(r)) << back;
+    }
+    std::string nm = host;
+    NetAddr a;
+    VT_EXPECT_RC(VIP_ERROR_NAMESERVICE, VipNSGetHostByName(nic(), nm.data(), a.get(), VIP_ULONG(n)));
     VT_EXPECT_OK(VipNSShutdown(nic()));
 }
 

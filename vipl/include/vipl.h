@@ -40,6 +40,25 @@ typedef uint8_t VIP_UINT8;
 
 typedef VIP_PVOID VIP_QOS; /* the spec leaves QoS undefined: must be NULL */
 
+/* Names of the vendor headers public VI programs were written against (Giganet
+ * cLAN, M-VIA), offered next to the spec's: VIP_LONG, VIP_SHORT,
+ * VIP_EVENT_HANDLE, VIP_VI_CALLBACK, VIP_CQ_CALLBACK, the descriptor's
+ * Control/Data[] members.  Define VIPL_SPEC_NAMES_ONLY before including this
+ * header to get the specification's names alone.  The Control/Data[] members
+ * need anonymous unions: C11 or later, GNU C, or C++ (not strict -std=c99). */
+#if !defined(VIPL_SPEC_NAMES_ONLY) &&                                                      \
+    (defined(__cplusplus) || (defined(__GNUC__) && !defined(__STRICT_ANSI__)) ||             \
+     (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L))
+#define VIPL_LEGACY_NAMES_ 1
+#else
+#define VIPL_LEGACY_NAMES_ 0
+#endif
+#ifndef VIPL_SPEC_NAMES_ONLY
+typedef long VIP_LONG;
+typedef short VIP_SHORT;
+typedef VIP_PVOID VIP_EVENT_HANDLE;
+#endif
+
 #define VIP_TRUE (1)
 #define VIP_FALSE (0)
 
@@ -63,7 +82,9 @@ typedef VIP_UINT32 VIP_MEM_HANDLE;
  * HostAddress holds HostAddressLen bytes of host (NIC) address followed by
  * DiscriminatorLen bytes of discriminator.  The caller allocates room for both
  * (see VIP_NET_ADDRESS_SIZE); nicfw host addresses are 2 bytes (the rank, little
- * endian); discriminators are at most VIP_MAX_DISCRIMINATOR_LEN bytes here. */
+ * endian); discriminators are at most VIP_MAX_DISCRIMINATOR_LEN bytes here.
+ * The layout is M-VIA's and Giganet's (lengths at offsets 0 and 2, bytes from
+ * offset 4), so addresses built by their programs' arithmetic are valid here. */
 typedef struct {
     VIP_UINT16 HostAddressLen;
     VIP_UINT16 DiscriminatorLen;
@@ -152,8 +173,22 @@ typedef union {
  * aligned in registered memory with room for all its segments; DS[2] is the
  * spec's declared minimum, larger descriptors extend DS past it. */
 typedef struct _VIP_DESCRIPTOR {
+#if VIPL_LEGACY_NAMES_
+    /* Giganet cLAN's headers (without VIPL095) call the control segment
+     * "Control" and the segments "Data[]" (data segments only); the same bytes
+     * under both names, so programs of either kind compile. */
+    union {
+        VIP_CONTROL_SEGMENT CS;
+        VIP_CONTROL_SEGMENT Control;
+    };
+    union {
+        VIP_DESCRIPTOR_SEGMENT DS[2];
+        VIP_DATA_SEGMENT Data[2];
+    };
+#else
     VIP_CONTROL_SEGMENT CS;
     VIP_DESCRIPTOR_SEGMENT DS[2];
+#endif
 } VIP_DESCRIPTOR;
 
 /* Control field bits */
@@ -259,7 +294,17 @@ typedef enum {
     VIP_DESCRIPTOR_ERROR,
     VIP_INVALID_STATE,
     VIP_ERROR_NAMESERVICE,
-    VIP_NO_MATCH
+    VIP_NO_MATCH,
+    /* Not in the spec; M-VIA's and Giganet's headers have them with these values
+     * and programs switch on them.  A program that defines either as a macro
+     * before including this header (as Global Arrays' ARMCI VIA port does for
+     * headers without VIP_ERROR_NOT_SUPPORTED) keeps its own definition. */
+#ifndef VIP_NOT_REACHABLE
+    VIP_NOT_REACHABLE = 15,
+#endif
+#ifndef VIP_ERROR_NOT_SUPPORTED
+    VIP_ERROR_NOT_SUPPORTED = 16,
+#endif
 } VIP_RETURN;
 
 /* ---- system management ---------------------------------------------------- */
@@ -335,6 +380,11 @@ typedef void (*VIP_DESCRIPTOR_NOTIFY_HANDLER)(IN VIP_PVOID Context, IN VIP_NIC_H
 typedef void (*VIP_CQ_NOTIFY_HANDLER)(IN VIP_PVOID Context, IN VIP_NIC_HANDLE NicHandle,
                                       IN VIP_VI_HANDLE ViHandle, IN VIP_BOOLEAN RecvQueue);
 typedef void (*VIP_ERROR_HANDLER)(IN VIP_PVOID Context, IN VIP_ERROR_DESCRIPTOR *ErrorDesc);
+#ifndef VIPL_SPEC_NAMES_ONLY
+/* Giganet cLAN's names for the two notify handler types. */
+typedef VIP_DESCRIPTOR_NOTIFY_HANDLER VIP_VI_CALLBACK;
+typedef VIP_CQ_NOTIFY_HANDLER VIP_CQ_CALLBACK;
+#endif
 
 /* One-shot: the handler runs once, on a provider thread, with the next completed
  * descriptor (removed from the queue) or CQ entry (removed from the CQ). */

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "vipl.h"
 
@@ -113,12 +114,22 @@ public:
 
     virtual VIP_RETURN error_callback(VIP_PVOID ctx, VIP_ERROR_HANDLER h) = 0;
 
+    // Name service.  The API layer maps names to ranks of the job and back
+    // (vipl/src/names.hpp: the same rules on every provider); a provider maps a
+    // rank to its host address and back, and may know names outside the job.
     virtual VIP_RETURN ns_init(VIP_PVOID info) = 0;
-    virtual VIP_RETURN ns_get_host_by_name(const char *name, VIP_NET_ADDRESS *out,
-                                           VIP_ULONG index) = 0;
-    virtual VIP_RETURN ns_get_host_by_addr(const VIP_NET_ADDRESS *addr, char *name,
-                                           VIP_ULONG *len) = 0;
     virtual VIP_RETURN ns_shutdown() = 0;
+    virtual int job_size() const = 0; // ranks in the job (1 outside one)
+    // The host address of `rank`'s NIC (DiscriminatorLen 0); VIP_ERROR_NAMESERVICE if unknown.
+    virtual VIP_RETURN rank_address(int rank, VIP_NET_ADDRESS *out) = 0;
+    // The rank whose NIC has this host address, or -1.
+    virtual int address_rank(const VIP_NET_ADDRESS *addr) = 0;
+    // Names the job does not know ("host:port" on verbs); VIP_ERROR_NAMESERVICE if none.
+    virtual VIP_RETURN ns_other_name(const char *, VIP_NET_ADDRESS *, VIP_ULONG) {
+        return VIP_ERROR_NAMESERVICE;
+    }
+    // A name for an address outside the job; false if none.
+    virtual bool ns_other_addr(const VIP_NET_ADDRESS *, std::string *) { return false; }
     virtual VIP_RETURN query_system_management(VIP_ULONG info_type, VIP_PVOID out) = 0;
 
     virtual int rank() const = 0;   // this NIC's address as an integer, or -1

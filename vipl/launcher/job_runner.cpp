@@ -24,6 +24,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -163,6 +164,20 @@ class JobRunner {
     env.push_back("VIASTACK_RANK=" + std::to_string(rank));
     env.push_back("VIASTACK_SIZE=" + std::to_string(opts_.world));
     if (!opts_.boot.empty()) env.push_back("VIASTACK_BOOT=" + opts_.boot);
+    // The hosts map of the VIPL name service (vipl/src/names.hpp): which rank
+    // runs where, so VipNSGetHostByName(<host name>, i) finds the i-th rank on a
+    // host.  This vipl-run knows only its own ranks; ranks elsewhere stay
+    // unnamed ("*k") unless the user's VIASTACK_HOSTS, kept as is, names them.
+    if (!std::getenv("VIASTACK_HOSTS")) {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      char map[320];
+      if (opts_.first_rank > 0)
+        std::snprintf(map, sizeof map, "*%d,%s*%d", opts_.first_rank, host, opts_.nprocs);
+      else
+        std::snprintf(map, sizeof map, "%s*%d", host, opts_.nprocs);
+      env.push_back(std::string("VIASTACK_HOSTS=") + map);
+    }
     if (!opts_.provider.empty()) env.push_back("VIPL_PROVIDER=" + opts_.provider);
     if (!opts_.mode.empty()) env.push_back("VIPL_NICFW_MODE=" + opts_.mode);
     return env;

@@ -4,11 +4,17 @@
 using namespace vipl::api;
 
 namespace {
-// Resolves the ptag handle inside memory attributes to the provider's object.
+// Resolves the ptag handle inside memory attributes to the provider's object;
+// a NULL Ptag is the NIC's default tag, as for VIs.
 VIP_RETURN resolve(NicEntry *e, const VIP_MEM_ATTRIBUTES *a, vipl::prov::MemAttr *out) {
     NicEntry *owner = nullptr;
-    vipl::prov::Ptag *p = ptags().lookup(a->Ptag, &owner);
-    if (!p || owner->nic != e->nic) return VIP_INVALID_PTAG;
+    vipl::prov::Ptag *p = nullptr;
+    if (!a->Ptag) {
+        if (VIP_RETURN rc = default_ptag(e, &p); rc != VIP_SUCCESS) return rc;
+    } else {
+        p = ptags().lookup(a->Ptag, &owner);
+        if (!p || owner->nic != e->nic) return VIP_INVALID_PTAG;
+    }
     out->ptag = p;
     out->rdma_write = a->EnableRdmaWrite != VIP_FALSE;
     out->rdma_read = a->EnableRdmaRead != VIP_FALSE;
@@ -21,7 +27,11 @@ extern "C" {
 VIP_RETURN VipRegisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress, VIP_ULONG Length,
                           VIP_MEM_ATTRIBUTES *MemAttribs, VIP_MEM_HANDLE *MemoryHandle) {
     NicEntry *e = nics().lookup(NicHandle);
-    if (!e || !VirtualAddress || Length == 0 || !MemAttribs || !MemoryHandle) return VIP_INVALID_PARAMETER;
+    if (!e || !VirtualAddress || Length == 0 || !MemoryHandle) return VIP_INVALID_PARAMETER;
+    // NULL attributes, as cLAN and M-VIA took them: the default tag, no RDMA
+    // (what all-zero attributes mean).
+    static const VIP_MEM_ATTRIBUTES kDefault = {nullptr, VIP_FALSE, VIP_FALSE};
+    if (!MemAttribs) MemAttribs = const_cast<VIP_MEM_ATTRIBUTES *>(&kDefault);
     if (reinterpret_cast<uintptr_t>(VirtualAddress) + Length < reinterpret_cast<uintptr_t>(VirtualAddress))
         return VIP_INVALID_PARAMETER; // wraps the address space
     vipl::prov::MemAttr a;

@@ -1,5 +1,9 @@
 // api_misc.cpp - error callback, name service, system management, extensions.
+#include <cstring>
+#include <string>
+
 #include "handles.hpp"
+#include "names.hpp"
 
 using namespace vipl::api;
 
@@ -17,18 +21,36 @@ VIP_RETURN VipNSInit(VIP_NIC_HANDLE NicHandle, VIP_PVOID NSInitInfo) {
     return e->nic->ns_init(NSInitInfo);
 }
 
+// Names of the job's NICs follow vipl/src/names.hpp for every provider; the
+// provider only maps ranks to addresses (and may know other names).
 VIP_RETURN VipNSGetHostByName(VIP_NIC_HANDLE NicHandle, VIP_CHAR *Name, VIP_NET_ADDRESS *Address,
                               VIP_ULONG NameIndex) {
     NicEntry *e = nics().lookup(NicHandle);
     if (!e || !Name || !Address) return VIP_INVALID_PARAMETER;
-    return e->nic->ns_get_host_by_name(Name, Address, NameIndex);
+    const names::Job job = names::current_job(e->nic->rank(), e->nic->job_size());
+    if (const int r = names::resolve(job, Name, NameIndex); r >= 0) return e->nic->rank_address(r, Address);
+    return e->nic->ns_other_name(Name, Address, NameIndex);
 }
 
+// A buffer too small gets VIP_INVALID_PARAMETER and the length it needs (the
+// terminating NUL included) in *NameLen; nothing is written to it.
 VIP_RETURN VipNSGetHostByAddr(VIP_NIC_HANDLE NicHandle, VIP_NET_ADDRESS *Address, VIP_CHAR *Name,
                               VIP_ULONG *NameLen) {
     NicEntry *e = nics().lookup(NicHandle);
     if (!e || !Address || !Name || !NameLen) return VIP_INVALID_PARAMETER;
-    return e->nic->ns_get_host_by_addr(Address, Name, NameLen);
+    if (Address->HostAddressLen > VIP_MAX_HOST_ADDRESS_LEN) return VIP_INVALID_PARAMETER;
+    std::string text;
+    if (const int r = e->nic->address_rank(Address); r >= 0)
+        text = names::name_of(names::current_job(e->nic->rank(), e->nic->job_size()), r);
+    else if (!e->nic->ns_other_addr(Address, &text))
+        return VIP_ERROR_NAMESERVICE;
+    if (*NameLen < text.size() + 1) {
+        *NameLen = text.size() + 1;
+        return VIP_INVALID_PARAMETER;
+    }
+    std::memcpy(Name, text.c_str(), text.size() + 1);
+    *NameLen = text.size() + 1;
+    return VIP_SUCCESS;
 }
 
 VIP_RETURN VipNSShutdown(VIP_NIC_HANDLE NicHandle) {

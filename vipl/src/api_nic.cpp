@@ -3,6 +3,25 @@
 
 using namespace vipl::api;
 
+namespace vipl::api {
+VIP_RETURN default_ptag(NicEntry *e, prov::Ptag **out) {
+    std::lock_guard<std::mutex> g(e->default_mu); // control path only (VI / memory set-up)
+    if (!e->default_ptag) {
+        prov::Ptag *p = nullptr;
+        if (VIP_RETURN rc = e->nic->create_ptag(&p); rc != VIP_SUCCESS) return rc;
+        void *h = ptags().insert(p, e);
+        if (!h) {
+            e->nic->destroy_ptag(p);
+            return VIP_ERROR_RESOURCE;
+        }
+        p->api_handle = h; // VipQueryVi / VipQueryMem report it like any tag
+        e->default_ptag = p;
+    }
+    *out = e->default_ptag;
+    return VIP_SUCCESS;
+}
+} // namespace vipl::api
+
 extern "C" {
 
 VIP_RETURN VipOpenNic(const VIP_CHAR *DeviceName, VIP_NIC_HANDLE *NicHandle) {
@@ -28,6 +47,11 @@ VIP_RETURN VipCloseNic(VIP_NIC_HANDLE NicHandle) {
     NicEntry *e = nics().lookup(NicHandle);
     if (!e) return VIP_INVALID_PARAMETER;
     if (e->objects.load() != 0 || e->regions.load() != 0) return VIP_INVALID_STATE;
+    if (e->default_ptag) { // nothing uses it any more: no VI or region is left
+        ptags().remove(e->default_ptag->api_handle);
+        e->nic->destroy_ptag(e->default_ptag);
+        e->default_ptag = nullptr;
+    }
     nics().remove(NicHandle);
     delete e->nic;
     delete e;
@@ -62,6 +86,7 @@ VIP_RETURN VipDestroyPtag(VIP_NIC_HANDLE NicHandle, VIP_PROTECTION_HANDLE Ptag) 
     NicEntry *owner = nullptr;
     vipl::prov::Ptag *p = ptags().lookup(Ptag, &owner);
     if (!p || owner != e) return VIP_INVALID_PARAMETER; // not a live ptag of this NIC handle
+    if (p == e->default_ptag) return VIP_INVALID_STATE; // the handle's own: VipCloseNic destroys it
     if (VIP_RETURN rc = e->nic->destroy_ptag(p); rc != VIP_SUCCESS) return rc;
     ptags().remove(Ptag);
     e->objects.fetch_sub(1);

@@ -4,10 +4,17 @@
 using namespace vipl::api;
 
 namespace {
+// A NULL Ptag is the NIC's default tag (cLAN and M-VIA programs zero the
+// attributes and set only what they need).
 VIP_RETURN resolve(NicEntry *e, const VIP_VI_ATTRIBUTES *a, vipl::prov::ViAttr *out) {
     NicEntry *owner = nullptr;
-    vipl::prov::Ptag *p = ptags().lookup(a->Ptag, &owner);
-    if (!p || owner->nic != e->nic) return VIP_INVALID_PTAG;
+    vipl::prov::Ptag *p = nullptr;
+    if (!a->Ptag) {
+        if (VIP_RETURN rc = default_ptag(e, &p); rc != VIP_SUCCESS) return rc;
+    } else {
+        p = ptags().lookup(a->Ptag, &owner);
+        if (!p || owner->nic != e->nic) return VIP_INVALID_PTAG;
+    }
     out->reliability = a->ReliabilityLevel;
     out->max_transfer = a->MaxTransferSize;
     out->qos = a->QoS;

@@ -102,6 +102,12 @@ struct NicEntry {
     prov::Nic *nic = nullptr;
     std::atomic<int> objects{0};
     std::atomic<int> regions{0};
+    // The NIC's default protection tag: what a NULL Ptag (VI or memory
+    // attributes) or NULL memory attributes mean, as in the cLAN and M-VIA
+    // libraries.  Made on first use, owned by this handle (not counted in
+    // `objects`), destroyed by VipCloseNic.
+    std::mutex default_mu;
+    prov::Ptag *default_ptag = nullptr;
 };
 
 // The tables are constructed before main (they are constant-size arrays) and are
@@ -116,6 +122,9 @@ inline HandleTable<prov::Vi> &vis() { return g_vis; }
 inline HandleTable<prov::Cq> &cqs() { return g_cqs; }
 inline HandleTable<prov::Ptag> &ptags() { return g_ptags; }
 inline HandleTable<prov::Conn> &conns() { return g_conns; }
+
+// The default protection tag of an open NIC handle, made on first use.
+VIP_RETURN default_ptag(NicEntry *e, prov::Ptag **out);
 
 // Opens the provider owning `device` (NULL/"" = $VIPL_PROVIDER's default device).
 VIP_RETURN open_device(const char *device, prov::Nic **out);

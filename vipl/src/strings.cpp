@@ -14,7 +14,8 @@ const char *VipxReturnString(VIP_RETURN rc) {
                                   "VIP_INVALID_QOS",      "VIP_INVALID_PTAG",
                                   "VIP_INVALID_RDMAREAD", "VIP_DESCRIPTOR_ERROR",
                                   "VIP_INVALID_STATE",    "VIP_ERROR_NAMESERVICE",
-                                  "VIP_NO_MATCH"};
+                                  "VIP_NO_MATCH",         "VIP_NOT_REACHABLE",
+                                  "VIP_ERROR_NOT_SUPPORTED"};
     const int i = static_cast<int>(rc);
     return (i >= 0 && i < static_cast<int>(sizeof names / sizeof names[0])) ? names[i] : "VIP_RETURN(unknown)";
 }

@@ -107,6 +107,8 @@ VIP_RETURN VerbsNic::init(ibv_context *c, const char *device) {
         rank_ = std::atoi(r);
     if (const char *j = std::getenv("VIASTACK_JOB"))
         job_ = j;
+    if (const char *n = std::getenv("VIASTACK_SIZE"); n && std::atoi(n) > 0)
+        size_ = std::atoi(n);
 
     std::string why;
     if (const char *a = std::getenv("VIPL_VERBS_ADDR"); a && *a) {
@@ -161,8 +163,9 @@ VIP_RETURN VerbsNic::start_listener() {
     return VIP_SUCCESS;
 }
 
-// Within a vipl-run job on one host, "node<rank>" names a rank's NIC: each NIC
-// writes its address to a small file named after the job, device and rank.
+// Within a vipl-run job on one host, the name service finds a rank's NIC by
+// rank (vipl/src/names.hpp): each NIC writes its address to a small file named
+// after the job, device and rank.
 void VerbsNic::publish_address() {
     if (rank_ < 0 || job_.empty())
         return;

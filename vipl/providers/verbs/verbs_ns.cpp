@@ -1,9 +1,12 @@
-// verbs_ns.cpp - the VIPL name service over the verbs provider.
+// verbs_ns.cpp - the verbs provider's part of the VIPL name service.
 //
-// Names:  "host:port", "[ipv6]:port" or "host" (with VIPL_VERBS_PORT set), resolved
-// with getaddrinfo; and "node<rank>" for the NICs of a vipl-run job on this host
-// ("node0" is this NIC in a job of one).  VipNSGetHostByAddr answers "node<rank>"
-// for this NIC inside a job and the numeric "ip:port" otherwise.
+// Names of the job's NICs (host names, "localhost", "host#rank", "node<rank>")
+// are resolved to ranks by the API layer (vipl/src/names.hpp), the same as on
+// nicfw; here a rank becomes the address its NIC published in
+// /dev/shm/viastack-verbs-<job>-<device>-<rank> (a vipl-run job on one host), and
+// an address becomes a rank again.  Names outside the job -- "host:port",
+// "[ipv6]:port", or "host" with VIPL_VERBS_PORT set -- go to getaddrinfo, and an
+// address outside the job is named by its numeric "ip:port".
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,18 +16,21 @@
 
 namespace vipl::verbs {
 
-bool VerbsNic::lookup_node_name(const std::string &nm, HostAddr *out) {
-    if (nm.size() < 5 || nm.compare(0, 4, "node") != 0)
-        return false;
-    char *end = nullptr;
-    long r = std::strtol(nm.c_str() + 4, &end, 10);
-    if (*end != '\0' || r < 0)
-        return false;
+namespace {
+void put(const HostAddr &a, VIP_NET_ADDRESS *out) {
+    std::vector<uint8_t> b = a.bytes();
+    out->HostAddressLen = uint16_t(b.size());
+    out->DiscriminatorLen = 0;
+    std::memcpy(out->HostAddress, b.data(), b.size());
+}
+} // namespace
+
+bool VerbsNic::rank_host_addr(int r, HostAddr *out) {
     if (r == rank_ || (rank_ < 0 && r == 0)) {
         *out = local_addr;
         return true;
     }
-    if (job_.empty())
+    if (job_.empty() || r < 0)
         return false;
     std::ifstream f("/dev/shm/viastack-verbs-" + job_ + "-" + name + "-" + std::to_string(r));
     std::string text;
@@ -41,44 +47,46 @@ bool VerbsNic::lookup_node_name(const std::string &nm, HostAddr *out) {
 VIP_RETURN VerbsNic::ns_init(VIP_PVOID) { return VIP_SUCCESS; }
 VIP_RETURN VerbsNic::ns_shutdown() { return VIP_SUCCESS; }
 
-VIP_RETURN VerbsNic::ns_get_host_by_name(const char *nm, VIP_NET_ADDRESS *out, VIP_ULONG index) {
-    std::vector<HostAddr> addrs;
-    HostAddr node;
-    if (lookup_node_name(nm, &node)) {
-        addrs.push_back(node);
-    } else {
-        std::string why;
-        uint16_t dflt = 0;
-        if (const char *p = std::getenv("VIPL_VERBS_PORT"))
-            dflt = uint16_t(std::atoi(p));
-        if (!resolve_name(nm, dflt, &addrs, &why))
-            return VIP_ERROR_NAMESERVICE;
-    }
-    if (index >= addrs.size())
-        return VIP_ERROR_NAMESERVICE;
-    std::vector<uint8_t> b = addrs[index].bytes();
-    out->HostAddressLen = uint16_t(b.size());
-    out->DiscriminatorLen = 0;
-    std::memcpy(out->HostAddress, b.data(), b.size());
+VIP_RETURN VerbsNic::rank_address(int r, VIP_NET_ADDRESS *out) {
+    HostAddr a;
+    if (!rank_host_addr(r, &a))
+        return VIP_ERROR_NAMESERVICE; // no such rank, or it has not opened its NIC yet
+    put(a, out);
     return VIP_SUCCESS;
 }
 
-VIP_RETURN VerbsNic::ns_get_host_by_addr(const VIP_NET_ADDRESS *addr, char *out, VIP_ULONG *len) {
+int VerbsNic::address_rank(const VIP_NET_ADDRESS *addr) {
     HostAddr a;
     if (!HostAddr::from_bytes(addr->HostAddress, addr->HostAddressLen, &a))
-        return VIP_INVALID_PARAMETER;
-    std::string text;
+        return -1;
     if (a == local_addr)
-        text = "node" + std::to_string(rank_ < 0 ? 0 : rank_);
-    else
-        text = a.to_string();
-    if (text.size() + 1 > *len) {
-        *len = text.size() + 1;
-        return VIP_INVALID_PARAMETER; // buffer too small; *len says how much is needed
+        return rank_ < 0 ? 0 : rank_;
+    for (int r = 0; r < size_; r++) { // a few small files: the name service is not the data path
+        HostAddr other;
+        if (r != rank_ && rank_host_addr(r, &other) && other == a)
+            return r;
     }
-    std::memcpy(out, text.c_str(), text.size() + 1);
-    *len = text.size() + 1;
+    return -1;
+}
+
+VIP_RETURN VerbsNic::ns_other_name(const char *nm, VIP_NET_ADDRESS *out, VIP_ULONG index) {
+    std::vector<HostAddr> addrs;
+    std::string why;
+    uint16_t dflt = 0;
+    if (const char *p = std::getenv("VIPL_VERBS_PORT"))
+        dflt = uint16_t(std::atoi(p));
+    if (!resolve_name(nm, dflt, &addrs, &why) || index >= addrs.size())
+        return VIP_ERROR_NAMESERVICE;
+    put(addrs[index], out);
     return VIP_SUCCESS;
+}
+
+bool VerbsNic::ns_other_addr(const VIP_NET_ADDRESS *addr, std::string *out) {
+    HostAddr a;
+    if (!HostAddr::from_bytes(addr->HostAddress, addr->HostAddressLen, &a))
+        return false;
+    *out = a.to_string();
+    return true;
 }
 
 } // namespace vipl::verbs

@@ -250,11 +250,12 @@ public:
                             prov::Conn **out) override;
     VIP_RETURN error_callback(VIP_PVOID ctx, VIP_ERROR_HANDLER h) override;
     VIP_RETURN ns_init(VIP_PVOID info) override;
-    VIP_RETURN ns_get_host_by_name(const char *name, VIP_NET_ADDRESS *out,
-                                   VIP_ULONG index) override;
-    VIP_RETURN ns_get_host_by_addr(const VIP_NET_ADDRESS *addr, char *name,
-                                   VIP_ULONG *len) override;
     VIP_RETURN ns_shutdown() override;
+    int job_size() const override { return size_; }
+    VIP_RETURN rank_address(int rank, VIP_NET_ADDRESS *out) override;
+    int address_rank(const VIP_NET_ADDRESS *addr) override;
+    VIP_RETURN ns_other_name(const char *name, VIP_NET_ADDRESS *out, VIP_ULONG index) override;
+    bool ns_other_addr(const VIP_NET_ADDRESS *addr, std::string *out) override;
     VIP_RETURN query_system_management(VIP_ULONG info_type, VIP_PVOID out) override;
     int rank() const override { return rank_; }
     void progress() override;
@@ -292,8 +293,8 @@ public:
 
 private:
     friend struct Notifier;
-    // "node<rank>": the NIC of that rank in this vipl-run job (one host), or ours.
-    bool lookup_node_name(const std::string &name, HostAddr *out);
+    // The address rank r's NIC published (this vipl-run job, one host), or ours.
+    bool rank_host_addr(int r, HostAddr *out);
     VIP_RETURN init(ibv_context *c, const char *device);
     VIP_RETURN start_listener();
     void publish_address();
@@ -301,6 +302,7 @@ private:
     VIP_ERROR_HANDLER err_fn_ = nullptr;
     VIP_PVOID err_ctx_ = nullptr;
     int rank_ = -1;
+    int size_ = 1; // VIASTACK_SIZE (1 outside a job)
     std::string job_;
     struct NotifierDeleter {
         void operator()(struct Notifier *n) const; // in verbs_notify.cpp

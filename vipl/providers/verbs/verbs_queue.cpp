@@ -30,7 +30,7 @@ uint32_t op_status_of(uint16_t op) {
 void finish_in_software(WorkQueue &q, Slot &s, uint32_t status) {
     s.done = true;
     __atomic_store_n(&s.desc->CS.Status, VIP_STATUS_DONE | status, __ATOMIC_RELEASE);
-    q.tail++;
+    __atomic_store_n(&q.tail, q.tail + 1, __ATOMIC_RELEASE); // seen by a Wait on another thread
     if (q.bound)
         q.bound->push(&q);
     if ((status & VIP_STATUS_ERROR_MASK & ~VIP_STATUS_DESC_FLUSHED_ERROR) && q.vi->reliable())
@@ -157,7 +157,7 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     ibv_send_wr *bad_wr = nullptr;
     if (ibv_post_send(qp, &wr, &bad_wr) != 0)
         return VIP_ERROR_RESOURCE;
-    q.tail++;
+    __atomic_store_n(&q.tail, q.tail + 1, __ATOMIC_RELEASE); // seen by a Wait on another thread
     return VIP_SUCCESS;
 }
 
@@ -216,7 +216,7 @@ VIP_RETURN VerbsVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     ibv_recv_wr *bad_wr = nullptr;
     if (ibv_post_recv(qp, &wr, &bad_wr) != 0)
         return VIP_ERROR_RESOURCE;
-    q.tail++;
+    __atomic_store_n(&q.tail, q.tail + 1, __ATOMIC_RELEASE); // seen by a Wait on another thread
     return VIP_SUCCESS;
 }
 
@@ -273,7 +273,8 @@ int WorkQueue::poll() {
 }
 
 VIP_RETURN WorkQueue::done(VIP_DESCRIPTOR **d) {
-    if (head == tail)
+    // tail is advanced by Post, possibly on another thread (a plain load on x86)
+    if (head == __atomic_load_n(&tail, __ATOMIC_ACQUIRE))
         return VIP_NOT_DONE;
     Slot &s = slots[head & mask];
     if (!s.done) {
@@ -330,10 +331,21 @@ VIP_RETURN block_on_cq(VerbsNic &nic, ibv_cq *cq, ibv_comp_channel *ch, VIP_ULON
     }
 }
 
+// A wait on an empty queue waits for a descriptor to be posted (by another
+// thread: cLAN- and M-VIA-era programs block a receive thread in
+// VipRecvWait(VIP_INFINITE) before anything is posted) and to complete.  It ends
+// with VIP_INVALID_STATE if the VI breaks while nothing is posted: then nothing
+// can complete.
 VIP_RETURN WorkQueue::wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) {
     ibv_cq *c = bound ? bound->cq : cq;
     ibv_comp_channel *ch = bound ? bound->channel : channel;
-    return block_on_cq(vi->nic, c, ch, timeout_ms, [&] { return done(d); });
+    return block_on_cq(vi->nic, c, ch, timeout_ms, [&] {
+        VIP_RETURN rc = done(d);
+        if (rc == VIP_NOT_DONE && head == __atomic_load_n(&tail, __ATOMIC_ACQUIRE) &&
+            vi->state.load() == VIP_STATE_ERROR)
+            rc = VIP_INVALID_STATE;
+        return rc;
+    });
 }
 
 } // namespace vipl::verbs
