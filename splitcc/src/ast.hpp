@@ -68,6 +68,7 @@ struct InitDecl : Node {
     int db = 0, de = 0;    // the declarator's tokens
     bool regen = false;    // printed from its type rather than copied
     bool bitfield = false;
+    std::string rename;    // emitted under this name instead (a splitc_main of another shape)
     InitDecl() : Node(NK::InitDecl) {}
 };
 

@@ -21,6 +21,15 @@ bool is_splitc_main(FuncDef *f) {
            is_kind(strip(f->d->type)->ret, TK::Int);
 }
 
+// The runtime calls int splitc_main(int argc, char **argv).  1990s programs
+// also wrote "void splitc_main(...)" and "splitc_main()": those are emitted
+// under another name and called from a splitc_main of the runtime's shape.
+bool needs_main_wrapper(FuncDef *f) {
+    if (!f->d || f->d->name != "splitc_main" || f->sys || !is_function(f->d->type)) return false;
+    Type *t = strip(f->d->type);
+    return !is_kind(t->ret, TK::Int) || t->params.size() != 2;
+}
+
 bool has_spread_params(FuncDef *f) {
     for (Symbol *s : f->params)
         if (is_spread_ptr(s->type) && is_array(strip(s->type)->pointee)) return true;
@@ -38,7 +47,12 @@ bool mark_dirty(Node *n) {
             if (id->regen || (id->sym && id->sym->spread_var)) dc->dirty = true;
     } else if (n->nk == NK::FuncDef) {
         auto *f = static_cast<FuncDef *>(n);
-        if (!f->sys && (is_splitc_main(f) || has_spread_params(f))) f->dirty = true;
+        if (needs_main_wrapper(f)) {
+            f->d->rename = "splitc_user_main_";
+            f->d->regen = true;
+            f->decl->dirty = f->decl->has_dirty = true;
+        }
+        if (!f->sys && (is_splitc_main(f) || has_spread_params(f) || !f->d->rename.empty())) f->dirty = true;
     }
     n->has_dirty = d || n->dirty;
     return n->has_dirty;
@@ -375,7 +389,7 @@ void Emitter::decl(Decl *d) {
         for (size_t i = 0; i < normal.size(); ++i) {
             InitDecl *id = normal[i];
             s += i ? ", " : " ";
-            if (id->regen) s += print(id->type, id->name, d->base, "") + init_text(id);
+            if (id->regen) s += print(id->type, id->rename.empty() ? id->name : id->rename, d->base, "") + init_text(id);
             else s += capture_splice(id, id->b, id->e);
         }
         put(s + term);
@@ -412,6 +426,13 @@ void Emitter::funcdef(FuncDef *f) {
     splice(body, body->b + 1, body->e - 1);
     if (is_splitc_main(f)) put("return 0;");  // a 1990s splitc_main may fall off its end
     tokens(body->e - 1, body->e);
+    if (!f->d->rename.empty()) {
+        Type *t = strip(f->d->type);
+        std::string args = t->params.size() >= 2 ? "argc, argv" : t->params.size() == 1 ? "argc" : "";
+        std::string call = f->d->rename + "(" + args + ")";
+        put(is_kind(t->ret, TK::Int) ? "int splitc_main(int argc, char **argv) { return " + call + "; }"
+                                     : "int splitc_main(int argc, char **argv) { " + call + "; return 0; }");
+    }
     func_ = saved;
 }
 
