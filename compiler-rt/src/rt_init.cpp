@@ -86,7 +86,7 @@ bool register_region(void *p, size_t n, VIP_MEM_HANDLE *mh, const char *what) {
 // (read-only after relocation, so it cannot be registered for writing).  The
 // first object dl_iterate_phdr reports is the executable, whether this
 // runtime is linked into it or loaded as a shared library (translated Split-C
-// programs link libsplitc_runtime.so, where __data_start/_end would name the
+// programs link libsplitc.so, where __data_start/_end would name the
 // library's own data).
 struct DataRange {
     uintptr_t lo = 0, hi = 0, relro_lo = 0, relro_hi = 0;

@@ -136,17 +136,18 @@ bool verbs_provider(const Options &o) {
     return !o.device.empty() && o.device.rfind("nicfw", 0) != 0;
 }
 
-void peer_step(const std::string &s) { fmt::print(stderr, "logp:   peer {}\n", s); }
-
 std::vector<PeerResult> measure_peers(const Options &o) {
     if (o.no_peers) return {};
+    // On a terminal the peer's steps redraw one line (erased when done).
+    Progress progress(true);
+    auto peer_step = [&progress](const std::string &s) { progress.note("peer " + s); };
     std::vector<std::size_t> sizes = o.quick ? std::vector<std::size_t>{64, 1024, 4096, 32768} : bandwidth_sizes(4, 32768);
     if (verbs_provider(o)) {
         PerftestPlan plan;
         plan.device = o.device;
         plan.iterations = o.quick ? 1000 : 5000;
         plan.bw_sizes = sizes;
-        fmt::print(stderr, "logp: peer perftest on {}\n", o.device.empty() ? "(no device)" : o.device);
+        progress.note(fmt::format("peer perftest on {}", o.device.empty() ? "(no device)" : o.device));
         return {run_perftest_peer(plan, peer_step)};
     }
     UcxPlan plan;
@@ -154,7 +155,7 @@ std::vector<PeerResult> measure_peers(const Options &o) {
     plan.warmup = o.quick ? 300 : 2000;
     plan.put_sizes = sizes;
     if (!o.quick) plan.am_sizes = {64, 1024, 4096, 32768};
-    fmt::print(stderr, "logp: peer ucx_perftest over shared memory (UCX_TLS=sm,self)\n");
+    progress.note("peer ucx_perftest over shared memory (UCX_TLS=sm,self)");
     return {run_ucx_peer(plan, peer_step)};
 }
 
@@ -194,6 +195,7 @@ int run_synthetic(const Options &o) {
     r.logp.push_back(row);
     BandwidthCurve c = measure_bandwidth(layer, job, cfg, progress);
     r.bandwidth.push_back(c);
+    progress.clear();
     r.vi_baseline.status = {"skipped", "synthetic run (no VI)"};
     r.bulk_difference.status = {"skipped", "synthetic run"};
     fmt::print("synthetic bulk known answer: t0 = {} us, r_inf = {} MB/s, n_1/2 = {} B\n", p.t0_us, p.r_inf_mb_s,
@@ -232,8 +234,14 @@ int run_job(const Options &o) {
     if (!facts.error.empty()) r.warnings.push_back("provider: " + facts.error);
 
     const std::vector<std::string> wanted = split_list(o.layers);
+    auto is_asked = [&](const LayerFactory &f) {
+        return std::find(wanted.begin(), wanted.end(), f.id) != wanted.end();
+    };
+    int to_measure = 0, measuring = -1;
+    for (const auto &f : layer_factories()) to_measure += f.built && is_asked(f);
+    progress.plan(to_measure);
     for (const auto &f : layer_factories()) {
-        bool asked = std::find(wanted.begin(), wanted.end(), f.id) != wanted.end();
+        bool asked = is_asked(f);
         LogPRow row;
         row.layer = f.id;
         if (!f.built) {
@@ -244,13 +252,17 @@ int run_job(const Options &o) {
             std::unique_ptr<Layer> layer;
             std::string error;
             try {
+                progress.layer(++measuring, f.id, 2);
                 progress.note(f.id + ": connecting");
                 layer = f.make(job, lopt);
+                // LogP and bandwidth sweeps, and the breakdown where the layer has one.
+                progress.layer(measuring, f.id, layer->breakdown_name().empty() ? 2 : 3);
             } catch (const std::exception &e) {
                 error = e.what();
             }
             if (!job.all(error.empty())) {
                 row.status = {"failed", error.empty() ? "the peer could not bring the layer up" : error};
+                progress.clear();
                 if (root) fmt::print(stderr, "logp: {}: {}\n", f.id, row.status.note);
             } else {
                 try {
@@ -275,6 +287,7 @@ int run_job(const Options &o) {
                 } catch (const std::exception &e) {
                     // The peer is inside the same measurement and cannot be resynchronized: end the job,
                     // leaving what rank 0 has so far.
+                    progress.clear();
                     if (root) {
                         row.status = {"failed", e.what()};
                         r.logp.push_back(row);
@@ -290,6 +303,7 @@ int run_job(const Options &o) {
         if (f.id == "vi" && !row.status.measured()) r.vi_baseline.status = row.status;
     }
     if (root) {
+        progress.clear();
         if (!o.peer_results.empty()) r.peers = load_peers(o.peer_results);
         else if (!o.no_peers) r.peers = measure_peers(o);  // started without the launcher: rank 1 waits meanwhile
         emit(r, o, measure_memcpy_us(1024));
@@ -331,7 +345,8 @@ int launch(const Options &o, int argc, char **argv) {
         args.push_back("--peer-results");
         args.push_back(peers_file);
     }
-    fmt::print(stderr, "logp: starting {} -n 2 {}\n", runner, self_exe());
+    // On a terminal the job's progress line says it all.
+    if (!isatty(STDERR_FILENO)) fmt::print(stderr, "logp: starting {} -n 2 {}\n", runner, self_exe());
     pid_t pid = fork();
     if (pid < 0) {
         perror("logp: fork");

@@ -102,7 +102,7 @@ PerftestMeasurement parse_perftest_output(const std::string &output) {
     return m;
 }
 
-PeerResult run_perftest_peer(const PerftestPlan &plan, void (*step)(const std::string &)) {
+PeerResult run_perftest_peer(const PerftestPlan &plan, const std::function<void(const std::string &)> &step) {
     PeerResult p;
     p.tool = "perftest";
     p.transport = "verbs device " + plan.device;

@@ -6,6 +6,7 @@
 
 #include "results.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,6 @@ struct PerftestPlan {
     double timeout_s = 60;
 };
 
-PeerResult run_perftest_peer(const PerftestPlan &plan, void (*step)(const std::string &) = nullptr);
+PeerResult run_perftest_peer(const PerftestPlan &plan, const std::function<void(const std::string &)> &step = {});
 
 }  // namespace logp

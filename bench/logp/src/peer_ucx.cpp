@@ -102,7 +102,7 @@ UcxMeasurement run_ucx_perftest(const std::string &binary, const std::string &te
     return m;
 }
 
-PeerResult run_ucx_peer(const UcxPlan &plan, void (*step)(const std::string &)) {
+PeerResult run_ucx_peer(const UcxPlan &plan, const std::function<void(const std::string &)> &step) {
     PeerResult p;
     p.tool = "ucx_perftest";
     p.transport = kTransport;

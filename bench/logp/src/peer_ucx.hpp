@@ -12,6 +12,7 @@
 #include "results.hpp"
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,7 @@ struct UcxPlan {
 // tool is missing, "failed" with its output's last line when it does not work.
 // The returned metrics carry the peer's numbers; ours and the ratios are
 // filled in by the report (set_peer_ratios).
-PeerResult run_ucx_peer(const UcxPlan &plan, void (*step)(const std::string &) = nullptr);
+PeerResult run_ucx_peer(const UcxPlan &plan, const std::function<void(const std::string &)> &step = {});
 
 // One ucx_perftest measurement (server + client on a free local port).
 UcxMeasurement run_ucx_perftest(const std::string &binary, const std::string &test, std::size_t bytes, long iterations,

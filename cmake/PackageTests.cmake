@@ -1,0 +1,27 @@
+# PackageTests.cmake - ctest checks of the installed package (label `package`),
+# included from examples/CMakeLists.txt in the viastack tree:
+#   package_install       cmake --install into ${PROJECT_BINARY_DIR}/package-test/prefix
+#   package_layout        the files users rely on are there; SONAMEs; `cc prog.c -lvipl`
+#                         and dlopen("libvipl.so.N") work from plain C
+#   package_find_package  examples/ configured and built out of tree with
+#                         find_package(viastack CONFIG), their tests run
+#   package_pkg_config    examples/Makefile built with pkg-config, `make check`
+# The prefix is temporary and lives in the build tree; the three checks share it
+# through the fixture `viastack_installed`.
+set(_pt_dir ${PROJECT_BINARY_DIR}/package-test)
+set(_pt_script ${PROJECT_SOURCE_DIR}/cmake/package-tests/run.cmake)
+string(REPLACE ";" "," _pt_static_deps "${VIASTACK_STATIC_DEPS}")
+set(_pt_args -DSTATIC_DEPS=${_pt_static_deps} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBINARY_DIR=${PROJECT_BINARY_DIR} -DWORK=${_pt_dir}
+             -DLIBDIR=${CMAKE_INSTALL_LIBDIR} -DSOVERSION=${VIASTACK_SOVERSION}
+             -DCC=${CMAKE_C_COMPILER} -DCXX=${CMAKE_CXX_COMPILER} -DGENERATOR=${CMAKE_GENERATOR}
+             -DHAVE_MAN=$<BOOL:${VIASTACK_GO_MD2MAN}>)
+foreach(step install layout find_package pkg_config)
+  add_test(NAME package_${step} COMMAND ${CMAKE_COMMAND} -DSTEP=${step} ${_pt_args} -P ${_pt_script})
+  set_tests_properties(package_${step} PROPERTIES LABELS "package" TIMEOUT 300)
+endforeach()
+set_tests_properties(package_install PROPERTIES FIXTURES_SETUP viastack_installed)
+set_tests_properties(package_layout package_find_package package_pkg_config PROPERTIES
+                     FIXTURES_REQUIRED viastack_installed)
+# The out-of-tree builds each take a core; they run one at a time so that
+# -j2 does not starve the other tests' two-process jobs.
+set_tests_properties(package_find_package package_pkg_config PROPERTIES RESOURCE_LOCK viastack_package_build)

@@ -1,0 +1,137 @@
+# ViastackInstall.cmake - what `cmake --install` and `cpack` ship, beyond the
+# install() rules that sit next to each target (docs/packaging.md):
+#   <prefix>/include/viastack/          vipl.h vipl_boot.h vipl_instr.h am.h am_spmd.h
+#                                       splitc_rt.h split-c/*.h splitc/splitc.hpp
+#   <prefix>/<libdir>/                  libvipl, libam, libsplitc (.so.N and .a),
+#                                       libsplitc_rt_main.a
+#   <prefix>/<libdir>/cmake/viastack/   viastackConfig.cmake (find_package(viastack CONFIG))
+#   <prefix>/<libdir>/pkgconfig/        viastack-vipl.pc viastack-am.pc viastack-splitc.pc
+#   <prefix>/bin/                       vipl-run logp splitcc
+#   <prefix>/libexec/viastack/          the demo programs (vi_pingpong, am_pingpong, em3d, ...)
+#   <prefix>/share/man/man1, man7       vipl-run(1) logp(1) splitcc(1) vipl(7) am(7) splitc(7)
+#   <prefix>/share/doc/viastack/        README.md, docs/*.md, examples/
+include(CMakePackageConfigHelpers)
+
+# What the static archives need on a link line, for viastack::*_static and
+# `pkg-config --static`: plain library names, as a consumer finds them on its
+# own system (the shared libraries record theirs as DT_NEEDED instead).
+set(VIASTACK_STATIC_DEPS z fmt)
+if(VIASTACK_VERBS AND TARGET vipl_verbs)
+  list(APPEND VIASTACK_STATIC_DEPS rdmacm ibverbs)
+endif()
+if(VIASTACK_HAVE_PMIX)
+  list(APPEND VIASTACK_STATIC_DEPS pmix)
+endif()
+list(APPEND VIASTACK_STATIC_DEPS stdc++ m)
+target_link_libraries(vipl_static INTERFACE ${VIASTACK_STATIC_DEPS} Threads::Threads)
+
+# ---- CMake package: viastack::vipl, ::am, ::splitc, ::splitc_main, ::*_static,
+# ---- ::vipl-run, ::splitcc ------------------------------------------------------
+set(VIASTACK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/viastack)
+install(EXPORT viastack NAMESPACE viastack:: FILE viastackTargets.cmake
+        DESTINATION ${VIASTACK_CMAKE_DIR} COMPONENT dev)
+configure_package_config_file(cmake/viastackConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/cmake/viastackConfig.cmake
+  INSTALL_DESTINATION ${VIASTACK_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/viastackConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/viastackConfig.cmake
+              ${PROJECT_BINARY_DIR}/cmake/viastackConfigVersion.cmake
+        DESTINATION ${VIASTACK_CMAKE_DIR} COMPONENT dev)
+
+# ---- pkg-config: viastack-vipl, viastack-am, viastack-splitc ---------------------
+# prefix= is relative to the .pc file, so the same files work in /usr, in
+# /opt/viastack or in a temporary prefix.
+file(RELATIVE_PATH _pc_up /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+string(REGEX REPLACE "/$" "" _pc_up "${_pc_up}")
+set(VIASTACK_PC_PREFIX "\${pcfiledir}/${_pc_up}")
+set(VIASTACK_PC_LIBS_PRIVATE "")
+foreach(l ${VIASTACK_STATIC_DEPS})
+  string(APPEND VIASTACK_PC_LIBS_PRIVATE " -l${l}")
+endforeach()
+string(APPEND VIASTACK_PC_LIBS_PRIVATE " -pthread")
+if(VIASTACK_INSTR)
+  set(VIASTACK_PC_INSTR 1)
+else()
+  set(VIASTACK_PC_INSTR 0)
+endif()
+foreach(pc vipl am splitc)
+  configure_file(cmake/viastack-${pc}.pc.in ${PROJECT_BINARY_DIR}/pkgconfig/viastack-${pc}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/viastack-${pc}.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+endforeach()
+
+# ---- man pages: docs/man/<page>.<section>.md -> go-md2man -> share/man ---------
+find_program(VIASTACK_GO_MD2MAN go-md2man)
+file(GLOB _man_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/*.[1-8].md)
+if(VIASTACK_GO_MD2MAN)
+  set(_man_pages)
+  foreach(src ${_man_sources})
+    get_filename_component(page ${src} NAME_WLE)           # splitcc.1
+    string(REGEX REPLACE ".*\\.([1-8])$" "\\1" section ${page})
+    set(out ${PROJECT_BINARY_DIR}/man/${page})
+    add_custom_command(OUTPUT ${out}
+      COMMAND ${VIASTACK_GO_MD2MAN} -in ${src} -out ${out}
+      DEPENDS ${src} COMMENT "go-md2man ${page}" VERBATIM)
+    list(APPEND _man_pages ${out})
+    if(section STREQUAL "1")
+      set(_comp tools)
+      if(page STREQUAL "splitcc.1")
+        set(_comp dev)   # splitcc ships in the -dev package (it needs the headers)
+      endif()
+    else()
+      set(_comp dev)
+    endif()
+    install(FILES ${out} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT ${_comp})
+  endforeach()
+  add_custom_target(man ALL DEPENDS ${_man_pages})
+else()
+  message(WARNING "go-md2man not found (apt-get install go-md2man, tools/setup does): "
+                  "the man pages are neither built nor installed")
+endif()
+
+# ---- documentation ------------------------------------------------------------------
+install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT dev
+        FILES_MATCHING PATTERN "*.md" PATTERN "man" EXCLUDE)
+install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT dev)
+
+# ---- Debian packages: cpack -G DEB ------------------------------------------------
+#   libviastack<N>   the shared libraries
+#   viastack-tools   vipl-run, logp, the demo programs, their man pages
+#   libviastack-dev  headers, static archives, .so links, CMake and pkg-config
+#                    files, splitcc (it needs the headers and libsplitc_rt_main.a),
+#                    the API man pages, docs and examples
+set(CPACK_PACKAGE_NAME viastack)
+set(CPACK_PACKAGE_VENDOR "viastack")
+set(CPACK_PACKAGE_CONTACT "viastack maintainers <viastack@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "User-level communication stack: VIPL, Active Messages, Split-C")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_GENERATOR DEB)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL lib tools dev)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION libs)
+# dpkg-shlibdeps computes the Depends of the binaries (libibverbs1, libpmix2, ...).
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_LIB_PACKAGE_NAME libviastack${VIASTACK_SOVERSION})
+set(CPACK_DEBIAN_LIB_DESCRIPTION "viastack shared libraries: libvipl (with the nicfw and verbs providers), libam, libsplitc")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME viastack-tools)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION "viastack tools: the vipl-run launcher, the logp benchmark suite, demo programs")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SUGGESTS "gnuplot-nox")
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME libviastack-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_DEV_DESCRIPTION "viastack development files: headers, static libraries, CMake and pkg-config files, the splitcc translator")
+# splitcc runs the C compiler; the static archives need these -dev packages.
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "gcc | c-compiler")
+set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "libfmt-dev, zlib1g-dev, libibverbs-dev, librdmacm-dev, libpmix-dev, pkg-config, cmake")
+set(CPACK_COMPONENT_TOOLS_DEPENDS lib)
+set(CPACK_COMPONENT_DEV_DEPENDS lib tools)
+include(CPack)
+
+# ---- checks of the installed package (ctest -L package) ------------------------------
+if(BUILD_TESTING)
+  include(cmake/PackageTests.cmake)
+endif()

@@ -1,0 +1,106 @@
+# run.cmake - one step of the package checks (cmake/PackageTests.cmake):
+#   cmake -DSTEP=install|layout|find_package|pkg_config -DSOURCE_DIR=.. -DBINARY_DIR=..
+#         -DWORK=.. -DLIBDIR=lib -DSOVERSION=0 -DCC=.. -DCXX=.. -DGENERATOR=.. -P run.cmake
+set(PREFIX ${WORK}/prefix)
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    string(JOIN " " cmd ${ARGN})
+    message(FATAL_ERROR "failed (${rc}): ${cmd}\n${out}")
+  endif()
+  set(run_output "${out}" PARENT_SCOPE)
+endfunction()
+
+if(STEP STREQUAL "install")
+  file(REMOVE_RECURSE ${WORK})
+  run(${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${PREFIX})
+  message(STATUS "installed into ${PREFIX}")
+
+elseif(STEP STREQUAL "layout")
+  set(want
+    include/viastack/vipl.h include/viastack/vipl_boot.h include/viastack/vipl_instr.h
+    include/viastack/am.h include/viastack/am_spmd.h include/viastack/splitc_rt.h
+    include/viastack/split-c/split-c.h include/viastack/split-c/control.h
+    include/viastack/splitc/splitc.hpp
+    ${LIBDIR}/libvipl.so ${LIBDIR}/libvipl.so.${SOVERSION} ${LIBDIR}/libvipl.a
+    ${LIBDIR}/libam.so ${LIBDIR}/libam.so.${SOVERSION} ${LIBDIR}/libam.a
+    ${LIBDIR}/libsplitc.so ${LIBDIR}/libsplitc.so.${SOVERSION} ${LIBDIR}/libsplitc.a
+    ${LIBDIR}/libsplitc_rt_main.a
+    ${LIBDIR}/cmake/viastack/viastackConfig.cmake ${LIBDIR}/cmake/viastack/viastackConfigVersion.cmake
+    ${LIBDIR}/cmake/viastack/viastackTargets.cmake
+    ${LIBDIR}/pkgconfig/viastack-vipl.pc ${LIBDIR}/pkgconfig/viastack-am.pc ${LIBDIR}/pkgconfig/viastack-splitc.pc
+    bin/vipl-run bin/logp bin/splitcc
+    libexec/viastack/vi_pingpong libexec/viastack/am_pingpong libexec/viastack/em3d
+    share/doc/viastack/README.md share/doc/viastack/docs/packaging.md share/doc/viastack/examples/hello.sc)
+  if(HAVE_MAN)
+    list(APPEND want share/man/man1/vipl-run.1 share/man/man1/logp.1 share/man/man1/splitcc.1
+                     share/man/man7/vipl.7 share/man/man7/am.7 share/man/man7/splitc.7)
+  endif()
+  foreach(f ${want})
+    if(NOT EXISTS ${PREFIX}/${f})
+      message(FATAL_ERROR "not installed: ${PREFIX}/${f}")
+    endif()
+  endforeach()
+  # SONAMEs, and libam/libsplitc needing libvipl by its SONAME.
+  foreach(lib vipl am splitc)
+    run(readelf -d ${PREFIX}/${LIBDIR}/lib${lib}.so)
+    if(NOT run_output MATCHES "SONAME\\) +Library soname: \\[lib${lib}\\.so\\.${SOVERSION}\\]")
+      message(FATAL_ERROR "lib${lib}.so: no SONAME lib${lib}.so.${SOVERSION}:\n${run_output}")
+    endif()
+    if(NOT lib STREQUAL "vipl" AND NOT run_output MATCHES "NEEDED\\) +Shared library: \\[libvipl\\.so\\.${SOVERSION}\\]")
+      message(FATAL_ERROR "lib${lib}.so does not need libvipl.so.${SOVERSION}:\n${run_output}")
+    endif()
+  endforeach()
+  # Plain C, the C compiler as linker, one -l: the providers are inside and
+  # register themselves; and the same through dlopen.
+  file(MAKE_DIRECTORY ${WORK}/c)
+  set(inc ${PREFIX}/include/viastack)
+  set(lib ${PREFIX}/${LIBDIR})
+  run(${CC} -o ${WORK}/c/open_nic ${SOURCE_DIR}/cmake/package-tests/open_nic.c -I${inc} -L${lib} -lvipl -Wl,-rpath,${lib})
+  run(${WORK}/c/open_nic)
+  message(STATUS "cc -lvipl: ${run_output}")
+  run(${CC} -o ${WORK}/c/dlopen_vipl ${SOURCE_DIR}/cmake/package-tests/dlopen_vipl.c -ldl)
+  run(${WORK}/c/dlopen_vipl ${lib}/libvipl.so.${SOVERSION})
+  message(STATUS "dlopen: ${run_output}")
+  # The static archive, linked whole, from a C program too.
+  string(REPLACE "," ";" deps "${STATIC_DEPS}")
+  list(TRANSFORM deps PREPEND -l)
+  run(${CC} -o ${WORK}/c/open_nic_static ${SOURCE_DIR}/cmake/package-tests/open_nic.c -I${inc}
+      -Wl,--whole-archive ${lib}/libvipl.a -Wl,--no-whole-archive ${deps} -pthread)
+  run(${WORK}/c/open_nic_static)
+  message(STATUS "libvipl.a: ${run_output}")
+
+elseif(STEP STREQUAL "find_package")
+  set(b ${WORK}/examples-cmake)
+  file(REMOVE_RECURSE ${b})
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples -B ${b} -G ${GENERATOR}
+      -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_C_COMPILER=${CC} -DCMAKE_CXX_COMPILER=${CXX})
+  run(${CMAKE_COMMAND} --build ${b})
+  # The programs must use the installed libraries, not the build tree's.
+  run(ldd ${b}/vi_pingpong)
+  if(NOT run_output MATCHES "${PREFIX}/${LIBDIR}/libvipl.so")
+    message(FATAL_ERROR "vi_pingpong does not load the installed libvipl:\n${run_output}")
+  endif()
+  run(ldd ${b}/vi_pingpong_static)
+  if(run_output MATCHES "libvipl")
+    message(FATAL_ERROR "vi_pingpong_static loads libvipl:\n${run_output}")
+  endif()
+  run(ctest --test-dir ${b} --output-on-failure)
+  message(STATUS "${run_output}")
+
+elseif(STEP STREQUAL "pkg_config")
+  set(b ${WORK}/examples-pkg-config)
+  file(REMOVE_RECURSE ${b})
+  file(MAKE_DIRECTORY ${b})
+  set(ENV{PKG_CONFIG_PATH} ${PREFIX}/${LIBDIR}/pkgconfig)
+  run(make -C ${SOURCE_DIR}/examples O=${b} CC=${CC} CXX=${CXX} check)
+  message(STATUS "${run_output}")
+  run(ldd ${b}/hello)
+  if(NOT run_output MATCHES "${PREFIX}/${LIBDIR}/libsplitc.so")
+    message(FATAL_ERROR "hello (splitcc) does not load the installed libsplitc:\n${run_output}")
+  endif()
+
+else()
+  message(FATAL_ERROR "unknown STEP '${STEP}'")
+endif()
