@@ -123,9 +123,9 @@ std::string capture(const std::string &cmd) {
     return out;
 }
 
-// Where the Split-C headers and the runtime are: the build tree viastack was
-// configured in, or an installed prefix (SPLITCC_HOME, or the one this
-// executable sits in).
+// Where the Split-C headers and the runtime (libsplitc.so, libsplitc_rt_main.a)
+// are: an installed prefix (SPLITCC_HOME, or the one this executable sits
+// in), else the build tree viastack was configured in.
 struct Layout {
     std::string include_dir, rt_main, lib_dir;
 };
@@ -134,22 +134,28 @@ Layout find_layout() {
     Layout l;
     std::string home;
     if (const char *h = std::getenv("SPLITCC_HOME")) home = h;
-    if (home.empty() && exists(SPLITCC_BUILD_INCLUDE_DIR "/split-c/split-c.h") && exists(SPLITCC_BUILD_RT_MAIN)) {
-        l.include_dir = SPLITCC_BUILD_INCLUDE_DIR;
-        l.rt_main = SPLITCC_BUILD_RT_MAIN;
-        l.lib_dir = SPLITCC_BUILD_LIB_DIR;
-        return l;
-    }
+    // An installed splitcc (<prefix>/bin/splitcc) uses its own prefix, even on
+    // a machine that still has the build tree it was configured in.
     if (home.empty()) {
         char buf[4096];
         ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
         if (n > 0) {
             buf[n] = 0;
             std::string exe = buf;
-            home = exe.substr(0, exe.rfind('/'));
-            home = home.substr(0, home.rfind('/'));
+            std::string prefix = exe.substr(0, exe.rfind('/'));
+            prefix = prefix.substr(0, prefix.rfind('/'));
+            if (exists(prefix + "/include/viastack/split-c/split-c.h")) home = prefix;
         }
     }
+    if (home.empty() && exists(SPLITCC_BUILD_INCLUDE_DIR "/split-c/split-c.h") && exists(SPLITCC_BUILD_RT_MAIN)) {
+        l.include_dir = SPLITCC_BUILD_INCLUDE_DIR;
+        l.rt_main = SPLITCC_BUILD_RT_MAIN;
+        l.lib_dir = SPLITCC_BUILD_LIB_DIR;
+        return l;
+    }
+    if (home.empty())
+        die("cannot find the Split-C headers (no installed prefix around this splitcc, and the build tree "
+            "is gone); set SPLITCC_HOME to the prefix viastack is installed in");
     l.include_dir = home + "/include/viastack";
     l.lib_dir = home + "/" SPLITCC_INSTALL_LIBDIR;
     l.rt_main = l.lib_dir + "/libsplitc_rt_main.a";
