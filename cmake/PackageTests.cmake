@@ -6,6 +6,8 @@
 #   package_find_package  examples/ configured and built out of tree with
 #                         find_package(viastack CONFIG), their tests run
 #   package_pkg_config    examples/Makefile built with pkg-config, `make check`
+#   package_deb           cpack -G DEB; the three .deb unpacked with dpkg-deb -x;
+#                         a C program and hello.sc (the packaged splitcc) built and run
 # The prefix is temporary and lives in the build tree; the three checks share it
 # through the fixture `viastack_installed`.
 set(_pt_dir ${PROJECT_BINARY_DIR}/package-test)
@@ -15,7 +17,7 @@ set(_pt_args -DSTATIC_DEPS=${_pt_static_deps} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
              -DLIBDIR=${CMAKE_INSTALL_LIBDIR} -DSOVERSION=${VIASTACK_SOVERSION}
              -DCC=${CMAKE_C_COMPILER} -DCXX=${CMAKE_CXX_COMPILER} -DGENERATOR=${CMAKE_GENERATOR}
              -DHAVE_MAN=$<BOOL:${VIASTACK_GO_MD2MAN}>)
-foreach(step install layout find_package pkg_config)
+foreach(step install layout find_package pkg_config deb)
   add_test(NAME package_${step} COMMAND ${CMAKE_COMMAND} -DSTEP=${step} ${_pt_args} -P ${_pt_script})
   set_tests_properties(package_${step} PROPERTIES LABELS "package" TIMEOUT 300)
 endforeach()
@@ -24,4 +26,5 @@ set_tests_properties(package_layout package_find_package package_pkg_config PROP
                      FIXTURES_REQUIRED viastack_installed)
 # The out-of-tree builds each take a core; they run one at a time so that
 # -j2 does not starve the other tests' two-process jobs.
-set_tests_properties(package_find_package package_pkg_config PROPERTIES RESOURCE_LOCK viastack_package_build)
+set_tests_properties(package_find_package package_pkg_config package_deb PROPERTIES
+                     RESOURCE_LOCK viastack_package_build)
