@@ -7,6 +7,8 @@
 // an address becomes a rank again.  Names outside the job -- "host:port",
 // "[ipv6]:port", or "host" with VIPL_VERBS_PORT set -- go to getaddrinfo, and an
 // address outside the job is named by its numeric "ip:port".
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,10 +49,18 @@ bool VerbsNic::rank_host_addr(int r, HostAddr *out) {
 VIP_RETURN VerbsNic::ns_init(VIP_PVOID) { return VIP_SUCCESS; }
 VIP_RETURN VerbsNic::ns_shutdown() { return VIP_SUCCESS; }
 
+// A rank of the job that has not opened its NIC yet has no address file: wait
+// for it (up to 10 s), as a program that looks up its server right after start-up
+// expects a name service that knows every host of the job (cLAN's and M-VIA's
+// were static tables).
 VIP_RETURN VerbsNic::rank_address(int r, VIP_NET_ADDRESS *out) {
     HostAddr a;
-    if (!rank_host_addr(r, &a))
-        return VIP_ERROR_NAMESERVICE; // no such rank, or it has not opened its NIC yet
+    const bool in_job = !job_.empty() && r >= 0 && r < size_;
+    for (int waited_ms = 0; !rank_host_addr(r, &a); waited_ms += 10) {
+        if (!in_job || waited_ms >= 10000)
+            return VIP_ERROR_NAMESERVICE; // no such rank, or it never opened its NIC
+        usleep(10000);
+    }
     put(a, out);
     return VIP_SUCCESS;
 }
