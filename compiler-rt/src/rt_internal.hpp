@@ -1,7 +1,7 @@
 // rt_internal.hpp - the Split-C runtime core over VIPL: state, message layout,
 // and the inline helpers shared by the runtime's translation units.
 //
-// Protocol (seed 004 section 6): one VI per peer, credit-based request/reply.
+// Protocol (Begel et al., section 6): one VI per peer, credit-based request/reply.
 // A request costs one of k credits at the sender; a reply gives credits back.
 // get/read: request, the reply carries the data.  put/write: the request
 // carries the data, the reply acknowledges.  store (and the runtime's own
@@ -39,7 +39,7 @@ enum MsgType : uint8_t {
     kStoreAck,      // credits only
 };
 
-// 16 bytes (AM's header is larger; seed 004 notes Split-C saves 24 bytes).
+// 16 bytes (AM's header is larger; Begel et al. note Split-C saves 24 bytes).
 struct MsgHdr {
     uint8_t type;
     uint8_t credits;  // replies: credits handed back to the receiver

@@ -1,7 +1,7 @@
 // rt_msg.cpp - the message layer of the Split-C runtime: building and posting
 // send descriptors, reaping sends, polling the receive completion queue and
 // dispatching requests and replies.  Every step is timed with the counters of
-// seed 004's Table 4 (a Split-C get) when VIASTACK_INSTR=1.
+// Table 4 of Begel et al. (a Split-C get) when VIASTACK_INSTR=1.
 #include <sched.h>
 
 #include "rt_internal.hpp"

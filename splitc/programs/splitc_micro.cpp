@@ -1,4 +1,4 @@
-// splitc_micro - the Split-C single-sender microbenchmarks of seed 004,
+// splitc_micro - the Split-C single-sender microbenchmarks of Begel et al.,
 // Figure 2 (methodology of Krishnamurthy et al.): processor 0 repeatedly
 // reads, writes, gets, puts and stores an int on processor 1; every other
 // processor just serves requests.
@@ -6,7 +6,7 @@
 //   get, put      issued back to back, one sync() at the end: the gap
 //   store         issued back to back, one all_store_sync() at the end
 // --breakdown also times every step of a get with the instrumentation
-// counters (Table 4 of seed 004), summed over requester and target;
+// counters (Table 4 of Begel et al.), summed over requester and target;
 // --bandwidth measures bulk_put/bulk_get from 4 B to 32 KB (Figure 5).
 #include <algorithm>
 #include <cstdio>

@@ -36,7 +36,7 @@ TEST(FmFit, ExactCurve) {
 }
 
 TEST(FmFit, FastMessagesFigures) {
-    // FM 1.0 (seed 000): t0 = 4.1 us, r_inf = 21.4 MB/s.
+    // FM 1.0 (Pakin, Lauria, Chien): t0 = 4.1 us, r_inf = 21.4 MB/s.
     FmMetrics m = fit_fm_metrics(curve(4.1, 21.4));
     EXPECT_NEAR(m.t0_us, 4.1, 1e-6);
     EXPECT_NEAR(m.r_inf_mb_s, 21.4, 1e-6);

@@ -1,4 +1,4 @@
-// breakdown.hpp - per-primitive host-overhead breakdowns (seed 004, Tables 3
+// breakdown.hpp - per-primitive host-overhead breakdowns (Begel et al., Tables 3
 // and 4) from the instrumentation counters (vipl_instr.h) of both ranks.
 #pragma once
 

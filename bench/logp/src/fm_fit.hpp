@@ -1,4 +1,4 @@
-// fm_fit.hpp - Fast Messages' bandwidth metrics (seed 000, Table 2) from a
+// fm_fit.hpp - Fast Messages' bandwidth metrics (Pakin, Lauria, Chien, Table 2) from a
 // measured bandwidth curve:
 //   t0     start-up overhead: intercept of the per-message time T(n) = t0 + n / r_inf
 //   r_inf  asymptotic bandwidth for infinitely large messages: 1 / slope

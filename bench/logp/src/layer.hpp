@@ -60,7 +60,7 @@ public:
     virtual double bulk_stream_client(std::size_t bytes, int count) { return 0; }
     virtual void bulk_stream_server(std::size_t bytes, int count) {}
 
-    // The host-overhead breakdown operation (seed 004 Tables 3/4): "" when
+    // The host-overhead breakdown operation (Begel et al., Tables 3/4): "" when
     // the layer has none, else its name ("am-request-reply", "splitc-get").
     // Rank 0 runs breakdown_client() n times then breakdown_client_done();
     // rank 1 serves with breakdown_server_series(n).

@@ -1,4 +1,4 @@
-// logp - the viastack LogP benchmark suite (seed 004, Tables 1-5, Figures 2
+// logp - the viastack LogP benchmark suite (Begel et al., Tables 1-5, Figures 2
 // and 5, measured on this machine next to the paper's published figures).
 //
 //   logp [--quick] [--out DIR] [--json FILE] [--layers vi,am-v3,...]
@@ -373,7 +373,7 @@ int main(int argc, char **argv) {
     Options o;
     for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
     CLI::App app{"logp - LogP parameters, bandwidth curves and overhead breakdowns of VI, AM and Split-C "
-                 "(seed 004), next to the paper's figures and a peer tool"};
+                 "(Begel et al.), next to the paper's figures and a peer tool"};
     app.add_flag("--quick", o.quick, "short run (about 10x fewer iterations)");
     app.add_option("--out", o.out_dir, "report directory (report.md, plots, logp.json)")->capture_default_str();
     app.add_option("--json", o.json_path, "also write the JSON report here");

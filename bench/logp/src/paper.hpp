@@ -1,6 +1,6 @@
 // paper.hpp - the published figures printed next to ours.  The data file is
-// bench/logp/paper_figures.json (every number copied from the text of seed
-// 004, Begel/Buonadonna/Culler/Gay 2001, and seed 000 for FM's metrics); it
+// bench/logp/paper_figures.json (every number copied from the text of
+// Begel, Buonadonna, Culler, Gay 2001, and Pakin, Lauria, Chien 1995 for FM's metrics); it
 // is compiled into the program so a report never lacks it.
 #pragma once
 

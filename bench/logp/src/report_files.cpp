@@ -248,7 +248,7 @@ std::string markdown(const Report &r, const std::vector<Plot> &plots, const std:
                                md_num(c.n_half_bytes, 0), c.n_half_from_model ? " (model)" : "", md_num(c.r_peak_mb_s, 1))
                  : fmt::format("| {} | {} {} | | | | |\n", c.layer, c.status.state, c.status.note);
     for (const auto &fm : paper["fm_metrics"])
-        m += fmt::format("| paper: {} | FM seed 000 | {} | {} | {} | |\n", fm.value("system", ""), md_num(paper_number(fm, "t0_us"), 1),
+        m += fmt::format("| paper: {} | FM 1.x (Pakin et al.) | {} | {} | {} | |\n", fm.value("system", ""), md_num(paper_number(fm, "t0_us"), 1),
                          md_num(paper_number(fm, "r_inf_mb_s"), 1), md_num(paper_number(fm, "n_half_bytes"), 0));
     if (has("bandwidth")) m += "\n![Bandwidth](bandwidth.svg)\n";
 

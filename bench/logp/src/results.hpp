@@ -84,7 +84,7 @@ struct BandwidthCurve {
     std::string method;  // how it was measured ("RDMA-write stream, one-sided", "AM_RequestXfer", ...)
     Status status;
     std::vector<BandwidthPoint> points;
-    // FM metrics (seed 000)
+    // FM metrics (Pakin, Lauria, Chien)
     double t0_us = kNaN, r_inf_mb_s = kNaN, n_half_bytes = kNaN, n_half_model_bytes = kNaN;
     bool n_half_from_model = false;
     double r_peak_mb_s = kNaN, fit_r2 = kNaN;
