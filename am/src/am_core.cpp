@@ -25,22 +25,52 @@ uint64_t now_ns() {
 }
 
 void report(const char *fmt, ...) {
+    char line[1024];
+    int n = std::snprintf(line, sizeof line, "viastack AM: ");
     va_list ap;
     va_start(ap, fmt);
-    std::fputs("viastack AM: ", stderr);
-    std::vfprintf(stderr, fmt, ap);
-    std::fputc('\n', stderr);
+    n += std::vsnprintf(line + n, sizeof line - size_t(n), fmt, ap);
     va_end(ap);
+    if (size_t(n) >= sizeof line - 1) n = int(sizeof line) - 2;
+    line[n++] = '\n';
+    std::fwrite(line, 1, size_t(n), stderr); // one write: ranks' lines do not interleave
+}
+
+bool retire_segments(ep_t ep) {
+    if (ep->retired.empty()) return true;
+    uint32_t known = ep->seg_gen; // the oldest generation a connected peer may still aim at
+    for (Link *l : ep->links)
+        if (l->state == LinkState::Up && l->seg_acked_gen < known) known = l->seg_acked_gen;
+    size_t keep = 0;
+    for (const RetiredSeg &r : ep->retired) {
+        if (r.gen < known)
+            VipDeregisterMem(g.nic, r.base, r.mh);
+        else
+            ep->retired[keep++] = r;
+    }
+    ep->retired.resize(keep);
+    return keep == 0;
+}
+
+SegInfo current_seg(ep_t ep) {
+    return SegInfo{uint64_t(uintptr_t(ep->seg)), ep->seg_registered ? uint64_t(ep->seglen) : 0,
+                   ep->seg_mh, ep->seg_gen};
 }
 
 int fail(int rc, const char *fn, const char *fmt, ...) {
     if (AMVIA_VerboseErrors) {
+        // One write per line, so the lines of several ranks sharing a terminal
+        // do not interleave.
+        char line[1024];
+        int n = std::snprintf(line, sizeof line, "viastack AM: %s returns %s: ", fn, AMVIA_ErrorName(rc));
         va_list ap;
         va_start(ap, fmt);
-        std::fprintf(stderr, "viastack AM: %s returns %s: ", fn, AMVIA_ErrorName(rc));
-        std::vfprintf(stderr, fmt, ap);
-        std::fputc('\n', stderr);
+        if (n > 0 && size_t(n) < sizeof line) n += std::vsnprintf(line + n, sizeof line - size_t(n), fmt, ap);
         va_end(ap);
+        if (n < 0) n = 0;
+        if (size_t(n) >= sizeof line - 1) n = int(sizeof line) - 2;
+        line[n++] = '\n';
+        std::fwrite(line, 1, size_t(n), stderr);
     }
     return rc;
 }
@@ -160,6 +190,8 @@ int AM_Init(void) {
 int AM_Terminate(void) {
     CHECK_INIT("AM_Terminate");
     if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_Terminate", "called from a handler");
+    // Tell every connected peer first, so our disconnect does not look like a crash to it.
+    for (eb_t eb : g.bundles) say_goodbye(eb);
     while (!g.bundles.empty()) AM_FreeBundle(g.bundles.back());
     spmd_forget();
     regcache_clear();
@@ -260,6 +292,8 @@ int AM_FreeEndpoint(ep_t ep) {
     for (Link *l : ep->links) link_destroy(l); // also drops their queued requests
     ep->links.clear();
     if (ep->seg_registered) VipDeregisterMem(g.nic, ep->seg, ep->seg_mh);
+    for (const RetiredSeg &r : ep->retired) VipDeregisterMem(g.nic, r.base, r.mh);
+    ep->retired.clear();
     for (size_t i = 0; i < eb->eps.size(); i++)
         if (eb->eps[i] == ep) {
             eb->eps.erase(eb->eps.begin() + long(i));
@@ -309,29 +343,26 @@ int AM_SetSeg(ep_t ep, void *addr, uintptr_t nbytes) {
         if (rc != VIP_SUCCESS)
             return fail(AM_ERR_RESOURCE, "AM_SetSeg", "VipRegisterMem: %s", VipxReturnString(rc));
     }
-    // The old registration stays valid until the peers have the new one: long
-    // messages already in flight toward it must not hit an unregistered range.
-    void *old = ep->seg;
-    VIP_MEM_HANDLE old_mh = ep->seg_mh;
-    bool old_reg = ep->seg_registered;
+    // The old registration stays valid until the peers have acknowledged the
+    // new one (retire_segments): a long message aimed with a stale copy must
+    // not hit an unregistered range (that would break the VI).  AM_SetSeg does
+    // not wait for the acknowledgements: peers may be in a non-AM
+    // synchronisation (AM_SPMDAllGather) and not polling.
+    if (ep->seg_registered)
+        ep->retired.push_back(RetiredSeg{static_cast<uint8_t *>(ep->seg), ep->seglen, ep->seg_mh, ep->seg_gen});
     ep->seg = addr;
     ep->seglen = nbytes;
     ep->seg_mh = mh;
     ep->seg_registered = nbytes != 0;
-    SegInfo si{uint64_t(uintptr_t(addr)), uint64_t(nbytes), mh, nbytes ? 1u : 0u};
+    ep->seg_gen++;
+    SegInfo si = current_seg(ep);
     int result = AM_OK;
     for (Link *l : ep->links)
         if (l->state == LinkState::Up) {
             int rc = send_system_request(ep, l, kSysSegInfo, nullptr, 0, &si, sizeof si);
             if (rc != AM_OK) result = rc;
         }
-    if (old_reg) {
-        // Drain: every peer has processed the update once its credit is back.
-        for (Link *l : ep->links)
-            while (l->state == LinkState::Up && l->ch[0].credits < l->ch[0].credits_max)
-                poll_bundle(ep->eb, true);
-        VipDeregisterMem(g.nic, old, old_mh);
-    }
+    retire_segments(ep);
     return result;
 }
 

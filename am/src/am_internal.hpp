@@ -29,8 +29,11 @@ namespace amvia {
 
 // ---- wire format ------------------------------------------------------------
 // 16-byte header, then nargs 32-bit arguments padded to 8 bytes, then the
-// medium payload or, for long messages, the 8-byte destination offset.
-enum : uint8_t { kFlagRequest = 0x01, kFlagSystem = 0x02 };
+// medium payload, or a LongTrailer (long messages), or a BounceTrailer
+// (mediums too large for a message buffer, whose payload was RDMA-written
+// into the receiver's bounce ring first).
+// kFlagBounce: a medium whose payload is in the receiver's bounce ring.
+enum : uint8_t { kFlagRequest = 0x01, kFlagSystem = 0x02, kFlagBounce = 0x10 };
 enum Category : uint8_t { kShort = 0, kMedium = 1, kLong = 2 };
 enum SysType : uint8_t {
     kSysNone = 0,
@@ -38,6 +41,11 @@ enum SysType : uint8_t {
     kSysReturned = 2, // reply: the request was refused; nbytes = status | opcode << 8
     kSysSegInfo = 3,  // request: the sender's segment (base, length, memory handle)
     kSysBarrier = 4,  // request: SPMD barrier arrival (a1 = 0) or release (a1 = 1)
+    kSysInfoQuery = 5, // request: "send me your current segment" (a0 = 1: and a bounce
+                       // ring for large mediums, a1 = the asker's k); answered by kSysInfo
+    kSysInfo = 6,      // reply: SegInfo, then BounceInfo if one was asked for
+    kSysBye = 7,       // request: the sender's endpoint is going away (a clean exit)
+    kSysSegAck = 8,    // reply to kSysSegInfo: the credit, and nbytes = the gen now known
 };
 
 struct MsgHeader {
@@ -57,15 +65,46 @@ inline uint8_t *msg_payload(MsgHeader *m) {
     return reinterpret_cast<uint8_t *>(m + 1) + args_bytes(m->nargs);
 }
 
+// An endpoint's segment as its peers know it.  gen counts the endpoint's
+// AM_SetSeg calls: a long message carries the gen it was aimed with, so the
+// receiver can tell data placed by a stale copy from data in its current
+// segment.  length 0: no segment.
 struct SegInfo {
     uint64_t base;
     uint64_t length;
     uint32_t handle;
-    uint32_t valid; // 0: the endpoint has no segment
+    uint32_t gen;
 };
 
-constexpr uint32_t kShortBuf = 128;  // header + 16 args + long offset, rounded
-constexpr uint32_t kMediumBuf = ((sizeof(MsgHeader) + 4 * AMVIA_MAX_SHORT + AMVIA_MAX_MEDIUM) + 63) & ~63u;
+// Where a peer may RDMA-write large medium payloads for us: `ring` slots of
+// kBounceSlot bytes for its requests, then `ring` more for its replies.
+struct BounceInfo {
+    uint64_t base;
+    uint32_t handle;
+    uint32_t ring;
+};
+
+// After a long message's arguments: where the data went, and whether it did.
+struct LongTrailer {
+    uint64_t offset;
+    uint32_t gen;      // SegInfo::gen the sender aimed at
+    uint32_t no_data;  // 1: nothing was written (it did not fit the sender's fresh copy)
+};
+// After a bounce medium's arguments: the slot of the receiver's ring holding the payload.
+struct BounceTrailer {
+    uint32_t slot;
+    uint32_t pad;
+};
+
+// Mediums up to kInlineMedium bytes travel in the message buffer (one
+// descriptor, as before); larger ones, up to AMVIA_MAX_MEDIUM, by RDMA into
+// the receiver's bounce ring, so message buffers and small-message costs do
+// not grow with AM_MaxMedium().
+constexpr uint32_t kInlineMedium = 4096;
+constexpr uint32_t kBounceSlot = AMVIA_MAX_MEDIUM;
+constexpr uint32_t kShortBuf = 128;  // header + 16 args + long trailer, rounded
+constexpr uint32_t kMediumBuf = ((sizeof(MsgHeader) + 4 * AMVIA_MAX_SHORT + kInlineMedium) + 63) & ~63u;
+static_assert(sizeof(MsgHeader) + 4 * AMVIA_MAX_SHORT + sizeof(LongTrailer) <= kShortBuf);
 
 struct Channel;
 struct Link;
@@ -109,9 +148,40 @@ struct Link {
     int nch = 1;
     Channel ch[3];
     uint64_t connect_deadline_ns = 0;
-    // The remote endpoint's segment, from its kSysSegInfo.
+    // The remote endpoint's segment, from its kSysSegInfo / kSysInfo.
     bool seg_known = false;
+    bool seg_fresh = false;      // a kSysInfo answer not yet used by a long send
+    bool query_outstanding = false;
     SegInfo seg{};
+    // Large mediums.  Ours: the ring this peer writes into (allocated when it
+    // first asks).  Theirs: where we write, and the next slot of each half.
+    uint8_t *bounce = nullptr;
+    size_t bounce_len = 0;
+    VIP_MEM_HANDLE bounce_mh = 0;
+    uint32_t bounce_ring = 0;
+    bool peer_bounce_known = false;
+    bool bounce_query_answered = false; // an answer to a query that asked for the ring came back
+    BounceInfo peer_bounce{};
+    uint32_t bounce_req_seq = 0, bounce_rep_seq = 0;
+    bool peer_closing = false; // the peer said kSysBye: its disconnect is not an error
+    uint32_t seg_acked_gen = 0; // our segment generation this peer has acknowledged
+    // Acknowledging a new peer segment while one of our long messages aimed at
+    // the old one is half sent would let the peer release the old segment
+    // before our notice arrives; such acknowledgements wait (flush_deferred_acks).
+    int long_sends = 0;
+    int deferred_acks = 0;
+    Channel *deferred_ack_ch = nullptr;
+};
+
+// A segment replaced by AM_SetSeg.  It stays registered until every connected
+// peer has acknowledged the new one: a peer whose copy was stale may still
+// write a long message into it, which the receiver then moves into the
+// current segment (am_poll.cpp).
+struct RetiredSeg {
+    uint8_t *base;
+    uintptr_t len;
+    VIP_MEM_HANDLE mh;
+    uint32_t gen;
 };
 
 struct Translation {
@@ -132,6 +202,8 @@ struct amvia_ep {
     uintptr_t seglen;
     VIP_MEM_HANDLE seg_mh;
     bool seg_registered;
+    uint32_t seg_gen; // AM_SetSeg calls so far (SegInfo::gen)
+    std::vector<amvia::RetiredSeg> retired;
     int credits_k;
     amx_handler_fn_t handlers[AMVIA_MAX_NUMHANDLERS];
     std::vector<amvia::Translation> xlate;
@@ -207,6 +279,7 @@ bool en_equal(const en_t &a, const en_t &b);
 // returns the entry (release it with regcache_release), -2 for memory inside
 // an endpoint segment (nothing to release), or -1 on failure.
 int regcache_acquire(eb_t eb, const void *addr, size_t len, VIP_MEM_HANDLE *mh);
+const char *regcache_last_error(); // why the last regcache_acquire returned -1
 void regcache_pin(int entry);
 void regcache_release(int entry);
 void regcache_clear();
@@ -214,7 +287,14 @@ void regcache_clear();
 // ---- sending (am_send.cpp) ---------------------------------------------------------
 int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int nargs,
                         const void *payload, uint32_t nbytes);
-int send_system_reply(Token *t, uint8_t sys, uint32_t nbytes_field);
+int send_system_reply(Token *t, uint8_t sys, uint32_t nbytes_field, const void *payload = nullptr,
+                      uint32_t payload_len = 0);
+// Asks the peer for its current segment (and, with want_bounce, its bounce
+// ring) and, unless async, polls until the answer is in.  AM_ERR_IN_USE when
+// async and the answer is not in yet.
+int refresh_peer_info(Link *l, bool want_bounce, bool async);
+void say_goodbye(eb_t eb); // kSysBye on every connected MAP of the bundle
+void flush_deferred_acks(Link *l);
 void local_error(ep_t ep, int status, op_t opcode, handler_t h, const en_t *dest,
                  tag_t tag, int nargs, const int32_t *args);
 
@@ -226,6 +306,11 @@ void reap_sends(eb_t eb, int max);
 void call_error_handler(ep_t ep, int status, op_t opcode, Token *t);
 void repost_recv(Channel *c, Slot *s);
 void pending_reserve(eb_t eb, size_t capacity);
+SegInfo current_seg(ep_t ep);
+// Deregisters retired segments every connected peer has moved past; true when none is left.
+bool retire_segments(ep_t ep);
+bool bounce_allocate(Link *l, uint32_t ring); // our ring for this peer
+void bounce_free(Link *l);
 
 // ---- SPMD barrier hooks (am_spmd.cpp) ------------------------------------------------
 void spmd_barrier_message(int32_t epoch, int32_t what);

@@ -228,7 +228,10 @@ void link_fail(Link *l, const char *why) {
     if (l->state == LinkState::Dead) return;
     l->state = LinkState::Dead;
     drop_connecting(l);
-    if (AMVIA_VerboseErrors) report("MAP to endpoint %u is unusable: %s", l->remote.id, why);
+    // A peer that said goodbye (kSysBye) flushes our receives as it goes: a
+    // clean exit, not an error.
+    if (AMVIA_VerboseErrors && !l->peer_closing)
+        report("MAP to endpoint %u is unusable: %s", l->remote.id, why);
 }
 
 bool link_try_up(Link *l) {
@@ -252,8 +255,7 @@ bool link_try_up(Link *l) {
     drop_connecting(l);
     // Tell the peer where our segment is before any message of ours can need it.
     ep_t ep = l->ep;
-    SegInfo si{uint64_t(uintptr_t(ep->seg)), uint64_t(ep->seglen), ep->seg_mh,
-               ep->seg_registered ? 1u : 0u};
+    SegInfo si = current_seg(ep);
     send_system_request(ep, l, kSysSegInfo, nullptr, 0, &si, sizeof si);
     return true;
 }
@@ -264,6 +266,52 @@ void bundle_check_connecting(eb_t eb) {
     size_t n = std::min<size_t>(eb->connecting.size(), 16);
     for (size_t i = 0; i < n; i++) batch[i] = eb->connecting[i];
     for (size_t i = 0; i < n; i++) link_try_up(batch[i]);
+}
+
+bool bounce_allocate(Link *l, uint32_t ring) {
+    size_t len = size_t(2) * ring * kBounceSlot;
+    auto *p = static_cast<uint8_t *>(std::aligned_alloc(4096, len));
+    if (!p) return false;
+    VIP_MEM_ATTRIBUTES ma{g.ptag, VIP_TRUE, VIP_FALSE}; // the peer RDMA-writes here
+    VIP_MEM_HANDLE mh;
+    VIP_RETURN rc = VipRegisterMem(g.nic, p, len, &ma, &mh);
+    if (rc != VIP_SUCCESS) {
+        report("a peer's medium messages above %u bytes need a %zu-byte bounce ring: "
+               "VipRegisterMem: %s", kInlineMedium, len, VipxReturnString(rc));
+        std::free(p);
+        return false;
+    }
+    l->bounce = p;
+    l->bounce_len = len;
+    l->bounce_mh = mh;
+    l->bounce_ring = ring;
+    return true;
+}
+
+void bounce_free(Link *l) {
+    if (!l->bounce) return;
+    VipDeregisterMem(g.nic, l->bounce, l->bounce_mh);
+    std::free(l->bounce);
+    l->bounce = nullptr;
+    l->bounce_ring = 0;
+}
+
+void say_goodbye(eb_t eb) {
+    // A goodbye takes a credit like any request; wait briefly for one (the
+    // peer may be busy), and give up rather than hang: the cost of a missed
+    // goodbye is one verbose-mode line at the peer.
+    uint64_t deadline = now_ns() + 200000000ull;
+    for (ep_t ep : eb->eps)
+        for (Link *l : ep->links) {
+            Channel *c = &l->ch[0];
+            while (l->state == LinkState::Up && (c->credits == 0 || c->nfree_send == 0) &&
+                   now_ns() < deadline)
+                poll_bundle(eb, g.handler_depth == 0);
+            if (l->state == LinkState::Up && c->credits > 0 && c->nfree_send > 0)
+                send_system_request(ep, l, kSysBye, nullptr, 0, nullptr, 0);
+        }
+    // Reliable delivery: a completed send has reached the peer's receive queue.
+    while (eb->sends_outstanding > 0 && now_ns() < deadline) reap_sends(eb, 64);
 }
 
 void link_destroy(Link *l) {
@@ -305,6 +353,7 @@ void link_destroy(Link *l) {
         }
         channel_free_memory(c);
     }
+    bounce_free(l); // its VI is gone: nothing writes into it any more
     if (eb->sends_outstanding < 0) eb->sends_outstanding = 0;
     delete l;
 }

@@ -4,6 +4,7 @@
 // when a request handler did not reply, and recycling the receive descriptor
 // after the handler returns (medium handlers read the receive buffer in place).
 // Also send-descriptor recycling, AM_WaitSema and the token queries.
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <type_traits>
@@ -88,22 +89,52 @@ static inline void dispatch(amx_handler_fn_t fn, Token *t, MsgHeader *m, void *b
 #endif
 }
 
-// Where a medium/long handler's data is; sets *status for a bad long transfer.
-static inline void *message_data(ep_t ep, MsgHeader *m, int *status) {
+// Where a medium/long handler's data is; sets *status for a refused message.
+// Long messages are judged against this endpoint's current segment (the
+// sender's copy may have been stale): offset and length, and whether the data
+// was written with the current segment's generation at all.
+static inline void *message_data(ep_t ep, Channel *c, MsgHeader *m, int *status) {
     Category cat = msg_category(m);
-    if (cat == kMedium) return msg_payload(m);
+    if (cat == kMedium) {
+        if (AMVIA_LIKELY(!(m->flags & kFlagBounce))) return msg_payload(m);
+        BounceTrailer tr;
+        std::memcpy(&tr, msg_payload(m), sizeof tr);
+        Link *l = c->link;
+        if (AMVIA_UNLIKELY(!l->bounce || tr.slot >= 2 * l->bounce_ring || m->nbytes > kBounceSlot)) {
+            *status = EBADARGS; // cannot happen with a well-behaved peer
+            return nullptr;
+        }
+        return l->bounce + size_t(tr.slot) * kBounceSlot;
+    }
     if (cat == kShort) return nullptr;
-    uint64_t off;
-    std::memcpy(&off, msg_payload(m), 8);
-    if (!ep->seg_registered || off > ep->seglen) {
+    LongTrailer tr;
+    std::memcpy(&tr, msg_payload(m), sizeof tr);
+    if (!ep->seg_registered || tr.offset > ep->seglen) {
         *status = EBADSEGOFF;
         return nullptr;
     }
-    if (m->nbytes > ep->seglen - off) {
+    if (m->nbytes > ep->seglen - tr.offset) {
         *status = EBADLENGTH;
         return nullptr;
     }
-    return static_cast<uint8_t *>(ep->seg) + off;
+    uint8_t *dst = static_cast<uint8_t *>(ep->seg) + tr.offset;
+    if (AMVIA_UNLIKELY(tr.no_data)) { // did not fit when sent; fits now: still not here
+        *status = EBADSEGOFF;
+        return nullptr;
+    }
+    if (AMVIA_UNLIKELY(tr.gen != ep->seg_gen)) {
+        // Aimed with a stale copy of our segment (we called AM_SetSeg since):
+        // the bytes are in the replaced segment, still registered until the
+        // peer acknowledges the new one.  Move them where they belong now.
+        for (const RetiredSeg &r : ep->retired)
+            if (r.gen == tr.gen && tr.offset <= r.len && m->nbytes <= r.len - tr.offset) {
+                std::memmove(dst, r.base + tr.offset, m->nbytes);
+                return dst;
+            }
+        *status = EBADSEGOFF;
+        return nullptr;
+    }
+    return dst;
 }
 
 static inline op_t opcode_of(const MsgHeader *m) {
@@ -132,7 +163,7 @@ static void run_request(Slot *s) {
     if (AMVIA_UNLIKELY(etag != AM_ALL && (etag == AM_NONE || etag != m->tag))) status = EBADTAG;
     amx_handler_fn_t fn = ep->handlers[m->handler];
     if (AMVIA_UNLIKELY(!fn || m->handler == 0) && !status) status = EBADHANDLER;
-    void *buf = status ? nullptr : message_data(ep, m, &status);
+    void *buf = status ? nullptr : message_data(ep, c, m, &status);
     VIPL_INSTR_END(c_read, t0);
     if (AMVIA_UNLIKELY(status)) {
         send_system_reply(&t, kSysReturned, uint32_t(status) | uint32_t(opcode_of(m)) << 8);
@@ -148,14 +179,32 @@ static void run_reply(Channel *c, MsgHeader *m) {
     ep_t ep = c->link->ep;
     Token t{ep, c, m, {}, 0, 0};
     if (AMVIA_UNLIKELY(m->flags & kFlagSystem)) {
-        if (m->sys == kSysReturned)
+        if (m->sys == kSysReturned) {
             call_error_handler(ep, int(m->nbytes & 0xff), op_t(m->nbytes >> 8), &t);
+        } else if (m->sys == kSysSegAck) {
+            // The peer now aims at our segment generation nbytes: older ones can go.
+            Link *l = c->link;
+            if (m->nbytes > l->seg_acked_gen) l->seg_acked_gen = m->nbytes;
+            retire_segments(ep);
+        } else if (m->sys == kSysInfo && m->nbytes >= sizeof(SegInfo)) {
+            // The answer to our kSysInfoQuery: the peer's segment as of now.
+            Link *l = c->link;
+            std::memcpy(&l->seg, msg_payload(m), sizeof(SegInfo));
+            l->seg_known = true;
+            l->seg_fresh = true;
+            if (m->nbytes >= sizeof(SegInfo) + sizeof(BounceInfo)) {
+                std::memcpy(&l->peer_bounce, msg_payload(m) + sizeof(SegInfo), sizeof(BounceInfo));
+                l->peer_bounce_known = l->peer_bounce.ring != 0;
+                l->bounce_query_answered = true;
+            }
+            l->query_outstanding = false;
+        }
         return; // kSysCredit: the credit was all it carried
     }
     int status = 0;
     amx_handler_fn_t fn = ep->handlers[m->handler];
     if (AMVIA_UNLIKELY(!fn || m->handler == 0)) status = EBADHANDLER;
-    void *buf = status ? nullptr : message_data(ep, m, &status);
+    void *buf = status ? nullptr : message_data(ep, c, m, &status);
     VIPL_INSTR_END(c_read, t0);
     if (AMVIA_UNLIKELY(status))
         call_error_handler(ep, status, opcode_of(m), &t);
@@ -169,8 +218,34 @@ static void run_system_request(Channel *c, MsgHeader *m) {
     Link *l = c->link;
     Token t{l->ep, c, m, {}, 1, 0};
     if (m->sys == kSysSegInfo && m->nbytes >= sizeof(SegInfo)) {
-        std::memcpy(&l->seg, msg_payload(m), sizeof(SegInfo));
+        SegInfo si;
+        std::memcpy(&si, msg_payload(m), sizeof si);
+        if (!l->seg_known || si.gen >= l->seg.gen) l->seg = si; // never step back
         l->seg_known = true;
+        if (l->long_sends > 0) { // see Link::deferred_acks
+            l->deferred_acks++;
+            l->deferred_ack_ch = c;
+            return;
+        }
+        send_system_reply(&t, kSysSegAck, l->seg.gen);
+        return;
+    } else if (m->sys == kSysInfoQuery && m->nargs >= 2) {
+        struct {
+            SegInfo seg;
+            BounceInfo bounce;
+        } info{current_seg(l->ep), {}};
+        uint32_t len = sizeof(SegInfo);
+        if (msg_args(m)[0]) {
+            int k = std::max(msg_args(m)[1], 1);
+            for (int i = 0; i < l->nch; i++) k = std::max(k, l->ch[i].credits_max);
+            if (l->bounce || bounce_allocate(l, uint32_t(k) + 1))
+                info.bounce = BounceInfo{uint64_t(uintptr_t(l->bounce)), l->bounce_mh, l->bounce_ring};
+            len += sizeof(BounceInfo); // ring 0: none could be made
+        }
+        send_system_reply(&t, kSysInfo, 0, &info, len);
+        return;
+    } else if (m->sys == kSysBye) {
+        l->peer_closing = true; // its disconnect, coming next, is a clean exit
     } else if (m->sys == kSysBarrier && m->nargs >= 2) {
         spmd_barrier_message(msg_args(m)[0], msg_args(m)[1]);
     }
@@ -286,6 +361,10 @@ void poll_bundle(eb_t eb, bool run_requests) {
         if (VipCQDone(eb->rcq, &vi, &is_recv) != VIP_SUCCESS) break;
         VIPL_INSTR_END(c_cq_recv, t0);
         receive_from(eb, vi, run_requests);
+        // Requests queued by a handler that just ran (its nested polls) go
+        // before the next arrival: requests run in the order they came, which
+        // large mediums' bounce slots rely on (send_bounce).
+        if (AMVIA_UNLIKELY(eb->pending_count) && run_requests) run_pending(eb);
     }
     if (eb->sends_outstanding > 0) reap_sends(eb, 1); // once per poll
     if (AMVIA_UNLIKELY(!eb->connecting.empty())) bundle_check_connecting(eb);

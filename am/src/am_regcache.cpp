@@ -13,6 +13,8 @@
 // again unless AM_Terminate ran in between.
 #include <unistd.h>
 
+#include <cstdio>
+
 #include "am_internal.hpp"
 
 namespace amvia {
@@ -30,6 +32,7 @@ struct Entry {
 
 Entry entries[kEntries];
 uint64_t use_clock = 0;
+char last_error[200] = "registration cache error";
 
 uintptr_t page_size() {
     static uintptr_t ps = uintptr_t(sysconf(_SC_PAGESIZE));
@@ -76,8 +79,10 @@ int regcache_acquire(eb_t eb, const void *addr, size_t len, VIP_MEM_HANDLE *mh) 
             VIP_MEM_ATTRIBUTES ma{g.ptag, VIP_FALSE, VIP_FALSE};
             VIP_RETURN rc = VipRegisterMem(g.nic, reinterpret_cast<void *>(base), end - base, &ma, &e.mh);
             if (rc != VIP_SUCCESS) {
-                fail(AM_ERR_RESOURCE, "AM_RequestXfer", "registering the source buffer: %s",
-                     VipxReturnString(rc));
+                // The caller reports it, naming its own call.
+                std::snprintf(last_error, sizeof last_error,
+                              "registering the source buffer's pages [%#lx, %#lx) failed: %s",
+                              (unsigned long)base, (unsigned long)end, VipxReturnString(rc));
                 return -1;
             }
             e.base = base;
@@ -91,6 +96,8 @@ int regcache_acquire(eb_t eb, const void *addr, size_t len, VIP_MEM_HANDLE *mh) 
         poll_bundle(eb, g.handler_depth == 0);
     }
 }
+
+const char *regcache_last_error() { return last_error; }
 
 void regcache_pin(int entry) {
     if (entry >= 0) entries[entry].pins++;

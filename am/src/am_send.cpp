@@ -1,10 +1,15 @@
 // am_send.cpp - requests and replies: short and medium copy into a registered
 // send buffer and post one descriptor; long posts RDMA writes straight from
 // the user's (cached-registration) pages into the target segment, then a small
-// send that carries handler, arguments and offset.  The common case is one
-// credit check, one slot pop, a header and argument copy, and VipPostSend.
+// send that carries handler, arguments and offset; a medium too large for a
+// message buffer goes the same way into the receiver's bounce ring.  The
+// common case is one credit check, one slot pop, a header and argument copy,
+// and VipPostSend.
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include "am_internal.hpp"
 
@@ -20,6 +25,75 @@ static inline uint8_t flags_of(bool request, Category cat, bool system) {
 
 static inline op_t opcode_of(bool request, Category cat) {
     return op_t((request ? AM_REQUEST_M : AM_REPLY_M) + int(cat));
+}
+
+// ---- error reports naming the exact call (never on the hot path) -----------------
+struct CallDesc {
+    bool request;
+    Category cat;
+    bool async;
+    int nargs;
+    ep_t ep;      // requests
+    int dest;     // requests
+    void *token;  // replies
+    handler_t h;
+    const void *src;
+    size_t nbytes;
+    uintptr_t off;
+};
+
+// "AM_RequestXferAsync2(ep 0x.., dest 3, dest_offset 64, handler 7, source_addr 0x.., nbytes 10)"
+static void describe(const CallDesc &d, char *out, size_t len) {
+    static const char *const req[] = {"AM_Request", "AM_RequestI", "AM_RequestXfer"};
+    static const char *const rep[] = {"AM_Reply", "AM_ReplyI", "AM_ReplyXfer"};
+    const char *base = d.request ? req[d.cat] : rep[d.cat];
+    const char *async = d.async ? "Async" : "";
+    int n;
+    if (d.request)
+        n = std::snprintf(out, len, "%s%s%d(ep %p, dest %d", base, async, d.nargs, (void *)d.ep, d.dest);
+    else
+        n = std::snprintf(out, len, "%s%d(token %p", base, d.nargs, d.token);
+    if (n < 0 || size_t(n) >= len) return;
+    if (d.cat == kLong)
+        n += std::snprintf(out + n, len - size_t(n), ", dest_offset %lu", (unsigned long)d.off);
+    if (size_t(n) >= len) return;
+    n += std::snprintf(out + n, len - size_t(n), ", handler %u", unsigned(d.h));
+    if (size_t(n) >= len) return;
+    if (d.cat != kShort)
+        std::snprintf(out + n, len - size_t(n), ", source_addr %p, nbytes %zu)", d.src, d.nbytes);
+    else
+        std::snprintf(out + n, len - size_t(n), ")");
+}
+
+static int fail_call(int rc, const CallDesc &d, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail_call(int rc, const CallDesc &d, const char *fmt, ...) {
+    if (!AMVIA_VerboseErrors) return rc;
+    char call[256], why[512];
+    describe(d, call, sizeof call);
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return fail(rc, call, "%s", why);
+}
+
+// Why the arguments of a request or reply are refused, with the fix; null if they are fine.
+static const char *bad_args(const CallDesc &d, char *buf, size_t len) {
+    if (unsigned(d.nargs) > AMVIA_MAX_SHORT)
+        return "more than AM_MaxShort() = 16 handler arguments";
+    if (d.h == 0) return "handler 0 is the returned-message handler; use a handler index 1..255";
+    if (d.cat == kMedium && d.nbytes > AMVIA_MAX_MEDIUM) {
+        std::snprintf(buf, len, "nbytes exceeds AM_MaxMedium() = %d; move larger data with "
+                      "AM_RequestXfer into the peer's segment", AMVIA_MAX_MEDIUM);
+        return buf;
+    }
+    if (d.cat == kLong && d.nbytes > AMVIA_MAX_LONG) {
+        std::snprintf(buf, len, "nbytes exceeds AM_MaxLong() = %d; split the transfer into "
+                      "several long messages", AMVIA_MAX_LONG);
+        return buf;
+    }
+    if (d.nbytes && !d.src) return "source_addr is NULL with nbytes > 0";
+    return nullptr;
 }
 
 // Writes the header and arguments; returns the message length so far.
@@ -160,18 +234,46 @@ static int post_rdma(Channel *c, const SegInfo &seg, const void *src, size_t nby
     return rc;
 }
 
-// Checks a long transfer against the cached remote segment; 0 or a status.
-static inline int seg_status(const SegInfo &seg, size_t nbytes, uintptr_t off) {
-    if (!seg.valid || off > seg.length) return EBADSEGOFF;
-    if (nbytes > seg.length - off) return EBADLENGTH;
-    return 0;
+// Does a long transfer fit the (cached) remote segment?  Only decides whether
+// the data can be written: the receiver judges the message against its
+// current segment.
+static inline bool seg_fits(const SegInfo &seg, size_t nbytes, uintptr_t off) {
+    return seg.length && off <= seg.length && nbytes <= seg.length - off;
+}
+
+int refresh_peer_info(Link *l, bool want_bounce, bool async) {
+    eb_t eb = l->ep->eb;
+    if (!l->query_outstanding) {
+        Channel *c = &l->ch[0];
+        if (async && (l->state != LinkState::Up || c->credits == 0 || c->nfree_send == 0)) {
+            poll_bundle(eb, g.handler_depth == 0);
+            return AM_ERR_IN_USE;
+        }
+        int k = 0;
+        for (int i = 0; i < l->nch; i++) k = std::max(k, l->ch[i].credits_max);
+        const int32_t args[2] = {want_bounce ? 1 : 0, k};
+        l->query_outstanding = true;
+        int rc = send_system_request(l->ep, l, kSysInfoQuery, args, 2, nullptr, 0);
+        if (rc != AM_OK) {
+            l->query_outstanding = false;
+            return rc;
+        }
+    }
+    // The answer is a reply, so it is processed by any poll, inside handlers too.
+    while (l->query_outstanding && l->state != LinkState::Dead) {
+        poll_bundle(eb, g.handler_depth == 0);
+        if (async) break;
+    }
+    if (l->state == LinkState::Dead) return AM_ERR_NOT_SENT;
+    return l->query_outstanding ? AM_ERR_IN_USE : AM_OK;
 }
 
 // Builds a request or reply in a send slot: header, then the medium payload or
 // the long message's destination offset.  Returns the message length.
 template <Category C>
 static inline uint32_t build_message(Slot *s, bool request, handler_t h, int nargs, tag_t tag,
-                                     const int32_t *args, const void *src, size_t nbytes, uintptr_t off) {
+                                     const int32_t *args, const void *src, size_t nbytes,
+                                     uintptr_t off, uint32_t gen = 0, bool no_data = false) {
     VIPL_INSTR_BEGIN(t1);
     MsgHeader *m = s->buf;
     uint32_t len = build_header(m, flags_of(request, C, false), h, nargs, kSysNone, uint32_t(nbytes), tag, args);
@@ -179,13 +281,61 @@ static inline uint32_t build_message(Slot *s, bool request, handler_t h, int nar
         std::memcpy(reinterpret_cast<uint8_t *>(m) + len, src, nbytes);
         len += uint32_t(nbytes);
     } else if constexpr (C == kLong) {
-        uint64_t o = off;
-        std::memcpy(reinterpret_cast<uint8_t *>(m) + len, &o, 8);
-        len += 8;
+        const LongTrailer tr{uint64_t(off), gen, no_data ? 1u : 0u};
+        std::memcpy(reinterpret_cast<uint8_t *>(m) + len, &tr, sizeof tr);
+        len += uint32_t(sizeof tr);
     }
     VIPL_INSTR_END(c_build, t1);
     return len;
 }
+
+// A medium larger than a message buffer (kInlineMedium < nbytes <=
+// AMVIA_MAX_MEDIUM): RDMA-write the payload into the next slot of the
+// receiver's bounce ring, then send a notice naming the slot.  Slot reuse is
+// safe with ring = k + 1 slots per direction: a request's slot is written again
+// only k + 1 requests later, which needs the credit of a request whose handler
+// ran after this one's returned (request handlers run one at a time, in
+// order); a reply's, only after k + 1 more replies, while at most k requests
+// can be outstanding.  The caller holds the request credit, if any.
+static int send_bounce(Channel *c, bool request, handler_t h, int nargs, tag_t tag,
+                       const int32_t *args, const void *src, size_t nbytes) {
+    Link *l = c->link;
+    while (!l->peer_bounce_known) {
+        int rc = refresh_peer_info(l, true, false);
+        if (rc != AM_OK) return rc;
+        if (!l->peer_bounce_known && l->bounce_query_answered) return AM_ERR_RESOURCE;
+    }
+    const BounceInfo &b = l->peer_bounce;
+    uint32_t slot = request ? l->bounce_req_seq++ % b.ring : b.ring + l->bounce_rep_seq++ % b.ring;
+    const SegInfo target{b.base + uint64_t(slot) * kBounceSlot, kBounceSlot, b.handle, 0};
+    int rc = post_rdma(c, target, src, nbytes, 0, true); // the source is free on return, as for any medium
+    if (rc == AM_OK && c->nfree_send == 0) rc = wait_resources(c, 1, false, false);
+    if (rc != AM_OK) return rc;
+    Slot *s = take_slot(c);
+    MsgHeader *m = s->buf;
+    uint32_t len = build_header(m, uint8_t(flags_of(request, kMedium, false) | kFlagBounce), h, nargs,
+                                kSysNone, uint32_t(nbytes), tag, args);
+    const BounceTrailer tr{slot, 0};
+    std::memcpy(reinterpret_cast<uint8_t *>(m) + len, &tr, sizeof tr);
+    return post_slot(c, s, len + uint32_t(sizeof tr));
+}
+
+void flush_deferred_acks(Link *l) {
+    while (l->deferred_acks > 0 && l->state == LinkState::Up) {
+        l->deferred_acks--;
+        Token t{l->ep, l->deferred_ack_ch, nullptr, {}, 1, 0};
+        send_system_reply(&t, kSysSegAck, l->seg.gen);
+    }
+}
+
+// Marks a long message in construction on a link (Link::deferred_acks).
+struct LongSend {
+    Link *l;
+    explicit LongSend(Link *link) : l(link) { l->long_sends++; }
+    ~LongSend() {
+        if (--l->long_sends == 0 && AMVIA_UNLIKELY(l->deferred_acks)) flush_deferred_acks(l);
+    }
+};
 
 template <Category C>
 static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
@@ -195,19 +345,36 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
     if (AMVIA_UNLIKELY(!valid_ep(ep) || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
                        (C == kMedium && nbytes > AMVIA_MAX_MEDIUM) ||
                        (C == kLong && nbytes > AMVIA_MAX_LONG) || (nbytes && !src) ||
-                       unsigned(dest) >= ep->xlate.size()))
-        return fail(AM_ERR_BAD_ARG, "AM_Request",
-                    "endpoint %p, index %d, handler %u (1..255), %d args (0..16), %zu bytes", ep,
-                    dest, h, nargs, nbytes);
+                       unsigned(dest) >= ep->xlate.size())) {
+        const CallDesc d{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off};
+        char buf[160];
+        if (!valid_ep(ep))
+            return fail_call(AM_ERR_BAD_ARG, d, "ep is not an endpoint from AM_AllocateEndpoint");
+        if (const char *why = bad_args(d, buf, sizeof buf)) return fail_call(AM_ERR_BAD_ARG, d, "%s", why);
+        return fail_call(AM_ERR_BAD_ARG, d,
+                         "dest is outside the translation table [0, %zu); AM_SetNumTranslations grows it",
+                         ep->xlate.size());
+    }
     if (AMVIA_UNLIKELY(g.handler_depth))
-        return fail(AM_ERR_RESOURCE, "AM_Request", "a handler may not send requests (only one reply)");
+        return fail_call(AM_ERR_RESOURCE, CallDesc{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off},
+                         "called from a handler: handlers may not send requests (a request handler "
+                         "may send one reply); send it after AM_Poll returns");
     const Translation &t = ep->xlate[size_t(dest)];
     if (AMVIA_UNLIKELY(!t.inuse)) {
         local_error(ep, EBADENTRY, opcode_of(true, C), h, nullptr, 0, nargs, args);
-        return fail(AM_ERR_NOT_SENT, "AM_Request", "translation %d is not mapped", dest);
+        return fail_call(AM_ERR_NOT_SENT, CallDesc{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off},
+                         "translation %d is not mapped: AM_Map the destination endpoint at index %d first",
+                         dest, dest);
     }
     Link *l = t.link;
     Channel *c = &l->ch[l->nch == 3 ? C : 0];
+    bool no_data = false;
+    // Declared for every class (a no-op for short and medium) so it ends after the notice is posted.
+    struct NoGuard {
+        explicit NoGuard(Link *) {}
+    };
+    std::conditional_t<C == kLong, LongSend, NoGuard> long_guard(l);
+    (void)long_guard;
     if constexpr (C == kLong) {
         // The target segment must be known before data can be placed in it.
         while (l->state == LinkState::Up ? !l->seg_known : l->state == LinkState::Pending) {
@@ -217,17 +384,37 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
         }
         if (l->state == LinkState::Dead)
             return unreachable(ep, t, C, h, nargs, args, AM_ERR_NOT_SENT);
-        if (int st = seg_status(l->seg, nbytes, off)) {
-            local_error(ep, st, AM_REQUEST_XFER_M, h, &t.name, t.tag, nargs, args);
-            return fail(AM_ERR_NOT_SENT, "AM_RequestXfer",
-                        "%zu bytes at offset %lu do not fit the destination segment (%lu bytes)",
-                        nbytes, (unsigned long)off, (unsigned long)l->seg.length);
+        if (AMVIA_UNLIKELY(!seg_fits(l->seg, nbytes, off))) {
+            // Our copy of the peer's segment may be stale (it called AM_SetSeg
+            // since): ask for the current one rather than refuse.  If even that
+            // does not fit, the notice goes without data and the receiver
+            // returns it (EBADSEGOFF/EBADLENGTH), judging by its own segment.
+            if (!l->seg_fresh) {
+                int rc = refresh_peer_info(l, false, async);
+                if (rc == AM_ERR_IN_USE) return rc;
+                if (rc != AM_OK) return unreachable(ep, t, C, h, nargs, args, AM_ERR_NOT_SENT);
+            }
+            l->seg_fresh = false;
+            no_data = !seg_fits(l->seg, nbytes, off);
         }
-        int slots = 1 + int((nbytes + g.max_chunk - 1) / g.max_chunk);
+        int slots = no_data ? 1 : 1 + int((nbytes + g.max_chunk - 1) / g.max_chunk);
         if (async && (c->credits == 0 || c->nfree_send < slots)) {
             poll_bundle(ep->eb, true);
             if (l->state != LinkState::Up || c->credits == 0 || c->nfree_send < slots)
                 return AM_ERR_IN_USE;
+        }
+    }
+    if constexpr (C == kMedium) {
+        // Learn the peer's bounce ring before taking the credit: asking takes one too.
+        // (A loop: an answer to an earlier segment-only query carries no ring.)
+        while (AMVIA_UNLIKELY(nbytes > kInlineMedium) && !l->peer_bounce_known) {
+            int rc = refresh_peer_info(l, true, false);
+            if (rc != AM_OK) return unreachable(ep, t, C, h, nargs, args, AM_ERR_NOT_SENT);
+            if (!l->peer_bounce_known && l->bounce_query_answered)
+                return fail_call(AM_ERR_RESOURCE, CallDesc{true, C, false, nargs, ep, dest, nullptr, h, src, nbytes, 0},
+                                 "the destination could not make room for mediums above %u bytes "
+                                 "(see its stderr); send at most %u bytes, or use AM_RequestXfer",
+                                 kInlineMedium, kInlineMedium);
         }
     }
     if (AMVIA_UNLIKELY(l->state != LinkState::Up || c->credits == 0 || c->nfree_send == 0)) {
@@ -235,18 +422,38 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
         if (rc != AM_OK) return unreachable(ep, t, C, h, nargs, args, rc);
     }
     c->credits--;
+    if constexpr (C == kMedium) {
+        if (AMVIA_UNLIKELY(nbytes > kInlineMedium)) {
+            int rc = send_bounce(c, true, h, nargs, t.tag, args, src, nbytes);
+            if (rc != AM_OK) {
+                c->credits++;
+                if (rc == AM_ERR_RESOURCE)
+                    return fail_call(rc, CallDesc{true, C, false, nargs, ep, dest, nullptr, h, src, nbytes, 0},
+                                     "%s", regcache_last_error());
+                return unreachable(ep, t, C, h, nargs, args, rc);
+            }
+            return AM_OK;
+        }
+    }
+    // A copy: post_rdma may poll, and a kSysSegInfo processed meanwhile must
+    // change neither where the chunks go nor the generation the notice names.
+    const SegInfo target = C == kLong ? l->seg : SegInfo{};
     if constexpr (C == kLong) {
-        int rc = post_rdma(c, l->seg, src, nbytes, off, !async);
+        int rc = no_data ? AM_OK : post_rdma(c, target, src, nbytes, off, !async);
         if (rc == AM_OK && c->nfree_send == 0) rc = wait_resources(c, 1, false, false);
         if (rc != AM_OK) {
             c->credits++;
+            if (rc == AM_ERR_RESOURCE)
+                return fail_call(rc, CallDesc{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off},
+                                 "%s", regcache_last_error());
             return unreachable(ep, t, C, h, nargs, args, rc);
         }
     }
     Slot *s = take_slot(c);
     VIPL_INSTR_END(c_bookkeeping, t0);
 
-    const uint32_t len = build_message<C>(s, true, h, nargs, t.tag, args, src, nbytes, off);
+    const uint32_t len = build_message<C>(s, true, h, nargs, t.tag, args, src, nbytes, off,
+                                          target.gen, no_data);
     int rc = post_slot(c, s, len);
     if (AMVIA_UNLIKELY(rc != AM_OK)) {
         c->credits++;
@@ -275,48 +482,79 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
     auto *t = static_cast<Token *>(token);
     if (AMVIA_UNLIKELY(!t || !t->ch || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
                        (C == kMedium && nbytes > AMVIA_MAX_MEDIUM) ||
-                       (C == kLong && nbytes > AMVIA_MAX_LONG) || (nbytes && !src)))
-        return fail(AM_ERR_BAD_ARG, "AM_Reply", "bad token, handler %u, %d args or %zu bytes", h,
-                    nargs, nbytes);
+                       (C == kLong && nbytes > AMVIA_MAX_LONG) || (nbytes && !src))) {
+        const CallDesc d{false, C, false, nargs, nullptr, 0, token, h, src, nbytes, off};
+        char buf[160];
+        if (!t || !t->ch)
+            return fail_call(AM_ERR_BAD_ARG, d, "token is not the token of a handler that is running");
+        return fail_call(AM_ERR_BAD_ARG, d, "%s", bad_args(d, buf, sizeof buf));
+    }
+    const CallDesc call{false, C, false, nargs, nullptr, 0, token, h, src, nbytes, off};
     if (AMVIA_UNLIKELY(!t->is_request))
-        return fail(AM_ERR_BAD_ARG, "AM_Reply", "a reply handler may not reply");
+        return fail_call(AM_ERR_BAD_ARG, call, "called from a reply handler: only request handlers may reply");
     if (AMVIA_UNLIKELY(t->replied))
-        return fail(AM_ERR_BAD_ARG, "AM_Reply", "a request handler may reply only once");
+        return fail_call(AM_ERR_BAD_ARG, call, "this request handler already replied: a request gets at most one reply");
     Channel *c = t->ch;
+    const bool bounce = C == kMedium && nbytes > kInlineMedium;
     uint32_t need = uint32_t(sizeof(MsgHeader)) + args_bytes(unsigned(nargs)) +
-                    (C == kMedium ? uint32_t(nbytes) : C == kLong ? 8u : 0u);
+                    (C == kMedium ? uint32_t(std::min<size_t>(nbytes, kInlineMedium))
+                     : C == kLong ? uint32_t(sizeof(LongTrailer)) : 0u);
     if (AMVIA_UNLIKELY(need > c->bufsize))
-        return fail(AM_ERR_BAD_ARG, "AM_Reply",
-                    "AMVIAv1: a %u-byte reply does not fit the request's VI (%u-byte buffers); "
-                    "replies travel on their request's VI",
-                    need, c->bufsize);
+        return fail_call(AM_ERR_BAD_ARG, call,
+                         "AMVIAv1: a %u-byte reply does not fit the request's VI (%u-byte buffers); "
+                         "replies travel on their request's VI: reply with a short message, or use "
+                         "the v3 layout",
+                         need, c->bufsize);
+    Link *l = c->link;
+    bool no_data = false;
+    SegInfo target{};
+    struct NoGuard {
+        explicit NoGuard(Link *) {}
+    };
+    std::conditional_t<C == kLong, LongSend, NoGuard> long_guard(l);
+    (void)long_guard;
     if constexpr (C == kLong) {
-        Link *l = c->link;
-        if (!l->seg_known)
-            return fail(AM_ERR_RESOURCE, "AM_ReplyXfer", "the requester's segment is unknown");
-        if (int st = seg_status(l->seg, nbytes, off)) {
-            local_error(t->ep, st, AM_REPLY_XFER_M, h, &l->remote, t->msg->tag, nargs, args);
-            return fail(AM_ERR_NOT_SENT, "AM_ReplyXfer", "%zu bytes at offset %lu exceed the segment",
-                        nbytes, (unsigned long)off);
+        if (AMVIA_UNLIKELY(!l->seg_known || !seg_fits(l->seg, nbytes, off))) {
+            // As for requests: refresh a possibly stale copy, and if the data
+            // still does not fit, let the requester's layer return the reply.
+            if (!l->seg_fresh) {
+                int rc = refresh_peer_info(l, false, false);
+                if (rc != AM_OK) return fail_call(rc, call, "the requester is unreachable");
+            }
+            l->seg_fresh = false;
+            no_data = !seg_fits(l->seg, nbytes, off);
         }
-        int rc = post_rdma(c, l->seg, src, nbytes, off, true);
-        if (rc != AM_OK) return rc;
+        target = l->seg; // a copy, as in request()
+        int rc = no_data ? AM_OK : post_rdma(c, target, src, nbytes, off, true);
+        if (rc != AM_OK)
+            return fail_call(rc, call, "%s", rc == AM_ERR_RESOURCE ? regcache_last_error() : "the requester is unreachable");
+    }
+    if (AMVIA_UNLIKELY(bounce)) {
+        int rc = send_bounce(c, false, h, nargs, t->msg->tag, args, src, nbytes);
+        if (rc != AM_OK)
+            return fail_call(rc, call, "%s", rc == AM_ERR_RESOURCE ? regcache_last_error() : "the requester is unreachable");
+        t->replied = 1;
+        return AM_OK;
     }
     if (AMVIA_UNLIKELY(c->nfree_send == 0)) {
         int rc = wait_resources(c, 1, false, false);
-        if (rc != AM_OK) return rc;
+        if (rc != AM_OK) return fail_call(rc, call, "the requester is unreachable");
     }
     Slot *s = take_slot(c);
     VIPL_INSTR_END(c_bookkeeping, t0);
 
-    const uint32_t len = build_message<C>(s, false, h, nargs, t->msg->tag, args, src, nbytes, off);
+    const uint32_t len = build_message<C>(s, false, h, nargs, t->msg->tag, args, src, nbytes, off,
+                                          target.gen, no_data);
     t->replied = 1;
     return post_slot(c, s, len);
 }
 
 int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int nargs,
                         const void *payload, uint32_t nbytes) {
-    Channel *c = &l->ch[0]; // v1: the short VI
+    // v1: the short VI, except segment announcements: those go on the long
+    // VI, so the peer's acknowledgement (kSysSegAck) comes back behind any
+    // long message it aimed at the old segment (VIs deliver in order).
+    Channel *c = &l->ch[l->nch == 3 && sys == kSysSegInfo ? int(kLong) : 0];
     if (l->state != LinkState::Up || c->credits == 0 || c->nfree_send == 0) {
         int rc = wait_resources(c, 1, true, false);
         if (rc != AM_OK) return rc;
@@ -333,7 +571,8 @@ int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int 
 
 // The layer's own reply: returns the request's credit (kSysCredit) or hands
 // the request back refused (kSysReturned).  Never needs a credit.
-int send_system_reply(Token *t, uint8_t sys, uint32_t nbytes_field) {
+int send_system_reply(Token *t, uint8_t sys, uint32_t nbytes_field, const void *payload,
+                      uint32_t payload_len) {
     Channel *c = t->ch;
     if (AMVIA_UNLIKELY(c->nfree_send == 0)) {
         int rc = wait_resources(c, 1, false, false);
@@ -347,9 +586,10 @@ int send_system_reply(Token *t, uint8_t sys, uint32_t nbytes_field) {
         len = build_header(m, uint8_t(kFlagSystem | (req->flags & 0x0c)), req->handler, req->nargs,
                            sys, nbytes_field, req->tag, msg_args(const_cast<MsgHeader *>(req)));
     else
-        len = build_header(m, kFlagSystem, 0, 0, sys, 0, 0, nullptr);
+        len = build_header(m, kFlagSystem, 0, 0, sys, payload_len ? payload_len : nbytes_field, 0, nullptr);
+    if (payload_len) std::memcpy(reinterpret_cast<uint8_t *>(m) + len, payload, payload_len);
     t->replied = 1;
-    return post_slot(c, s, len);
+    return post_slot(c, s, len + payload_len);
 }
 
 } // namespace amvia

@@ -109,6 +109,10 @@ tag_t AM_SPMDGetTag(void) { return s_tag; }
 int AM_SPMDBarrier(void) {
     if (!s_ep) return fail(AM_ERR_NOT_INIT, "AM_SPMDBarrier", "call AM_SPMDStartup first");
     if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_SPMDBarrier", "called from a handler");
+    // A segment replaced by AM_SetSeg is released once every peer has heard of
+    // the new one; peers poll in the barrier, so after it the old memory is
+    // the program's again (and every peer aims at the new segment).
+    while (!retire_segments(s_ep)) AM_Poll(s_eb);
     int32_t epoch = ++s_epoch;
     if (s_rank == 0) {
         while (s_arrivals[epoch & 1] < s_size - 1) AM_Poll(s_eb);
