@@ -5,7 +5,8 @@
 #                         and dlopen("libvipl.so.N") work from plain C
 #   package_find_package  examples/ configured and built out of tree with
 #                         find_package(viastack CONFIG), their tests run
-#   package_pkg_config    examples/Makefile built with pkg-config, `make check`
+#   package_pkg_config    examples/Makefile built with pkg-config, `make check`; and
+#                         vipl/examples/legacy_vi.c built as `cc prog.c $(pkg-config ...)`, run on 2
 #   package_deb           cpack -G DEB; the three .deb unpacked with dpkg-deb -x;
 #                         a C program and hello.sc (the packaged splitcc) built and run
 # The prefix is temporary and lives in the build tree; the three checks share it

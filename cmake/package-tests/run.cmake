@@ -100,6 +100,18 @@ elseif(STEP STREQUAL "pkg_config")
   if(NOT run_output MATCHES "${PREFIX}/${LIBDIR}/libsplitc.so")
     message(FATAL_ERROR "hello (splitcc) does not load the installed libsplitc:\n${run_output}")
   endif()
+  # A VIPL program in the style of the M-VIA / cLAN drivers (legacy device
+  # name, host-name lookup, NULL ptag and attributes, blocking RecvWait,
+  # Giganet names), built the way their users build: cc prog.c $(pkg-config ...).
+  run(pkg-config --cflags --libs viastack-vipl)
+  separate_arguments(vipl_flags UNIX_COMMAND "${run_output}")
+  run(${CC} -Wall -Wextra -o ${b}/legacy_vi ${SOURCE_DIR}/vipl/examples/legacy_vi.c ${vipl_flags} -pthread
+      -Wl,-rpath,${PREFIX}/${LIBDIR})
+  run(${PREFIX}/bin/vipl-run -n 2 --timeout 60 ${b}/legacy_vi)
+  if(NOT run_output MATCHES "legacy_vi: 100 echoes verified")
+    message(FATAL_ERROR "legacy_vi built with pkg-config did not verify its echoes:\n${run_output}")
+  endif()
+  message(STATUS "legacy_vi (cc + pkg-config viastack-vipl): ${run_output}")
 
 elseif(STEP STREQUAL "deb")
   # cpack -G DEB, then each .deb unpacked (dpkg-deb -x) into one root: the
