@@ -15,7 +15,7 @@ include(CMakePackageConfigHelpers)
 # What the static archives need on a link line, for viastack::*_static and
 # `pkg-config --static`: plain library names, as a consumer finds them on its
 # own system (the shared libraries record theirs as DT_NEEDED instead).
-set(VIASTACK_STATIC_DEPS z fmt)
+set(VIASTACK_STATIC_DEPS z spdlog fmt)
 if(VIASTACK_VERBS AND TARGET vipl_verbs)
   list(APPEND VIASTACK_STATIC_DEPS rdmacm ibverbs)
 endif()
@@ -127,7 +127,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_COMPONENT_DEV_DESCRIPTION "viastack development files: headers, static libraries, CMake and pkg-config files, the splitcc translator")
 # splitcc runs the C compiler; the static archives need these -dev packages.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "gcc | c-compiler")
-set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "libfmt-dev, zlib1g-dev, libibverbs-dev, librdmacm-dev, libpmix-dev, pkg-config, cmake")
+set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "libspdlog-dev, libfmt-dev, zlib1g-dev, libibverbs-dev, librdmacm-dev, libpmix-dev, pkg-config, cmake")
 # shlibs file and the ldconfig trigger for libviastack0
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "am_internal.hpp"
+#include "viastack_log.hpp"
 
 #ifndef AMVIA_DEFAULT_LAYOUT
 #define AMVIA_DEFAULT_LAYOUT 3
@@ -24,16 +25,13 @@ uint64_t now_ns() {
     return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+// "viastack AM: ..." through the am logger (vipl/log: $VIASTACK_LOG, the rank
+// prefix, one write per line so ranks' lines do not interleave).
 void report(const char *fmt, ...) {
-    char line[1024];
-    int n = std::snprintf(line, sizeof line, "viastack AM: ");
     va_list ap;
     va_start(ap, fmt);
-    n += std::vsnprintf(line + n, sizeof line - size_t(n), fmt, ap);
+    viastack::log::vlogf(viastack::log::Layer::am, viastack::log::Level::error, fmt, ap);
     va_end(ap);
-    if (size_t(n) >= sizeof line - 1) n = int(sizeof line) - 2;
-    line[n++] = '\n';
-    std::fwrite(line, 1, size_t(n), stderr); // one write: ranks' lines do not interleave
 }
 
 bool retire_segments(ep_t ep) {
@@ -58,19 +56,14 @@ SegInfo current_seg(ep_t ep) {
 }
 
 int fail(int rc, const char *fn, const char *fmt, ...) {
-    if (AMVIA_VerboseErrors) {
-        // One write per line, so the lines of several ranks sharing a terminal
-        // do not interleave.
-        char line[1024];
-        int n = std::snprintf(line, sizeof line, "viastack AM: %s returns %s: ", fn, AMVIA_ErrorName(rc));
+    if (AMVIA_VerboseErrors && viastack::log::enabled(viastack::log::Layer::am, viastack::log::Level::error)) {
+        // One line through the am logger ("viastack AM: ..."; vipl/log).
+        char why[768];
         va_list ap;
         va_start(ap, fmt);
-        if (n > 0 && size_t(n) < sizeof line) n += std::vsnprintf(line + n, sizeof line - size_t(n), fmt, ap);
+        std::vsnprintf(why, sizeof why, fmt, ap);
         va_end(ap);
-        if (n < 0) n = 0;
-        if (size_t(n) >= sizeof line - 1) n = int(sizeof line) - 2;
-        line[n++] = '\n';
-        std::fwrite(line, 1, size_t(n), stderr);
+        viastack::log::error(viastack::log::Layer::am, "{} returns {}: {}", fn, AMVIA_ErrorName(rc), why);
     }
     return rc;
 }

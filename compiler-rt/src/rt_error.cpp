@@ -4,8 +4,10 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "rt_internal.hpp"
+#include "viastack_log.hpp"
 #include "vipl_boot.h"
 
 namespace {
@@ -16,7 +18,9 @@ splitc_error_t g_last = SPLITC_OK;
 
 [[noreturn]] void abort_job(splitc_error_t code, const char *msg) {
     std::fflush(stdout);
-    std::fprintf(stderr, "%s\n", msg);
+    // msg starts with "splitc: " (the handler's text); the splitc logger adds it.
+    const char *text = std::strncmp(msg, "splitc: ", 8) == 0 ? msg + 8 : msg;
+    viastack::log::error(viastack::log::Layer::splitc, "{}", text);
     std::fflush(stderr);
     vipl_boot_abort(70 + int(code), msg);
     std::_Exit(70 + int(code));  // vipl_boot_abort does not return; belt and braces
@@ -62,6 +66,15 @@ splitc_error_t splitc_take_last_error(void) {
     splitc_error_t e = g_last;
     g_last = SPLITC_OK;
     return e;
+}
+
+// For rt_main.c (C, linked against libsplitc only): one error line through
+// the splitc logger (vipl/log, $VIASTACK_LOG).  Not in splitc_rt.h.
+void splitc_rt_log_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    viastack::log::vlogf(viastack::log::Layer::splitc, viastack::log::Level::error, fmt, ap);
+    va_end(ap);
 }
 
 void splitc_report_error(splitc_error_t code, const char *message) {

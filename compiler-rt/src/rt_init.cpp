@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "rt_internal.hpp"
+#include "viastack_log.hpp"
 #include "vipl_boot.h"
 
 
@@ -40,7 +41,8 @@ size_t env_size(const char *name, size_t dflt) {
     case 'g': case 'G': v <<= 30; break;
     case 0: break;
     default:
-        std::fprintf(stderr, "splitc: ignoring %s=%s (want a number with optional K/M/G)\n", name, e);
+        viastack::log::warn(viastack::log::Layer::splitc, "ignoring {}={} (want a number with optional K/M/G)", name,
+                            e);
         return dflt;
     }
     return size_t(v);

@@ -14,6 +14,10 @@
 
 #include "splitc_rt.h"
 
+/* One "splitc: ..." error line through viastack's logging facility
+ * (rt_error.cpp; $VIASTACK_LOG, docs/logging.md). */
+void splitc_rt_log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 static int under_launcher(void) {
     return getenv("VIASTACK_RANK") != NULL || getenv("PMIX_RANK") != NULL;
 }
@@ -25,7 +29,7 @@ static void relaunch_if_asked(int argc, char **argv) {
     char *end = NULL;
     long n = strtol(procs, &end, 10);
     if (!end || *end || n < 1 || n > SPLITC_MAX_PROCS) {
-        fprintf(stderr, "splitc: SPLITC_PROCS=%s is not a processor count (1..%d)\n", procs, SPLITC_MAX_PROCS);
+        splitc_rt_log_error("SPLITC_PROCS=%s is not a processor count (1..%d)", procs, SPLITC_MAX_PROCS);
         exit(2);
     }
     if (n == 1) return;
@@ -40,9 +44,9 @@ static void relaunch_if_asked(int argc, char **argv) {
     args[2] = count;
     for (int i = 0; i < argc; ++i) args[3 + i] = argv[i];
     execvp(launcher, args);
-    fprintf(stderr, "splitc: cannot start the launcher '%s' for SPLITC_PROCS=%ld: %s "
-                    "(put vipl-run on PATH or set SPLITC_LAUNCHER to its path)\n",
-            launcher, n, strerror(errno));
+    splitc_rt_log_error("cannot start the launcher '%s' for SPLITC_PROCS=%ld: %s "
+                        "(put vipl-run on PATH or set SPLITC_LAUNCHER to its path)",
+                        launcher, n, strerror(errno));
     exit(2);
 }
 

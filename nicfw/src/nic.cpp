@@ -2,6 +2,7 @@
 // the NIC of this process, its agent thread (notifications, progress), and the
 // asynchronous error path.
 #include "nic.hpp"
+#include "viastack_log.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -170,10 +171,10 @@ void NicHw::deliver_errors() {
         if (!live) continue; // the handle was closed: nobody to tell
         if (h) h(ctx, &qe.e);
         else if (qe.e.ErrorCode != VIP_ERROR_CONN_LOST)
-            std::fprintf(stderr,
-                         "viastack nicfw[%d]: asynchronous error VIP_ERROR_%s on %s (register VipErrorCallback to "
-                         "handle it)\n",
-                         rank, error_name(qe.e.ErrorCode), qe.e.ViHandle ? "a VI" : "the NIC");
+            // The line carries "[rank R] " from the facility (the job's rank).
+            viastack::log::error(viastack::log::Layer::nicfw,
+                                 "asynchronous error VIP_ERROR_{} on {} (register VipErrorCallback to handle it)",
+                                 error_name(qe.e.ErrorCode), qe.e.ViHandle ? "a VI" : "the NIC");
     }
     delivering = false;
 }

@@ -9,6 +9,7 @@
 
 #include "nic.hpp"
 #include "vipl_boot.h"
+#include "viastack_log.hpp"
 
 namespace nicfw {
 
@@ -296,14 +297,15 @@ VIP_RETURN open_nic(const char *dev, vipl::prov::Nic **out) {
     std::lock_guard<std::mutex> g(g_mu);
     if (!g_hw) {
         if (vipl_boot_init() != VIPL_BOOT_OK) {
-            std::fprintf(stderr, "viastack nicfw: job bootstrap failed (see above); start the program with vipl-run\n");
+            viastack::log::error(viastack::log::Layer::nicfw,
+                                 "job bootstrap failed (see above); start the program with vipl-run");
             return VIP_ERROR_RESOURCE;
         }
         try {
             const Config cfg = Config::from_env();
             g_hw = new NicHw(cfg, vipl_boot_job(), vipl_boot_rank(), vipl_boot_size());
         } catch (const std::exception &e) {
-            std::fprintf(stderr, "viastack nicfw: %s\n", e.what());
+            viastack::log::error(viastack::log::Layer::nicfw, "{}", e.what());
             return VIP_ERROR_RESOURCE;
         }
         static bool once = (std::atexit(stop_at_exit), true);

@@ -15,14 +15,13 @@
 #include "boot_segment.hpp"
 #include "tcp_wire.hpp"
 #include "vipl_boot.h"
+#include "viastack_log.hpp"
 
 namespace viastack::boot {
 
-void report(int rank, const std::string& msg) {
-  std::string line = "vipl_boot[rank " + std::to_string(rank) + "]: " + msg + "\n";
-  // One write(2) so lines from many ranks do not interleave mid-line.
-  ssize_t unused = ::write(STDERR_FILENO, line.data(), line.size());
-  (void)unused;
+void report(int rank, const std::string& msg, log::Level level) {
+  // The boot logger's lines name their rank themselves; one write(2) per line.
+  log::log(log::Layer::boot, level, "vipl_boot[rank {}]: {}", rank, msg);
 }
 
 namespace {
@@ -190,7 +189,11 @@ int vipl_boot_init(void) {
   if (!st.init_done) {
     st.init_rc = init_locked(st);
     st.init_done = true;
-    if (st.init_rc == VIPL_BOOT_OK) st.ready.store(true, std::memory_order_release);
+    if (st.init_rc == VIPL_BOOT_OK) {
+      st.ready.store(true, std::memory_order_release);
+      // "[rank R] " before every layer's lines (a job of one has no prefix).
+      if (st.info.size > 1) viastack::log::set_rank(st.info.rank);
+    }
   }
   return st.init_rc;
 }

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "viastack_log.hpp"
+
 namespace viastack::boot {
 
 class Backend {
@@ -39,7 +41,8 @@ std::unique_ptr<Backend> make_tcp_backend(const JobInfo& info, int* rc);
 std::unique_ptr<Backend> make_pmix_backend(JobInfo* info, int* rc);
 #endif
 
-// "vipl_boot[rank 3]: <msg>" on stderr, one write so lines do not interleave.
-void report(int rank, const std::string& msg);
+// "vipl_boot[rank 3]: <msg>" on stderr through the boot logger (vipl/log:
+// $VIASTACK_LOG, one write per line so lines do not interleave).
+void report(int rank, const std::string& msg, log::Level level = log::Level::error);
 
 }  // namespace viastack::boot

@@ -36,7 +36,8 @@ bool TcpBackend::start_peer(int* rc) {
       return false;
     }
     if (!noted && Clock::now() - t0 > 10s) {
-      report(info_.rank, "still trying to reach rank 0 at " + ep_.str() + " (" + std::strerror(e) + ")");
+      report(info_.rank, "still trying to reach rank 0 at " + ep_.str() + " (" + std::strerror(e) + ")",
+             log::Level::warn);
       noted = true;
     }
     std::this_thread::sleep_for(std::min<Clock::duration>(100ms, init_deadline_ - Clock::now()));

@@ -13,6 +13,7 @@
 //    units, or a scope in a header) are reported as one primitive: snapshot,
 //    find, the table and the JSON dump sum them.
 #include "vipl_instr.h"
+#include "viastack_log.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -57,7 +58,8 @@ double measure_cycles_per_ns() {
         char *end = nullptr;
         double v = std::strtod(s, &end);
         if (end != s && *end == '\0' && v > 0 && v < 1000) return v;
-        std::fprintf(stderr, "viastack instr: ignoring VIASTACK_TSC_GHZ=%s (want a positive number of GHz, e.g. 2.4)\n", s);
+        viastack::log::warn(viastack::log::Layer::vipl,
+                            "instr: ignoring VIASTACK_TSC_GHZ={} (want a positive number of GHz, e.g. 2.4)", s);
     }
 #if defined(__aarch64__)
     uint64_t freq;
@@ -136,8 +138,8 @@ void dump_at_exit() {
     const char *path = std::getenv("VIASTACK_INSTR_DUMP");
     if (!path || !*path) return;
     if (vipl_instr_dump_json(path) != 0)
-        std::fprintf(stderr, "viastack instr: could not write VIASTACK_INSTR_DUMP=%s: %s\n", path,
-                     std::strerror(errno));
+        viastack::log::error(viastack::log::Layer::vipl, "instr: could not write VIASTACK_INSTR_DUMP={}: {}", path,
+                             std::strerror(errno));
 }
 
 // Start-up: the runtime switch and the exit-time dump.

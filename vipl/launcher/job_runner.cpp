@@ -34,6 +34,7 @@
 #include "boot_segment.hpp"
 #include "output_tagger.hpp"
 #include "tcp_wire.hpp"
+#include "viastack_log.hpp"
 
 extern char** environ;
 
@@ -63,9 +64,10 @@ struct Child {
   bool exec_failed = false;
 };
 
-void say(const std::string& msg) {
-  std::string line = "vipl-run: " + msg + "\n";
-  write_all(STDERR_FILENO, line.data(), line.size());
+// "vipl-run: <msg>" through the launcher logger (vipl/log: $VIASTACK_LOG, one
+// write per line).
+void say(const std::string& msg, log::Level level = log::Level::error) {
+  log::log(log::Layer::launcher, level, "{}", msg);
 }
 
 std::string describe_status(int status) {
@@ -344,7 +346,8 @@ class JobRunner {
       if (running_count() > 0)
         say("stopping the job: the other ranks get SIGTERM in " +
             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(kGrace).count()) +
-            " ms unless they exit first");
+            " ms unless they exit first",
+            log::Level::warn);
       start_teardown(Teardown::kFailure, 0);
     }
   }
@@ -364,7 +367,7 @@ class JobRunner {
     while (read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
       int sig = static_cast<int>(si.ssi_signo);
       if (sig == SIGCHLD) continue;  // reap() below handles every exit
-      say(std::string("got ") + strsignal(sig) + ", forwarding it to the job");
+      say(std::string("got ") + strsignal(sig) + ", forwarding it to the job", log::Level::warn);
       start_teardown(Teardown::kSignal, sig);
     }
     reap();
@@ -443,7 +446,7 @@ class JobRunner {
     if (!killed_by_us_.empty()) {
       std::vector<int> ranks = killed_by_us_;
       std::sort(ranks.begin(), ranks.end());
-      say("stopped rank(s) " + rank_list(ranks) + " that were still running");
+      say("stopped rank(s) " + rank_list(ranks) + " that were still running", log::Level::warn);
     }
     int worst = 0;
     for (const Child& c : children_) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "handles.hpp"
+#include "viastack_log.hpp"
 
 namespace vipl::prov {
 namespace {
@@ -24,8 +25,10 @@ void register_provider(const ProviderInfo *p) { providers().push_back(p); }
 namespace vipl::api {
 
 namespace {
-void list_providers(FILE *f) {
-    for (auto *p : prov::providers()) std::fprintf(f, " %s (default device %s)", p->name, p->default_device);
+std::string list_providers() {
+    std::string out;
+    for (auto *p : prov::providers()) out += std::string(" ") + p->name + " (default device " + p->default_device + ")";
+    return out;
 }
 } // namespace
 
@@ -94,9 +97,9 @@ VIP_RETURN open_device(const char *device, prov::Nic **out) {
         if (!want || !*want) want = "nicfw";
         for (auto *p : ps)
             if (std::strcmp(p->name, want) == 0) return p->open(p->default_device, out);
-        std::fprintf(stderr, "viastack: VIPL_PROVIDER='%s' is not a provider of this build; providers:", want);
-        list_providers(stderr);
-        std::fprintf(stderr, "\n");
+        viastack::log::error(viastack::log::Layer::vipl,
+                             "VIPL_PROVIDER='{}' is not a provider of this build; providers:{}", want,
+                             list_providers());
         return VIP_INVALID_PARAMETER;
     }
     for (auto *p : ps)

@@ -20,6 +20,7 @@
 #include "results_json.hpp"
 #include "subprocess.hpp"
 #include "timer.hpp"
+#include "viastack_log.hpp"
 #include "vipl_boot.h"
 
 #include <CLI/CLI.hpp>
@@ -122,7 +123,7 @@ void emit(Report &r, const Options &o, double memcpy_us) {
         fmt::print("JSON written to {}\n", o.json_path);
     }
     ReportFiles files = write_report_files(r, o.out_dir);
-    for (const auto &p : files.problems) fmt::print(stderr, "logp: {}\n", p);
+    for (const auto &p : files.problems) viastack::log::warn(viastack::log::Layer::logp, "{}", p);
     fmt::print("Report: {} ({} plots as SVG and PNG, JSON in {}/logp.json)\n", files.markdown, files.images.size() / 2,
                o.out_dir);
 }
@@ -171,7 +172,7 @@ std::vector<PeerResult> load_peers(const std::string &path) {
     try {
         return read_json_file(path).peers;
     } catch (const std::exception &e) {
-        fmt::print(stderr, "logp: ignoring peer results {}: {}\n", path, e.what());
+        viastack::log::warn(viastack::log::Layer::logp, "ignoring peer results {}: {}", path, e.what());
         return {};
     }
 }
@@ -206,7 +207,8 @@ int run_synthetic(const Options &o) {
 
 // ---- the job ----------------------------------------------------------------------
 [[noreturn]] void fail_job(const Job &job, const std::string &why) {
-    fmt::print(stderr, "logp (rank {}): {}\n", job.rank(), why);
+    viastack::log::set_rank(job.rank());  // "[rank R] logp: ..."
+    viastack::log::error(viastack::log::Layer::logp, "{}", why);
     vipl_boot_abort(3, why.c_str());
     std::_Exit(3);  // vipl_boot_abort does not return; this keeps [[noreturn]] honest if it ever did
 }
@@ -215,8 +217,10 @@ int run_job(const Options &o) {
     Job job = Job::join();
     if (job.size() != 2) {
         if (job.is_root())
-            fmt::print(stderr, "logp: needs a job of exactly 2 processes (got {}); run `logp` (it starts "
-                               "`vipl-run -n 2` itself) or `vipl-run -n 2 logp ...`\n", job.size());
+            viastack::log::error(viastack::log::Layer::logp,
+                                 "needs a job of exactly 2 processes (got {}); run `logp` (it starts "
+                                 "`vipl-run -n 2` itself) or `vipl-run -n 2 logp ...`",
+                                 job.size());
         return 2;
     }
     const bool root = job.is_root();
@@ -263,7 +267,7 @@ int run_job(const Options &o) {
             if (!job.all(error.empty())) {
                 row.status = {"failed", error.empty() ? "the peer could not bring the layer up" : error};
                 progress.clear();
-                if (root) fmt::print(stderr, "logp: {}: {}\n", f.id, row.status.note);
+                if (root) viastack::log::warn(viastack::log::Layer::logp, "{}: {}", f.id, row.status.note);
             } else {
                 try {
                     if (f.id == "vi") {
@@ -327,8 +331,10 @@ std::string find_vipl_run(const Options &o) {
 int launch(const Options &o, int argc, char **argv) {
     std::string runner = find_vipl_run(o);
     if (runner.empty()) {
-        fmt::print(stderr, "logp: vipl-run not found next to {} nor on PATH; build the `vipl-run` target, pass "
-                           "--vipl-run PATH, or start `vipl-run -n 2 logp ...` yourself\n", self_exe());
+        viastack::log::error(viastack::log::Layer::logp,
+                             "vipl-run not found next to {} nor on PATH; build the `vipl-run` target, pass "
+                             "--vipl-run PATH, or start `vipl-run -n 2 logp ...` yourself",
+                             self_exe());
         return 2;
     }
     std::string peers_file;
@@ -399,7 +405,7 @@ int main(int argc, char **argv) {
             finalize_report(r, r.bulk_difference.components.empty() ? measure_memcpy_us(1024) : r.bulk_difference.components[0].us);
             print_report(r, stdout);
             ReportFiles files = write_report_files(r, o.out_dir);
-            for (const auto &p : files.problems) fmt::print(stderr, "logp: {}\n", p);
+            for (const auto &p : files.problems) viastack::log::warn(viastack::log::Layer::logp, "{}", p);
             fmt::print("Report: {}\n", files.markdown);
             return 0;
         }
@@ -416,7 +422,7 @@ int main(int argc, char **argv) {
         if (!in_job && !o.no_launch) return launch(o, argc, argv);
         return run_job(o);
     } catch (const std::exception &e) {
-        fmt::print(stderr, "logp: {}\n", e.what());
+        viastack::log::error(viastack::log::Layer::logp, "{}", e.what());
         return 1;
     }
 }

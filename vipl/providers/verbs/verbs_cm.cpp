@@ -1,5 +1,6 @@
 // verbs_cm.cpp - connection management over librdmacm (see verbs_cm.hpp).
 #include "verbs_cm.hpp"
+#include "viastack_log.hpp"
 
 #include <arpa/inet.h>
 #include <poll.h>
@@ -148,9 +149,11 @@ void VerbsNic::pump_cm(int wait_ms) {
     static const bool debug = std::getenv("VIPL_VERBS_DEBUG") != nullptr;
     rdma_cm_event *e = nullptr;
     while (rdma_get_cm_event(cm_channel, &e) == 0) {
-        if (debug) // control path only: connection events, for diagnosing setups
-            std::fprintf(stderr, "vipl verbs[%d]: %s on id %p (ctx %p) status %d\n", getpid(),
-                         rdma_event_str(e->event), (void *)e->id, e->id->context, e->status);
+        // Control path only: connection events, for diagnosing setups
+        // (VIASTACK_LOG=verbs=debug, or VIPL_VERBS_DEBUG=1 at the default level).
+        viastack::log::log(viastack::log::Layer::verbs, debug ? viastack::log::Level::warn : viastack::log::Level::debug,
+                           "{} on id {} (ctx {}) status {} (pid {})", rdma_event_str(e->event), (void *)e->id,
+                           e->id->context, e->status, int(getpid()));
         if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
             auto *req = new PendingRequest(*this, e->id);
             e->id->context = req;
@@ -211,8 +214,8 @@ VIP_RETURN start_accept(VerbsVi &vi, PendingRequest &req) {
         req.id = nullptr;
     };
     if (req.id->verbs != nic.ctx) {
-        std::fprintf(stderr, "vipl verbs: a connection request arrived through another RDMA "
-                             "device than %s; refused\n", nic.name.c_str());
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "a connection request arrived through another RDMA "
+                             "device than %s; refused", nic.name.c_str());
         refuse(kRejectResource);
         return VIP_ERROR_RESOURCE;
     }
@@ -246,7 +249,7 @@ VIP_RETURN start_accept(VerbsVi &vi, PendingRequest &req) {
     req.id->context = &vi.link;
     req.id = nullptr;
     if (rdma_accept(vi.cm_id, &p) != 0) {
-        std::fprintf(stderr, "vipl verbs: rdma_accept: %s\n", std::strerror(errno));
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "rdma_accept: %s", std::strerror(errno));
         vi.accepted = false;
         vi.state = VIP_STATE_IDLE;
         nic.doom(vi.cm_id);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "verbs_cm.hpp"
+#include "viastack_log.hpp"
 #include "verbs_provider.hpp"
 
 namespace vipl::verbs {
@@ -22,7 +23,7 @@ unsigned env_uint(const char *name, unsigned dflt, unsigned lo, unsigned hi) {
     char *end = nullptr;
     unsigned long v = std::strtoul(e, &end, 10);
     if (*end != '\0' || v < lo || v > hi) {
-        std::fprintf(stderr, "vipl verbs: ignoring %s=%s (expected %u..%u), using %u\n", name, e, lo,
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_WARN, "ignoring %s=%s (expected %u..%u), using %u", name, e, lo,
                      hi, dflt);
         return dflt;
     }
@@ -48,8 +49,8 @@ VIP_RETURN VerbsNic::open(const char *device, prov::Nic **out) {
     if (!list || n == 0) {
         if (list)
             rdma_free_devices(list);
-        std::fprintf(stderr, "vipl verbs: no RDMA device found (is rdma_rxe loaded and rxe0 "
-                             "created? see docs/rxe.md)\n");
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "no RDMA device found (is rdma_rxe loaded and rxe0 "
+                             "created? see docs/rxe.md)");
         return VIP_INVALID_PARAMETER;
     }
     // "verbs" (the provider's default) means $VIPL_VERBS_DEVICE or the first device
@@ -72,7 +73,7 @@ VIP_RETURN VerbsNic::open(const char *device, prov::Nic **out) {
     }
     rdma_free_devices(list); // librdmacm keeps its contexts open
     if (!pick) {
-        std::fprintf(stderr, "vipl verbs: no RDMA device '%s' (available: %s)\n", want.c_str(),
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "no RDMA device '%s' (available: %s)", want.c_str(),
                      names.c_str());
         return VIP_INVALID_PARAMETER;
     }
@@ -88,12 +89,12 @@ VIP_RETURN VerbsNic::init(ibv_context *c, const char *device) {
     ctx = c;
     name = device;
     if (ibv_query_device(ctx, &dev_attr) != 0) {
-        std::fprintf(stderr, "vipl verbs: ibv_query_device(%s) failed\n", device);
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "ibv_query_device(%s) failed", device);
         return VIP_ERROR_RESOURCE;
     }
     port = uint8_t(env_uint("VIPL_VERBS_IB_PORT", 1, 1, dev_attr.phys_port_cnt));
     if (ibv_query_port(ctx, port, &port_attr) != 0 || port_attr.state != IBV_PORT_ACTIVE) {
-        std::fprintf(stderr, "vipl verbs: port %u of %s is not active\n", port, device);
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "port %u of %s is not active", port, device);
         return VIP_ERROR_RESOURCE;
     }
     queue_depth = env_uint("VIPL_VERBS_QUEUE_DEPTH", 256, 2, 1u << 16);
@@ -116,12 +117,12 @@ VIP_RETURN VerbsNic::init(ibv_context *c, const char *device) {
         if (!resolve_name(std::string(a).find(':') == std::string::npos ? std::string(a) + ":1"
                                                                          : std::string(a),
                           1, &addrs, &why)) {
-            std::fprintf(stderr, "vipl verbs: VIPL_VERBS_ADDR=%s: %s\n", a, why.c_str());
+            viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "VIPL_VERBS_ADDR=%s: %s", a, why.c_str());
             return VIP_INVALID_PARAMETER;
         }
         local_addr = addrs[0];
     } else if (!device_ip(ctx, port, &local_addr, &why)) {
-        std::fprintf(stderr, "vipl verbs: %s: %s\n", device, why.c_str());
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "%s: %s", device, why.c_str());
         return VIP_ERROR_RESOURCE;
     }
     local_addr.port = uint16_t(env_uint("VIPL_VERBS_PORT", 0, 0, 65535));
@@ -146,12 +147,12 @@ VIP_RETURN VerbsNic::start_listener() {
     }
     sockaddr_storage ss = local_addr.sockaddr_of();
     if (rdma_bind_addr(listen_id, reinterpret_cast<sockaddr *>(&ss)) != 0) {
-        std::fprintf(stderr, "vipl verbs: cannot bind rdma_cm to %s: %s\n",
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "cannot bind rdma_cm to %s: %s",
                      local_addr.to_string().c_str(), std::strerror(errno));
         return VIP_ERROR_RESOURCE;
     }
     if (listen_id->verbs != ctx) {
-        std::fprintf(stderr, "vipl verbs: address %s does not belong to %s (set VIPL_VERBS_ADDR)\n",
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "address %s does not belong to %s (set VIPL_VERBS_ADDR)",
                      local_addr.to_string().c_str(), name.c_str());
         return VIP_ERROR_RESOURCE;
     }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "verbs_cm.hpp"
+#include "viastack_log.hpp"
 #include "verbs_provider.hpp"
 
 namespace vipl::verbs {
@@ -199,7 +200,7 @@ VIP_RETURN VerbsVi::bring_up(rdma_cm_id *id, bool *still_init) {
             }
         }
         if (int e = ibv_modify_qp(qp, &qa, mask); e != 0) {
-            std::fprintf(stderr, "vipl verbs: moving the QP to %s failed: %s\n", names[st],
+            viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "moving the QP to %s failed: %s", names[st],
                          std::strerror(e));
             return VIP_ERROR_RESOURCE;
         }
