@@ -199,11 +199,91 @@ int AMVIA_GetLayout(void);
 /* Print error-path diagnostics to stderr (also $VIASTACK_AM_VERBOSE=1). */
 extern int AMVIA_VerboseErrors;
 #define AMX_VerboseErrors AMVIA_VerboseErrors /* the amx spelling */
+#define AMUDP_VerboseErrors AMVIA_VerboseErrors /* AMUDP's older spelling */
 /* The VIPL NIC handle AM uses (VIP_NIC_HANDLE), for programs that also use VIPL. */
 void *AMVIA_NicHandle(void);
 /* Name of an AM_ERR_* return code / E* status ("AM_ERR_BAD_ARG", "EBADTAG"). */
 const char *AMVIA_ErrorName(int rc);
 const char *AMVIA_StatusName(int status);
+
+/* ---- statistics (the amx extension: AMUDP/AMMPI's amudp_stats_t shape) -------------
+ * Every endpoint counts the user messages it sends and receives, by category
+ * (AMVIA_Short/Medium/Long index the arrays).  Plain per-endpoint counters
+ * (bundles are AM_SEQ), so counting costs a few additions per message.
+ * Layer-internal messages (credit returns, barrier, segment and bounce-ring
+ * exchanges, goodbyes) are not counted.  Field meanings:
+ *   RequestsSent/RepliesSent            messages handed to the NIC
+ *   RequestsReceived/RepliesReceived    messages that arrived, counted before
+ *                                       the handler runs (refused ones too)
+ *   ReturnedMessages                    calls of handler 0 on this endpoint
+ *   *Retransmitted, RepliesSquashed,    always 0: VI connections are reliable
+ *   OutOfOrder*                         and ordered (kept for the AMUDP shape)
+ *   RequestMin/Max/SumLatency           0: latency is not collected
+ *   Request/ReplyDataBytesSent          4 * nargs + payload bytes
+ *   Request/ReplyTotalBytesSent         bytes the NIC moved: message (header,
+ *                                       arguments, payload or trailer) plus any
+ *                                       RDMA-written payload (longs, mediums
+ *                                       above 4096 bytes)
+ *   TotalBytesSent                      sum of the two Total arrays
+ *   CreditStalls                        requests that found no request credit
+ *                                       and had to wait (or, async, gave up)
+ *   SendSlotStalls                      sends that found no free send descriptor */
+typedef enum { AMVIA_Short = 0, AMVIA_Medium = 1, AMVIA_Long = 2, AMVIA_NumCategories = 3 } amvia_category_t;
+typedef struct {
+    uint64_t RequestsSent[AMVIA_NumCategories];
+    uint64_t RepliesSent[AMVIA_NumCategories];
+    uint64_t RequestsRetransmitted[AMVIA_NumCategories];
+    uint64_t RepliesRetransmitted[AMVIA_NumCategories];
+    uint64_t RepliesSquashed[AMVIA_NumCategories];
+    uint64_t RequestsReceived[AMVIA_NumCategories];
+    uint64_t RepliesReceived[AMVIA_NumCategories];
+    uint64_t ReturnedMessages;
+    uint64_t OutOfOrderRequests;
+    uint64_t OutOfOrderReplies;
+    uint64_t RequestMinLatency;
+    uint64_t RequestMaxLatency;
+    uint64_t RequestSumLatency;
+    uint64_t RequestDataBytesSent[AMVIA_NumCategories];
+    uint64_t ReplyDataBytesSent[AMVIA_NumCategories];
+    uint64_t RequestTotalBytesSent[AMVIA_NumCategories];
+    uint64_t ReplyTotalBytesSent[AMVIA_NumCategories];
+    uint64_t TotalBytesSent;
+    /* viastack additions */
+    uint64_t CreditStalls;
+    uint64_t SendSlotStalls;
+    uint64_t Endpoints; /* endpoints summed into this record (1 for one endpoint) */
+} amvia_stats_t;
+
+/* All zero but Endpoints (0): the starting value of a running sum. */
+extern const amvia_stats_t AMVIA_initial_stats;
+/* Copies ep's counters.  AM_ERR_BAD_ARG for a bad ep or NULL stats. */
+int AMVIA_GetEndpointStatistics(ep_t ep, amvia_stats_t *stats);
+/* Zeroes ep's counters. */
+int AMVIA_ResetEndpointStatistics(ep_t ep);
+/* runningsum += newvalues (field by field; Endpoints adds up). */
+int AMVIA_AggregateStatistics(amvia_stats_t *runningsum, amvia_stats_t *newvalues);
+/* Writes stats in readable "Name: value" lines to fp (a FILE *, may be NULL)
+ * and returns the same text in a static buffer rewritten by each call.
+ * globalAnalysis: stats is a sum over every endpoint of the job, so sent and
+ * received counts must balance; the imbalance is printed. */
+const char *AMVIA_DumpStatistics(void *fp, amvia_stats_t *stats, int globalAnalysis);
+
+/* Prints "viastack AM: fatal error (rank R): <message>" and ends the whole
+ * job (vipl_boot_abort, exit code 1); never returns. */
+void AMVIA_FatalErr(const char *msg, ...)
+#ifdef __GNUC__
+    __attribute__((__format__(__printf__, 1, 2), __noreturn__))
+#endif
+    ;
+
+/* The amx names (AMUDP/AMMPI and GASNet spell them so). */
+#define amx_stats_t amvia_stats_t
+#define AMX_initial_stats AMVIA_initial_stats
+#define AMX_GetEndpointStatistics AMVIA_GetEndpointStatistics
+#define AMX_ResetEndpointStatistics AMVIA_ResetEndpointStatistics
+#define AMX_AggregateStatistics AMVIA_AggregateStatistics
+#define AMX_DumpStatistics AMVIA_DumpStatistics
+#define AMX_FatalErr AMVIA_FatalErr
 
 /* Long messages: AM_RequestXferN and AM_ReplyXferN return once the NIC has
  * read the source buffer (the RDMA write completed), so it may be reused at

@@ -9,6 +9,9 @@
  *   ... AM_SetHandler(ep, ...), AM_SPMDBarrier(), AM_Request4(ep, peer, ...) ...
  *   AM_SPMDExit(0);                            // collective, does not return
  *
+ * The amx/AMUDP spellings (AMX_SPMDStartup, AMX_SPMDExit - which is the
+ * non-collective AMVIA_SPMDExit -, AMUDP_SPMDgetenvMaster, ...) are at the end.
+ *
  * AM_SPMDStartup initializes AM, allocates one AM_SEQ bundle and one endpoint,
  * gives the endpoint the job's tag, sets a segment if asked (see below), and
  * maps every rank r of the job at translation index r (itself included), so
@@ -36,14 +39,81 @@ int AM_SPMDStartup(int *argc, char ***argv, eb_t *eb, ep_t *ep);
 int AM_SPMDStartupSeg(int *argc, char ***argv, void *seg, uintptr_t seglen, eb_t *eb, ep_t *ep);
 int AM_SPMDMyProc(void);   /* this process's rank, 0..N-1 (-1 before start-up) */
 int AM_SPMDNumProcs(void); /* N (-1 before start-up) */
-/* Collective barrier that keeps polling the start-up bundle. */
+/* Collective barrier that keeps polling the start-up bundle; flushes stdout
+ * and stderr on entry, so output before the barrier is not mixed with after. */
 int AM_SPMDBarrier(void);
 /* Collective: every rank gives len bytes; dest gets N*len bytes, rank r's at r*len. */
 int AM_SPMDAllGather(void *source, void *dest, size_t len);
 /* The tag every endpoint of this job was given (unique per job). */
 tag_t AM_SPMDGetTag(void);
-/* Collective exit: barrier, AM_Terminate, leave the job, exit(exitcode). */
+/* Collective exit: barrier, AM_Terminate, leave the job, exit(exitcode).
+ * Every rank must call it (a job's clean end); the exit callback runs first. */
 void AM_SPMDExit(int exitcode);
+
+/* ---- the amx SPMD extension (AMUDP/AMMPI's amudp_spmd.h shapes) ------------------ */
+
+/* Non-collective: ends the WHOLE job from any one rank, at once.  Runs this
+ * rank's exit callback, flushes stdio, tells every connected peer (a peer
+ * runs its own exit callback and exits with the same code at its next AM
+ * call - AM_Poll, a request, a barrier), then leaves:
+ *   exitcode != 0: vipl_boot_abort - vipl-run stops the ranks that did not
+ *                  poll and exits with exitcode (taken modulo 256);
+ *   exitcode == 0: this process exits 0; peers end as they poll (a peer that
+ *                  never makes another AM call runs on).
+ * Does not return.  (AMUDP_SPMDExit returns int; so does this, formally.) */
+int AMVIA_SPMDExit(int exitcode);
+typedef void (*amvia_exitcallback_t)(int);
+/* Registers fn to run (with the exit code) when the job ends through
+ * AM_SPMDExit or AMVIA_SPMDExit on any rank; NULL for none.  The callback may
+ * print, but must not make AM calls.  Returns AM_OK. */
+int AM_SPMDSetExitCallback(amvia_exitcallback_t fn);
+/* getenv() of rank 0's environment as it was at AM_SPMDStartup; NULL when
+ * the key is not there or before start-up.  Do not modify the result. */
+const char *AM_SPMDgetenvMaster(const char *keyname);
+/* Non-zero when this process was started by a launcher (vipl-run, or a PMIx
+ * launcher) as a rank of a job; 0 when started by hand (it then runs as a job
+ * of one).  argv is accepted for the amx shape and not read. */
+int AM_SPMDIsWorker(char **argv);
+/* AM_SPMDStartup in the amx shape: networkdepth (> 0) sets the request
+ * credits per peer (AM_SetExpectedResources), 0 keeps the default;
+ * *networkpid (if not NULL) receives the job's tag, the same on every rank. */
+int AMVIA_SPMDStartup(int *argc, char ***argv, int networkdepth, uint64_t *networkpid, eb_t *eb,
+                      ep_t *ep);
+
+/* The amx names of the SPMD calls (AMX_* as in GASNet's amx headers) and the
+ * AMUDP_* ones.  AMUDP_SPMDStartup's nproc and spawnfn are ignored: vipl-run
+ * (or a PMIx launcher) starts the ranks. */
+#define AMX_SPMDStartup(pargc, pargv, networkdepth, pnetworkpid, peb, pep) \
+    AMVIA_SPMDStartup((pargc), (pargv), (networkdepth), (pnetworkpid), (peb), (pep))
+#define AMX_SPMDExit AMVIA_SPMDExit
+#define AMX_SPMDSetExitCallback AM_SPMDSetExitCallback
+#define AMX_SPMDgetenvMaster AM_SPMDgetenvMaster
+#define AMX_SPMDIsWorker AM_SPMDIsWorker
+#define AMX_SPMDNumProcs AM_SPMDNumProcs
+#define AMX_SPMDMyProc AM_SPMDMyProc
+#define AMX_SPMDBarrier AM_SPMDBarrier
+#define AMX_SPMDAllGather AM_SPMDAllGather
+#ifndef AMVIA_NO_AMUDP_NAMES
+#define AMUDP_SPMDStartup(pargc, pargv, nproc, networkdepth, spawnfn, pnetworkpid, peb, pep) \
+    ((void)(nproc), (void)(spawnfn),                                                       \
+     AMVIA_SPMDStartup((pargc), (pargv), (networkdepth), (pnetworkpid), (peb), (pep)))
+#define AMUDP_SPMDExit AMVIA_SPMDExit
+#define AMUDP_SPMDSetExitCallback AM_SPMDSetExitCallback
+#define AMUDP_SPMDgetenvMaster AM_SPMDgetenvMaster
+#define AMUDP_SPMDIsWorker AM_SPMDIsWorker
+#define AMUDP_SPMDNumProcs AM_SPMDNumProcs
+#define AMUDP_SPMDMyProc AM_SPMDMyProc
+#define AMUDP_SPMDBarrier AM_SPMDBarrier
+#define AMUDP_SPMDAllGather AM_SPMDAllGather
+#define amudp_exitcallback_t amvia_exitcallback_t
+#define amudp_stats_t amvia_stats_t
+#define AMUDP_initial_stats AMVIA_initial_stats
+#define AMUDP_GetEndpointStatistics AMVIA_GetEndpointStatistics
+#define AMUDP_ResetEndpointStatistics AMVIA_ResetEndpointStatistics
+#define AMUDP_AggregateStatistics AMVIA_AggregateStatistics
+#define AMUDP_DumpStatistics AMVIA_DumpStatistics
+#define AMUDP_FatalErr AMVIA_FatalErr
+#endif
 
 #ifdef __cplusplus
 }

@@ -46,6 +46,7 @@ enum SysType : uint8_t {
     kSysInfo = 6,      // reply: SegInfo, then BounceInfo if one was asked for
     kSysBye = 7,       // request: the sender's endpoint is going away (a clean exit)
     kSysSegAck = 8,    // reply to kSysSegInfo: the credit, and nbytes = the gen now known
+    kSysExit = 9,      // request: the job ends (AMVIA_SPMDExit on the sender), a0 = exit code
 };
 
 struct MsgHeader {
@@ -208,6 +209,7 @@ struct amvia_ep {
     amx_handler_fn_t handlers[AMVIA_MAX_NUMHANDLERS];
     std::vector<amvia::Translation> xlate;
     std::vector<amvia::Link *> links;
+    amvia_stats_t stats; // AMVIA_GetEndpointStatistics (am_stats.cpp); plain counters
 };
 
 struct amvia_eb {
@@ -315,5 +317,26 @@ void bounce_free(Link *l);
 // ---- SPMD barrier hooks (am_spmd.cpp) ------------------------------------------------
 void spmd_barrier_message(int32_t epoch, int32_t what);
 void spmd_forget(); // AM_Terminate ran: the SPMD bundle/endpoint are gone
+// A peer called AMVIA_SPMDExit(code): run the exit callback and end this process.
+[[noreturn]] void spmd_exit_notice(int32_t code);
+
+// ---- statistics (am_stats.cpp has the API) ------------------------------------------
+// A user message was handed to the NIC: wire = bytes of its message buffer,
+// rdma = payload bytes written by RDMA before it.
+inline void count_sent(ep_t ep, bool request, Category cat, int nargs, size_t nbytes,
+                       uint32_t wire, size_t rdma) {
+    amvia_stats_t &st = ep->stats;
+    const uint64_t total = uint64_t(wire) + rdma;
+    if (request) {
+        st.RequestsSent[cat]++;
+        st.RequestDataBytesSent[cat] += 4u * unsigned(nargs) + nbytes;
+        st.RequestTotalBytesSent[cat] += total;
+    } else {
+        st.RepliesSent[cat]++;
+        st.ReplyDataBytesSent[cat] += 4u * unsigned(nargs) + nbytes;
+        st.ReplyTotalBytesSent[cat] += total;
+    }
+    st.TotalBytesSent += total;
+}
 
 } // namespace amvia

@@ -62,6 +62,7 @@ static constexpr auto kShortCalls = short_table(std::make_index_sequence<AMVIA_M
 static constexpr auto kBulkCalls = bulk_table(std::make_index_sequence<AMVIA_MAX_SHORT + 1>{});
 
 void call_error_handler(ep_t ep, int status, op_t opcode, Token *t) {
+    ep->stats.ReturnedMessages++;
     g.handler_depth++;
     reinterpret_cast<void (*)(int, op_t, void *)>(ep->handlers[0])(status, opcode, t);
     g.handler_depth--;
@@ -158,6 +159,7 @@ static void run_request(Slot *s) {
     ep_t ep = c->link->ep;
     MsgHeader *m = s->buf;
     Token t{ep, c, m, {}, 1, 0};
+    ep->stats.RequestsReceived[msg_category(m)]++;
     int status = 0;
     tag_t etag = ep->tag;
     if (AMVIA_UNLIKELY(etag != AM_ALL && (etag == AM_NONE || etag != m->tag))) status = EBADTAG;
@@ -201,6 +203,7 @@ static void run_reply(Channel *c, MsgHeader *m) {
         }
         return; // kSysCredit: the credit was all it carried
     }
+    ep->stats.RepliesReceived[msg_category(m)]++;
     int status = 0;
     amx_handler_fn_t fn = ep->handlers[m->handler];
     if (AMVIA_UNLIKELY(!fn || m->handler == 0)) status = EBADHANDLER;
@@ -248,6 +251,8 @@ static void run_system_request(Channel *c, MsgHeader *m) {
         l->peer_closing = true; // its disconnect, coming next, is a clean exit
     } else if (m->sys == kSysBarrier && m->nargs >= 2) {
         spmd_barrier_message(msg_args(m)[0], msg_args(m)[1]);
+    } else if (m->sys == kSysExit && m->nargs >= 1) {
+        spmd_exit_notice(msg_args(m)[0]); // does not return
     }
     send_system_reply(&t, kSysCredit, 0);
 }

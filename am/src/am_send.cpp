@@ -400,8 +400,11 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
         int slots = no_data ? 1 : 1 + int((nbytes + g.max_chunk - 1) / g.max_chunk);
         if (async && (c->credits == 0 || c->nfree_send < slots)) {
             poll_bundle(ep->eb, true);
-            if (l->state != LinkState::Up || c->credits == 0 || c->nfree_send < slots)
+            if (l->state != LinkState::Up || c->credits == 0 || c->nfree_send < slots) {
+                if (c->credits == 0) ep->stats.CreditStalls++;
+                else if (l->state == LinkState::Up) ep->stats.SendSlotStalls++;
                 return AM_ERR_IN_USE;
+            }
         }
     }
     if constexpr (C == kMedium) {
@@ -418,6 +421,10 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
         }
     }
     if (AMVIA_UNLIKELY(l->state != LinkState::Up || c->credits == 0 || c->nfree_send == 0)) {
+        if (l->state == LinkState::Up) {
+            if (c->credits == 0) ep->stats.CreditStalls++;
+            else ep->stats.SendSlotStalls++;
+        }
         int rc = wait_resources(c, 1, true, false);
         if (rc != AM_OK) return unreachable(ep, t, C, h, nargs, args, rc);
     }
@@ -432,6 +439,9 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
                                      "%s", regcache_last_error());
                 return unreachable(ep, t, C, h, nargs, args, rc);
             }
+            count_sent(ep, true, kMedium, nargs, nbytes,
+                       uint32_t(sizeof(MsgHeader) + args_bytes(unsigned(nargs)) + sizeof(BounceTrailer)),
+                       nbytes);
             return AM_OK;
         }
     }
@@ -459,6 +469,7 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
         c->credits++;
         return unreachable(ep, t, C, h, nargs, args, rc);
     }
+    count_sent(ep, true, C, nargs, nbytes, len, C == kLong && !no_data ? nbytes : 0);
     return AM_OK;
 }
 
@@ -534,9 +545,13 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
         if (rc != AM_OK)
             return fail_call(rc, call, "%s", rc == AM_ERR_RESOURCE ? regcache_last_error() : "the requester is unreachable");
         t->replied = 1;
+        count_sent(t->ep, false, kMedium, nargs, nbytes,
+                   uint32_t(sizeof(MsgHeader) + args_bytes(unsigned(nargs)) + sizeof(BounceTrailer)),
+                   nbytes);
         return AM_OK;
     }
     if (AMVIA_UNLIKELY(c->nfree_send == 0)) {
+        t->ep->stats.SendSlotStalls++;
         int rc = wait_resources(c, 1, false, false);
         if (rc != AM_OK) return fail_call(rc, call, "the requester is unreachable");
     }
@@ -546,7 +561,10 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
     const uint32_t len = build_message<C>(s, false, h, nargs, t->msg->tag, args, src, nbytes, off,
                                           target.gen, no_data);
     t->replied = 1;
-    return post_slot(c, s, len);
+    int rc = post_slot(c, s, len);
+    if (AMVIA_LIKELY(rc == AM_OK))
+        count_sent(t->ep, false, C, nargs, nbytes, len, C == kLong && !no_data ? nbytes : 0);
+    return rc;
 }
 
 int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int nargs,

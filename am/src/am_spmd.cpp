@@ -1,12 +1,19 @@
 // am_spmd.cpp - SPMD start-up for AM-2 programs over the viastack launcher
 // (vipl_boot.h): one bundle and endpoint per process, every rank mapped at
 // its rank's index, and a barrier made of AM system messages so that waiting
-// processes keep serving requests.
+// processes keep serving requests.  Also the amx SPMD extension: the
+// non-collective AMVIA_SPMDExit, exit callbacks, getenvMaster, IsWorker.
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "am_internal.hpp"
+
+extern char **environ;
 #include "am_spmd.h"
 #include "vipl_boot.h"
 
@@ -19,6 +26,31 @@ tag_t s_tag = 0;
 int32_t s_epoch = 0;     // last barrier this process entered
 int s_arrivals[2] = {0, 0}; // rank 0: arrivals per epoch parity
 int32_t s_released = 0;  // last epoch rank 0 released
+amvia_exitcallback_t s_exit_cb = nullptr;
+bool s_exiting = false;          // an exit path is running (callbacks may not re-enter)
+std::vector<char> s_master_env;  // rank 0's environment: "K=V\0K=V\0..."
+
+// Runs the exit callback once, then flushes stdio.
+void run_exit_callback(int code) {
+    amvia_exitcallback_t cb = s_exit_cb;
+    s_exit_cb = nullptr;
+    if (cb) cb(code);
+    std::fflush(stdout);
+    std::fflush(stderr);
+}
+
+// Rank 0's environment to every rank (collective, at start-up).
+int share_master_env(int rank) {
+    std::vector<char> env;
+    if (rank == 0)
+        for (char **e = environ; e && *e; e++) env.insert(env.end(), *e, *e + std::strlen(*e) + 1);
+    uint64_t len = env.size();
+    if (vipl_boot_bcast(&len, sizeof len, 0) != VIPL_BOOT_OK) return AM_ERR_RESOURCE;
+    env.resize(size_t(len));
+    if (len && vipl_boot_bcast(env.data(), size_t(len), 0) != VIPL_BOOT_OK) return AM_ERR_RESOURCE;
+    s_master_env.swap(env);
+    return AM_OK;
+}
 
 tag_t job_tag(const char *job) {
     uint64_t h = 1469598103934665603ull; // FNV-1a
@@ -39,13 +71,24 @@ void spmd_forget() {
     s_eb = nullptr;
 }
 
+void spmd_exit_notice(int32_t code) {
+    // A peer ended the job (AMVIA_SPMDExit): this rank ends with the same code.
+    // _exit: we are inside a poll, and for code != 0 the job is being aborted.
+    if (!s_exiting) {
+        s_exiting = true;
+        run_exit_callback(code);
+    }
+    _exit(code & 0xff);
+}
+
 } // namespace amvia
 
 using namespace amvia;
 
 extern "C" {
 
-int AM_SPMDStartupSeg(int *argc, char ***argv, void *seg, uintptr_t seglen, eb_t *eb, ep_t *ep) {
+static int startup(int *argc, char ***argv, void *seg, uintptr_t seglen, int depth, eb_t *eb,
+                   ep_t *ep) {
     (void)argc;
     (void)argv;
     if (!eb || !ep) return fail(AM_ERR_BAD_ARG, "AM_SPMDStartup", "eb and ep must not be NULL");
@@ -64,10 +107,15 @@ int AM_SPMDStartupSeg(int *argc, char ***argv, void *seg, uintptr_t seglen, eb_t
     s_tag = job_tag(vipl_boot_job());
     if (rc == AM_OK) rc = AM_SetTag(s_ep, s_tag);
     if (rc == AM_OK && seg) rc = AM_SetSeg(s_ep, seg, seglen);
+    if (rc == AM_OK && depth > 0) rc = AM_SetExpectedResources(s_ep, s_size, depth);
     if (rc == AM_OK && s_size > int(s_ep->xlate.size())) rc = AM_SetNumTranslations(s_ep, s_size);
     if (rc != AM_OK) {
         report("AM_SPMDStartup: AM set-up failed: %s", AMVIA_ErrorName(rc));
         return rc;
+    }
+    if (share_master_env(s_rank) != AM_OK) {
+        report("AM_SPMDStartup: sharing rank 0's environment failed");
+        return AM_ERR_RESOURCE;
     }
     std::vector<en_t> names(static_cast<size_t>(s_size));
     if (vipl_boot_allgather(&me, sizeof me, names.data()) != VIPL_BOOT_OK) {
@@ -98,8 +146,44 @@ int AM_SPMDStartupSeg(int *argc, char ***argv, void *seg, uintptr_t seglen, eb_t
     return AM_SPMDBarrier();
 }
 
+int AM_SPMDStartupSeg(int *argc, char ***argv, void *seg, uintptr_t seglen, eb_t *eb, ep_t *ep) {
+    return startup(argc, argv, seg, seglen, 0, eb, ep);
+}
+
 int AM_SPMDStartup(int *argc, char ***argv, eb_t *eb, ep_t *ep) {
-    return AM_SPMDStartupSeg(argc, argv, nullptr, 0, eb, ep);
+    return startup(argc, argv, nullptr, 0, 0, eb, ep);
+}
+
+int AMVIA_SPMDStartup(int *argc, char ***argv, int networkdepth, uint64_t *networkpid, eb_t *eb,
+                      ep_t *ep) {
+    if (networkdepth < 0)
+        return fail(AM_ERR_BAD_ARG, "AMVIA_SPMDStartup", "networkdepth %d (must be >= 0)", networkdepth);
+    int rc = startup(argc, argv, nullptr, 0, networkdepth, eb, ep);
+    if (rc == AM_OK && networkpid) *networkpid = s_tag;
+    return rc;
+}
+
+int AM_SPMDSetExitCallback(amvia_exitcallback_t fn) {
+    s_exit_cb = fn;
+    return AM_OK;
+}
+
+const char *AM_SPMDgetenvMaster(const char *keyname) {
+    if (!keyname || s_master_env.empty()) return nullptr;
+    const size_t klen = std::strlen(keyname);
+    for (size_t i = 0; i < s_master_env.size();) {
+        const char *e = &s_master_env[i];
+        const size_t n = std::strlen(e);
+        if (n > klen && e[klen] == '=' && std::strncmp(e, keyname, klen) == 0) return e + klen + 1;
+        i += n + 1;
+    }
+    return nullptr;
+}
+
+int AM_SPMDIsWorker(char **argv) {
+    (void)argv;
+    return std::getenv("VIASTACK_JOB") || std::getenv("VIASTACK_BOOT") ||
+           (std::getenv("PMIX_RANK") && std::getenv("PMIX_NAMESPACE"));
 }
 
 int AM_SPMDMyProc(void) { return s_rank; }
@@ -109,6 +193,8 @@ tag_t AM_SPMDGetTag(void) { return s_tag; }
 int AM_SPMDBarrier(void) {
     if (!s_ep) return fail(AM_ERR_NOT_INIT, "AM_SPMDBarrier", "call AM_SPMDStartup first");
     if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_SPMDBarrier", "called from a handler");
+    std::fflush(stdout);
+    std::fflush(stderr);
     // A segment replaced by AM_SetSeg is released once every peer has heard of
     // the new one; peers poll in the barrier, so after it the old memory is
     // the program's again (and every peer aims at the new segment).
@@ -154,6 +240,10 @@ int AM_SPMDAllGather(void *source, void *dest, size_t len) {
 }
 
 void AM_SPMDExit(int exitcode) {
+    if (!s_exiting) {
+        s_exiting = true;
+        run_exit_callback(exitcode);
+    }
     if (s_ep) {
         AM_SPMDBarrier();
         // Let the last messages (barrier releases, credit replies) leave the NIC.
@@ -165,6 +255,35 @@ void AM_SPMDExit(int exitcode) {
     }
     vipl_boot_finalize();
     std::exit(exitcode);
+}
+
+int AMVIA_SPMDExit(int exitcode) {
+    if (s_exiting) _exit(exitcode & 0xff); // called again from an exit callback
+    s_exiting = true;
+    run_exit_callback(exitcode);
+    const int me = s_rank < 0 ? 0 : s_rank;
+    if (s_ep && s_eb) {
+        // Tell every peer, without waiting for credits: a peer that is not
+        // polling is stopped by the launcher (code != 0) or runs on (code 0).
+        const int32_t args[1] = {exitcode};
+        for (int r = 0; r < s_size; r++) {
+            if (r == me || size_t(r) >= s_ep->xlate.size()) continue;
+            Link *l = s_ep->xlate[size_t(r)].link;
+            if (!l || l->state != LinkState::Up) continue;
+            const Channel &c = l->ch[0];
+            if (c.credits > 0 && c.nfree_send > 0)
+                send_system_request(s_ep, l, kSysExit, args, 1, nullptr, 0);
+        }
+        // Let the notices leave the NIC (in inline firmware mode, our polls move them).
+        uint64_t deadline = now_ns() + 500000000ull;
+        while (s_eb->sends_outstanding > 0 && now_ns() < deadline) poll_bundle(s_eb, false);
+    }
+    if (exitcode & 0xff) {
+        char why[96];
+        std::snprintf(why, sizeof why, "AMVIA_SPMDExit(%d) on rank %d", exitcode, me);
+        vipl_boot_abort(exitcode, why); // vipl-run ends the job with this code
+    }
+    _exit(0);
 }
 
 } // extern "C"
