@@ -140,6 +140,12 @@ int AM_MaxSegLength(uintptr_t *nbytes) {
 int AM_Init(void) {
     if (g.init_count++ > 0) return AM_OK;
     if (std::getenv("VIASTACK_AM_VERBOSE")) AMVIA_VerboseErrors = 1;
+    if (!vipl_wait::mode_from_env(&g.wait_mode)) {
+        g.init_count = 0;
+        report("AM_Init returns AM_ERR_BAD_ARG: VIASTACK_WAIT=%s is not a wait policy; set it to %s",
+               std::getenv("VIASTACK_WAIT"), vipl_wait::kAllowed);
+        return AM_ERR_BAD_ARG;
+    }
     const char *dev = std::getenv("VIASTACK_AM_NIC");
     VIP_RETURN rc = VipOpenNic(dev, &g.nic);
     if (rc != VIP_SUCCESS) {
@@ -220,6 +226,7 @@ int AM_AllocateBundle(int type, eb_t *endb) {
         return fail(AM_ERR_RESOURCE, "AM_AllocateBundle", "VipCreateCQ: %s", VipxReturnString(rc));
     }
     eb->event_mask = AM_NOEVENTS;
+    vipl_wait::init(eb->wait, g.wait_mode);
     g.bundles.push_back(eb);
     *endb = eb;
     return AM_OK;

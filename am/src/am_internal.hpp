@@ -18,6 +18,7 @@
 #include "am.h"
 #include "vipl.h"
 #include "vipl_instr.h"
+#include "vipl_wait.h"
 
 struct amvia_ep;
 struct amvia_eb;
@@ -226,6 +227,7 @@ struct amvia_eb {
     size_t pending_head, pending_count;
     VIP_VI_HANDLE stash_vi; // a receive completion taken by VipCQWait
     std::vector<amvia::Link *> connecting;
+    vipl_wait::WaitState wait; // idle polls before giving the CPU away (VIASTACK_WAIT)
 };
 
 namespace amvia {
@@ -253,6 +255,7 @@ struct Globals {
     int layout = 3;
     int default_credits = 8;
     uint64_t connect_timeout_ms = 60000;
+    vipl_wait::Mode wait_mode = vipl_wait::Mode::yield; // VIASTACK_WAIT
     uint32_t max_chunk = AMVIA_MAX_LONG; // bytes per RDMA write descriptor
     int handler_depth = 0;               // > 0 while a handler runs
     uint64_t nested_send_cycles = 0;     // instrumentation: sends made inside handlers
@@ -304,7 +307,7 @@ void local_error(ep_t ep, int status, op_t opcode, handler_t h, const en_t *dest
 // One pass over the bundle: stashed/queued work, receive CQ, one send completion.
 // run_requests = false inside handlers: requests are queued, not run.
 void poll_bundle(eb_t eb, bool run_requests);
-void reap_sends(eb_t eb, int max);
+int reap_sends(eb_t eb, int max); // returns how many it recycled
 void call_error_handler(ep_t ep, int status, op_t opcode, Token *t);
 void repost_recv(Channel *c, Slot *s);
 void pending_reserve(eb_t eb, size_t capacity);

@@ -4,6 +4,8 @@
 // when a request handler did not reply, and recycling the receive descriptor
 // after the handler returns (medium handlers read the receive buffer in place).
 // Also send-descriptor recycling, AM_WaitSema and the token queries.
+#include <sched.h>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -316,12 +318,13 @@ static inline void receive_from(eb_t eb, VIP_VI_HANDLE vi, bool run_requests) {
     // else: an entry of a VI destroyed since (AM_FreeEndpoint); nothing to do
 }
 
-void reap_sends(eb_t eb, int max) {
-    for (int i = 0; i < max && eb->sends_outstanding > 0; i++) {
+int reap_sends(eb_t eb, int max) {
+    int i = 0;
+    for (; i < max && eb->sends_outstanding > 0; i++) {
         VIP_VI_HANDLE vi;
         VIP_BOOLEAN is_recv;
         VIPL_INSTR_BEGIN(t0);
-        if (VipCQDone(eb->scq, &vi, &is_recv) != VIP_SUCCESS) return;
+        if (VipCQDone(eb->scq, &vi, &is_recv) != VIP_SUCCESS) return i;
         VIPL_INSTR_END(c_cq_send, t0);
         VIP_DESCRIPTOR *d;
         VIPL_INSTR_BEGIN(t1);
@@ -349,17 +352,46 @@ void reap_sends(eb_t eb, int max) {
         eb->sends_outstanding--;
         VIPL_INSTR_END(c_recycle_send, t2);
     }
+    return i;
+}
+
+// A poll found nothing: spin on, or after the window (VIASTACK_WAIT, vipl_wait.h)
+// give the CPU away.  Every AM wait (AM_Poll loops, credits, send slots, long
+// sends, barriers, connections) polls through poll_bundle, so this is the one
+// place the policy applies.  In block mode the bundle sleeps in VipCQWait on
+// its receive CQ when what it waits for can only come as a receive (no sends
+// outstanding, no connection being made, nothing queued); the completion it
+// takes is handled first by the next poll, as AM_WaitSema's is.  The sleep is
+// bounded (1 ms) so that a caller waiting on something else (a deadline)
+// still gets to check it.
+[[gnu::noinline]] static void bundle_idle(eb_t eb, bool run_requests) {
+    if (!vipl_wait::idle(eb->wait)) return;
+    if (eb->wait.mode == vipl_wait::Mode::block && eb->sends_outstanding == 0 && !eb->stash_vi &&
+        eb->connecting.empty() && (!eb->pending_count || !run_requests)) {
+        VIP_VI_HANDLE vi;
+        VIP_BOOLEAN is_recv;
+        if (VipCQWait(eb->rcq, 1, &vi, &is_recv) == VIP_SUCCESS) eb->stash_vi = vi;
+    } else {
+        sched_yield();
+    }
+    vipl_wait::gave_up_cpu(eb->wait);
 }
 
 void poll_bundle(eb_t eb, bool run_requests) {
-    if (AMVIA_UNLIKELY(eb->pending_count) && run_requests) run_pending(eb);
+    int got = 0;
+    if (AMVIA_UNLIKELY(eb->pending_count) && run_requests) {
+        run_pending(eb);
+        got = 1;
+    }
     if (AMVIA_UNLIKELY(eb->stash_vi != nullptr)) {
         VIP_VI_HANDLE vi = eb->stash_vi;
         eb->stash_vi = nullptr;
         receive_from(eb, vi, run_requests);
+        got = 1;
     }
     // Receives first (the reason for two CQs: receive gets priority), a bounded batch.
-    for (int i = 0; i < 32; i++) {
+    int i = 0;
+    for (; i < 32; i++) {
         VIP_VI_HANDLE vi;
         VIP_BOOLEAN is_recv;
         VIPL_INSTR_BEGIN(t0);
@@ -371,8 +403,13 @@ void poll_bundle(eb_t eb, bool run_requests) {
         // large mediums' bounce slots rely on (send_bounce).
         if (AMVIA_UNLIKELY(eb->pending_count) && run_requests) run_pending(eb);
     }
-    if (eb->sends_outstanding > 0) reap_sends(eb, 1); // once per poll
+    got += i;
+    if (eb->sends_outstanding > 0) got += reap_sends(eb, 1); // once per poll
     if (AMVIA_UNLIKELY(!eb->connecting.empty())) bundle_check_connecting(eb);
+    if (AMVIA_LIKELY(got))
+        vipl_wait::progress(eb->wait);
+    else
+        bundle_idle(eb, run_requests);
 }
 
 } // namespace amvia
@@ -411,7 +448,15 @@ int AM_WaitSema(eb_t eb) {
         if (!eb->stash_vi) {
             VIP_VI_HANDLE vi;
             VIP_BOOLEAN is_recv;
-            VIP_RETURN rc = VipCQWait(eb->rcq, VIP_INFINITE, &vi, &is_recv);
+            VIP_RETURN rc = VIP_NOT_DONE;
+            // spin: poll the CQ (no system call); yield and block: poll it for
+            // the bundle's spin window, then sleep in VipCQWait.
+            uint32_t window = eb->wait.mode == vipl_wait::Mode::spin ? UINT32_MAX : eb->wait.spin_limit;
+            for (uint32_t n = 0; n < window && rc == VIP_NOT_DONE;) {
+                rc = VipCQDone(eb->rcq, &vi, &is_recv);
+                if (eb->wait.mode != vipl_wait::Mode::spin) n++;
+            }
+            if (rc == VIP_NOT_DONE) rc = VipCQWait(eb->rcq, VIP_INFINITE, &vi, &is_recv);
             if (rc != VIP_SUCCESS)
                 return fail(AM_ERR_RESOURCE, "AM_WaitSema", "VipCQWait: %s", VipxReturnString(rc));
             eb->stash_vi = vi; // AM_Poll handles it first
