@@ -334,7 +334,12 @@ int reap_sends(eb_t eb, int max) {
         VIPL_INSTR_BEGIN(t2);
         auto *s = reinterpret_cast<Slot *>(d);
         Channel *c = s->ch;
-        if (AMVIA_UNLIKELY(d->CS.Status & VIP_STATUS_ERROR_MASK)) {
+        // A send flushed by a disconnect is left to the receive side, which
+        // meets the peer's goodbye (kSysBye) first when the peer left cleanly
+        // and its own flushed receives otherwise: reporting here would call a
+        // clean exit an error whenever the flush is reaped before the goodbye.
+        if (AMVIA_UNLIKELY(d->CS.Status & VIP_STATUS_ERROR_MASK) &&
+            (d->CS.Status & VIP_STATUS_ERROR_MASK) != VIP_STATUS_DESC_FLUSHED_ERROR) {
             char why[160];
             link_fail(c->link, VipxStatusString(d->CS.Status, why, sizeof why));
         }
