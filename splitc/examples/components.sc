@@ -102,6 +102,31 @@ fetch_ghosts(int v, int w, int q, int r, int X[v][w]::[q][r], int *ghost)
 }
 
 /*
+ * Lowers pixel (i, j) of tile t to its smallest labelled neighbour (ghost
+ * pixels g beyond the tile's edges); returns 1 if its label changed.
+ */
+int
+relax(q, r, t, g, i, j)
+int q, r, i, j;
+int *t, *g;
+{
+	int m, n;
+
+	m = t[i * r + j];
+	if (m == 0)
+		return 0;
+	n = m;
+	n = MINLAB(n, i > 0 ? t[(i - 1) * r + j] : g[j]);
+	n = MINLAB(n, i < q - 1 ? t[(i + 1) * r + j] : g[r + j]);
+	n = MINLAB(n, j > 0 ? t[i * r + j - 1] : g[2 * r + i]);
+	n = MINLAB(n, j < r - 1 ? t[i * r + j + 1] : g[2 * r + q + i]);
+	if (n >= m)
+		return 0;
+	t[i * r + j] = n;
+	return 1;
+}
+
+/*
  * Local sweeps over one tile t (q x r) with its ghost pixels g until no
  * label changes; returns how many labels changed.
  */
@@ -111,43 +136,17 @@ int q, r;
 int *t, *g;
 {
 	long changed = 0;
-	int i, j, m, n, again;
+	int i, j, again;
 
 	do {
 		again = 0;
 		for (i = 0; i < q; i++)
-			for (j = 0; j < r; j++) {
-				m = t[i * r + j];
-				if (m == 0)
-					continue;
-				n = m;
-				n = MINLAB(n, i > 0 ? t[(i - 1) * r + j] : g[j]);
-				n = MINLAB(n, i < q - 1 ? t[(i + 1) * r + j] : g[r + j]);
-				n = MINLAB(n, j > 0 ? t[i * r + j - 1] : g[2 * r + i]);
-				n = MINLAB(n, j < r - 1 ? t[i * r + j + 1] : g[2 * r + q + i]);
-				if (n < m) {
-					t[i * r + j] = n;
-					again = 1;
-					changed++;
-				}
-			}
+			for (j = 0; j < r; j++)
+				again |= relax(q, r, t, g, i, j) && ++changed;
 		/* and back again, so labels also run up and to the left */
 		for (i = q - 1; i >= 0; i--)
-			for (j = r - 1; j >= 0; j--) {
-				m = t[i * r + j];
-				if (m == 0)
-					continue;
-				n = m;
-				n = MINLAB(n, i > 0 ? t[(i - 1) * r + j] : g[j]);
-				n = MINLAB(n, i < q - 1 ? t[(i + 1) * r + j] : g[r + j]);
-				n = MINLAB(n, j > 0 ? t[i * r + j - 1] : g[2 * r + i]);
-				n = MINLAB(n, j < r - 1 ? t[i * r + j + 1] : g[2 * r + q + i]);
-				if (n < m) {
-					t[i * r + j] = n;
-					again = 1;
-					changed++;
-				}
-			}
+			for (j = r - 1; j >= 0; j--)
+				again |= relax(q, r, t, g, i, j) && ++changed;
 	} while (again);
 	return changed;
 }
