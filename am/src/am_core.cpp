@@ -1,5 +1,7 @@
 // am_core.cpp - AM_Init/AM_Terminate, bundles, endpoints, segments, tags,
 // handler tables, event masks, and the error-path diagnostics.
+#include <malloc.h>
+
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -174,6 +176,16 @@ int AM_Init(void) {
     g.layout = env_layout();
     g.default_credits = int(env_long("VIASTACK_AM_CREDITS", 8, 1, AMVIA_MAX_CREDITS));
     g.connect_timeout_ms = uint64_t(env_long("VIASTACK_AM_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30));
+    // Over a NIC whose registrations pin the pages mapped at registration time
+    // (verbs), a cached registration of heap memory that free() gave back to
+    // the kernel and malloc() mapped again would send stale bytes.  Keep the
+    // heap mapped, as MPI libraries' leave-pinned modes do; nicfw registers
+    // address ranges, which cannot go stale.  VIASTACK_AM_KEEP_HEAP=0|1 overrides.
+    const bool pins = std::strncmp(g.attr.Name, "nicfw", 5) != 0;
+    if (env_long("VIASTACK_AM_KEEP_HEAP", pins ? 1 : 0, 0, 1)) {
+        mallopt(M_TRIM_THRESHOLD, -1);
+        mallopt(M_MMAP_MAX, 0);
+    }
     g.max_chunk = AMVIA_MAX_LONG;
     if (g.attr.MaxTransferSize && g.attr.MaxTransferSize < g.max_chunk)
         g.max_chunk = uint32_t(g.attr.MaxTransferSize) & ~63u;

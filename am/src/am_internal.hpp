@@ -288,6 +288,8 @@ const char *regcache_last_error(); // why the last regcache_acquire returned -1
 void regcache_pin(int entry);
 void regcache_release(int entry);
 void regcache_clear();
+// Drops entries overlapping [addr, addr+len), memory the library is about to free.
+void regcache_forget(const void *addr, size_t len);
 
 // ---- sending (am_send.cpp) ---------------------------------------------------------
 int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int nargs,

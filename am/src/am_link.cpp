@@ -290,6 +290,7 @@ bool bounce_allocate(Link *l, uint32_t ring) {
 
 void bounce_free(Link *l) {
     if (!l->bounce) return;
+    regcache_forget(l->bounce, l->bounce_len);
     VipDeregisterMem(g.nic, l->bounce, l->bounce_mh);
     std::free(l->bounce);
     l->bounce = nullptr;

@@ -8,9 +8,11 @@
 // unpinned entries are evicted (least recently used first).
 //
 // Like every registration cache, this one cannot see the application unmap
-// and remap memory at the same address; free()d-and-reused heap memory is
-// fine (the pages stay mapped), munmap()ed ranges must not be sent from
-// again unless AM_Terminate ran in between.
+// and remap memory at the same address.  Over a NIC that pins pages (verbs)
+// AM_Init keeps the heap mapped (am_core.cpp), memory the library frees is
+// forgotten first (regcache_forget), and bounce rings never go through the
+// cache; ranges the program munmap()s itself must not be sent from again
+// unless AM_Terminate ran in between.
 #include <unistd.h>
 
 #include <cstdio>
@@ -49,6 +51,14 @@ int regcache_acquire(eb_t eb, const void *addr, size_t len, VIP_MEM_HANDLE *mh) 
             *mh = ep->seg_mh;
             return -2;
         }
+    // So is a peer's bounce ring here (a medium reply sent from the request's
+    // buffer): never through the cache, whose entry would outlive the ring.
+    for (ep_t ep : eb->eps)
+        for (Link *l : ep->links)
+            if (l && l->bounce && a >= uintptr_t(l->bounce) && a + len <= uintptr_t(l->bounce) + l->bounce_len) {
+                *mh = l->bounce_mh;
+                return -2;
+            }
     for (int i = 0; i < kEntries; i++) {
         Entry &e = entries[i];
         if (e.len && a >= e.base && a + len <= e.base + e.len) {
@@ -105,6 +115,18 @@ void regcache_pin(int entry) {
 
 void regcache_release(int entry) {
     if (entry >= 0 && entries[entry].pins > 0) entries[entry].pins--;
+}
+
+void regcache_forget(const void *addr, size_t len) {
+    uintptr_t a = uintptr_t(addr), end = a + len;
+    for (Entry &e : entries)
+        if (e.len && e.base < end && a < e.base + e.len) {
+            // Registration pins the pages that were mapped then (verbs); once
+            // the range is freed and mapped again, the entry would send stale
+            // bytes.  Pinned entries belong to sends on VIs that are gone.
+            if (g.nic) VipDeregisterMem(g.nic, reinterpret_cast<void *>(e.base), e.mh);
+            e = Entry{};
+        }
 }
 
 void regcache_clear() {

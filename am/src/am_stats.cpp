@@ -125,6 +125,7 @@ void AMVIA_FatalErr(const char *msg, ...) {
     char line[1100];
     std::snprintf(line, sizeof line, "AMVIA_FatalErr: %s", text);
     vipl_boot_abort(1, line); // prints the reason, ends the whole job; never returns
+    std::abort();             // (not declared noreturn)
 }
 
 } // extern "C"

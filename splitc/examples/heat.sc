@@ -21,6 +21,7 @@
  * Written the old way: no <stdlib.h>, so atoi and exit are used undeclared.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <split-c/split-c.h>
 #include <split-c/control.h>
 
