@@ -1,0 +1,285 @@
+// channel.hpp - messages over one VI with credits: the part of Active Messages
+// (am/) and the Split-C runtime (compiler-rt/) that is the same in both.
+//
+// A Channel is one reliable VI and its registered slots: nsend send slots
+// (descriptor + message buffer), nrecv receive slots pre-posted before the VI
+// connects, and the request credits of the protocol of Begel, Buonadonna,
+// Culler and Gay (section 5/6): a request costs one of k credits at the
+// sender, a reply gives credits back, so with 2k+1 receives posted the peer's
+// receive queue is never empty.  Each layer keeps its own wire header,
+// dispatch and semantics on top; the channel only moves slots between the
+// NIC and the free lists, and times each step with the layer's own counters
+// (Instr) so the overhead-breakdown categories keep their meaning per layer.
+//
+// Set-up and tear-down are out of line (channel.cpp); everything a message
+// goes through (take a credit, take a send slot, post, reap, recycle a
+// receive) is inline here: the layers' hot paths make no extra call.
+// Only vipl.h / vipl_instr.h: the layer below's public headers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "vipl.h"
+#include "vipl_instr.h"
+
+namespace viastack::channel {
+
+// A counter a Channel times with, defined whether or not instrumentation is
+// compiled in (Instr holds its address).
+#define VIASTACK_CHANNEL_COUNTER(var, name, cat) static vipl_instr_counter var = {name, cat, 0, 0, 0, 0}
+
+// The layer's counters for the steps the channel performs (Table 3/4 rows of
+// Begel et al.): each layer passes its own ("am.VipPostSend",
+// "splitc.VipPostSend", ...).  A null entry is not timed.
+struct Instr {
+    vipl_instr_counter *post_send;     // VipPostSend
+    vipl_instr_counter *send_done;     // VipSendDone
+    vipl_instr_counter *cq_send;       // VipCQDone on the send CQ
+    vipl_instr_counter *recycle_send;  // reaped send slot back on the free list
+    vipl_instr_counter *recv_done;     // VipRecvDone
+    vipl_instr_counter *cq_recv;       // VipCQDone on the receive CQ
+    vipl_instr_counter *recycle_recv;  // receive descriptor reset for reposting
+    vipl_instr_counter *post_recv;     // VipPostRecv
+};
+
+// Times a step on one of the Instr counters; free when instrumentation is off.
+#if VIASTACK_INSTR_COMPILED
+#define VIASTACK_CHANNEL_TIME_END(ctr, t)                                          \
+    do {                                                                           \
+        if (vipl_instr_enabled() && (ctr)) vipl_instr_add((ctr), vipl_instr_now() - (t)); \
+    } while (0)
+#else
+#define VIASTACK_CHANNEL_TIME_END(ctr, t) do {} while (0)
+#endif
+
+// How many slots of which size a channel with k credits has.
+//   nsend = 2k + extra_send: k requests and k replies in flight, plus what the
+//           layer sends without a credit of its own (Split-C's store
+//           acknowledgements).
+//   nrecv = 2k + 1: k requests and k replies from the peer, + 1 because a
+//           request handler's reply returns a credit before its own receive
+//           is reposted.
+struct Layout {
+    uint32_t credits = 8;
+    uint32_t nsend = 16;
+    uint32_t nrecv = 17;
+    uint32_t bufsize = 4096;  // bytes per message buffer
+};
+constexpr Layout layout_for(uint32_t credits, uint32_t bufsize, uint32_t extra_send = 0) {
+    return Layout{credits, 2 * credits + extra_send, 2 * credits + 1, bufsize};
+}
+
+class Channel;
+
+// One descriptor and its bookkeeping, then (elsewhere in the region) its
+// buffer.  The descriptor comes first: the VIP_DESCRIPTOR* VIPL hands back is
+// the Slot*.
+struct alignas(64) Slot {
+    VIP_DESCRIPTOR desc;
+    Channel *ch;        // the channel owning the slot
+    uint8_t *buf;       // its message buffer (in the registered region)
+    int32_t pin;        // a registration the layer holds while the descriptor is out, or -1
+    uint8_t rdma;       // posted as something other than a plain send (reset when reaped)
+};
+static_assert(offsetof(Slot, desc) == 0, "the descriptor is the slot");
+
+inline Slot *slot_of(VIP_DESCRIPTOR *d) { return reinterpret_cast<Slot *>(d); }
+
+// Registered memory holding the slots of one or more channels.
+class Region {
+public:
+    // Allocates and registers `bytes` (page-aligned, zeroed; the peer may
+    // not RDMA into it).  On failure returns false and *why says why.
+    bool allocate(VIP_NIC_HANDLE nic, VIP_PROTECTION_HANDLE ptag, size_t bytes, std::string *why);
+    // Deregisters and frees; keep = true leaks the memory instead (the NIC
+    // may still own descriptors in it after a failed VipDestroyVi).
+    void release(bool keep = false);
+    uint8_t *base() const { return base_; }
+    size_t size() const { return len_; }
+    VIP_MEM_HANDLE handle() const { return mh_; }
+    bool allocated() const { return base_ != nullptr; }
+
+private:
+    VIP_NIC_HANDLE nic_ = nullptr;
+    uint8_t *base_ = nullptr;
+    size_t len_ = 0;
+    VIP_MEM_HANDLE mh_ = 0;
+};
+
+class Channel {
+public:
+    // ---- set-up and tear-down (channel.cpp) ------------------------------------
+    // Bytes of region a channel of this layout needs (a multiple of 64).
+    static size_t region_bytes(const Layout &l);
+    // Lays the slots out in [mem, mem + region_bytes(l)) of a region
+    // registered as mh: descriptors pointing at their buffers, every send
+    // slot free, k credits.
+    void attach(const Layout &l, uint8_t *mem, VIP_MEM_HANDLE mh);
+    // Pre-posts every receive slot on vi (before connecting: the peer can
+    // never find the receive queue empty) and keeps vi as the channel's VI.
+    VIP_RETURN prepost(VIP_VI_HANDLE vi);
+    // After VipDisconnect: takes back every send and receive descriptor the
+    // VI still holds.  on_send(Slot*) runs for each send slot taken back
+    // (the layer releases what it pinned for it).
+    template <class F>
+    void drain(F &&on_send);
+    void drain() {
+        drain([](Slot *) {});
+    }
+    void detach() { *this = Channel{}; }
+
+    // ---- credits ---------------------------------------------------------------
+    bool has_credit() const { return credits_ > 0; }
+    int credits() const { return credits_; }
+    int credits_max() const { return int(layout_.credits); }
+    void take_credit() { --credits_; }
+    void return_credits(int n) { credits_ += n; }
+    // Requests that get no reply (Split-C stores, collectives) are credited
+    // back in batches: owe_one() counts one and says whether `every` are due;
+    // take_owed() hands the count over (to piggy-back on a reply) and resets it.
+    bool owe_one(uint32_t every) { return ++owed_ >= every; }
+    uint32_t take_owed() {
+        uint32_t n = owed_;
+        owed_ = 0;
+        return n;
+    }
+
+    // ---- send slots ------------------------------------------------------------
+    bool has_free_send() const { return nfree_send_ > 0; }
+    uint32_t free_sends() const { return nfree_send_; }
+    uint32_t in_flight() const { return layout_.nsend - nfree_send_; }
+    Slot *take_send() { return free_send_[--nfree_send_]; }
+    // A taken slot that was not posted after all.
+    void untake_send(Slot *s) { free_send_[nfree_send_++] = s; }
+
+    // The slot's own buffer as the message, len bytes.
+    static void set_message(Slot *s, uint32_t len) {
+        s->desc.CS.Control = VIP_CONTROL_OP_SENDRECV;
+        s->desc.CS.SegCount = 1;
+        s->desc.CS.Length = len;
+        s->desc.CS.Status = 0;
+        s->desc.DS[0].Local.Length = len;
+    }
+    // hdr_len bytes of the slot's buffer, then len bytes gathered from
+    // registered memory (handle mh) without a copy.
+    static void set_gather(Slot *s, uint32_t hdr_len, const void *payload, VIP_MEM_HANDLE mh, uint32_t len) {
+        s->desc.CS.Control = VIP_CONTROL_OP_SENDRECV;
+        s->desc.CS.SegCount = 2;
+        s->desc.CS.Length = hdr_len + len;
+        s->desc.CS.Status = 0;
+        s->desc.DS[0].Local.Length = hdr_len;
+        s->desc.DS[1].Local.Data.Address = const_cast<void *>(payload);
+        s->desc.DS[1].Local.Handle = mh;
+        s->desc.DS[1].Local.Length = len;
+        s->rdma = 1;  // DS[1] must not outlive the send: reset when reaped
+    }
+    // Hands a built send descriptor to the NIC.
+    VIP_RETURN post_send(Slot *s, const Instr &in) {
+        VIPL_INSTR_BEGIN(t);
+        VIP_RETURN rc = VipPostSend(vi_, &s->desc, mh_);
+        VIASTACK_CHANNEL_TIME_END(in.post_send, t);
+        return rc;
+    }
+
+    // ---- reaping sends ---------------------------------------------------------
+    // One completed send of this channel's VI, or VIP_NOT_DONE.
+    VIP_RETURN send_done(VIP_DESCRIPTOR **d, const Instr &in) {
+        VIPL_INSTR_BEGIN(t);
+        VIP_RETURN rc = VipSendDone(vi_, d);
+        if (rc != VIP_NOT_DONE) VIASTACK_CHANNEL_TIME_END(in.send_done, t);
+        return rc;
+    }
+    // Puts a completed send slot back on the free list, timed as "recycle
+    // send descriptor".  check(Slot*) runs first, inside the timing: the
+    // layer's status check and release of what it pinned.  A slot that
+    // carried an RDMA write or a gather is made a plain send again.
+    template <class F>
+    void recycle_send(Slot *s, const Instr &in, F &&check) {
+        VIPL_INSTR_BEGIN(t);
+        check(s);
+        if (s->rdma) restore_plain(s);
+        free_send_[nfree_send_++] = s;
+        VIASTACK_CHANNEL_TIME_END(in.recycle_send, t);
+    }
+    // The next entry of a completion queue, or VIP_NOT_DONE (timed on ctr).
+    static VIP_RETURN cq_done(VIP_CQ_HANDLE cq, VIP_VI_HANDLE *vi, vipl_instr_counter *ctr) {
+        VIP_BOOLEAN is_recv;
+        VIPL_INSTR_BEGIN(t);
+        VIP_RETURN rc = VipCQDone(cq, vi, &is_recv);
+        if (rc != VIP_NOT_DONE) VIASTACK_CHANNEL_TIME_END(ctr, t);
+        return rc;
+    }
+
+    // ---- receives --------------------------------------------------------------
+    // One completed receive of vi, or VIP_NOT_DONE.
+    static VIP_RETURN recv_done(VIP_VI_HANDLE vi, VIP_DESCRIPTOR **d, const Instr &in) {
+        VIPL_INSTR_BEGIN(t);
+        VIP_RETURN rc = VipRecvDone(vi, d);
+        if (rc != VIP_NOT_DONE) VIASTACK_CHANNEL_TIME_END(in.recv_done, t);
+        return rc;
+    }
+    // Gives a received slot back to the NIC once the layer is done with its
+    // buffer: reset (status and length; the buffer segment is never changed
+    // on a receive slot), then VipPostRecv.
+    VIP_RETURN repost_recv(Slot *s, const Instr &in) {
+        VIPL_INSTR_BEGIN(t0);
+        s->desc.CS.Status = 0;
+        s->desc.CS.Length = layout_.bufsize;
+        VIASTACK_CHANNEL_TIME_END(in.recycle_recv, t0);
+        VIPL_INSTR_BEGIN(t1);
+        VIP_RETURN rc = VipPostRecv(vi_, &s->desc, mh_);
+        VIASTACK_CHANNEL_TIME_END(in.post_recv, t1);
+        return rc;
+    }
+
+    // ---- what it is ------------------------------------------------------------
+    VIP_VI_HANDLE vi() const { return vi_; }
+    VIP_MEM_HANDLE mem_handle() const { return mh_; }
+    const Layout &layout() const { return layout_; }
+    uint32_t bufsize() const { return layout_.bufsize; }
+    uint32_t nsend() const { return layout_.nsend; }
+    uint32_t nrecv() const { return layout_.nrecv; }
+    Slot *send_slot(uint32_t i) const { return &slots_[i]; }
+    Slot *recv_slot(uint32_t i) const { return &slots_[layout_.nsend + i]; }
+    bool attached() const { return slots_ != nullptr; }
+    // Forgets the VI (destroyed by the layer).
+    void forget_vi() { vi_ = nullptr; }
+
+private:
+    // Back to the shape attach() gave a send slot.
+    void restore_plain(Slot *s) {
+        s->desc.CS.Control = VIP_CONTROL_OP_SENDRECV;
+        s->desc.CS.SegCount = 1;
+        s->desc.DS[0].Local.Data.Address = s->buf;
+        s->desc.DS[0].Local.Handle = mh_;
+        s->desc.DS[0].Local.Length = layout_.bufsize;
+        s->rdma = 0;
+    }
+
+    VIP_VI_HANDLE vi_ = nullptr;
+    VIP_MEM_HANDLE mh_ = 0;
+    Layout layout_{};
+    int credits_ = 0;
+    uint32_t owed_ = 0;
+    uint32_t nfree_send_ = 0;
+    Slot **free_send_ = nullptr;  // stack of free send slots (in the region)
+    Slot *slots_ = nullptr;       // nsend send slots, then nrecv receive slots
+};
+
+template <class F>
+void Channel::drain(F &&on_send) {
+    if (!vi_) return;
+    VIP_DESCRIPTOR *d;
+    while (VipSendDone(vi_, &d) == VIP_SUCCESS) {
+        Slot *s = slot_of(d);
+        on_send(s);
+        if (s->rdma) restore_plain(s);
+        free_send_[nfree_send_++] = s;
+    }
+    while (VipRecvDone(vi_, &d) == VIP_SUCCESS) {
+    }
+}
+
+}  // namespace viastack::channel
