@@ -1,0 +1,102 @@
+// cq_fifo.hpp - the entries of a VI completion queue, in completion order.
+//
+// A VIPL CQ reports which work queue (VI, send or receive) has a completed
+// descriptor; the descriptor itself is then taken from that queue's WorkRing.
+// The FIFO holds whatever entry the provider needs (a queue pointer, a VI
+// index and a direction) and is a power-of-two ring.
+//
+// How a provider uses it:
+//
+//   common::CqFifo<MyEntry> fifo;
+//   fifo.resize(entries);                 // control path (create, VipResizeCQ, binding a VI)
+//   completion:  fifo.push(entry);        // false only if full: size the FIFO so it cannot be
+//   VipCQDone:   if (!fifo.pop(&e)) { poll the device once; if (!fifo.pop(&e)) return VIP_NOT_DONE; }
+//   destroying a VI: fifo.remove_if([&](const MyEntry &e) { return e.vi == vi; });
+//
+// push and pop may run on two threads (one producer, e.g. a firmware thread,
+// and one consumer): the indices are published with release and read with
+// acquire.  resize and remove_if need both sides quiet (the provider's
+// control path already stops its completion source for them).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace vipl::common {
+
+template <class Entry>
+class CqFifo {
+public:
+    // Smallest power of two >= n (at least 1, at most 2^31).
+    static uint32_t round_up(uint64_t n) {
+        uint32_t p = 1;
+        while (p < n && p < (1u << 31))
+            p <<= 1;
+        return p;
+    }
+
+    uint32_t capacity() const { return mask_ + 1; }
+    uint64_t size() const {
+        return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
+    }
+    bool empty() const { return size() == 0; }
+
+    // Control path: room for at least `entries`, keeping the entries held.
+    // False (nothing changed) if they would not fit.
+    bool resize(uint64_t entries) {
+        if (entries < size())
+            return false;
+        const uint32_t cap = round_up(entries);
+        std::unique_ptr<Entry[]> next(new Entry[cap]);
+        uint64_t n = 0;
+        for (uint64_t i = head_.load(std::memory_order_relaxed); i != tail_.load(std::memory_order_relaxed); i++)
+            next[n++] = ring_[i & mask_];
+        ring_ = std::move(next);
+        mask_ = cap - 1;
+        head_.store(0, std::memory_order_relaxed);
+        tail_.store(n, std::memory_order_release);
+        return true;
+    }
+
+    // Producer.
+    bool push(const Entry &e) {
+        const uint64_t t = tail_.load(std::memory_order_relaxed);
+        if (t - head_.load(std::memory_order_acquire) > mask_)
+            return false;
+        ring_[t & mask_] = e;
+        tail_.store(t + 1, std::memory_order_release);
+        return true;
+    }
+
+    // Consumer.
+    bool pop(Entry *out) {
+        const uint64_t h = head_.load(std::memory_order_relaxed);
+        if (h == tail_.load(std::memory_order_acquire))
+            return false;
+        *out = ring_[h & mask_];
+        head_.store(h + 1, std::memory_order_release);
+        return true;
+    }
+
+    // Control path: drops the entries `drop` selects, keeping the others in order.
+    template <class Pred>
+    void remove_if(Pred &&drop) {
+        const uint64_t h = head_.load(std::memory_order_relaxed), t = tail_.load(std::memory_order_relaxed);
+        uint64_t out = h;
+        for (uint64_t i = h; i != t; i++) {
+            const Entry e = ring_[i & mask_];
+            if (!drop(e))
+                ring_[out++ & mask_] = e;
+        }
+        tail_.store(out, std::memory_order_release);
+    }
+
+private:
+    std::unique_ptr<Entry[]> ring_{new Entry[1]};
+    uint32_t mask_ = 0;
+    std::atomic<uint64_t> head_{0};
+    std::atomic<uint64_t> tail_{0};
+};
+
+} // namespace vipl::common

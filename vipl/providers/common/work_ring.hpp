@@ -1,0 +1,115 @@
+// work_ring.hpp - one VI work queue as the VI Architecture defines it: the
+// descriptors posted to it, in posting order, handed back (VipSendDone,
+// VipRecvDone, the Waits) strictly in that order once each is complete.
+//
+// How a provider uses it (all inline: post and done are the data path):
+//
+//   common::WorkRing<MySlotInfo> ring;           // MySlotInfo: what the provider keeps per descriptor
+//   ring.reset(depth);                           // control path: a power of two
+//   post:  if (ring.full()) return VIP_ERROR_RESOURCE;
+//          auto &s = ring.claim(d);              // clears d's Status; s.info is the provider's
+//          ... hand the descriptor to the device (s's address makes a good work-request id) ...
+//          ring.publish();                       // now visible to done/wait, possibly on another thread
+//   completion (device or provider, any thread that owns the completion):
+//          common::complete_descriptor(d, status_bits);  // sets VIP_STATUS_DONE | bits, release
+//   done:  return ring.reap(d_out, [&] { poll the device once; });
+//
+// Completion is the descriptor's own VIP_STATUS_DONE bit, as the spec has the
+// NIC report it: a program polling the descriptor and the provider's Done see
+// the same thing, and no second "done" flag can disagree with it.  One thread
+// posts and one thread reaps at a time (the VIPL threading rules); they may be
+// different threads, so the tail is published with release and read with
+// acquire.  A descriptor rejected before it reached the device still takes its
+// place in the ring and is completed at once, so order is kept.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "vipl.h"
+
+namespace vipl::common {
+
+// Marks a descriptor complete with these status bits (VIP_STATUS_DONE added).
+// Release: its Length, ImmediateData and data are visible to whoever sees DONE.
+inline void complete_descriptor(VIP_DESCRIPTOR *d, uint32_t status) {
+    __atomic_store_n(&d->CS.Status, VIP_STATUS_DONE | status, __ATOMIC_RELEASE);
+}
+
+inline bool descriptor_done(const VIP_DESCRIPTOR *d) {
+    return __atomic_load_n(&d->CS.Status, __ATOMIC_ACQUIRE) & VIP_STATUS_DONE;
+}
+
+struct NoSlotInfo {};
+
+template <class Info = NoSlotInfo>
+class WorkRing {
+public:
+    struct Slot {
+        VIP_DESCRIPTOR *desc = nullptr;
+        Info info{};
+    };
+
+    // Control path: an empty ring of `depth` slots (a power of two, >= 1).
+    void reset(uint32_t depth) {
+        slots_.reset(new Slot[depth]);
+        mask_ = depth - 1;
+        head_.store(0, std::memory_order_relaxed);
+        tail_.store(0, std::memory_order_relaxed);
+    }
+
+    uint32_t depth() const { return mask_ + 1; }
+    uint64_t posted() const {
+        return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
+    }
+    bool empty() const { return posted() == 0; }
+    bool full() const { return posted() >= depth(); }
+
+    // Every slot, for a provider that fills in per-slot constants once.
+    Slot &slot(uint32_t i) { return slots_[i & mask_]; }
+
+    // The slot for descriptor d at the tail (the ring must not be full).  Not
+    // seen by reap() until publish().
+    Slot &claim(VIP_DESCRIPTOR *d) {
+        Slot &s = slots_[tail_.load(std::memory_order_relaxed) & mask_];
+        s.desc = d;
+        d->CS.Status = 0;
+        return s;
+    }
+    void publish() { tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+
+    // The oldest posted descriptor, or nullptr when nothing is posted.
+    VIP_DESCRIPTOR *oldest() const {
+        const uint64_t h = head_.load(std::memory_order_relaxed);
+        if (h == tail_.load(std::memory_order_acquire))
+            return nullptr;
+        return slots_[h & mask_].desc;
+    }
+
+    // Hands back the oldest descriptor if it is complete.  If it is not,
+    // calls poll() once (the provider moves completions from its device) and
+    // looks again.  VIP_SUCCESS or VIP_NOT_DONE.
+    template <class Poll>
+    VIP_RETURN reap(VIP_DESCRIPTOR **d, Poll &&poll) {
+        VIP_DESCRIPTOR *head = oldest();
+        if (head == nullptr)
+            return VIP_NOT_DONE;
+        if (!descriptor_done(head)) {
+            poll();
+            if (!descriptor_done(head))
+                return VIP_NOT_DONE;
+        }
+        head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+        *d = head;
+        return VIP_SUCCESS;
+    }
+
+private:
+    std::unique_ptr<Slot[]> slots_;
+    uint32_t mask_ = 0;
+    std::atomic<uint64_t> head_{0}; // next descriptor to hand back (the reaping thread)
+    std::atomic<uint64_t> tail_{0}; // next slot to fill (the posting thread)
+};
+
+} // namespace vipl::common
