@@ -1,4 +1,6 @@
-// A report with every section filled, for the JSON and report tests.
+// Reports for the JSON and report tests: one with every section filled, one
+// with sections missing (a layer that failed, one not run, a peer tool not
+// installed, an empty breakdown).
 #pragma once
 
 #include "results.hpp"
@@ -61,5 +63,22 @@ inline logp::Report full_report() {
     p.bandwidth = {{1024, 0.5, 2048, 0}};
     r.peers = {p};
     r.warnings = {"am-v3: RTT: spread 30% exceeds 25%"};
+    return r;
+}
+
+// full_report() with holes: am-v3 failed, its curve skipped, no Split-C
+// operations, the breakdown failed, ucx_perftest not installed.
+inline logp::Report report_with_missing_data() {
+    using namespace logp;
+    Report r = full_report();
+    r.logp[1].status = {"failed", "timeout"};
+    r.splitc_ops.clear();
+    r.bandwidth[1].status = {"skipped", "--layers"};
+    r.bandwidth[1].points.clear();
+    r.breakdown[0].status = {"failed", "no counters"};
+    r.peers[0].status = {"not installed", "apt-get install ucx-utils"};
+    r.peers[0].metrics.clear();
+    r.peers[0].bandwidth.clear();
+    r.warnings.clear();
     return r;
 }

@@ -1,9 +1,12 @@
 // report_files.cpp - the report directory: gnuplot data + scripts + SVG/PNG
-// plots, and report.md embedding them (see report.hpp).
+// plots, report.md (render_markdown of the table model) embedding them, and
+// logp.json (see report.hpp).
 #include "paper.hpp"
+#include "render.hpp"
 #include "report.hpp"
 #include "results_json.hpp"
 #include "subprocess.hpp"
+#include "tables.hpp"
 
 #include <fmt/format.h>
 
@@ -176,135 +179,6 @@ std::vector<Plot> write_plot_sources(const Report &r, const fs::path &dir) {
     return plots;
 }
 
-std::string md_num(double v, int prec = 2) { return fmt_num(v, prec); }
-
-std::string markdown(const Report &r, const std::vector<Plot> &plots, const std::vector<std::string> &drawn) {
-    const nlohmann::json &paper = paper_figures();
-    auto has = [&](const std::string &stem) { return std::find(drawn.begin(), drawn.end(), stem) != drawn.end(); };
-    std::string m;
-    m += "# viastack LogP report\n\n";
-    m += fmt::format("- date: {}; host: {}\n- provider: **{}** (device {}); timing profile: {}\n- run: {} ({} round trips, {} warm-up); TSC {} GHz\n",
-                     r.run.date_utc, r.run.host, r.provider.name, r.provider.device.empty() ? "-" : r.provider.device,
-                     r.provider.profile.empty() ? "none" : r.provider.profile, r.run.quick ? "quick" : "full",
-                     r.run.iterations, r.run.warmup, md_num(r.run.tsc_ghz, 3));
-    m += fmt::format("- command: `{}`\n- published figures: {} (bench/logp/paper_figures.json)\n\n", r.run.command, paper_citation());
-    m += "| layer | status |\n|---|---|\n";
-    for (const auto &l : r.layers) m += fmt::format("| {} | {}{} |\n", l.layer, l.status.state, l.status.note.empty() ? "" : " — " + l.status.note);
-
-    const ViBaseline &b = r.vi_baseline;
-    m += "\n## Table 1 — VI baseline\n\n| | ours |";
-    for (const auto &p : paper["table1_vi_baseline"]) m += fmt::format(" {} (paper) |", p.value("system", ""));
-    m += "\n|---|---|";
-    for (std::size_t i = 0; i < paper["table1_vi_baseline"].size(); ++i) m += "---|";
-    m += fmt::format("\n| RTT/2 (µs), {} B | {} |", b.min_bytes, md_num(b.rtt_half_min_us));
-    for (const auto &p : paper["table1_vi_baseline"]) m += fmt::format(" {} |", md_num(paper_number(p, "rtt_half_us"), 1));
-    m += fmt::format("\n| Peak throughput (MB/s) | {} |", md_num(b.peak_mb_s, 1));
-    for (const auto &p : paper["table1_vi_baseline"]) m += fmt::format(" {} |", md_num(paper_number(p, "throughput_mb_s"), 1));
-    m += fmt::format("\n\nRTT/2 for a 16-byte VI message: ours {} µs, paper {} µs (LANai 7).\n",
-                     md_num(b.rtt_half_16_us), md_num(paper_number(paper, "vi_rtt_half_16B_us"), 1));
-
-    m += "\n## Table 2 — LogP parameters (µs)\n\nMethod of Culler, Liu, Martin and Yoshikawa (IEEE Micro 1996): o_s from short bursts, "
-         "g from the steady state of long bursts, o_r timed at the receiver, L = RTT/2 − o_s − o_r; Δ = RTT/2 − RTT/2(VI, 16 B).\n\n"
-         "| row | RTT/2 | Δ | L | o_s | o_r | g |\n|---|---|---|---|---|---|---|\n";
-    for (const auto &row : r.logp) {
-        if (row.status.measured())
-            m += fmt::format("| **{}** (ours) | {} | {} | {} | {} | {} | {} |\n", row.layer, md_num(row.rtt_half_us),
-                             md_num(row.delta_us), md_num(row.L_us), md_num(row.o_s_us), md_num(row.o_r_us), md_num(row.g_us));
-        else
-            m += fmt::format("| **{}** | {} {} | | | | | |\n", row.layer, row.status.state, row.status.note);
-        if (std::isfinite(row.expect_o_s_us))
-            m += fmt::format("| {} known answer | {} | | {} | {} | {} | {} |\n", row.layer,
-                             md_num(row.expect_L_us + row.expect_o_s_us + row.expect_o_r_us), md_num(row.expect_L_us),
-                             md_num(row.expect_o_s_us), md_num(row.expect_o_r_us), md_num(row.expect_g_us));
-        for (const auto &pr : paper["table2_logp"])
-            if (pr.value("layer", "") == row.layer)
-                m += fmt::format("| paper {} | {} | {} | {} | {} | {} | {} |\n", pr.value("row", ""),
-                                 md_num(paper_number(pr, "rtt_half_us"), 1), md_num(paper_number(pr, "delta_us"), 1),
-                                 md_num(paper_number(pr, "L_us"), 1), md_num(paper_number(pr, "o_s_us"), 1),
-                                 md_num(paper_number(pr, "o_r_us"), 1), md_num(paper_number(pr, "g_us"), 1));
-        for (const auto &peer : r.peers)
-            for (const auto &pm : peer.metrics)
-                if (pm.compared_with == row.layer && pm.metric == "rtt_half_us")
-                    m += fmt::format("| {} {} (peer) | {} | | | | | |\n| ratio ours/peer | {} | | | | | |\n", peer.tool, pm.test,
-                                     md_num(pm.peer, 3), std::isfinite(pm.ratio) ? fmt::format("{:.3g}", pm.ratio) : "-");
-    }
-    if (has("logp")) m += "\n![LogP parameters](logp.svg)\n";
-
-    m += "\n## Figure 2 — Split-C single-sender times (µs)\n\n";
-    if (r.splitc_ops.empty()) m += "Split-C: not built.\n";
-    else {
-        m += "| op | ours | spread |\n|---|---|---|\n";
-        for (const auto &op : r.splitc_ops)
-            m += fmt::format("| {} | {} | {} |\n", op.op, op.status.measured() ? md_num(op.us) : op.status.state,
-                             op.status.measured() ? md_num(100 * op.spread, 0) + "%" : op.status.note);
-    }
-    m += "\nThe paper plots these without giving values in its text (read/write ≈ a round trip, get/put ≈ the gap).\n";
-    if (has("splitc")) m += "\n![Split-C times](splitc.svg)\n";
-
-    m += "\n## Figure 5 — bulk bandwidth, and FM's t0 / r∞ / n½\n\n| layer | method | t0 (µs) | r∞ (MB/s) | n½ (B) | peak (MB/s) |\n|---|---|---|---|---|---|\n";
-    for (const auto &c : r.bandwidth)
-        m += c.status.measured()
-                 ? fmt::format("| {} | {} | {} | {} | {}{} | {} |\n", c.layer, c.method, md_num(c.t0_us), md_num(c.r_inf_mb_s, 1),
-                               md_num(c.n_half_bytes, 0), c.n_half_from_model ? " (model)" : "", md_num(c.r_peak_mb_s, 1))
-                 : fmt::format("| {} | {} {} | | | | |\n", c.layer, c.status.state, c.status.note);
-    for (const auto &fm : paper["fm_metrics"])
-        m += fmt::format("| paper: {} | FM 1.x (Pakin et al.) | {} | {} | {} | |\n", fm.value("system", ""), md_num(paper_number(fm, "t0_us"), 1),
-                         md_num(paper_number(fm, "r_inf_mb_s"), 1), md_num(paper_number(fm, "n_half_bytes"), 0));
-    if (has("bandwidth")) m += "\n![Bandwidth](bandwidth.svg)\n";
-
-    m += "\n## Tables 3 and 4 — host overhead breakdowns\n\n";
-    for (const auto &bd : r.breakdown) {
-        m += fmt::format("### {} ({})\n\n", bd.name, bd.layer);
-        if (!bd.status.measured()) {
-            m += fmt::format("{}: {}\n\n", bd.status.state, bd.status.note);
-            continue;
-        }
-        m += "| category / primitive | ns/op | cycles/op | % ours | % paper | count/op |\n|---|---|---|---|---|---|\n";
-        for (const auto &c : bd.categories) {
-            m += fmt::format("| **{}** | {} | {} | {} | {} | |\n", c.category, md_num(c.ns, 0), md_num(c.cycles, 0),
-                             md_num(c.percent, 1), md_num(c.paper_percent, 1));
-            for (const auto &it : bd.items)
-                if (it.category == c.category)
-                    m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", it.operation, md_num(it.ns, 0), md_num(it.cycles, 0),
-                                     md_num(it.percent, 1), md_num(it.paper_percent, 1), md_num(it.count_per_op, 2));
-        }
-        if (!bd.inner.empty()) {
-            m += "\nTimed inside those (lower layers; already included above, not added):\n\n| operation | category | ns/op | count/op |\n|---|---|---|---|\n";
-            for (const auto &it : bd.inner)
-                m += fmt::format("| {} | {} | {} | {} |\n", it.operation, it.category, md_num(it.ns, 0), md_num(it.count_per_op, 2));
-        }
-        m += fmt::format("\nHost overhead {} ns per operation; NIC firmware {} ns (not host); instrumentation adds ~{} ns per timed primitive.\n\n",
-                         md_num(bd.host_ns, 0), md_num(bd.firmware_ns, 0), md_num(r.run.instr_scope_ns, 0));
-    }
-    if (r.breakdown.empty()) m += "Not built (needs AM and Split-C).\n\n";
-    if (has("breakdown")) m += "![Breakdowns](breakdown.svg)\n\n";
-
-    const BulkDifference &d = r.bulk_difference;
-    m += fmt::format("## Table 5 — per-message difference at {} B ({} vs native VI)\n\n", d.bytes, d.layer.empty() ? "AM/Split-C" : d.layer);
-    if (!d.status.measured()) m += fmt::format("{}: {}\n\n", d.status.state, d.status.note);
-    m += "| component | ours (µs) | paper (µs) |\n|---|---|---|\n";
-    for (const auto &c : d.components) m += fmt::format("| {} | {} | {} |\n", c.component, md_num(c.us), md_num(c.paper_us, 1));
-    m += fmt::format("| TOTAL (components) | {} | 18.5 |\n| measured difference | {} | {} |\n\n", md_num(d.components_total_us),
-                     md_num(d.per_msg_difference_us), md_num(d.paper_difference_us, 1));
-
-    m += "## Peers\n\n";
-    for (const auto &p : r.peers) {
-        m += fmt::format("- **{}** ({}): {}{}\n", p.tool, p.transport, p.status.state, p.status.note.empty() ? "" : " — " + p.status.note);
-        for (const auto &pm : p.metrics)
-            if (!pm.compared_with.empty())
-                m += fmt::format("  - {} {} {} B: peer {}, ours ({}) {}, ratio ours/peer {}\n", pm.metric, pm.test, pm.bytes,
-                                 md_num(pm.peer, 3), pm.compared_with, md_num(pm.ours, 3),
-                                 std::isfinite(pm.ratio) ? fmt::format("{:.3g}", pm.ratio) : "-");
-    }
-    if (r.peers.empty()) m += "None run.\n";
-    if (!r.warnings.empty()) {
-        m += "\n## Warnings\n\n";
-        for (const auto &w : r.warnings) m += "- " + w + "\n";
-    }
-    (void)plots;
-    return m;
-}
-
 }  // namespace
 
 ReportFiles write_report_files(const Report &r, const std::string &dir_name) {
@@ -333,7 +207,7 @@ ReportFiles write_report_files(const Report &r, const std::string &dir_name) {
         }
     }
     out.markdown = (dir / "report.md").string();
-    write_text(out.markdown, markdown(r, plots, drawn));
+    write_text(out.markdown, render_markdown(build_document(r), drawn));
     return out;
 }
 

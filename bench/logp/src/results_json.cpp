@@ -1,6 +1,9 @@
 // results_json.cpp - see results_json.hpp; the schema itself is documented in docs/logp.md.
 #include "results_json.hpp"
 
+#include "render.hpp"
+#include "tables.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -294,13 +297,19 @@ Report report_from_json(const json &j) {
     return r;
 }
 
+json report_json(const Report &r) {
+    json j = to_json(r);
+    j["tables"] = render_json(build_document(r).tables);
+    return j;
+}
+
 void write_json_file(const Report &r, const std::string &path) {
     std::error_code ec;
     std::filesystem::path parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // a failure shows up just below
     std::ofstream out(path, std::ios::trunc);
     if (!out) throw std::runtime_error("cannot write " + path + ": check that its directory exists and is writable");
-    out << to_json(r).dump(2) << '\n';
+    out << report_json(r).dump(2) << '\n';
     if (!out.flush()) throw std::runtime_error("writing " + path + " failed (disk full?)");
 }
 

@@ -1,0 +1,147 @@
+// tables_latency.cpp - the report's head, Table 1 (VI baseline), Table 2
+// (LogP parameters) and Figure 2 (Split-C operation times), built from a
+// finalized Report (see tables.hpp).
+#include "paper.hpp"
+#include "report.hpp"
+#include "tables.hpp"
+
+#include <fmt/format.h>
+
+namespace logp {
+
+Cell Cell::number(double v, int precision) { return {fmt_num(v, precision), std::isfinite(v) ? v : kNaN}; }
+
+std::string status_text(const Status &st) { return st.note.empty() ? st.state : st.state + ": " + st.note; }
+
+Cell ratio_cell(double ratio) {
+    return std::isfinite(ratio) ? Cell{fmt::format("{:.3g}", ratio), ratio} : Cell::number(kNaN, 0);
+}
+
+namespace {
+
+Row row(RowKind kind, int level, std::vector<Cell> cells) { return {kind, level, std::move(cells), ""}; }
+
+}  // namespace
+
+std::vector<HeadField> report_head(const Report &r) {
+    std::string layers;
+    for (const auto &l : r.layers) layers += fmt::format("{}{} [{}]", layers.empty() ? "" : "  ", l.layer, status_text(l.status));
+    return {
+        {"date", r.run.date_utc},
+        {"host", r.run.host},
+        {"provider", fmt::format("{} (device {})", r.provider.name, r.provider.device.empty() ? "-" : r.provider.device)},
+        {"timing profile", (r.provider.profile.empty() ? "none" : r.provider.profile) +
+                               (r.provider.profile_source.empty() ? "" : " [" + r.provider.profile_source + "]")},
+        {"run", fmt::format("{}: {} round trips, {} warm-up; TSC {} GHz; numbers are medians, spread = IQR/median; "
+                            "warnings above {:.0f}%",
+                            r.run.quick ? "quick" : "full", r.run.iterations, r.run.warmup, fmt_num(r.run.tsc_ghz, 3),
+                            100 * r.run.max_spread)},
+        {"command", r.run.command},
+        {"paper", paper_citation() + " (figures in bench/logp/paper_figures.json)"},
+        {"layers", layers.empty() ? "none" : layers},
+    };
+}
+
+Table vi_baseline_table(const Report &r) {
+    const nlohmann::json &paper = paper_figures();
+    const nlohmann::json &systems = paper["table1_vi_baseline"];
+    const ViBaseline &b = r.vi_baseline;
+    Table t;
+    t.id = "table1";
+    t.title = "Table 1. VI baseline (native VI send/receive)";
+    if (!b.status.measured()) t.status = status_text(b.status);
+    t.columns = {{"", Align::left, 34}, {"ours", Align::right, 11}};
+    for (const auto &p : systems) t.columns.push_back({p.value("system", ""), Align::right, 13});
+
+    Row min = row(RowKind::ours, 0, {Cell::label(fmt::format("RTT/2 (us), {} B", b.min_bytes)), Cell::number(b.rtt_half_min_us, 2)});
+    // The paper gives the 16-byte figure in its text, for the LANai 7 only.
+    Row r16 = row(RowKind::ours, 0, {Cell::label("RTT/2 (us), 16 B"), Cell::number(b.rtt_half_16_us, 2)});
+    Row peak = row(RowKind::ours, 0, {Cell::label(fmt::format("Peak throughput (MB/s){}", b.peak_at_bytes ? fmt::format(" @ {} B", b.peak_at_bytes) : "")),
+                                      Cell::number(b.peak_mb_s, 1)});
+    for (const auto &p : systems) {
+        min.cells.push_back(Cell::number(paper_number(p, "rtt_half_us"), 1));
+        r16.cells.push_back(p.value("system", "") == "LANai 7 VI" ? Cell::number(paper_number(paper, "vi_rtt_half_16B_us"), 1)
+                                                                  : Cell::blank());
+        peak.cells.push_back(Cell::number(paper_number(p, "throughput_mb_s"), 1));
+    }
+    t.rows = {min, r16, peak};
+    t.notes.push_back("paper: the columns after ours are Table 1 of Begel et al.; its 16-byte RTT/2 is the text's figure for the LANai 7");
+    return t;
+}
+
+Table logp_table(const Report &r) {
+    const nlohmann::json &paper = paper_figures();
+    Table t;
+    t.id = "table2";
+    t.title = "Table 2. LogP parameters (us), Culler/Liu/Martin/Yoshikawa method; Delta = RTT/2 - RTT/2(VI, 16 B)";
+    t.caption = "o_s from short bursts, g from the steady state of long bursts, o_r timed at the receiver, "
+                "L = RTT/2 - o_s - o_r";
+    t.columns = {{"layer", Align::left, 22}, {"RTT/2", Align::right, 8}, {"Delta", Align::right, 8},
+                 {"L", Align::right, 8},     {"o_s", Align::right, 8},   {"o_r", Align::right, 8},
+                 {"g", Align::right, 8},     {"o_s check (delayed bursts)", Align::left, 0}};
+    for (const auto &x : r.logp) {
+        if (!x.status.measured()) {
+            t.rows.push_back({RowKind::status, 0, {Cell::label(x.layer)}, status_text(x.status)});
+        } else {
+            t.rows.push_back(row(RowKind::ours, 0,
+                                 {Cell::label(x.layer + " (ours)"), Cell::number(x.rtt_half_us, 2), Cell::number(x.delta_us, 2),
+                                  Cell::number(x.L_us, 2), Cell::number(x.o_s_us, 2), Cell::number(x.o_r_us, 2),
+                                  Cell::number(x.g_us, 2), Cell::number(x.o_s_delay_us, 2)}));
+            if (std::isfinite(x.expect_o_s_us))
+                t.rows.push_back(row(RowKind::detail, 1,
+                                     {Cell::label("known answer"), Cell::number(x.expect_L_us + x.expect_o_s_us + x.expect_o_r_us, 2),
+                                      Cell::number(kNaN, 2), Cell::number(x.expect_L_us, 2), Cell::number(x.expect_o_s_us, 2),
+                                      Cell::number(x.expect_o_r_us, 2), Cell::number(x.expect_g_us, 2)}));
+            t.rows.push_back(row(RowKind::detail, 1,
+                                 {Cell::label("spread (%)"), Cell::number(100 * x.spread_rtt, 0), Cell::blank(), Cell::blank(),
+                                  Cell::number(100 * x.spread_o_s, 0), Cell::number(100 * x.spread_o_r, 0),
+                                  Cell::number(100 * x.spread_g, 0)}));
+        }
+        for (const auto &pr : paper["table2_logp"]) {
+            if (pr.value("layer", "") != x.layer) continue;
+            t.rows.push_back(row(RowKind::paper, 1,
+                                 {Cell::label("paper " + pr.value("row", "")), Cell::number(paper_number(pr, "rtt_half_us"), 1),
+                                  Cell::number(paper_number(pr, "delta_us"), 1), Cell::number(paper_number(pr, "L_us"), 1),
+                                  Cell::number(paper_number(pr, "o_s_us"), 1), Cell::number(paper_number(pr, "o_r_us"), 1),
+                                  Cell::number(paper_number(pr, "g_us"), 1)}));
+        }
+        // A peer's RTT/2 goes under RTT/2, its g under g; the next row is ours divided by it.
+        for (const auto &peer : r.peers)
+            for (const auto &m : peer.metrics) {
+                if (m.compared_with != x.layer || (m.metric != "rtt_half_us" && m.metric != "g_us")) continue;
+                std::size_t col = m.metric == "rtt_half_us" ? 1 : 6;
+                Row value = row(RowKind::peer, 1, {Cell::label(peer.tool + " " + m.test)});
+                Row ratio = row(RowKind::peer, 1, {Cell::label("ours/peer")});
+                value.cells.resize(col + 1);
+                ratio.cells.resize(col + 1);
+                value.cells[col] = Cell::number(m.peer, 3);
+                ratio.cells[col] = ratio_cell(m.ratio);
+                t.rows.push_back(value);
+                t.rows.push_back(ratio);
+            }
+    }
+    t.notes.push_back(fmt::format("paper: VI RTT/2 for 16 B = {} us (LANai 7), the reference of its Delta",
+                                  fmt_num(paper_number(paper, "vi_rtt_half_16B_us"), 1)));
+    t.plot = "logp";
+    return t;
+}
+
+Table splitc_ops_table(const Report &r) {
+    Table t;
+    t.id = "figure2";
+    t.title = "Figure 2. Split-C single-sender short message times (us per operation, int)";
+    if (r.splitc_ops.empty()) t.status = "Split-C: not built";
+    t.columns = {{"op", Align::left, 7}, {"us", Align::right, 9}, {"spread", Align::left, 0}};
+    for (const auto &op : r.splitc_ops) {
+        if (op.status.measured())
+            t.rows.push_back(row(RowKind::ours, 0, {Cell::label(op.op), Cell::number(op.us, 2),
+                                                    Cell{fmt_num(100 * op.spread, 0) + "%", 100 * op.spread}}));
+        else
+            t.rows.push_back(row(RowKind::ours, 0, {Cell::label(op.op), Cell::number(kNaN, 2), Cell::label(status_text(op.status))}));
+    }
+    t.notes.push_back("paper: values only plotted (no numbers in the text); read/write ~ a round trip, get/put ~ the gap");
+    t.plot = "splitc";
+    return t;
+}
+
+}  // namespace logp

@@ -1,0 +1,235 @@
+// The report's tables: built once from a Report, the terminal, Markdown and
+// JSON renderings of every table hold the same rows and cells, for a full
+// report and for reports with layers, sections and peers missing.
+#include "render.hpp"
+#include "report.hpp"
+#include "report_fixture.hpp"
+#include "results_json.hpp"
+#include "tables.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace logp;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string &s) {
+    std::vector<std::string> out;
+    std::istringstream in(s);
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+}
+
+// The Markdown table's rows (header and rule excluded), each split into cells
+// with the renderer's emphasis and indentation taken off.
+std::vector<std::vector<std::string>> markdown_rows(const std::string &md) {
+    std::vector<std::vector<std::string>> rows;
+    int seen = 0;
+    for (const auto &l : lines_of(md)) {
+        if (l.rfind("|", 0) != 0) continue;
+        if (seen++ < 2) continue;  // header, rule
+        std::vector<std::string> cells;
+        for (std::size_t at = 1; at < l.size();) {
+            std::size_t end = at;
+            while (end < l.size() && !(l[end] == '|' && l[end - 1] != '\\')) ++end;
+            std::string c = l.substr(at, end - at);
+            c = c.substr(1, c.size() - 2);  // the spaces around a cell
+            for (const char *mark : {"**", "&nbsp;&nbsp;"})
+                for (std::size_t p; (p = c.find(mark)) != std::string::npos;) c.erase(p, std::string(mark).size());
+            if (c.size() >= 2 && c.front() == '*' && c.back() == '*') c = c.substr(1, c.size() - 2);
+            cells.push_back(c == " " ? "" : c);
+            at = end + 1;
+        }
+        rows.push_back(cells);
+    }
+    return rows;
+}
+
+// Every row of t, in order, in all three renderings, with the same cells.
+void expect_renderings_agree(const Table &t) {
+    SCOPED_TRACE(t.id);
+    std::string text = render_text(t);
+    std::string md = render_markdown(t, {});
+    nlohmann::json js = render_json(t);
+
+    // JSON: the model, cell for cell.
+    EXPECT_EQ(js["id"], t.id);
+    EXPECT_EQ(js["title"], t.title);
+    ASSERT_EQ(js["columns"].size(), t.columns.size());
+    ASSERT_EQ(js["rows"].size(), t.rows.size());
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        const Row &row = t.rows[i];
+        const nlohmann::json &jr = js["rows"][i];
+        EXPECT_EQ(jr["kind"], row_kind_name(row.kind));
+        EXPECT_EQ(jr["span"], row.span);
+        ASSERT_EQ(jr["cells"].size(), row.cells.size());
+        for (std::size_t c = 0; c < row.cells.size(); ++c) {
+            EXPECT_EQ(jr["cells"][c]["text"], row.cells[c].text);
+            if (std::isfinite(row.cells[c].value)) EXPECT_DOUBLE_EQ(jr["cells"][c]["value"].get<double>(), row.cells[c].value);
+            else EXPECT_TRUE(jr["cells"][c]["value"].is_null());
+        }
+    }
+
+    // Terminal: title, rule, then one line per row holding its cells in order.
+    std::vector<std::string> tl = lines_of(text);
+    ASSERT_GE(tl.size(), 2u);
+    EXPECT_EQ(tl[0], t.title);
+    std::size_t at = 2 + !t.status.empty() + !t.caption.empty() + (!t.rows.empty() && !t.columns.empty());
+    ASSERT_GE(tl.size(), at + t.rows.size() + t.notes.size());
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        const std::string &line = tl[at + i];
+        std::size_t pos = 0;
+        for (const auto &c : t.rows[i].cells) {
+            if (c.text.empty()) continue;
+            std::size_t p = line.find(c.text, pos);
+            EXPECT_NE(p, std::string::npos) << "cell '" << c.text << "' not in order in: " << line;
+            if (p != std::string::npos) pos = p + c.text.size();
+        }
+        if (!t.rows[i].span.empty()) EXPECT_NE(line.find(t.rows[i].span, pos), std::string::npos) << line;
+    }
+    for (std::size_t n = 0; n < t.notes.size(); ++n) EXPECT_EQ(tl[at + t.rows.size() + n], "  " + t.notes[n]);
+
+    // Markdown: a heading with the title, one table row per row, same cells.
+    EXPECT_EQ(md.rfind("## " + t.title + "\n", 0), 0u);
+    auto mrows = markdown_rows(md);
+    ASSERT_EQ(mrows.size(), t.rows.size());
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        const Row &row = t.rows[i];
+        ASSERT_EQ(mrows[i].size(), t.columns.size());
+        if (row.kind == RowKind::heading) {
+            EXPECT_EQ(mrows[i][0], row.span);
+            continue;
+        }
+        for (std::size_t c = 0; c < row.cells.size(); ++c) EXPECT_EQ(mrows[i][c], row.cells[c].text) << "row " << i;
+        if (row.kind == RowKind::status) EXPECT_EQ(mrows[i][1], row.span);
+    }
+    for (const auto &n : t.notes) EXPECT_NE(md.find("\n" + n + "\n"), std::string::npos) << n;
+}
+
+const Table &table(const ReportDocument &d, const std::string &id) {
+    for (const auto &t : d.tables)
+        if (t.id == id) return t;
+    throw std::runtime_error("no table " + id);
+}
+
+const Row *row_named(const Table &t, const std::string &first_cell) {
+    for (const auto &r : t.rows)
+        if (!r.cells.empty() && r.cells[0].text == first_cell) return &r;
+    return nullptr;
+}
+
+Report finalized(Report r) {
+    finalize_report(r, 0.05);
+    return r;
+}
+
+}  // namespace
+
+TEST(Tables, EveryTableInTheReportOrder) {
+    ReportDocument d = build_document(finalized(full_report()));
+    std::vector<std::string> ids;
+    for (const auto &t : d.tables) ids.push_back(t.id);
+    EXPECT_EQ(ids, (std::vector<std::string>{"table1", "table2", "figure2", "figure5", "fm", "table3", "table4", "table5", "peers"}));
+    EXPECT_EQ(d.warnings, full_report().warnings);
+}
+
+TEST(Tables, ThreeRenderingsAgreeOnAFullReport) {
+    for (const auto &t : build_document(finalized(full_report())).tables) expect_renderings_agree(t);
+}
+
+TEST(Tables, ThreeRenderingsAgreeWhenDataIsMissing) {
+    for (const auto &t : build_document(finalized(report_with_missing_data())).tables) expect_renderings_agree(t);
+    Report empty;
+    for (const auto &t : build_document(finalized(empty)).tables) expect_renderings_agree(t);
+}
+
+TEST(Tables, FullReportCellsComeFromTheReportAndThePaper) {
+    ReportDocument d = build_document(finalized(full_report()));
+    const Row *vi = row_named(table(d, "table2"), "vi (ours)");
+    ASSERT_NE(vi, nullptr);
+    EXPECT_EQ(vi->cells[1].text, "1.60");
+    EXPECT_DOUBLE_EQ(vi->cells[3].value, 1.0);  // L
+    const Row *paper = row_named(table(d, "table2"), "paper AMVIAv3 (LANai 7)");
+    ASSERT_NE(paper, nullptr);
+    EXPECT_EQ(paper->kind, RowKind::paper);
+    EXPECT_EQ(paper->cells[1].text, "35.6");
+    const Row *splitc = row_named(table(d, "table2"), "splitc");
+    ASSERT_NE(splitc, nullptr);
+    EXPECT_EQ(splitc->kind, RowKind::status);
+    EXPECT_EQ(splitc->span, "not built: no compiler-rt");
+    // Table 1: the paper's 16-byte figure sits under the LANai 7 column.
+    const Table &t1 = table(d, "table1");
+    const Row *r16 = row_named(t1, "RTT/2 (us), 16 B");
+    ASSERT_NE(r16, nullptr);
+    for (std::size_t c = 2; c < t1.columns.size(); ++c)
+        EXPECT_EQ(r16->cells[c].text, t1.columns[c].header == "LANai 7 VI" ? "32.0" : "") << t1.columns[c].header;
+    // Table 3 measured, Table 4 not built but showing the paper's categories.
+    EXPECT_EQ(row_named(table(d, "table3"), "am.VipPostSend")->cells[5].text, "2.00");
+    EXPECT_EQ(table(d, "table4").status, "not built");
+    EXPECT_EQ(row_named(table(d, "table4"), "Event Notification")->cells[4].text, "46.9");
+    EXPECT_EQ(row_named(table(d, "table5"), "measured difference")->cells[1].text, "2.00");
+    // The peer's RTT/2 set against each measured layer, in Table 2 and among the peers.
+    EXPECT_EQ(row_named(table(d, "table2"), "ours/peer")->cells[1].text, "5.33");
+    EXPECT_EQ(table(d, "peers").rows.size(), 4u);  // heading, raw figure, vs vi, vs am-v3
+}
+
+TEST(Tables, MissingDataIsSaidNotLeftBlank) {
+    ReportDocument d = build_document(finalized(report_with_missing_data()));
+    const Row *am = row_named(table(d, "table2"), "am-v3");
+    ASSERT_NE(am, nullptr);
+    EXPECT_EQ(am->kind, RowKind::status);
+    EXPECT_EQ(am->span, "failed: timeout");
+    EXPECT_NE(row_named(table(d, "table2"), "paper AMVIAv3 (LANai 7)"), nullptr);  // the paper's figure stays
+    EXPECT_EQ(table(d, "figure2").status, "Split-C: not built");
+    EXPECT_EQ(row_named(table(d, "fm"), "am-v3")->span, "skipped: --layers");
+    EXPECT_EQ(row_named(table(d, "figure5"), "1024")->cells[2].text, "-");
+    EXPECT_EQ(table(d, "table3").status, "failed: no counters");
+    // Without the AM curve Table 5 is not built, and says so with no stale numbers.
+    const Table &t5 = table(d, "table5");
+    EXPECT_NE(t5.status.find("not built"), std::string::npos);
+    EXPECT_EQ(row_named(t5, "measured difference")->cells[1].text, "-");
+    EXPECT_TRUE(std::isnan(row_named(t5, "TOTAL (components)")->cells[1].value));
+    const Table &peers = table(d, "peers");
+    ASSERT_EQ(peers.rows.size(), 1u);
+    EXPECT_EQ(peers.rows[0].span, "ucx_perftest (UCX_TLS=sm,self): not installed: apt-get install ucx-utils");
+
+    ReportDocument none = build_document(finalized(Report{}));
+    EXPECT_EQ(table(none, "peers").status, "none (--no-peers)");
+    EXPECT_TRUE(table(none, "table2").rows.empty());
+    EXPECT_EQ(render_text(table(none, "table2")).find("RTT/2    Delta"), std::string::npos);  // no header without rows
+}
+
+TEST(Tables, DocumentsCarryHeadTablesAndWarnings) {
+    Report r = finalized(full_report());
+    ReportDocument d = build_document(r);
+    std::string text = render_text(d), md = render_markdown(d, {"logp"});
+    for (const auto &f : d.head) {
+        EXPECT_NE(text.find(f.value), std::string::npos) << f.key;
+        EXPECT_NE(md.find("- " + f.key + ": " + f.value + "\n"), std::string::npos) << f.key;
+    }
+    for (const auto &t : d.tables) {
+        EXPECT_NE(text.find(render_text(t)), std::string::npos) << t.id;
+        EXPECT_NE(md.find(render_markdown(t, {"logp"})), std::string::npos) << t.id;
+    }
+    EXPECT_NE(text.find("  ! am-v3: RTT: spread 30% exceeds 25%"), std::string::npos);
+    EXPECT_NE(md.find("## Warnings\n\n- am-v3: RTT: spread 30% exceeds 25%"), std::string::npos);
+    // Only plots that were drawn are embedded.
+    EXPECT_NE(md.find("](logp.svg)"), std::string::npos);
+    EXPECT_EQ(md.find("](bandwidth.svg)"), std::string::npos);
+}
+
+TEST(Tables, JsonFileAddsTheTablesToTheSchema) {
+    Report r = finalized(full_report());
+    nlohmann::json j = report_json(r);
+    nlohmann::json data = to_json(r);
+    EXPECT_FALSE(data.contains("tables"));
+    for (auto it = data.begin(); it != data.end(); ++it) EXPECT_EQ(j[it.key()], it.value()) << it.key();
+    EXPECT_EQ(j["tables"], render_json(build_document(r).tables));
+    ASSERT_EQ(j["tables"].size(), 9u);
+    for (const char *k : {"id", "title", "caption", "status", "columns", "rows", "notes", "plot"})
+        EXPECT_TRUE(j["tables"][1].contains(k)) << k;
+    // A file re-read gives the same tables again.
+    EXPECT_EQ(report_json(report_from_json(j))["tables"], j["tables"]);
+}
