@@ -125,3 +125,14 @@ TEST(LogPJson, FilesRoundTripAndErrorsNameThePath) {
     }
     EXPECT_THROW(write_json_file(full_report(), "/proc/no-such-dir/x.json"), std::runtime_error);
 }
+
+TEST(LogPJson, FileKeepsEverySchemaKeyAndAddsTables) {
+    std::set<std::string> keys;
+    key_paths(report_json(full_report()), "", keys);
+    for (const auto &k : kSchemaV1) EXPECT_TRUE(keys.count(k)) << "schema key missing from the file: " << k;
+    for (const auto &k : keys)
+        EXPECT_TRUE(kSchemaV1.count(k) || k.rfind("tables", 0) == 0) << "undocumented key: " << k;
+    for (const char *k : {"tables[].id", "tables[].columns[].header", "tables[].rows[].kind", "tables[].rows[].cells[].text",
+                          "tables[].rows[].cells[].value", "tables[].notes"})
+        EXPECT_TRUE(keys.count(k)) << k;
+}
