@@ -1,8 +1,18 @@
 // handles.hpp - opaque VIPL handles.  A handle is (kind, generation, index)
 // packed into a pointer-sized value, never a raw pointer: a stale, forged or
 // wrongly-typed handle is recognised and rejected with VIP_INVALID_PARAMETER
-// instead of being dereferenced.  Lookup is lock-free (two loads and a compare),
-// so the data path (VipPostSend, VipRecvDone, ...) pays almost nothing for it.
+// instead of being dereferenced.  Lookup is lock-free, so the data path
+// (VipPostSend, VipRecvDone, ...) pays almost nothing for it.
+//
+// Lookup racing remove (VipPostSend on one thread, VipDestroyVi and a new
+// VipCreateVi reusing the slot on another) is a seqlock read: the generation
+// is read before and after the object and owner, and a lookup that saw it
+// change returns nullptr.  So a lookup returns the object its handle named
+// while it was live, or nothing -- never the slot's next object or a torn
+// (object, owner) pair -- and the slot's fields are atomics, so the race is
+// not a data race.  On x86 the extra cost is one load and a compare (acquire
+// loads and release stores are plain moves); no lock, no read-modify-write,
+// no fence.
 #pragma once
 
 #include <atomic>
@@ -39,8 +49,12 @@ public:
             return nullptr;
         }
         Slot &s = slots_[idx];
-        s.obj = obj;
-        s.owner = owner;
+        // The slot is free (even generation): no lookup returns these fields
+        // until the odd generation below is published.  Release stores: a
+        // lookup with an old handle that reads them also sees the remove that
+        // freed the slot (it happened before, under mu_) on its re-check.
+        s.obj.store(obj, std::memory_order_release);
+        s.owner.store(owner, std::memory_order_release);
         const uint32_t gen = s.gen.load(std::memory_order_relaxed) | 1u; // odd = live
         s.gen.store(gen, std::memory_order_release);
         return encode(idx, gen);
@@ -54,8 +68,16 @@ public:
         if (idx >= kCap || !(gen & 1u)) return nullptr;
         const Slot &s = slots_[idx];
         if (s.gen.load(std::memory_order_acquire) != gen) return nullptr;
-        if (owner) *owner = s.owner;
-        return s.obj;
+        // Acquire loads (plain loads on x86): the re-check below cannot be
+        // done before them, and a field value written by a remove or insert
+        // brings that writer's generation with it.
+        T *obj = s.obj.load(std::memory_order_acquire);
+        NicEntry *own = s.owner.load(std::memory_order_acquire);
+        // Seqlock re-check: the fields are this handle's only if the slot was
+        // not removed (and perhaps reused) while they were read.
+        if (s.gen.load(std::memory_order_relaxed) != gen) return nullptr;
+        if (owner) *owner = own;
+        return obj;
     }
 
     // Invalidates the handle (its generation moves on) and returns the object.
@@ -65,8 +87,12 @@ public:
         if (!obj) return nullptr;
         const uint32_t idx = static_cast<uint32_t>(reinterpret_cast<uint64_t>(h) & 0xffffff);
         Slot &s = slots_[idx];
-        s.gen.store(s.gen.load() + 1, std::memory_order_release); // even = free
-        s.obj = nullptr;
+        // Even = free.  Stored before the fields change, and they are
+        // release stores, so a lookup that read a changed field also sees the
+        // new generation on its re-check.
+        s.gen.store(s.gen.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        s.obj.store(nullptr, std::memory_order_release);
+        s.owner.store(nullptr, std::memory_order_release);
         free_.push_back(idx);
         return obj;
     }
@@ -75,14 +101,15 @@ public:
     void for_each(F &&f) {
         std::lock_guard<std::mutex> g(mu_);
         for (uint32_t i = 0; i < next_; ++i)
-            if (slots_[i].gen.load() & 1u) f(slots_[i].obj, slots_[i].owner);
+            if (slots_[i].gen.load() & 1u) f(slots_[i].obj.load(), slots_[i].owner.load());
     }
 
 private:
+    // Written under mu_, read without it: every field is an atomic.
     struct Slot {
         std::atomic<uint32_t> gen{0};
-        T *obj = nullptr;
-        NicEntry *owner = nullptr;
+        std::atomic<T *> obj{nullptr};
+        std::atomic<NicEntry *> owner{nullptr};
     };
     void *encode(uint32_t idx, uint32_t gen) const {
         return reinterpret_cast<void *>((static_cast<uint64_t>(kind_) << 56) |
