@@ -8,7 +8,7 @@
 //            request credits.  AMVIAv3: one channel per link; AMVIAv1: three
 //            (short, medium, long), each with its own credits.
 //   Slot     a VIP_DESCRIPTOR plus bookkeeping, and a message buffer, all in
-//            the channel's registered region.
+//            the channel's registered region (channel/, shared with Split-C).
 #pragma once
 
 #include <cstddef>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "am.h"
+#include "viastack/channel.hpp"
 #include "vipl.h"
 #include "vipl_instr.h"
 #include "vipl_wait.h"
@@ -108,37 +109,41 @@ constexpr uint32_t kShortBuf = 128;  // header + 16 args + long trailer, rounded
 constexpr uint32_t kMediumBuf = ((sizeof(MsgHeader) + 4 * AMVIA_MAX_SHORT + kInlineMedium) + 63) & ~63u;
 static_assert(sizeof(MsgHeader) + 4 * AMVIA_MAX_SHORT + sizeof(LongTrailer) <= kShortBuf);
 
-struct Channel;
 struct Link;
 
-// One descriptor and its bookkeeping (the descriptor comes first: the
-// VIP_DESCRIPTOR* VIPL hands back is the Slot*).
-struct alignas(64) Slot {
-    VIP_DESCRIPTOR desc;
-    Channel *ch;
-    MsgHeader *buf;
-    int32_t regent;   // registration-cache entry pinned by an RDMA write, or -1
-    uint8_t is_rdma;
-};
-static_assert(offsetof(Slot, desc) == 0);
+// A slot (descriptor, bookkeeping, message buffer) of a channel's registered
+// region: channel/include/viastack/channel.hpp.  pin is the registration-cache
+// entry an RDMA write holds; rdma marks a descriptor posted as an RDMA write.
+using Slot = viastack::channel::Slot;
+namespace chan = viastack::channel;
 
-struct Channel {
-    VIP_VI_HANDLE vi = nullptr;
+// One VI of a link: the shared channel (slots, credits, reaping, recycling)
+// plus what AM keeps per VI.
+struct Channel : chan::Channel {
     Link *link = nullptr;
     amvia_eb *eb = nullptr;
     int index = 0;          // 0 (v3) or class (v1)
-    uint32_t bufsize = 0;   // bytes per message buffer
-    int credits = 0;        // request credits left
-    int credits_max = 0;    // k
-    int nsend = 0, nrecv = 0;
-    Slot **free_send = nullptr; // stack of free send slots
-    int nfree_send = 0;
-    Slot *slots = nullptr;      // nsend send slots, then nrecv receive slots
-    uint8_t *region = nullptr;  // registered: slots and buffers
-    size_t region_len = 0;
-    VIP_MEM_HANDLE mh = 0;
+    chan::Region region;    // this channel's registered slots and buffers
     bool connected = false;
 };
+
+inline Channel *channel_of(Slot *s) { return static_cast<Channel *>(s->ch); }
+inline MsgHeader *msg_of(Slot *s) { return reinterpret_cast<MsgHeader *>(s->buf); }
+
+// The counters the channel times AM's steps with (Table 3 of Begel et al.).
+namespace instr {
+inline vipl_instr_counter post_send = {"am.VipPostSend", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};
+inline vipl_instr_counter send_done = {"am.VipSendDone", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};
+inline vipl_instr_counter cq_send = {"am.VipCQDone (Send)", VIPL_INSTR_EVENT, 0, 0, 0, 0};
+inline vipl_instr_counter recycle_send = {"am.Recycle send descriptor", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};
+inline vipl_instr_counter recv_done = {"am.VipRecvDone", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};
+inline vipl_instr_counter cq_recv = {"am.VipCQDone (Receive)", VIPL_INSTR_EVENT, 0, 0, 0, 0};
+inline vipl_instr_counter recycle_recv = {"am.Recycle receive descriptor", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};
+inline vipl_instr_counter post_recv = {"am.VipPostRecv", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};
+} // namespace instr
+inline constexpr chan::Instr kInstr{&instr::post_send, &instr::send_done,    &instr::cq_send,
+                                    &instr::recycle_send, &instr::recv_done, &instr::cq_recv,
+                                    &instr::recycle_recv, &instr::post_recv};
 
 enum class LinkState : uint8_t { Pending, Up, Dead };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "am_internal.hpp"
 
@@ -60,55 +61,27 @@ static bool reserve_cq(eb_t eb, size_t nsend, size_t nrecv) {
 }
 
 static void channel_free_memory(Channel *c) {
-    if (c->region) {
-        if (c->mh) VipDeregisterMem(g.nic, c->region, c->mh);
-        std::free(c->region);
-    }
-    delete[] c->free_send;
-    c->region = nullptr;
-    c->free_send = nullptr;
-    c->mh = 0;
+    c->region.release();
+    c->detach();
 }
 
+// A channel of k credits: 2k send slots (k requests + k replies in flight) and
+// 2k + 1 receives (chan::layout_for), registered, then its VI with every
+// receive posted before connecting, so the peer can never find the receive
+// queue empty.
 static bool channel_setup(Link *l, Channel *c, int idx, int credits, uint32_t bufsize) {
     eb_t eb = l->ep->eb;
+    const chan::Layout lay = chan::layout_for(uint32_t(credits), bufsize);
+    std::string why;
+    if (!c->region.allocate(g.nic, g.ptag, chan::Channel::region_bytes(lay), &why)) {
+        report("AM_Map: %s", why.c_str());
+        return false;
+    }
+    c->attach(lay, c->region.base(), c->region.handle());
     c->link = l;
     c->eb = eb;
     c->index = idx;
-    c->bufsize = bufsize;
-    c->credits = c->credits_max = credits;
-    c->nsend = 2 * credits;     // k requests + k replies in flight
-    c->nrecv = 2 * credits + 1; // + 1: a request handler's reply frees a credit
-                                // before its own receive is recycled
-    size_t nslots = size_t(c->nsend + c->nrecv);
-    size_t slot_bytes = nslots * sizeof(Slot);
-    c->region_len = (slot_bytes + nslots * bufsize + 4095) & ~size_t(4095);
-    c->region = static_cast<uint8_t *>(std::aligned_alloc(4096, c->region_len));
-    if (!c->region) return false;
-    std::memset(c->region, 0, c->region_len);
-    VIP_MEM_ATTRIBUTES ma{g.ptag, VIP_FALSE, VIP_FALSE};
-    VIP_RETURN rc = VipRegisterMem(g.nic, c->region, c->region_len, &ma, &c->mh);
-    if (rc != VIP_SUCCESS) {
-        report("AM_Map: VipRegisterMem(%zu bytes): %s", c->region_len, VipxReturnString(rc));
-        channel_free_memory(c);
-        return false;
-    }
-    c->slots = reinterpret_cast<Slot *>(c->region);
-    uint8_t *bufs = c->region + slot_bytes;
-    c->free_send = new Slot *[c->nsend];
-    for (size_t i = 0; i < nslots; i++) {
-        Slot *s = &c->slots[i];
-        s->ch = c;
-        s->buf = reinterpret_cast<MsgHeader *>(bufs + i * bufsize);
-        s->regent = -1;
-        s->desc.CS.SegCount = 1;
-        s->desc.DS[0].Local.Data.Address = s->buf;
-        s->desc.DS[0].Local.Handle = c->mh;
-        s->desc.DS[0].Local.Length = bufsize;
-    }
-    for (int i = 0; i < c->nsend; i++) c->free_send[i] = &c->slots[i];
-    c->nfree_send = c->nsend;
-    if (!reserve_cq(eb, size_t(c->nsend), size_t(c->nrecv))) {
+    if (!reserve_cq(eb, lay.nsend, lay.nrecv)) {
         channel_free_memory(c);
         return false;
     }
@@ -121,23 +94,19 @@ static bool channel_setup(Link *l, Channel *c, int idx, int credits, uint32_t bu
     va.Ptag = g.ptag;
     va.EnableRdmaWrite = VIP_TRUE;
     va.EnableRdmaRead = VIP_FALSE;
-    rc = VipCreateVi(g.nic, &va, eb->scq, eb->rcq, &c->vi);
+    VIP_VI_HANDLE vi = nullptr;
+    VIP_RETURN rc = VipCreateVi(g.nic, &va, eb->scq, eb->rcq, &vi);
     if (rc != VIP_SUCCESS) {
         report("AM_Map: VipCreateVi: %s", VipxReturnString(rc));
-        eb->send_descs -= size_t(c->nsend);
-        eb->recv_descs -= size_t(c->nrecv);
+        eb->send_descs -= lay.nsend;
+        eb->recv_descs -= lay.nrecv;
         channel_free_memory(c);
-        c->vi = nullptr;
         return false;
     }
-    // Receives are posted before connecting, so the peer can never find the
-    // receive queue empty.
-    for (int i = c->nsend; i < int(nslots); i++) {
-        rc = VipPostRecv(c->vi, &c->slots[i].desc, c->mh);
-        if (rc != VIP_SUCCESS) {
-            report("AM_Map: VipPostRecv: %s", VipxReturnString(rc));
-            return false; // caller destroys the link
-        }
+    rc = c->prepost(vi);
+    if (rc != VIP_SUCCESS) {
+        report("AM_Map: VipPostRecv: %s", VipxReturnString(rc));
+        return false; // caller destroys the link
     }
     return true;
 }
@@ -164,7 +133,7 @@ static bool channel_connect(Link *l, Channel *c) {
                g.attr.MaxDiscriminatorLen);
         return false;
     }
-    VIP_RETURN rc = VipConnectPeerRequest(c->vi, la, ra, VIP_ULONG(g.connect_timeout_ms));
+    VIP_RETURN rc = VipConnectPeerRequest(c->vi(), la, ra, VIP_ULONG(g.connect_timeout_ms));
     if (rc != VIP_SUCCESS && rc != VIP_NOT_DONE) {
         report("AM_Map: VipConnectPeerRequest: %s", VipxReturnString(rc));
         return false;
@@ -240,7 +209,7 @@ bool link_try_up(Link *l) {
         Channel *c = &l->ch[i];
         if (c->connected) continue;
         VIP_VI_ATTRIBUTES remote_attr;
-        VIP_RETURN rc = VipConnectPeerDone(c->vi, &remote_attr);
+        VIP_RETURN rc = VipConnectPeerDone(c->vi(), &remote_attr);
         if (rc == VIP_NOT_DONE) {
             if (now_ns() > l->connect_deadline_ns) link_fail(l, "connection timed out (does the peer AM_Map this endpoint?)");
             return false;
@@ -305,10 +274,10 @@ void say_goodbye(eb_t eb) {
     for (ep_t ep : eb->eps)
         for (Link *l : ep->links) {
             Channel *c = &l->ch[0];
-            while (l->state == LinkState::Up && (c->credits == 0 || c->nfree_send == 0) &&
+            while (l->state == LinkState::Up && (!c->has_credit() || !c->has_free_send()) &&
                    now_ns() < deadline)
                 poll_bundle(eb, g.handler_depth == 0);
-            if (l->state == LinkState::Up && c->credits > 0 && c->nfree_send > 0)
+            if (l->state == LinkState::Up && c->has_credit() && c->has_free_send())
                 send_system_request(ep, l, kSysBye, nullptr, 0, nullptr, 0);
         }
     // Reliable delivery: a completed send has reached the peer's receive queue.
@@ -321,34 +290,29 @@ void link_destroy(Link *l) {
     // Forget queued requests that live in this link's receive slots.
     for (size_t i = 0; i < eb->pending_count; i++) {
         Slot *&s = eb->pending[(eb->pending_head + i) % eb->pending.size()];
-        if (s && s->ch->link == l) s = nullptr;
+        if (s && channel_of(s)->link == l) s = nullptr;
     }
     for (int i = 0; i < l->nch; i++) {
         Channel *c = &l->ch[i];
-        if (c->vi) {
-            if (eb->stash_vi == c->vi) eb->stash_vi = nullptr;
-            VipDisconnect(c->vi);
-            VIP_DESCRIPTOR *d;
-            while (VipSendDone(c->vi, &d) == VIP_SUCCESS) {
-                Slot *s = reinterpret_cast<Slot *>(d);
-                if (s->regent >= 0) regcache_release(s->regent);
-                s->regent = -1;
-                c->free_send[c->nfree_send++] = s;
-            }
-            while (VipRecvDone(c->vi, &d) == VIP_SUCCESS) {
-            }
-            VIP_RETURN rc = VipDestroyVi(c->vi);
-            eb->sends_outstanding -= (c->nsend - c->nfree_send);
-            eb->send_descs -= size_t(c->nsend);
-            eb->recv_descs -= size_t(c->nrecv);
-            c->vi = nullptr;
+        if (c->vi()) {
+            if (eb->stash_vi == c->vi()) eb->stash_vi = nullptr;
+            VipDisconnect(c->vi());
+            c->drain([](Slot *s) {
+                if (s->pin >= 0) regcache_release(s->pin);
+                s->pin = -1;
+            });
+            VIP_RETURN rc = VipDestroyVi(c->vi());
+            eb->sends_outstanding -= long(c->in_flight());
+            eb->send_descs -= c->nsend();
+            eb->recv_descs -= c->nrecv();
+            c->forget_vi();
             if (rc != VIP_SUCCESS) {
                 // The NIC may still own descriptors in the region: leak it
                 // rather than let the NIC touch freed memory.
                 report("VipDestroyVi failed (%s); keeping the MAP's %zu-byte region",
-                       VipxReturnString(rc), c->region_len);
-                delete[] c->free_send;
-                c->free_send = nullptr;
+                       VipxReturnString(rc), c->region.size());
+                c->region.release(true);
+                c->detach();
                 continue;
             }
         }

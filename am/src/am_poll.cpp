@@ -14,13 +14,8 @@
 
 #include "am_internal.hpp"
 
-VIPL_INSTR_DEFINE(c_cq_recv, "am.VipCQDone (Receive)", VIPL_INSTR_EVENT);
-VIPL_INSTR_DEFINE(c_cq_send, "am.VipCQDone (Send)", VIPL_INSTR_EVENT);
-VIPL_INSTR_DEFINE(c_recv_done, "am.VipRecvDone", VIPL_INSTR_BASE_VI);
-VIPL_INSTR_DEFINE(c_send_done, "am.VipSendDone", VIPL_INSTR_BASE_VI);
-VIPL_INSTR_DEFINE(c_post_recv, "am.VipPostRecv", VIPL_INSTR_BASE_VI);
-VIPL_INSTR_DEFINE(c_recycle_send, "am.Recycle send descriptor", VIPL_INSTR_BASE_VI);
-VIPL_INSTR_DEFINE(c_recycle_recv, "am.Recycle receive descriptor", VIPL_INSTR_BASE_VI);
+// VipCQDone, VipRecvDone, VipSendDone, VipPostRecv and the two recycling steps
+// are timed by the channel (kInstr in am_internal.hpp).
 VIPL_INSTR_DEFINE(c_process, "am.Process received message", VIPL_INSTR_FLOW_CONTROL);
 VIPL_INSTR_DEFINE(c_read, "am.Read data from message", VIPL_INSTR_SEMANTICS);
 VIPL_INSTR_DEFINE(c_act, "am.Act on message", VIPL_INSTR_SEMANTICS);
@@ -145,21 +140,15 @@ static inline op_t opcode_of(const MsgHeader *m) {
 }
 
 void repost_recv(Channel *c, Slot *s) {
-    VIPL_INSTR_BEGIN(t0);
-    s->desc.CS.Status = 0;
-    s->desc.CS.Length = 0;
-    VIPL_INSTR_END(c_recycle_recv, t0);
-    VIPL_INSTR_BEGIN(t1);
-    VIP_RETURN rc = VipPostRecv(c->vi, &s->desc, c->mh);
-    VIPL_INSTR_END(c_post_recv, t1);
+    VIP_RETURN rc = c->repost_recv(s, kInstr);
     if (AMVIA_UNLIKELY(rc != VIP_SUCCESS)) link_fail(c->link, VipxReturnString(rc));
 }
 
 static void run_request(Slot *s) {
     VIPL_INSTR_BEGIN(t0);
-    Channel *c = s->ch;
+    Channel *c = channel_of(s);
     ep_t ep = c->link->ep;
-    MsgHeader *m = s->buf;
+    MsgHeader *m = msg_of(s);
     Token t{ep, c, m, {}, 1, 0};
     ep->stats.RequestsReceived[msg_category(m)]++;
     int status = 0;
@@ -242,7 +231,7 @@ static void run_system_request(Channel *c, MsgHeader *m) {
         uint32_t len = sizeof(SegInfo);
         if (msg_args(m)[0]) {
             int k = std::max(msg_args(m)[1], 1);
-            for (int i = 0; i < l->nch; i++) k = std::max(k, l->ch[i].credits_max);
+            for (int i = 0; i < l->nch; i++) k = std::max(k, l->ch[i].credits_max());
             if (l->bounce || bounce_allocate(l, uint32_t(k) + 1))
                 info.bounce = BounceInfo{uint64_t(uintptr_t(l->bounce)), l->bounce_mh, l->bounce_ring};
             len += sizeof(BounceInfo); // ring 0: none could be made
@@ -279,7 +268,7 @@ static void run_pending(eb_t eb) {
 
 static inline void handle_message(eb_t eb, Slot *s, bool run_requests) {
     VIPL_INSTR_BEGIN(t0);
-    Channel *c = s->ch;
+    Channel *c = channel_of(s);
     Link *l = c->link;
     if (AMVIA_UNLIKELY(s->desc.CS.Status & VIP_STATUS_ERROR_MASK)) {
         // Flushed by a disconnect or broken: the slot is not reposted.
@@ -287,9 +276,9 @@ static inline void handle_message(eb_t eb, Slot *s, bool run_requests) {
         return;
     }
     if (AMVIA_UNLIKELY(l->state == LinkState::Pending)) link_try_up(l);
-    MsgHeader *m = s->buf;
+    MsgHeader *m = msg_of(s);
     if (!(m->flags & kFlagRequest)) {
-        c->credits++; // every reply returns one request credit
+        c->return_credits(1); // every reply returns one request credit
         VIPL_INSTR_END(c_process, t0);
         run_reply(c, m);
         repost_recv(c, s);
@@ -311,10 +300,8 @@ static inline void handle_message(eb_t eb, Slot *s, bool run_requests) {
 
 static inline void receive_from(eb_t eb, VIP_VI_HANDLE vi, bool run_requests) {
     VIP_DESCRIPTOR *d;
-    VIPL_INSTR_BEGIN(t0);
-    VIP_RETURN rc = VipRecvDone(vi, &d);
-    VIPL_INSTR_END(c_recv_done, t0);
-    if (AMVIA_LIKELY(rc == VIP_SUCCESS)) handle_message(eb, reinterpret_cast<Slot *>(d), run_requests);
+    VIP_RETURN rc = chan::Channel::recv_done(vi, &d, kInstr);
+    if (AMVIA_LIKELY(rc == VIP_SUCCESS)) handle_message(eb, chan::slot_of(d), run_requests);
     // else: an entry of a VI destroyed since (AM_FreeEndpoint); nothing to do
 }
 
@@ -322,40 +309,25 @@ int reap_sends(eb_t eb, int max) {
     int i = 0;
     for (; i < max && eb->sends_outstanding > 0; i++) {
         VIP_VI_HANDLE vi;
-        VIP_BOOLEAN is_recv;
-        VIPL_INSTR_BEGIN(t0);
-        if (VipCQDone(eb->scq, &vi, &is_recv) != VIP_SUCCESS) return i;
-        VIPL_INSTR_END(c_cq_send, t0);
+        if (chan::Channel::cq_done(eb->scq, &vi, kInstr.cq_send) != VIP_SUCCESS) return i;
         VIP_DESCRIPTOR *d;
-        VIPL_INSTR_BEGIN(t1);
-        VIP_RETURN rc = VipSendDone(vi, &d);
-        VIPL_INSTR_END(c_send_done, t1);
-        if (rc != VIP_SUCCESS) continue;
-        VIPL_INSTR_BEGIN(t2);
-        auto *s = reinterpret_cast<Slot *>(d);
-        Channel *c = s->ch;
-        // A send flushed by a disconnect is left to the receive side, which
-        // meets the peer's goodbye (kSysBye) first when the peer left cleanly
-        // and its own flushed receives otherwise: reporting here would call a
-        // clean exit an error whenever the flush is reaped before the goodbye.
-        if (AMVIA_UNLIKELY(d->CS.Status & VIP_STATUS_ERROR_MASK) &&
-            (d->CS.Status & VIP_STATUS_ERROR_MASK) != VIP_STATUS_DESC_FLUSHED_ERROR) {
-            char why[160];
-            link_fail(c->link, VipxStatusString(d->CS.Status, why, sizeof why));
-        }
-        if (s->is_rdma) { // back to a plain send descriptor
-            d->CS.Control = VIP_CONTROL_OP_SENDRECV;
-            d->CS.SegCount = 1;
-            d->DS[0].Local.Data.Address = s->buf;
-            d->DS[0].Local.Handle = c->mh;
-            d->DS[0].Local.Length = c->bufsize;
-            s->is_rdma = 0;
-            if (s->regent >= 0) regcache_release(s->regent);
-            s->regent = -1;
-        }
-        c->free_send[c->nfree_send++] = s;
-        eb->sends_outstanding--;
-        VIPL_INSTR_END(c_recycle_send, t2);
+        if (chan::Channel::send_done(vi, &d, kInstr) != VIP_SUCCESS) continue;
+        Slot *s = chan::slot_of(d);
+        Channel *c = channel_of(s);
+        c->recycle_send(s, kInstr, [c, eb](Slot *s) {
+            // A send flushed by a disconnect is left to the receive side, which
+            // meets the peer's goodbye (kSysBye) first when the peer left cleanly
+            // and its own flushed receives otherwise: reporting here would call a
+            // clean exit an error whenever the flush is reaped before the goodbye.
+            const VIP_UINT32 err = s->desc.CS.Status & VIP_STATUS_ERROR_MASK;
+            if (AMVIA_UNLIKELY(err) && err != VIP_STATUS_DESC_FLUSHED_ERROR) {
+                char why[160];
+                link_fail(c->link, VipxStatusString(s->desc.CS.Status, why, sizeof why));
+            }
+            if (s->pin >= 0) regcache_release(s->pin); // an RDMA write's source pages
+            s->pin = -1;
+            eb->sends_outstanding--;
+        });
     }
     return i;
 }
@@ -398,10 +370,7 @@ void poll_bundle(eb_t eb, bool run_requests) {
     int i = 0;
     for (; i < 32; i++) {
         VIP_VI_HANDLE vi;
-        VIP_BOOLEAN is_recv;
-        VIPL_INSTR_BEGIN(t0);
-        if (VipCQDone(eb->rcq, &vi, &is_recv) != VIP_SUCCESS) break;
-        VIPL_INSTR_END(c_cq_recv, t0);
+        if (chan::Channel::cq_done(eb->rcq, &vi, kInstr.cq_recv) != VIP_SUCCESS) break;
         receive_from(eb, vi, run_requests);
         // Requests queued by a handler that just ran (its nested polls) go
         // before the next arrival: requests run in the order they came, which

@@ -15,7 +15,7 @@
 
 VIPL_INSTR_DEFINE(c_bookkeeping, "am.Send bookkeeping", VIPL_INSTR_FLOW_CONTROL);
 VIPL_INSTR_DEFINE(c_build, "am.Build send descriptors", VIPL_INSTR_BASE_VI);
-VIPL_INSTR_DEFINE(c_post_send, "am.VipPostSend", VIPL_INSTR_BASE_VI);
+// VipPostSend is timed by the channel (kInstr in am_internal.hpp).
 
 namespace amvia {
 
@@ -112,14 +112,10 @@ static inline uint32_t build_header(MsgHeader *m, uint8_t flags, handler_t h, in
 
 // Hands a filled slot to the NIC.
 static inline int post_slot(Channel *c, Slot *s, uint32_t len) {
-    s->desc.CS.Length = len;
-    s->desc.CS.Status = 0;
-    s->desc.DS[0].Local.Length = len;
-    VIPL_INSTR_BEGIN(tp);
-    VIP_RETURN rc = VipPostSend(c->vi, &s->desc, c->mh);
-    VIPL_INSTR_END(c_post_send, tp);
+    chan::Channel::set_message(s, len);
+    VIP_RETURN rc = c->post_send(s, kInstr);
     if (AMVIA_LIKELY(rc == VIP_SUCCESS)) return AM_OK;
-    c->free_send[c->nfree_send++] = s;
+    c->untake_send(s);
     c->eb->sends_outstanding--;
     link_fail(c->link, VipxReturnString(rc));
     return AM_ERR_NOT_SENT;
@@ -127,7 +123,7 @@ static inline int post_slot(Channel *c, Slot *s, uint32_t len) {
 
 static inline Slot *take_slot(Channel *c) {
     c->eb->sends_outstanding++;
-    return c->free_send[--c->nfree_send];
+    return c->take_send();
 }
 
 // Slow path: poll until the channel's link is up and it has `slots` free send
@@ -139,10 +135,10 @@ static int wait_resources(Channel *c, int slots, bool credit, bool async) {
     for (;;) {
         if (l->state != LinkState::Up) link_try_up(l);
         if (l->state == LinkState::Dead) return AM_ERR_NOT_SENT;
-        if (l->state == LinkState::Up && c->nfree_send >= slots && (!credit || c->credits > 0))
+        if (l->state == LinkState::Up && c->free_sends() >= uint32_t(slots) && (!credit || c->has_credit()))
             return AM_OK;
         if (async) return AM_ERR_IN_USE;
-        if (c->nfree_send < slots) reap_sends(eb, c->nsend);
+        if (c->free_sends() < uint32_t(slots)) reap_sends(eb, int(c->nsend()));
         poll_bundle(eb, g.handler_depth == 0);
     }
 }
@@ -183,7 +179,7 @@ static int post_rdma(Channel *c, const SegInfo &seg, const void *src, size_t nby
     int rc = AM_OK;
     for (size_t done = 0; done < nbytes && rc == AM_OK;) {
         uint32_t n = uint32_t(std::min<size_t>(nbytes - done, g.max_chunk));
-        if (c->nfree_send == 0 && (rc = wait_resources(c, 1, false, false)) != AM_OK) break;
+        if (!c->has_free_send() && (rc = wait_resources(c, 1, false, false)) != AM_OK) break;
         Slot *s = take_slot(c);
         VIP_DESCRIPTOR &d = s->desc;
         d.CS.Control = VIP_CONTROL_OP_RDMAWRITE;
@@ -196,25 +192,18 @@ static int post_rdma(Channel *c, const SegInfo &seg, const void *src, size_t nby
         d.DS[1].Local.Length = n;
         d.CS.Length = n;
         d.CS.Status = 0;
-        s->is_rdma = 1;
+        s->rdma = 1;
         if (ent >= 0) {
             regcache_pin(ent); // one pin per descriptor in flight
-            s->regent = ent;
+            s->pin = ent;
         }
-        VIPL_INSTR_BEGIN(tp);
-        VIP_RETURN vrc = VipPostSend(c->vi, &d, c->mh);
-        VIPL_INSTR_END(c_post_send, tp);
+        VIP_RETURN vrc = c->post_send(s, kInstr);
         if (vrc != VIP_SUCCESS) {
             // Completion processing restores the slot; do it here instead.
-            d.CS.Control = VIP_CONTROL_OP_SENDRECV;
-            d.CS.SegCount = 1;
-            d.DS[0].Local.Data.Address = s->buf;
-            d.DS[0].Local.Handle = c->mh;
-            d.DS[0].Local.Length = c->bufsize;
-            s->is_rdma = 0;
-            if (s->regent >= 0) regcache_release(s->regent);
-            s->regent = -1;
-            c->free_send[c->nfree_send++] = s;
+            c->restore_plain(s);
+            if (s->pin >= 0) regcache_release(s->pin);
+            s->pin = -1;
+            c->untake_send(s);
             eb->sends_outstanding--;
             link_fail(c->link, VipxReturnString(vrc));
             rc = AM_ERR_NOT_SENT;
@@ -224,11 +213,11 @@ static int post_rdma(Channel *c, const SegInfo &seg, const void *src, size_t nby
         done += n;
     }
     if (ent >= 0) regcache_release(ent);
-    // A slot is a plain send slot again (is_rdma == 0) once its RDMA completed.
+    // A slot is a plain send slot again (rdma == 0) once its RDMA completed.
     for (int i = 0; wait_read && i < nposted; i++)
-        while (posted[i]->is_rdma && c->link->state != LinkState::Dead) {
-            reap_sends(eb, c->nsend);
-            if (posted[i]->is_rdma) poll_bundle(eb, g.handler_depth == 0);
+        while (posted[i]->rdma && c->link->state != LinkState::Dead) {
+            reap_sends(eb, int(c->nsend()));
+            if (posted[i]->rdma) poll_bundle(eb, g.handler_depth == 0);
         }
     if (wait_read && c->link->state == LinkState::Dead) rc = AM_ERR_NOT_SENT;
     return rc;
@@ -245,12 +234,12 @@ int refresh_peer_info(Link *l, bool want_bounce, bool async) {
     eb_t eb = l->ep->eb;
     if (!l->query_outstanding) {
         Channel *c = &l->ch[0];
-        if (async && (l->state != LinkState::Up || c->credits == 0 || c->nfree_send == 0)) {
+        if (async && (l->state != LinkState::Up || !c->has_credit() || !c->has_free_send())) {
             poll_bundle(eb, g.handler_depth == 0);
             return AM_ERR_IN_USE;
         }
         int k = 0;
-        for (int i = 0; i < l->nch; i++) k = std::max(k, l->ch[i].credits_max);
+        for (int i = 0; i < l->nch; i++) k = std::max(k, l->ch[i].credits_max());
         const int32_t args[2] = {want_bounce ? 1 : 0, k};
         l->query_outstanding = true;
         int rc = send_system_request(l->ep, l, kSysInfoQuery, args, 2, nullptr, 0);
@@ -275,7 +264,7 @@ static inline uint32_t build_message(Slot *s, bool request, handler_t h, int nar
                                      const int32_t *args, const void *src, size_t nbytes,
                                      uintptr_t off, uint32_t gen = 0, bool no_data = false) {
     VIPL_INSTR_BEGIN(t1);
-    MsgHeader *m = s->buf;
+    MsgHeader *m = msg_of(s);
     uint32_t len = build_header(m, flags_of(request, C, false), h, nargs, kSysNone, uint32_t(nbytes), tag, args);
     if constexpr (C == kMedium) {
         std::memcpy(reinterpret_cast<uint8_t *>(m) + len, src, nbytes);
@@ -309,10 +298,10 @@ static int send_bounce(Channel *c, bool request, handler_t h, int nargs, tag_t t
     uint32_t slot = request ? l->bounce_req_seq++ % b.ring : b.ring + l->bounce_rep_seq++ % b.ring;
     const SegInfo target{b.base + uint64_t(slot) * kBounceSlot, kBounceSlot, b.handle, 0};
     int rc = post_rdma(c, target, src, nbytes, 0, true); // the source is free on return, as for any medium
-    if (rc == AM_OK && c->nfree_send == 0) rc = wait_resources(c, 1, false, false);
+    if (rc == AM_OK && !c->has_free_send()) rc = wait_resources(c, 1, false, false);
     if (rc != AM_OK) return rc;
     Slot *s = take_slot(c);
-    MsgHeader *m = s->buf;
+    MsgHeader *m = msg_of(s);
     uint32_t len = build_header(m, uint8_t(flags_of(request, kMedium, false) | kFlagBounce), h, nargs,
                                 kSysNone, uint32_t(nbytes), tag, args);
     const BounceTrailer tr{slot, 0};
@@ -398,10 +387,10 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
             no_data = !seg_fits(l->seg, nbytes, off);
         }
         int slots = no_data ? 1 : 1 + int((nbytes + g.max_chunk - 1) / g.max_chunk);
-        if (async && (c->credits == 0 || c->nfree_send < slots)) {
+        if (async && (!c->has_credit() || c->free_sends() < uint32_t(slots))) {
             poll_bundle(ep->eb, true);
-            if (l->state != LinkState::Up || c->credits == 0 || c->nfree_send < slots) {
-                if (c->credits == 0) ep->stats.CreditStalls++;
+            if (l->state != LinkState::Up || !c->has_credit() || c->free_sends() < uint32_t(slots)) {
+                if (!c->has_credit()) ep->stats.CreditStalls++;
                 else if (l->state == LinkState::Up) ep->stats.SendSlotStalls++;
                 return AM_ERR_IN_USE;
             }
@@ -420,20 +409,20 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
                                  kInlineMedium, kInlineMedium);
         }
     }
-    if (AMVIA_UNLIKELY(l->state != LinkState::Up || c->credits == 0 || c->nfree_send == 0)) {
+    if (AMVIA_UNLIKELY(l->state != LinkState::Up || !c->has_credit() || !c->has_free_send())) {
         if (l->state == LinkState::Up) {
-            if (c->credits == 0) ep->stats.CreditStalls++;
+            if (!c->has_credit()) ep->stats.CreditStalls++;
             else ep->stats.SendSlotStalls++;
         }
         int rc = wait_resources(c, 1, true, false);
         if (rc != AM_OK) return unreachable(ep, t, C, h, nargs, args, rc);
     }
-    c->credits--;
+    c->take_credit();
     if constexpr (C == kMedium) {
         if (AMVIA_UNLIKELY(nbytes > kInlineMedium)) {
             int rc = send_bounce(c, true, h, nargs, t.tag, args, src, nbytes);
             if (rc != AM_OK) {
-                c->credits++;
+                c->return_credits(1);
                 if (rc == AM_ERR_RESOURCE)
                     return fail_call(rc, CallDesc{true, C, false, nargs, ep, dest, nullptr, h, src, nbytes, 0},
                                      "%s", regcache_last_error());
@@ -450,9 +439,9 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
     const SegInfo target = C == kLong ? l->seg : SegInfo{};
     if constexpr (C == kLong) {
         int rc = no_data ? AM_OK : post_rdma(c, target, src, nbytes, off, !async);
-        if (rc == AM_OK && c->nfree_send == 0) rc = wait_resources(c, 1, false, false);
+        if (rc == AM_OK && !c->has_free_send()) rc = wait_resources(c, 1, false, false);
         if (rc != AM_OK) {
-            c->credits++;
+            c->return_credits(1);
             if (rc == AM_ERR_RESOURCE)
                 return fail_call(rc, CallDesc{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off},
                                  "%s", regcache_last_error());
@@ -466,7 +455,7 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
                                           target.gen, no_data);
     int rc = post_slot(c, s, len);
     if (AMVIA_UNLIKELY(rc != AM_OK)) {
-        c->credits++;
+        c->return_credits(1);
         return unreachable(ep, t, C, h, nargs, args, rc);
     }
     count_sent(ep, true, C, nargs, nbytes, len, C == kLong && !no_data ? nbytes : 0);
@@ -510,12 +499,12 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
     uint32_t need = uint32_t(sizeof(MsgHeader)) + args_bytes(unsigned(nargs)) +
                     (C == kMedium ? uint32_t(std::min<size_t>(nbytes, kInlineMedium))
                      : C == kLong ? uint32_t(sizeof(LongTrailer)) : 0u);
-    if (AMVIA_UNLIKELY(need > c->bufsize))
+    if (AMVIA_UNLIKELY(need > c->bufsize()))
         return fail_call(AM_ERR_BAD_ARG, call,
                          "AMVIAv1: a %u-byte reply does not fit the request's VI (%u-byte buffers); "
                          "replies travel on their request's VI: reply with a short message, or use "
                          "the v3 layout",
-                         need, c->bufsize);
+                         need, c->bufsize());
     Link *l = c->link;
     bool no_data = false;
     SegInfo target{};
@@ -550,7 +539,7 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
                    nbytes);
         return AM_OK;
     }
-    if (AMVIA_UNLIKELY(c->nfree_send == 0)) {
+    if (AMVIA_UNLIKELY(!c->has_free_send())) {
         t->ep->stats.SendSlotStalls++;
         int rc = wait_resources(c, 1, false, false);
         if (rc != AM_OK) return fail_call(rc, call, "the requester is unreachable");
@@ -573,17 +562,17 @@ int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int 
     // VI, so the peer's acknowledgement (kSysSegAck) comes back behind any
     // long message it aimed at the old segment (VIs deliver in order).
     Channel *c = &l->ch[l->nch == 3 && sys == kSysSegInfo ? int(kLong) : 0];
-    if (l->state != LinkState::Up || c->credits == 0 || c->nfree_send == 0) {
+    if (l->state != LinkState::Up || !c->has_credit() || !c->has_free_send()) {
         int rc = wait_resources(c, 1, true, false);
         if (rc != AM_OK) return rc;
     }
-    c->credits--;
+    c->take_credit();
     Slot *s = take_slot(c);
-    MsgHeader *m = s->buf;
+    MsgHeader *m = msg_of(s);
     uint32_t len = build_header(m, flags_of(true, kMedium, true), 0, nargs, sys, nbytes, 0, args);
     if (nbytes) std::memcpy(reinterpret_cast<uint8_t *>(m) + len, payload, nbytes);
     int rc = post_slot(c, s, len + nbytes);
-    if (rc != AM_OK) c->credits++;
+    if (rc != AM_OK) c->return_credits(1);
     return rc;
 }
 
@@ -592,12 +581,12 @@ int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int 
 int send_system_reply(Token *t, uint8_t sys, uint32_t nbytes_field, const void *payload,
                       uint32_t payload_len) {
     Channel *c = t->ch;
-    if (AMVIA_UNLIKELY(c->nfree_send == 0)) {
+    if (AMVIA_UNLIKELY(!c->has_free_send())) {
         int rc = wait_resources(c, 1, false, false);
         if (rc != AM_OK) return rc;
     }
     Slot *s = take_slot(c);
-    MsgHeader *m = s->buf;
+    MsgHeader *m = msg_of(s);
     const MsgHeader *req = t->msg;
     uint32_t len;
     if (sys == kSysReturned)

@@ -271,7 +271,7 @@ int AMVIA_SPMDExit(int exitcode) {
             Link *l = s_ep->xlate[size_t(r)].link;
             if (!l || l->state != LinkState::Up) continue;
             const Channel &c = l->ch[0];
-            if (c.credits > 0 && c.nfree_send > 0)
+            if (c.has_credit() && c.has_free_send())
                 send_system_request(s_ep, l, kSysExit, args, 1, nullptr, 0);
         }
         // Let the notices leave the NIC (in inline firmware mode, our polls move them).

@@ -100,7 +100,7 @@ protected:
             EXPECT_EQ(d->CS.Status & VIP_STATUS_ERROR_MASK, 0u);
             a.recycle_send(viastack::channel::slot_of(d), kInstr, [](Slot *) {});
             n++;
-        } while (a.send_done(&d, kInstr) == VIP_SUCCESS);
+        } while (Channel::send_done(via, &d, kInstr) == VIP_SUCCESS);
         return n;
     }
 

@@ -184,10 +184,11 @@ public:
     }
 
     // ---- reaping sends ---------------------------------------------------------
-    // One completed send of this channel's VI, or VIP_NOT_DONE.
-    VIP_RETURN send_done(VIP_DESCRIPTOR **d, const Instr &in) {
+    // One completed send of vi (a channel's VI, or the one a send CQ
+    // named), or VIP_NOT_DONE.
+    static VIP_RETURN send_done(VIP_VI_HANDLE vi, VIP_DESCRIPTOR **d, const Instr &in) {
         VIPL_INSTR_BEGIN(t);
-        VIP_RETURN rc = VipSendDone(vi_, d);
+        VIP_RETURN rc = VipSendDone(vi, d);
         if (rc != VIP_NOT_DONE) VIASTACK_CHANNEL_TIME_END(in.send_done, t);
         return rc;
     }
@@ -247,8 +248,8 @@ public:
     // Forgets the VI (destroyed by the layer).
     void forget_vi() { vi_ = nullptr; }
 
-private:
-    // Back to the shape attach() gave a send slot.
+    // Back to the shape attach() gave a send slot (a plain send of its own
+    // buffer), e.g. for an RDMA write the NIC refused.
     void restore_plain(Slot *s) {
         s->desc.CS.Control = VIP_CONTROL_OP_SENDRECV;
         s->desc.CS.SegCount = 1;
@@ -258,6 +259,7 @@ private:
         s->rdma = 0;
     }
 
+private:
     VIP_VI_HANDLE vi_ = nullptr;
     VIP_MEM_HANDLE mh_ = 0;
     Layout layout_{};
