@@ -97,10 +97,9 @@ CollPayload all_reduce(uint16_t op, CollPayload mine) {
     CollState &c = g.coll;
     uint64_t seq = c.seq++;
     unsigned par = unsigned(seq & 1);
-    uint32_t idle = 0;
     if (g.me == 0) {
         c.vals[par][0] = mine;
-        while (c.arrivals[par] < uint32_t(g.procs - 1)) wait_step(idle);
+        while (c.arrivals[par] < uint32_t(g.procs - 1)) wait_step();
         c.arrivals[par] = 0;
         for (int r = 1; r < g.procs; ++r)
             if (c.ops[par][size_t(r)] != op) mismatch(op, c.ops[par][size_t(r)], r);
@@ -118,7 +117,7 @@ CollPayload all_reduce(uint16_t op, CollPayload mine) {
         return acc;
     }
     send_request(0, kCollUp, op, seq, &mine, sizeof mine, 0);
-    while (!c.down[par]) wait_step(idle);
+    while (!c.down[par]) wait_step();
     c.down[par] = false;
     if (c.down_op[par] != op) mismatch(op, c.down_op[par], 0);
     return c.result[par];

@@ -10,8 +10,10 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "rt_internal.hpp"
+#include "viastack_env.hpp"
 #include "viastack_log.hpp"
 #include "vipl_boot.h"
 
@@ -30,23 +32,7 @@ namespace {
 
 constexpr VIP_ULONG kConnectTimeoutMs = 60000;
 
-size_t env_size(const char *name, size_t dflt) {
-    const char *e = std::getenv(name);
-    if (!e || !*e) return dflt;
-    char *end = nullptr;
-    unsigned long long v = std::strtoull(e, &end, 0);
-    switch (end && *end ? *end : 0) {
-    case 'k': case 'K': v <<= 10; break;
-    case 'm': case 'M': v <<= 20; break;
-    case 'g': case 'G': v <<= 30; break;
-    case 0: break;
-    default:
-        viastack::log::warn(viastack::log::Layer::splitc, "ignoring {}={} (want a number with optional K/M/G)", name,
-                            e);
-        return dflt;
-    }
-    return size_t(v);
-}
+constexpr auto kLayer = viastack::log::Layer::splitc;
 
 [[gnu::cold]] bool init_fail(const char *what, VIP_RETURN rc) {
     report(SPLITC_ERR_INIT, "%s failed: %s", what, VipxReturnString(rc));
@@ -136,54 +122,36 @@ bool setup_statics() {
     return true;
 }
 
+// Every peer's channel (channel/): one registered region holds all their
+// slots, 2k + 2 sends and 2k + 1 receives of max_msg bytes each.
 bool setup_buffers() {
-    g.nsend = 2 * g.credits + 2;
-    g.nrecv = 2 * g.credits + 1;
-    g.slot_stride = kSlotHeader + (size_t(g.max_msg) + 63) / 64 * 64;
-    size_t per_peer = size_t(g.nsend + g.nrecv) * g.slot_stride;
-    g.bufs_len = per_peer * size_t(g.procs - 1);
-    g.bufs = static_cast<uint8_t *>(std::aligned_alloc(4096, (g.bufs_len + 4095) / 4096 * 4096));
-    if (!g.bufs) {
-        report(SPLITC_ERR_INIT, "cannot allocate %zu bytes of message buffers", g.bufs_len);
+    g.layout = chan::layout_for(g.credits, g.max_msg, kExtraSendSlots);
+    const size_t per_peer = chan::Channel::region_bytes(g.layout);
+    std::string why;
+    if (!g.slots.allocate(g.nic, g.ptag, per_peer * size_t(g.procs - 1), &why)) {
+        report(SPLITC_ERR_INIT, "%s", why.c_str());
         return false;
     }
-    std::memset(g.bufs, 0, g.bufs_len);
-    if (!register_region(g.bufs, g.bufs_len, &g.bufseg.mh, "message buffers")) return false;
-    g.bufseg.lo = reinterpret_cast<uintptr_t>(g.bufs);
-    g.bufseg.hi = g.bufseg.lo + g.bufs_len;
-    uint8_t *next = g.bufs;
+    uint8_t *next = g.slots.base();
     for (int r = 0; r < g.procs; ++r) {
         if (r == g.me) continue;
         Peer &p = g.peers[size_t(r)];
-        p.send_base = next;
-        p.recv_base = next + size_t(g.nsend) * g.slot_stride;
+        p.attach(g.layout, next, g.slots.handle());
+        p.rank = r;
         next += per_peer;
-        for (uint32_t i = 0; i < g.nsend + g.nrecv; ++i) {
-            uint8_t *slot = p.send_base + size_t(i) * g.slot_stride;
-            *slot_meta(slot) = SlotMeta{uint32_t(r), i};
-            VIP_DESCRIPTOR *d = slot_desc(slot);
-            d->CS.SegCount = 1;
-            d->DS[0].Local.Data.Address = slot_buf(slot);
-            d->DS[0].Local.Handle = g.bufseg.mh;
-            d->DS[0].Local.Length = g.max_msg;
-            d->CS.Length = g.max_msg;
-        }
-        p.credits = int32_t(g.credits);
     }
     return true;
 }
 
 bool setup_vis() {
-    const char *rcq = std::getenv("SPLITC_RECV_CQ");
-    bool direct = g.procs == 2 && !(rcq && *rcq == '1');
+    bool direct = g.procs == 2 && !viastack::env::flag("SPLITC_RECV_CQ");
     VIP_RETURN rc = VIP_SUCCESS;
     if (!direct) {
-        rc = VipCreateCQ(g.nic, VIP_ULONG(g.nrecv) * VIP_ULONG(g.procs - 1) + 16, &g.recv_cq);
+        rc = VipCreateCQ(g.nic, VIP_ULONG(g.layout.nrecv) * VIP_ULONG(g.procs - 1) + 16, &g.recv_cq);
         if (rc != VIP_SUCCESS) return init_fail("VipCreateCQ(receives)", rc);
     }
-    const char *scq = std::getenv("SPLITC_SEND_CQ");
-    if (scq && *scq == '1') {
-        rc = VipCreateCQ(g.nic, VIP_ULONG(g.nsend) * VIP_ULONG(g.procs - 1) + 16, &g.send_cq);
+    if (viastack::env::flag("SPLITC_SEND_CQ")) {
+        rc = VipCreateCQ(g.nic, VIP_ULONG(g.layout.nsend) * VIP_ULONG(g.procs - 1) + 16, &g.send_cq);
         if (rc != VIP_SUCCESS) return init_fail("VipCreateCQ(sends)", rc);
     }
     VIP_VI_ATTRIBUTES va{};
@@ -196,14 +164,12 @@ bool setup_vis() {
     for (int r = 0; r < g.procs; ++r) {
         if (r == g.me) continue;
         Peer &p = g.peers[size_t(r)];
-        rc = VipCreateVi(g.nic, &va, g.send_cq, g.recv_cq, &p.vi);
+        VIP_VI_HANDLE vi = nullptr;
+        rc = VipCreateVi(g.nic, &va, g.send_cq, g.recv_cq, &vi);
         if (rc != VIP_SUCCESS) return init_fail("VipCreateVi", rc);
-        if (direct) g.direct_vi = p.vi;
-        for (uint32_t i = 0; i < g.nrecv; ++i) {
-            VIP_DESCRIPTOR *d = slot_desc(p.recv_base + size_t(i) * g.slot_stride);
-            rc = VipPostRecv(p.vi, d, g.bufseg.mh);
-            if (rc != VIP_SUCCESS) return init_fail("VipPostRecv", rc);
-        }
+        if (direct) g.direct_vi = vi;
+        rc = p.prepost(vi);  // before connecting: the receive queue is never empty
+        if (rc != VIP_SUCCESS) return init_fail("VipPostRecv", rc);
     }
     // Issue every peer request first, then wait: the pairs complete in any order.
     alignas(8) uint8_t local_buf[VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, VIP_MAX_DISCRIMINATOR_LEN)];
@@ -215,7 +181,7 @@ bool setup_vis() {
         int lo = r < g.me ? r : g.me, hi = r < g.me ? g.me : r;
         make_address(local, g.me, lo, hi);
         make_address(remote, r, lo, hi);
-        rc = VipConnectPeerRequest(g.peers[size_t(r)].vi, local, remote, kConnectTimeoutMs);
+        rc = VipConnectPeerRequest(g.peers[size_t(r)].vi(), local, remote, kConnectTimeoutMs);
         if (rc != VIP_SUCCESS) {
             report(SPLITC_ERR_INIT, "VipConnectPeerRequest to processor %d failed: %s", r, VipxReturnString(rc));
             return false;
@@ -224,7 +190,7 @@ bool setup_vis() {
     for (int r = 0; r < g.procs; ++r) {
         if (r == g.me) continue;
         VIP_VI_ATTRIBUTES remote_attr{};
-        rc = VipConnectPeerWait(g.peers[size_t(r)].vi, &remote_attr);
+        rc = VipConnectPeerWait(g.peers[size_t(r)].vi(), &remote_attr);
         if (rc != VIP_SUCCESS) {
             report(SPLITC_ERR_INIT, "connecting to processor %d failed: %s (is it running the same program?)", r,
                    VipxReturnString(rc));
@@ -285,34 +251,28 @@ bool init_network() {
 }
 
 bool read_config() {
-    size_t k = env_size("SPLITC_CREDITS", 8);
-    if (k < 1 || k > 120) {
-        report(SPLITC_ERR_INIT, "SPLITC_CREDITS=%zu: want 1..120", k);
-        return false;
-    }
+    long k = viastack::env::integer(kLayer, "SPLITC_CREDITS", 8, 1, 120);
     g.credits = uint32_t(k);
     g.store_ack_every = g.credits / 4 ? g.credits / 4 : 1;
-    size_t m = env_size("SPLITC_MAX_MSG", 4096);
+    size_t m = viastack::env::bytes(kLayer, "SPLITC_MAX_MSG", 4096);
     if (m < 256 || m > (1u << 20)) {
         report(SPLITC_ERR_INIT, "SPLITC_MAX_MSG=%zu: want 256..1M bytes", m);
         return false;
     }
     g.max_msg = uint32_t(m);
     g.max_payload = g.max_msg - uint32_t(sizeof(MsgHdr));
-    // Long spins only pay when every process can have a core of its own; the
-    // window adapts (wait_step) unless SPLITC_SPIN fixes it.
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    g.spin_min = 8;
-    g.spin_max = g.procs > ncpu ? 64 : 4096;
-    g.spin_limit = g.spin_max;
-    g.spin_adaptive = true;
-    const char *cc = std::getenv("SPLITC_CHECK_COLLECTIVES");
-    g.check_collectives = cc && *cc == '1';
-    if (std::getenv("SPLITC_SPIN")) {
-        g.spin_limit = uint32_t(env_size("SPLITC_SPIN", 64));
-        if (g.spin_limit == 0) g.spin_limit = 1;
-        g.spin_adaptive = false;
+    g.check_collectives = viastack::env::flag("SPLITC_CHECK_COLLECTIVES");
+    // Waiting (vipl_wait.h): long spins only pay when every process can have
+    // a core of its own; the window adapts unless SPLITC_SPIN fixes it.
+    vipl_wait::Mode mode;
+    if (!vipl_wait::mode_from_env(&mode)) {
+        report(SPLITC_ERR_INIT, "VIASTACK_WAIT=%s is not a wait policy; set it to %s", std::getenv("VIASTACK_WAIT"),
+               vipl_wait::kAllowed);
+        return false;
     }
+    vipl_wait::init(g.wait, mode, g.procs);
+    if (viastack::env::raw("SPLITC_SPIN"))
+        vipl_wait::fix_window(g.wait, uint32_t(viastack::env::integer(kLayer, "SPLITC_SPIN", 64, 0, 1L << 30)));
     return true;
 }
 
@@ -364,8 +324,8 @@ size_t default_heap_size(int local_procs, bool pins) {
 // grows down from its top at the same address everywhere): the smallest one
 // asked for wins.  Returns 0 after reporting on failure.
 size_t agree_heap_size(bool pins) {
-    const char *env = std::getenv("SPLITC_HEAP_SIZE");
-    g.heap_size_explicit = env && *env;
+    const char *env = viastack::env::raw("SPLITC_HEAP_SIZE");
+    g.heap_size_explicit = env != nullptr;
     struct { uint64_t host, size; } mine{host_id(), 0}, *all = nullptr;
     std::vector<decltype(mine)> v(size_t(g.procs));
     int local = 1;
@@ -378,7 +338,7 @@ size_t agree_heap_size(bool pins) {
         local = 0;
         for (auto &x : v) local += x.host == mine.host;
     }
-    size_t want = g.heap_size_explicit ? env_size("SPLITC_HEAP_SIZE", kHeapMin) : default_heap_size(local, pins);
+    size_t want = g.heap_size_explicit ? viastack::env::bytes(kLayer, "SPLITC_HEAP_SIZE", kHeapMin) : default_heap_size(local, pins);
     if (want < 4096 || want > kHeapMax) {
         report(SPLITC_ERR_INIT, "SPLITC_HEAP_SIZE=%s: want 4K..1T bytes", env);
         return 0;
@@ -470,28 +430,25 @@ void splitc_finalize(void) {
     vipl_boot_barrier();
     g.net_up = false;
     g.direct_vi = nullptr;
+    g.stash_vi = nullptr;
     if (g.procs > 1) {
         for (int r = 0; r < g.procs; ++r) {
             Peer &p = g.peers[size_t(r)];
-            if (!p.vi) continue;
-            VipDisconnect(p.vi);
-            VIP_DESCRIPTOR *d;
-            while (VipRecvDone(p.vi, &d) == VIP_SUCCESS) {}
-            while (VipSendDone(p.vi, &d) == VIP_SUCCESS) {}
-            VipDestroyVi(p.vi);
-            p.vi = nullptr;
+            if (!p.vi()) continue;
+            VipDisconnect(p.vi());
+            p.drain();
+            VipDestroyVi(p.vi());
+            p.detach();
         }
         if (g.recv_cq) VipDestroyCQ(g.recv_cq);
         if (g.send_cq) VipDestroyCQ(g.send_cq);
         g.recv_cq = g.send_cq = nullptr;
-        if (g.bufs) VipDeregisterMem(g.nic, g.bufs, g.bufseg.mh);
+        g.slots.release();
         if (g.statics.lo) VipDeregisterMem(g.nic, reinterpret_cast<void *>(g.statics.lo), g.statics.mh);
         if (g.heap.lo) VipDeregisterMem(g.nic, reinterpret_cast<void *>(g.heap.lo), g.heap.mh);
         if (g.ptag) VipDestroyPtag(g.nic, g.ptag);
         VipCloseNic(g.nic);
         g.nic = nullptr;
-        std::free(g.bufs);
-        g.bufs = nullptr;
     }
     heap_unmap();
     g.statics = Segment{};

@@ -15,8 +15,10 @@
 #include <vector>
 
 #include "splitc_rt.h"
+#include "viastack/channel.hpp"
 #include "vipl.h"
 #include "vipl_instr.h"
+#include "vipl_wait.h"
 
 namespace splitc::rt {
 
@@ -80,23 +82,18 @@ constexpr uint16_t kScan = 0x100;
 constexpr int kTypeShift = 12;
 enum CollType : uint16_t { kTypeRuntime, kTypeI, kTypeL, kTypeU, kTypeUL, kTypeF, kTypeD, kTypeP, kTypeGptr };
 
-// Each slot of the registered buffer region: descriptor, bookkeeping, buffer.
-constexpr size_t kSlotHeader = 128;  // 64 descriptor + 64 meta
-struct SlotMeta {
-    uint32_t peer;
-    uint32_t index;
-};
+namespace chan = viastack::channel;
+using chan::Slot;
 
-struct Peer {
-    VIP_VI_HANDLE vi = nullptr;
-    uint8_t *send_base = nullptr;  // nsend slots, used as a ring (sends complete in order)
-    uint8_t *recv_base = nullptr;  // nrecv slots, always posted
-    uint32_t head = 0;             // next send slot to post
-    uint32_t tail = 0;             // oldest send slot not yet reaped
-    uint32_t inflight = 0;         // posted, not reaped
-    int32_t credits = 0;           // request credits towards this peer
-    uint32_t unacked = 0;          // replyless requests received and not yet credited back
+// The channel to one peer (channel/: slots, credits, reaping, recycling).
+// Send slots are sized 2k + 2: k requests, k replies, and the store
+// acknowledgements, which go out without a credit.
+struct Peer : chan::Channel {
+    int rank = -1;
 };
+constexpr uint32_t kExtraSendSlots = 2;
+
+inline Peer &peer_of(Slot *s) { return *static_cast<Peer *>(s->ch); }
 
 struct Segment {
     uintptr_t lo = 0, hi = 0;
@@ -135,12 +132,8 @@ struct Runtime {
     uint32_t store_ack_every = 2;   // k/4
     uint32_t max_msg = 4096;        // header + payload
     uint32_t max_payload = 4096 - sizeof(MsgHdr);
-    uint32_t nsend = 0, nrecv = 0;  // slots per peer
-    size_t slot_stride = 0;
-
-    uint8_t *bufs = nullptr;        // all slots of all peers, registered once
-    size_t bufs_len = 0;
-    Segment bufseg;
+    chan::Layout layout;            // slots and buffers per peer
+    chan::Region slots;             // every peer's slots, registered once
     Segment heap;                   // symmetric heap
     Segment statics;                // .data/.bss when at one address everywhere
 
@@ -157,13 +150,11 @@ struct Runtime {
     bool heap_size_explicit = false;  // SPLITC_HEAP_SIZE was set
 
     CollState coll;
-    // Waiting: idle polls before sched_yield().  Adapted between spin_min and
-    // spin_max (see wait_step) unless SPLITC_SPIN fixes it.
-    uint32_t spin_limit = 64;
-    uint32_t spin_min = 8, spin_max = 4096;
-    bool spin_adaptive = true;
-    bool yielded = false;             // the current wait gave the CPU away
-    uint32_t polls_since_yield = 0;
+    // Waiting (VIASTACK_WAIT, vipl_wait.h): idle polls before giving the CPU
+    // away, adapted unless SPLITC_SPIN fixes the window.
+    vipl_wait::WaitState wait;
+    // A receive completion VipCQWait took in block mode (poll serves it first).
+    VIP_VI_HANDLE stash_vi = nullptr;
 };
 
 extern Runtime g;
@@ -174,12 +165,6 @@ extern Runtime g;
 [[gnu::cold]] void report(splitc_error_t code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 [[gnu::cold, noreturn]] void fatal_vip(const char *what, VIP_RETURN rc);
-
-// ---- slots ---------------------------------------------------------------------
-inline VIP_DESCRIPTOR *slot_desc(uint8_t *slot) { return reinterpret_cast<VIP_DESCRIPTOR *>(slot); }
-inline SlotMeta *slot_meta(uint8_t *slot) { return reinterpret_cast<SlotMeta *>(slot + 64); }
-inline uint8_t *slot_buf(uint8_t *slot) { return slot + kSlotHeader; }
-inline uint8_t *slot_of_desc(VIP_DESCRIPTOR *d) { return reinterpret_cast<uint8_t *>(d); }
 
 // Handle of the registered region holding [p, p+n) for a gather segment, or
 // false when the memory is not registered (the caller then copies).
@@ -196,8 +181,9 @@ inline bool remote_addressable(uintptr_t a, size_t n) {
 // ---- messaging (rt_msg.cpp) ------------------------------------------------------
 // Serves up to max messages waiting in the receive CQ; returns how many.
 int poll(int max = 64);
-// One step of a wait loop: poll, and yield the CPU after spin_limit idle polls.
-void wait_step(uint32_t &idle);
+// One step of a wait loop: poll, and after the wait window of idle polls give
+// the CPU away (VIASTACK_WAIT: sched_yield, or sleep in a VIPL wait in block mode).
+void wait_step();
 
 // A request towards peer p (not me): waits for a credit and a send slot.
 // payload (may be null) is sent from registered memory without a copy when

@@ -8,15 +8,18 @@
 
 namespace splitc::rt {
 
-VIPL_INSTR_DEFINE(c_post_send, "splitc.VipPostSend", VIPL_INSTR_BASE_VI);
-VIPL_INSTR_DEFINE(c_send_done, "splitc.VipSendDone", VIPL_INSTR_BASE_VI);
-VIPL_INSTR_DEFINE(c_recv_done, "splitc.VipRecvDone", VIPL_INSTR_BASE_VI);
-VIPL_INSTR_DEFINE(c_post_recv, "splitc.VipPostRecv", VIPL_INSTR_BASE_VI);
-VIPL_INSTR_DEFINE(c_recycle_send, "splitc.Recycle send descriptor", VIPL_INSTR_BASE_VI);
-VIPL_INSTR_DEFINE(c_recycle_recv, "splitc.Recycle receive descriptor", VIPL_INSTR_BASE_VI);
+// The channel times the VIPL calls and the recycling steps on these (Table 4).
+VIASTACK_CHANNEL_COUNTER(c_post_send, "splitc.VipPostSend", VIPL_INSTR_BASE_VI);
+VIASTACK_CHANNEL_COUNTER(c_send_done, "splitc.VipSendDone", VIPL_INSTR_BASE_VI);
+VIASTACK_CHANNEL_COUNTER(c_recv_done, "splitc.VipRecvDone", VIPL_INSTR_BASE_VI);
+VIASTACK_CHANNEL_COUNTER(c_post_recv, "splitc.VipPostRecv", VIPL_INSTR_BASE_VI);
+VIASTACK_CHANNEL_COUNTER(c_recycle_send, "splitc.Recycle send descriptor", VIPL_INSTR_BASE_VI);
+VIASTACK_CHANNEL_COUNTER(c_recycle_recv, "splitc.Recycle receive descriptor", VIPL_INSTR_BASE_VI);
+VIASTACK_CHANNEL_COUNTER(c_cq_recv, "splitc.VipCQDone (Receive)", VIPL_INSTR_EVENT);
+VIASTACK_CHANNEL_COUNTER(c_cq_send, "splitc.VipCQDone (Send)", VIPL_INSTR_EVENT);
+constexpr chan::Instr kInstr{&c_post_send, &c_send_done, &c_cq_send, &c_recycle_send,
+                             &c_recv_done, &c_cq_recv,   &c_recycle_recv, &c_post_recv};
 VIPL_INSTR_DEFINE(c_build, "splitc.Build send descriptors", VIPL_INSTR_BASE_VI);
-VIPL_INSTR_DEFINE(c_cq_recv, "splitc.VipCQDone (Receive)", VIPL_INSTR_EVENT);
-VIPL_INSTR_DEFINE(c_cq_send, "splitc.VipCQDone (Send)", VIPL_INSTR_EVENT);
 VIPL_INSTR_DEFINE(c_bookkeep, "splitc.Send bookkeeping", VIPL_INSTR_FLOW_CONTROL);
 // Split-C/VI dispatches in place instead of queueing; this counter times the
 // step that replaces Table 4's "push msg on req/rep queue": receive-side
@@ -38,20 +41,17 @@ constexpr uint32_t kGatherMin = 128;
     __builtin_unreachable();  // network errors are fatal
 }
 
+// Puts a completed send towards `rank` back on its channel's free list.
 inline void retire_send(int rank, Peer &p, VIP_DESCRIPTOR *d) {
-    VIPL_INSTR_BEGIN(t);
-    uint8_t *expect = p.send_base + size_t(p.tail) * g.slot_stride;
-    if (__builtin_expect(slot_of_desc(d) != expect, 0))
-        report(SPLITC_ERR_NETWORK, "provider completed sends to processor %d out of order", rank);
-    if (__builtin_expect(d->CS.Status & VIP_STATUS_ERROR_MASK, 0)) fatal_status("send", rank, d->CS.Status);
-    if (++p.tail == g.nsend) p.tail = 0;
-    --p.inflight;
-    VIPL_INSTR_END(c_recycle_send, t);
+    p.recycle_send(chan::slot_of(d), kInstr, [rank](Slot *s) {
+        if (__builtin_expect(s->desc.CS.Status & VIP_STATUS_ERROR_MASK, 0))
+            fatal_status("send", rank, s->desc.CS.Status);
+    });
 }
 
 int rank_of_vi(VIP_VI_HANDLE vi) {
     for (int r = 0; r < g.procs; ++r)
-        if (g.peers[r].vi == vi) return r;
+        if (g.peers[r].vi() == vi) return r;
     report(SPLITC_ERR_NETWORK, "completion for an unknown VI %p", vi);
     __builtin_unreachable();
 }
@@ -59,34 +59,26 @@ int rank_of_vi(VIP_VI_HANDLE vi) {
 // Reaps completed sends without waiting; returns true if any towards `rank`.
 bool reap_sends(int rank) {
     bool got = false;
+    VIP_DESCRIPTOR *d;
     if (g.send_cq) {
         for (;;) {
             VIP_VI_HANDLE vi;
-            VIP_BOOLEAN recvq;
-            VIPL_INSTR_BEGIN(tc);
-            VIP_RETURN rc = VipCQDone(g.send_cq, &vi, &recvq);
+            VIP_RETURN rc = chan::Channel::cq_done(g.send_cq, &vi, kInstr.cq_send);
             if (rc == VIP_NOT_DONE) break;
             if (rc != VIP_SUCCESS) fatal_vip("VipCQDone(send)", rc);
-            VIPL_INSTR_END(c_cq_send, tc);
             int r = rank_of_vi(vi);
-            VIP_DESCRIPTOR *d;
-            VIPL_INSTR_BEGIN(ts);
-            rc = VipSendDone(vi, &d);
+            rc = chan::Channel::send_done(vi, &d, kInstr);
             if (rc != VIP_SUCCESS) fatal_vip("VipSendDone after a send CQ entry", rc);
-            VIPL_INSTR_END(c_send_done, ts);
             retire_send(r, g.peers[r], d);
             got |= r == rank;
         }
         return got;
     }
     Peer &p = g.peers[rank];
-    while (p.inflight) {
-        VIP_DESCRIPTOR *d;
-        VIPL_INSTR_BEGIN(ts);
-        VIP_RETURN rc = VipSendDone(p.vi, &d);
+    while (p.in_flight()) {
+        VIP_RETURN rc = chan::Channel::send_done(p.vi(), &d, kInstr);
         if (rc == VIP_NOT_DONE) break;
         if (rc != VIP_SUCCESS) fatal_vip("VipSendDone", rc);
-        VIPL_INSTR_END(c_send_done, ts);
         retire_send(rank, p, d);
         got = true;
     }
@@ -98,54 +90,39 @@ bool reap_sends(int rank) {
 // wire into receive descriptors that credits guarantee are posted.
 void wait_send_slot(int rank) {
     Peer &p = g.peers[rank];
-    uint32_t idle = 0;
-    while (p.inflight == g.nsend) {
+    while (!p.has_free_send()) {
         if (reap_sends(rank)) break;
         VipxProgress(g.nic);
-        if (++idle >= g.spin_limit) { idle = 0; sched_yield(); }
+        vipl_wait::idle_yield(g.wait);
     }
 }
 
-// Builds the descriptor of send slot `head` towards rank and posts it.
+// Takes a send slot towards rank, builds its descriptor and posts it.
 // hdr (hdr_len bytes) is copied into the slot; the payload is gathered from
 // registered memory (gather_ok) or copied after the header.
 inline void post_message(int rank, Peer &p, const void *hdr, uint32_t hdr_len, const void *payload,
                          uint32_t len, bool gather_ok) {
-    if (__builtin_expect(p.inflight == g.nsend, 0)) {
+    if (__builtin_expect(!p.has_free_send(), 0)) {
         reap_sends(rank);
-        if (p.inflight == g.nsend) wait_send_slot(rank);
+        if (!p.has_free_send()) wait_send_slot(rank);
     }
+    VIPL_INSTR_BEGIN(tk);
+    Slot *s = p.take_send();
+    VIPL_INSTR_END(c_bookkeep, tk);
+
     VIPL_INSTR_BEGIN(tb);
-    uint8_t *slot = p.send_base + size_t(p.head) * g.slot_stride;
-    VIP_DESCRIPTOR *d = slot_desc(slot);
-    uint8_t *buf = slot_buf(slot);
-    std::memcpy(buf, hdr, hdr_len);
+    std::memcpy(s->buf, hdr, hdr_len);
     VIP_MEM_HANDLE mh;
     if (len >= kGatherMin && gather_ok && registered_handle(payload, len, &mh)) {
-        d->CS.SegCount = 2;
-        d->DS[0].Local.Length = hdr_len;
-        d->DS[1].Local.Data.Address = const_cast<void *>(payload);
-        d->DS[1].Local.Handle = mh;
-        d->DS[1].Local.Length = len;
+        chan::Channel::set_gather(s, hdr_len, payload, mh, len);
     } else {
-        if (len) std::memcpy(buf + hdr_len, payload, len);
-        d->CS.SegCount = 1;
-        d->DS[0].Local.Length = hdr_len + len;
+        if (len) std::memcpy(s->buf + hdr_len, payload, len);
+        chan::Channel::set_message(s, hdr_len + len);
     }
-    d->CS.Control = VIP_CONTROL_OP_SENDRECV;
-    d->CS.Length = hdr_len + len;
-    d->CS.Status = 0;
     VIPL_INSTR_END(c_build, tb);
 
-    VIPL_INSTR_BEGIN(tp);
-    VIP_RETURN rc = VipPostSend(p.vi, d, g.bufseg.mh);
+    VIP_RETURN rc = p.post_send(s, kInstr);
     if (__builtin_expect(rc != VIP_SUCCESS, 0)) fatal_vip("VipPostSend", rc);
-    VIPL_INSTR_END(c_post_send, tp);
-
-    VIPL_INSTR_BEGIN(tk);
-    if (++p.head == g.nsend) p.head = 0;
-    ++p.inflight;
-    VIPL_INSTR_END(c_bookkeep, tk);
 }
 
 // A reply hands back one credit for the request it answers plus the credits
@@ -154,20 +131,18 @@ inline void send_reply(int rank, Peer &p, uint8_t type, uint64_t addr, const voi
                        uint32_t len) {
     MsgHdr h;
     h.type = type;
-    h.credits = uint8_t(1 + p.unacked);
+    h.credits = uint8_t(1 + p.take_owed());
     h.op = 0;
     h.len = len;
     h.addr = addr;
-    p.unacked = 0;
     post_message(rank, p, &h, sizeof h, payload, len, true);
 }
 
 inline void count_replyless(int rank, Peer &p) {
-    if (++p.unacked >= g.store_ack_every) {
+    if (p.owe_one(g.store_ack_every)) {
         MsgHdr h{};
         h.type = kStoreAck;
-        h.credits = uint8_t(p.unacked);
-        p.unacked = 0;
+        h.credits = uint8_t(p.take_owed());
         post_message(rank, p, &h, sizeof h, nullptr, 0, false);
     }
 }
@@ -183,7 +158,7 @@ inline void count_replyless(int rank, Peer &p) {
 // outstanding split-phase (get/put) or blocking (read/write) operation.
 static inline void reply_arrived(Peer &p, const MsgHdr *h, bool splitphase) {
     VIPL_INSTR_BEGIN(tq);
-    p.credits += h->credits;
+    p.return_credits(h->credits);
     if (splitphase)
         --g.splitphase_pending;
     else
@@ -260,11 +235,25 @@ inline void dispatch(int from, Peer &p, const uint8_t *msg, uint32_t msglen) {
         reply_arrived(p, h, h->type == kPutAck);
         break;
     case kStoreAck:
-        p.credits += h->credits;
+        p.return_credits(h->credits);
         break;
     default:
         report(SPLITC_ERR_NETWORK, "corrupt message (type %u) from processor %d", unsigned(h->type), from);
     }
+}
+
+}  // namespace
+
+namespace {
+
+// Serves one received message: dispatch, then the receive goes back to the NIC.
+inline void serve(VIP_DESCRIPTOR *d) {
+    Slot *s = chan::slot_of(d);
+    Peer &p = peer_of(s);
+    if (__builtin_expect(d->CS.Status & VIP_STATUS_ERROR_MASK, 0)) fatal_status("receive", p.rank, d->CS.Status);
+    dispatch(p.rank, p, s->buf, d->CS.Length);
+    VIP_RETURN rc = p.repost_recv(s, kInstr);
+    if (__builtin_expect(rc != VIP_SUCCESS, 0)) fatal_vip("VipPostRecv", rc);
 }
 
 }  // namespace
@@ -278,82 +267,62 @@ int poll(int max) {
         VIP_DESCRIPTOR *d;
         VIP_RETURN rc;
         if (vi) {
-            VIPL_INSTR_BEGIN(tr);
-            rc = VipRecvDone(vi, &d);
+            rc = chan::Channel::recv_done(vi, &d, kInstr);
             if (rc == VIP_NOT_DONE) break;
             if (__builtin_expect(rc != VIP_SUCCESS, 0)) fatal_vip("VipRecvDone", rc);
-            VIPL_INSTR_END(c_recv_done, tr);
         } else {
-            VIP_BOOLEAN recvq;
-            VIPL_INSTR_BEGIN(tc);
-            rc = VipCQDone(g.recv_cq, &vi, &recvq);
-            if (rc == VIP_NOT_DONE) break;
-            if (__builtin_expect(rc != VIP_SUCCESS, 0)) fatal_vip("VipCQDone(recv)", rc);
-            VIPL_INSTR_END(c_cq_recv, tc);
-            VIPL_INSTR_BEGIN(tr);
-            rc = VipRecvDone(vi, &d);
+            if (__builtin_expect(g.stash_vi != nullptr, 0)) {  // taken by VipCQWait (block mode)
+                vi = g.stash_vi;
+                g.stash_vi = nullptr;
+            } else {
+                rc = chan::Channel::cq_done(g.recv_cq, &vi, kInstr.cq_recv);
+                if (rc == VIP_NOT_DONE) break;
+                if (__builtin_expect(rc != VIP_SUCCESS, 0)) fatal_vip("VipCQDone(recv)", rc);
+            }
+            rc = chan::Channel::recv_done(vi, &d, kInstr);
             if (__builtin_expect(rc != VIP_SUCCESS, 0)) fatal_vip("VipRecvDone after a CQ entry", rc);
-            VIPL_INSTR_END(c_recv_done, tr);
         }
-
-        uint8_t *slot = slot_of_desc(d);
-        int from = int(slot_meta(slot)->peer);
-        if (__builtin_expect(d->CS.Status & VIP_STATUS_ERROR_MASK, 0)) fatal_status("receive", from, d->CS.Status);
-        dispatch(from, g.peers[from], slot_buf(slot), d->CS.Length);
-
-        VIPL_INSTR_BEGIN(ty);
-        d->CS.Status = 0;
-        d->CS.Length = g.max_msg;
-        d->CS.SegCount = 1;
-        d->CS.Control = 0;
-        d->DS[0].Local.Length = g.max_msg;
-        VIPL_INSTR_END(c_recycle_recv, ty);
-        VIPL_INSTR_BEGIN(tp);
-        rc = VipPostRecv(vi, d, g.bufseg.mh);
-        if (__builtin_expect(rc != VIP_SUCCESS, 0)) fatal_vip("VipPostRecv", rc);
-        VIPL_INSTR_END(c_post_recv, tp);
+        serve(d);
         ++n;
     }
     return n;
 }
 
-// Spinning keeps a round trip at its minimum when the peer runs on another
-// core; yielding is what lets a peer on the same core run at all.  Which case
-// holds is learnt from the first message after a yield: if it is there at
-// once, the peer needed our CPU (it shares our core), so spin less; if it
-// takes a while, the peer runs elsewhere and was merely slow, so spin more.
-void wait_step(uint32_t &idle) {
+// The waiting policy is vipl_wait.h's (VIASTACK_WAIT), as for AM: spin a
+// window of idle polls that adapts to whether the peer shares our core, then
+// sched_yield, or in block mode sleep in VipRecvWait / VipCQWait (1 ms at a
+// time, so the caller's condition is rechecked).
+void wait_step() {
     // One message at a time: the caller's condition is rechecked as soon as
     // it may have changed, without a further (empty) VipCQDone.
     if (poll(1)) {
-        idle = 0;
-        if (g.yielded && g.spin_adaptive) {
-            if (g.polls_since_yield <= 2)
-                g.spin_limit = g.spin_limit / 2 > g.spin_min ? g.spin_limit / 2 : g.spin_min;
-            else
-                g.spin_limit = g.spin_limit * 2 < g.spin_max ? g.spin_limit * 2 : g.spin_max;
-        }
-        g.yielded = false;
+        vipl_wait::progress(g.wait);
         return;
     }
-    ++g.polls_since_yield;
-    if (++idle >= g.spin_limit) {
-        idle = 0;
+    if (!vipl_wait::idle(g.wait)) return;
+    if (g.wait.mode == vipl_wait::Mode::block && g.net_up) {
+        if (g.direct_vi) {
+            VIP_DESCRIPTOR *d;
+            if (VipRecvWait(g.direct_vi, 1, &d) == VIP_SUCCESS) serve(d);
+        } else {
+            VIP_VI_HANDLE vi;
+            VIP_BOOLEAN is_recv;
+            if (VipCQWait(g.recv_cq, 1, &vi, &is_recv) == VIP_SUCCESS) g.stash_vi = vi;
+        }
+    } else {
         sched_yield();
-        g.yielded = true;
-        g.polls_since_yield = 0;
     }
+    vipl_wait::gave_up_cpu(g.wait);
 }
 
 void send_request(int rank, uint8_t type, uint16_t op, uint64_t addr, const void *payload, uint32_t len,
                   uint64_t reply_to) {
     Peer &p = g.peers[rank];
-    if (__builtin_expect(p.credits <= 0, 0)) {
-        uint32_t idle = 0;
-        while (p.credits <= 0) wait_step(idle);
+    if (__builtin_expect(!p.has_credit(), 0)) {
+        while (!p.has_credit()) wait_step();
     }
     VIPL_INSTR_BEGIN(tk);
-    --p.credits;
+    p.take_credit();
     VIPL_INSTR_END(c_bookkeep, tk);
     if (type == kGetReq || type == kReadReq) {
         GetReqMsg m;
@@ -377,11 +346,10 @@ void send_request(int rank, uint8_t type, uint16_t op, uint64_t addr, const void
 
 void drain_sends(int rank) {
     Peer &p = g.peers[rank];
-    uint32_t idle = 0;
-    while (p.inflight) {
+    while (p.in_flight()) {
         if (reap_sends(rank)) continue;
         VipxProgress(g.nic);
-        if (++idle >= g.spin_limit) { idle = 0; sched_yield(); }
+        vipl_wait::idle_yield(g.wait);
     }
 }
 

@@ -54,8 +54,7 @@ inline int proc_of(splitc_gptr_t gp) { return int(gp.bits >> SPLITC_ADDR_BITS); 
 inline uint64_t addr_of(splitc_gptr_t gp) { return gp.bits & SPLITC_ADDR_MASK; }
 
 inline void wait_blocking() {
-    uint32_t idle = 0;
-    while (g.blocking_pending) wait_step(idle);
+    while (g.blocking_pending) wait_step();
 }
 
 template <class T>
@@ -235,13 +234,11 @@ void splitc_bulk_store(splitc_gptr_t dst, const void *src, size_t n) {
 }
 
 void splitc_sync(void) {
-    uint32_t idle = 0;
-    while (g.splitphase_pending) wait_step(idle);
+    while (g.splitphase_pending) wait_step();
 }
 
 void splitc_store_sync(size_t nbytes) {
-    uint32_t idle = 0;
-    while (g.store_avail < int64_t(nbytes)) wait_step(idle);
+    while (g.store_avail < int64_t(nbytes)) wait_step();
     g.store_avail -= int64_t(nbytes);
 }
 
