@@ -51,6 +51,7 @@ TEST(WorkRing, HandsBackInPostingOrderOnlyWhenTheOldestIsDone) {
         ring.claim(&x);
         ring.publish();
     }
+    EXPECT_FALSE(ring.all_complete());
     vc::complete_descriptor(&d[1], VIP_STATUS_OP_SEND); // the second completes first
     VIP_DESCRIPTOR *out = nullptr;
     int polls = 0;
@@ -63,7 +64,9 @@ TEST(WorkRing, HandsBackInPostingOrderOnlyWhenTheOldestIsDone) {
     EXPECT_EQ(ring.reap(&out, [] {}), VIP_SUCCESS);
     EXPECT_EQ(out, &d[1]);
     EXPECT_EQ(ring.reap(&out, [] {}), VIP_NOT_DONE);
+    EXPECT_FALSE(ring.all_complete());
     vc::complete_descriptor(&d[2], VIP_STATUS_PROTECTION_ERROR);
+    EXPECT_TRUE(ring.all_complete());
     EXPECT_EQ(ring.reap(&out, [] {}), VIP_SUCCESS);
     EXPECT_EQ(out, &d[2]);
     EXPECT_TRUE(ring.empty());

@@ -1,7 +1,7 @@
 // descriptor_check.hpp - the VI Architecture's rules for a posted descriptor,
 // written once for every provider: which status bits a malformed descriptor
-// completes with (VIPL spec, "Descriptor Processing Model"; the status table
-// in docs/vipl.md).
+// completes with (VIPL spec, "Descriptor Processing Model"; what the
+// provider-neutral tests expect is in docs/vipl-tests.md).
 //
 // How a provider uses it (all inline: this is the post path):
 //
@@ -138,17 +138,30 @@ inline bool descriptor_registered(const VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, si
     return r != nullptr && region_covers(*r, uintptr_t(d), bytes);
 }
 
+// The descriptor itself, the same on both queues: its control segment lies in
+// the region mh names (only then may it be read), the control field passes the
+// queue's rules (`control`: check_send_control or check_recv_control), and the
+// whole descriptor lies in the region.  Error bits or 0.
+template <class Lookup, class ControlCheck>
+inline uint32_t check_descriptor(const VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, Lookup &&lookup,
+                                 ControlCheck &&control) {
+    if (!descriptor_registered(d, mh, sizeof(VIP_CONTROL_SEGMENT), lookup))
+        return VIP_STATUS_PROTECTION_ERROR;
+    if (uint32_t e = control(d->CS))
+        return e;
+    if (!descriptor_registered(d, mh, descriptor_bytes(d->CS.SegCount), lookup))
+        return VIP_STATUS_PROTECTION_ERROR;
+    return 0;
+}
+
 // A descriptor posted on a send queue (VipPostSend).  Error bits or 0; on 0,
 // *total is its Length.
 template <class Lookup, class Sink = NoSegmentSink>
 inline uint32_t check_send(const VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, const DescriptorRules &rules,
                            Lookup &&lookup, Sink &&sink = {}, uint64_t *total = nullptr) {
-    if (!descriptor_registered(d, mh, sizeof(VIP_CONTROL_SEGMENT), lookup))
-        return VIP_STATUS_PROTECTION_ERROR;
-    if (uint32_t e = check_send_control(d->CS, rules))
+    if (uint32_t e = check_descriptor(d, mh, lookup,
+                                      [&](const VIP_CONTROL_SEGMENT &cs) { return check_send_control(cs, rules); }))
         return e;
-    if (!descriptor_registered(d, mh, descriptor_bytes(d->CS.SegCount), lookup))
-        return VIP_STATUS_PROTECTION_ERROR;
     const uint32_t first = first_data_segment(d->CS.Control);
     uint64_t sum = 0;
     if (uint32_t e = check_data_segments(&d->DS[first], d->CS.SegCount - first, lookup, sink, &sum))
@@ -167,12 +180,9 @@ inline uint32_t check_send(const VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, const Des
 template <class Lookup, class Sink = NoSegmentSink>
 inline uint32_t check_recv(const VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, const DescriptorRules &rules,
                            Lookup &&lookup, Sink &&sink = {}, uint64_t *capacity = nullptr) {
-    if (!descriptor_registered(d, mh, sizeof(VIP_CONTROL_SEGMENT), lookup))
-        return VIP_STATUS_PROTECTION_ERROR;
-    if (uint32_t e = check_recv_control(d->CS, rules))
+    if (uint32_t e = check_descriptor(d, mh, lookup,
+                                      [&](const VIP_CONTROL_SEGMENT &cs) { return check_recv_control(cs, rules); }))
         return e;
-    if (!descriptor_registered(d, mh, descriptor_bytes(d->CS.SegCount), lookup))
-        return VIP_STATUS_PROTECTION_ERROR;
     uint64_t sum = 0;
     if (uint32_t e = check_data_segments(&d->DS[0], d->CS.SegCount, lookup, sink, &sum))
         return e;

@@ -87,6 +87,17 @@ public:
         return slots_[h & mask_].desc;
     }
 
+    // Every posted descriptor is complete (none is still with the device):
+    // what a provider waits for after stopping a queue, before its program
+    // reaps the flushed descriptors.  Control path (walks the ring).
+    bool all_complete() const {
+        const uint64_t t = tail_.load(std::memory_order_acquire);
+        for (uint64_t i = head_.load(std::memory_order_relaxed); i != t; i++)
+            if (!descriptor_done(slots_[i & mask_].desc))
+                return false;
+        return true;
+    }
+
     // Hands back the oldest descriptor if it is complete.  If it is not,
     // calls poll() once (the provider moves completions from its device) and
     // looks again.  VIP_SUCCESS or VIP_NOT_DONE.

@@ -2,9 +2,9 @@
 //
 // VipCQDone returns (VI, queue) pairs in completion order; the descriptor itself
 // is then taken with VipSendDone/VipRecvDone.  Each completion polled from the
-// ibv_cq marks its slot done and appends the queue to a FIFO of CQ entries.  The
-// ibv_cq and the FIFO are sized to the larger of EntryCount and the total depth of
-// the bound queues, so neither can overflow.
+// ibv_cq completes its descriptor and appends the queue to the CQ's FIFO
+// (common::CqFifo).  The ibv_cq and the FIFO are sized to the larger of
+// EntryCount and the total depth of the bound queues, so neither can overflow.
 #include <fcntl.h>
 
 #include <algorithm>
@@ -12,15 +12,6 @@
 #include "verbs_provider.hpp"
 
 namespace vipl::verbs {
-
-namespace {
-uint32_t pow2_at_least(uint64_t n) {
-    uint32_t p = 1;
-    while (p < n && p < (1u << 30))
-        p <<= 1;
-    return p;
-}
-} // namespace
 
 VerbsCq::~VerbsCq() {
     if (cq)
@@ -37,31 +28,23 @@ VIP_RETURN VerbsCq::init(VIP_ULONG entries) {
         return VIP_ERROR_RESOURCE;
     fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK);
     requested_ = uint32_t(entries);
-    capacity_ = pow2_at_least(entries);
+    capacity_ = common::CqFifo<Entry>::round_up(entries);
     cq = ibv_create_cq(nic_.ctx, int(capacity_), this, channel, 0);
     if (!cq)
         return VIP_ERROR_RESOURCE;
-    fifo_.reset(new Entry[capacity_]);
-    fifo_mask_ = capacity_ - 1;
+    fifo_.resize(capacity_);
     return VIP_SUCCESS;
 }
 
 VIP_RETURN VerbsCq::grow(uint32_t need) {
     if (need <= capacity_)
         return VIP_SUCCESS;
-    uint32_t cap = pow2_at_least(need);
+    uint32_t cap = common::CqFifo<Entry>::round_up(need);
     if (cap > uint32_t(nic_.dev_attr.max_cqe))
         return VIP_ERROR_RESOURCE;
     if (ibv_resize_cq(cq, int(cap)) != 0)
         return VIP_ERROR_RESOURCE;
-    std::unique_ptr<Entry[]> f(new Entry[cap]);
-    uint64_t n = 0;
-    for (uint64_t i = fifo_head_; i != fifo_tail_; i++)
-        f[n++] = fifo_[i & fifo_mask_];
-    fifo_ = std::move(f);
-    fifo_head_ = 0;
-    fifo_tail_ = n;
-    fifo_mask_ = cap - 1;
+    fifo_.resize(cap); // keeps the entries not yet taken
     capacity_ = cap;
     return VIP_SUCCESS;
 }
@@ -83,7 +66,7 @@ void VerbsCq::unbind(uint32_t depth) {
 VIP_RETURN VerbsCq::resize(VIP_ULONG entries) {
     if (entries == 0 || entries > VIP_ULONG(nic_.dev_attr.max_cqe))
         return VIP_INVALID_PARAMETER;
-    if (entries < fifo_tail_ - fifo_head_)
+    if (entries < fifo_.size())
         return VIP_INVALID_PARAMETER; // would drop entries not yet taken
     requested_ = uint32_t(entries);
     // Never below what the bound queues can have outstanding: that is what keeps
@@ -100,13 +83,12 @@ int VerbsCq::poll() {
 }
 
 VIP_RETURN VerbsCq::done(prov::Vi **vi, bool *recv_queue) {
-    if (fifo_head_ == fifo_tail_) {
+    Entry e;
+    if (!fifo_.pop(&e)) {
         poll();
-        if (fifo_head_ == fifo_tail_)
+        if (!fifo_.pop(&e))
             return VIP_NOT_DONE;
     }
-    const Entry &e = fifo_[fifo_head_ & fifo_mask_];
-    fifo_head_++;
     *vi = e.queue->vi;
     *recv_queue = e.queue->is_recv;
     return VIP_SUCCESS;
@@ -117,13 +99,7 @@ VIP_RETURN VerbsCq::wait(VIP_ULONG timeout_ms, prov::Vi **vi, bool *recv_queue) 
 }
 
 void VerbsCq::forget(VerbsVi *vi) {
-    uint64_t out = fifo_head_;
-    for (uint64_t i = fifo_head_; i != fifo_tail_; i++) {
-        Entry e = fifo_[i & fifo_mask_];
-        if (e.queue->vi != vi)
-            fifo_[out++ & fifo_mask_] = e;
-    }
-    fifo_tail_ = out;
+    fifo_.remove_if([vi](const Entry &e) { return e.queue->vi == vi; });
 }
 
 VIP_RETURN VerbsCq::notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "region.hpp"
 #include "vipl.h"
 
 namespace vipl::verbs {
@@ -26,13 +27,13 @@ struct VerbsPtag;
 struct Region {
     VIP_MEM_HANDLE handle = 0;
     ibv_mr *mr = nullptr;
-    uintptr_t addr = 0;
+    uintptr_t base = 0; // (common::region_covers reads base and len)
     size_t len = 0;
     VerbsPtag *ptag = nullptr;
     bool rdma_write = false;
     bool rdma_read = false;
 
-    bool covers(uintptr_t a, size_t n) const { return a >= addr && n <= len && a - addr <= len - n; }
+    bool covers(uintptr_t a, size_t n) const { return common::range_covers(base, len, a, n); }
 };
 
 class MemTable {

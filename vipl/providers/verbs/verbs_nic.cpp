@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "verbs_cm.hpp"
+#include "viastack_env.hpp"
 #include "viastack_log.hpp"
 #include "verbs_provider.hpp"
 
@@ -16,19 +17,8 @@ namespace vipl::verbs {
 
 namespace {
 
-unsigned env_uint(const char *name, unsigned dflt, unsigned lo, unsigned hi) {
-    const char *e = std::getenv(name);
-    if (!e || !*e)
-        return dflt;
-    char *end = nullptr;
-    unsigned long v = std::strtoul(e, &end, 10);
-    if (*end != '\0' || v < lo || v > hi) {
-        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_WARN, "ignoring %s=%s (expected %u..%u), using %u", name, e, lo,
-                     hi, dflt);
-        return dflt;
-    }
-    return unsigned(v);
-}
+namespace env = viastack::env;
+constexpr auto kLog = viastack::log::Layer::verbs; // this provider's configuration warnings
 
 int mtu_bytes(ibv_mtu m) {
     switch (m) {
@@ -56,8 +46,8 @@ VIP_RETURN VerbsNic::open(const char *device, prov::Nic **out) {
     // "verbs" (the provider's default) means $VIPL_VERBS_DEVICE or the first device
     // with an active port.
     std::string want = device;
-    if (want == "verbs" && std::getenv("VIPL_VERBS_DEVICE") && *std::getenv("VIPL_VERBS_DEVICE"))
-        want = std::getenv("VIPL_VERBS_DEVICE");
+    if (want == "verbs")
+        want = env::str("VIPL_VERBS_DEVICE", want);
     ibv_context *pick = nullptr;
     std::string names;
     for (int i = 0; i < n; i++) {
@@ -92,27 +82,23 @@ VIP_RETURN VerbsNic::init(ibv_context *c, const char *device) {
         viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "ibv_query_device(%s) failed", device);
         return VIP_ERROR_RESOURCE;
     }
-    port = uint8_t(env_uint("VIPL_VERBS_IB_PORT", 1, 1, dev_attr.phys_port_cnt));
+    port = uint8_t(env::integer(kLog, "VIPL_VERBS_IB_PORT", 1, 1, dev_attr.phys_port_cnt));
     if (ibv_query_port(ctx, port, &port_attr) != 0 || port_attr.state != IBV_PORT_ACTIVE) {
         viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "port %u of %s is not active", port, device);
         return VIP_ERROR_RESOURCE;
     }
-    queue_depth = env_uint("VIPL_VERBS_QUEUE_DEPTH", 256, 2, 1u << 16);
+    queue_depth = env::integer(kLog, "VIPL_VERBS_QUEUE_DEPTH", 256, 2, 1u << 16);
     queue_depth = std::min<uint32_t>(queue_depth, uint32_t(dev_attr.max_qp_wr));
     max_sge = std::min<uint32_t>({kMaxSegments, uint32_t(dev_attr.max_sge)});
     // A send that finds no receive posted breaks a reliable connection (the spec);
     // a few RNR retries first forgive a receiver that is a moment late.
-    rnr_retry = uint8_t(env_uint("VIPL_VERBS_RNR_RETRY", 4, 0, 7));
-    min_rnr_timer = uint8_t(env_uint("VIPL_VERBS_MIN_RNR_TIMER", 12, 0, 31));
-    if (const char *r = std::getenv("VIASTACK_RANK"))
-        rank_ = std::atoi(r);
-    if (const char *j = std::getenv("VIASTACK_JOB"))
-        job_ = j;
-    if (const char *n = std::getenv("VIASTACK_SIZE"); n && std::atoi(n) > 0)
-        size_ = std::atoi(n);
+    rnr_retry = uint8_t(env::integer(kLog, "VIPL_VERBS_RNR_RETRY", 4, 0, 7));
+    min_rnr_timer = uint8_t(env::integer(kLog, "VIPL_VERBS_MIN_RNR_TIMER", 12, 0, 31));
+    if (!common::discover_job(kLog, &job_))
+        return VIP_ERROR_RESOURCE;
 
     std::string why;
-    if (const char *a = std::getenv("VIPL_VERBS_ADDR"); a && *a) {
+    if (const char *a = env::raw("VIPL_VERBS_ADDR")) {
         std::vector<HostAddr> addrs;
         if (!resolve_name(std::string(a).find(':') == std::string::npos ? std::string(a) + ":1"
                                                                          : std::string(a),
@@ -125,12 +111,15 @@ VIP_RETURN VerbsNic::init(ibv_context *c, const char *device) {
         viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "%s: %s", device, why.c_str());
         return VIP_ERROR_RESOURCE;
     }
-    local_addr.port = uint16_t(env_uint("VIPL_VERBS_PORT", 0, 0, 65535));
+    local_addr.port = uint16_t(env::integer(kLog, "VIPL_VERBS_PORT", 0, 0, 65535));
     VIP_RETURN rc = start_listener();
     if (rc != VIP_SUCCESS)
         return rc;
     local_addr_bytes = local_addr.bytes();
-    publish_address();
+    // Within a job on one host, the name service finds a rank's NIC by rank
+    // (vipl/src/names.hpp): each NIC publishes its address for the others.
+    directory_ = std::make_unique<common::RankDirectory>("verbs", name, job_);
+    directory_->publish(local_addr_bytes);
     return VIP_SUCCESS;
 }
 
@@ -164,21 +153,6 @@ VIP_RETURN VerbsNic::start_listener() {
     return VIP_SUCCESS;
 }
 
-// Within a vipl-run job on one host, the name service finds a rank's NIC by
-// rank (vipl/src/names.hpp): each NIC writes its address to a small file named
-// after the job, device and rank.
-void VerbsNic::publish_address() {
-    if (rank_ < 0 || job_.empty())
-        return;
-    published_path_ = "/dev/shm/viastack-verbs-" + job_ + "-" + name + "-" + std::to_string(rank_);
-    std::string tmp = published_path_ + ".tmp";
-    if (FILE *f = std::fopen(tmp.c_str(), "w")) {
-        std::fputs(local_addr.to_string().c_str(), f);
-        std::fclose(f);
-        std::rename(tmp.c_str(), published_path_.c_str());
-    }
-}
-
 VerbsNic::~VerbsNic() {
     notifier_.reset();
     for (VerbsVi *vi : vis)
@@ -207,8 +181,6 @@ VerbsNic::~VerbsNic() {
         rdma_destroy_id(listen_id);
     if (cm_channel)
         rdma_destroy_event_channel(cm_channel);
-    if (!published_path_.empty())
-        std::remove(published_path_.c_str());
 }
 
 VIP_RETURN VerbsNic::query(VIP_NIC_ATTRIBUTES *a) {
@@ -306,7 +278,7 @@ VIP_RETURN VerbsNic::register_mem(void *addr, VIP_ULONG len, const prov::MemAttr
 VIP_RETURN VerbsNic::deregister_mem(void *addr, VIP_MEM_HANDLE mh) {
     std::lock_guard<std::mutex> g(ctl_mu);
     Region *r = mem.find(mh);
-    if (!r || r->addr != uintptr_t(addr))
+    if (!r || r->base != uintptr_t(addr))
         return VIP_INVALID_PARAMETER;
     if (ibv_dereg_mr(r->mr) != 0)
         return VIP_ERROR_RESOURCE;
@@ -343,7 +315,7 @@ VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pro
     if (a.ptag == r->ptag && a.rdma_write == r->rdma_write && a.rdma_read == r->rdma_read)
         return VIP_SUCCESS;
     auto *pt = static_cast<VerbsPtag *>(a.ptag);
-    ibv_mr *mr = ibv_reg_mr(pt->pd, reinterpret_cast<void *>(r->addr), r->len, mr_access(a));
+    ibv_mr *mr = ibv_reg_mr(pt->pd, reinterpret_cast<void *>(r->base), r->len, mr_access(a));
     if (!mr)
         return VIP_ERROR_RESOURCE;
     if ((a.rdma_write || a.rdma_read) && mr->rkey != r->handle) {

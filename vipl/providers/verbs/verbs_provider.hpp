@@ -15,6 +15,11 @@
 // Threading: the data path (post/done) takes no lock; NIC-wide control state
 // (connections, registration table writes, notify registrations) is guarded by
 // mutexes, because different threads may use different VIs of one NIC.
+//
+// What is VI semantics rather than verbs -- descriptor checks and status bits,
+// the in-order work ring, the CQ FIFO, the name service's rank directory, the
+// job through vipl_boot -- comes from vipl/providers/common, shared with the
+// other providers; this provider keeps the translation to verbs.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -31,9 +36,14 @@
 #include <thread>
 #include <vector>
 
+#include "cq_fifo.hpp"
+#include "descriptor_check.hpp"
+#include "job.hpp"
+#include "name_service.hpp"
 #include "vipl_provider.hpp"
 #include "verbs_addr.hpp"
 #include "verbs_mem.hpp"
+#include "work_ring.hpp"
 
 namespace vipl::verbs {
 
@@ -69,24 +79,21 @@ struct VerbsPtag final : prov::Ptag {
     std::atomic<int> users{0}; // regions + VIs using this tag
 };
 
-// One posted descriptor.  Slots live in a fixed ring per queue; a work request's
-// wr_id is the slot's address, so a completion finds its descriptor without search.
-struct Slot {
-    VIP_DESCRIPTOR *desc = nullptr;
+// What the provider keeps with one posted descriptor.  Slots live in the
+// queue's work ring; a work request's wr_id is the slot's address, so a
+// completion finds its descriptor and queue without search.
+struct SlotInfo {
     WorkQueue *queue = nullptr;
     uint32_t op_status = 0; // VIP_STATUS_OP_* of the posted operation
-    bool done = false;
 };
+using Slot = common::WorkRing<SlotInfo>::Slot;
 
 // A send or receive work queue of one VI: the ring of posted descriptors, in
 // posting order, and the ibv_cq its completions arrive on.
 struct WorkQueue {
     VerbsVi *vi = nullptr;
     bool is_recv = false;
-    std::unique_ptr<Slot[]> slots;
-    uint32_t mask = 0;
-    uint64_t head = 0; // next slot to hand back (Done)
-    uint64_t tail = 0; // next slot to fill (Post)
+    common::WorkRing<SlotInfo> ring;
     ibv_cq *cq = nullptr;                 // private ibv_cq or the bound VerbsCq's
     ibv_comp_channel *channel = nullptr;  // of a private ibv_cq
     VerbsCq *bound = nullptr;             // the VIPL CQ this queue reports to, if any
@@ -94,8 +101,8 @@ struct WorkQueue {
     VIP_DESCRIPTOR_NOTIFY_HANDLER notify_fn = nullptr;
     VIP_PVOID notify_ctx = nullptr;
 
-    uint32_t depth() const { return mask + 1; }
-    bool empty() const { return head == tail; }
+    uint32_t depth() const { return ring.depth(); }
+    bool empty() const { return ring.empty(); }
     // Polls this queue's ibv_cq once (a batch); returns the number of completions.
     int poll();
     // Hands back the oldest descriptor if it is complete.
@@ -124,11 +131,8 @@ public:
     VIP_RETURN notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) override;
 
     // Called for every completion of a bound queue (in completion order).
-    void push(WorkQueue *q) {
-        Entry &e = fifo_[fifo_tail_ & fifo_mask_];
-        e.queue = q;
-        fifo_tail_++;
-    }
+    // The FIFO is sized to everything the bound queues can have outstanding.
+    void push(WorkQueue *q) { (void)fifo_.push(Entry{q}); }
     int poll();                 // polls the ibv_cq once
     void forget(VerbsVi *vi);   // drops entries of a VI being destroyed
     // Binding a queue grows the ibv_cq so it can never overflow.
@@ -143,12 +147,11 @@ public:
 
 private:
     struct Entry {
-        WorkQueue *queue;
+        WorkQueue *queue = nullptr;
     };
     VIP_RETURN grow(uint32_t need);
     VerbsNic &nic_;
-    std::unique_ptr<Entry[]> fifo_;
-    uint64_t fifo_mask_ = 0, fifo_head_ = 0, fifo_tail_ = 0;
+    common::CqFifo<Entry> fifo_;
     uint32_t requested_ = 0;   // EntryCount asked for
     uint32_t bound_depth_ = 0; // sum of the depths of bound queues
     uint32_t capacity_ = 0;    // entries of cq and fifo_
@@ -205,6 +208,13 @@ public:
     VIP_RETURN reset_qp();
     VIP_RETURN create_qp(); // (re)creates the QP for the current attributes
     bool reliable() const { return attr.reliability != VIP_SERVICE_UNRELIABLE; }
+    // A region of this NIC registered under the VI's protection tag, or nullptr.
+    const Region *region(VIP_MEM_HANDLE h) const;
+    // What a descriptor posted on this VI may be (the device's SGE limit, the
+    // VI's transfer size and reliability).
+    common::DescriptorRules rules() const {
+        return {max_sge + 1, max_sge, attr.max_transfer, reliable()};
+    }
 
     VerbsNic &nic;
     prov::ViAttr attr;
@@ -251,13 +261,13 @@ public:
     VIP_RETURN error_callback(VIP_PVOID ctx, VIP_ERROR_HANDLER h) override;
     VIP_RETURN ns_init(VIP_PVOID info) override;
     VIP_RETURN ns_shutdown() override;
-    int job_size() const override { return size_; }
+    int job_size() const override { return job_.size; }
     VIP_RETURN rank_address(int rank, VIP_NET_ADDRESS *out) override;
     int address_rank(const VIP_NET_ADDRESS *addr) override;
     VIP_RETURN ns_other_name(const char *name, VIP_NET_ADDRESS *out, VIP_ULONG index) override;
     bool ns_other_addr(const VIP_NET_ADDRESS *addr, std::string *out) override;
     VIP_RETURN query_system_management(VIP_ULONG info_type, VIP_PVOID out) override;
-    int rank() const override { return rank_; }
+    int rank() const override { return job_.rank; }
     void progress() override;
 
     // ---- shared with VIs, CQs and the connection code ----
@@ -293,22 +303,17 @@ public:
 
 private:
     friend struct Notifier;
-    // The address rank r's NIC published (this vipl-run job, one host), or ours.
-    bool rank_host_addr(int r, HostAddr *out);
     VIP_RETURN init(ibv_context *c, const char *device);
     VIP_RETURN start_listener();
-    void publish_address();
     std::mutex err_mu_;
     VIP_ERROR_HANDLER err_fn_ = nullptr;
     VIP_PVOID err_ctx_ = nullptr;
-    int rank_ = -1;
-    int size_ = 1; // VIASTACK_SIZE (1 outside a job)
-    std::string job_;
+    common::Job job_; // through vipl_boot (a job of one outside a launcher)
+    std::unique_ptr<common::RankDirectory> directory_; // the job's NIC addresses
     struct NotifierDeleter {
         void operator()(struct Notifier *n) const; // in verbs_notify.cpp
     };
     std::unique_ptr<struct Notifier, NotifierDeleter> notifier_;
-    std::string published_path_;
     std::vector<rdma_cm_id *> doomed_;
 };
 

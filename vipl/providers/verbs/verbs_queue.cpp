@@ -8,80 +8,62 @@
 #include <poll.h>
 
 #include <chrono>
-#include <cstdlib>
 
+#include "viastack_env.hpp"
 #include "verbs_provider.hpp"
 
 namespace vipl::verbs {
 
 namespace {
 
-uint32_t op_status_of(uint16_t op) {
-    switch (op) {
-    case VIP_CONTROL_OP_RDMAWRITE: return VIP_STATUS_OP_RDMA_WRITE;
-    case VIP_CONTROL_OP_RDMAREAD: return VIP_STATUS_OP_RDMA_READ;
-    default: return VIP_STATUS_OP_SEND;
-    }
-}
-
 // Finishes a descriptor the provider rejected before it reached the device.  It
 // still takes its place in the ring so descriptors come back in posting order.
 // A descriptor error breaks a reliable connection, as a NIC-detected one would.
 void finish_in_software(WorkQueue &q, Slot &s, uint32_t status) {
-    s.done = true;
-    __atomic_store_n(&s.desc->CS.Status, VIP_STATUS_DONE | status, __ATOMIC_RELEASE);
-    __atomic_store_n(&q.tail, q.tail + 1, __ATOMIC_RELEASE); // seen by a Wait on another thread
+    common::complete_descriptor(s.desc, status);
+    q.ring.publish(); // seen by a Wait on another thread
     if (q.bound)
         q.bound->push(&q);
     if ((status & VIP_STATUS_ERROR_MASK & ~VIP_STATUS_DESC_FLUSHED_ERROR) && q.vi->reliable())
         q.vi->break_connection();
 }
 
-// Translates SegCount data segments into SGEs; 0 or the error status bits.
-uint32_t build_sges(VerbsNic &nic, VerbsPtag *ptag, const VIP_DATA_SEGMENT *segs,
-                    uint32_t nseg, ibv_sge *sge, int *nsge, uint64_t *total) {
+// Scatter/gather list of a descriptor, filled by the descriptor check for each
+// non-empty data segment it accepts (at most max_sge <= kMaxSegments).
+struct SgeList {
+    ibv_sge sge[kMaxSegments];
     int n = 0;
-    uint64_t sum = 0;
-    for (uint32_t i = 0; i < nseg; i++) {
-        const VIP_DATA_SEGMENT &ds = segs[i];
-        if (ds.Length == 0)
-            continue;
-        const uintptr_t a = uintptr_t(ds.Data.AddressBits);
-        const Region *r = nic.mem.find(ds.Handle);
-        if (r == nullptr || r->ptag != ptag || !r->covers(a, ds.Length))
-            return VIP_STATUS_PROTECTION_ERROR;
-        sge[n].addr = a;
+    void operator()(const Region &r, const VIP_DATA_SEGMENT &ds) {
+        sge[n].addr = ds.Data.AddressBits;
         sge[n].length = ds.Length;
-        sge[n].lkey = r->mr->lkey;
+        sge[n].lkey = r.mr->lkey;
         n++;
-        sum += ds.Length;
     }
-    *nsge = n;
-    *total = sum;
-    return 0;
-}
+};
 
 long spin_ns() {
-    static const long ns = [] {
-        const char *e = std::getenv("VIPL_VERBS_SPIN_US");
-        return e ? std::atol(e) * 1000 : 50'000L;
-    }();
+    static const long ns = viastack::env::integer(viastack::log::Layer::verbs, "VIPL_VERBS_SPIN_US", 50, 0,
+                                                  60'000'000) * 1000;
     return ns;
 }
 
 } // namespace
 
+// The regions a descriptor of this VI may use: registered on this NIC under
+// the VI's protection tag.
+const Region *VerbsVi::region(VIP_MEM_HANDLE h) const {
+    const Region *r = nic.mem.find(h);
+    return r != nullptr && r->ptag == attr.ptag ? r : nullptr;
+}
+
 VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     WorkQueue &q = sq;
-    if (q.tail - q.head >= q.depth())
+    if (q.ring.full())
         return VIP_ERROR_RESOURCE;
-    Slot &s = q.slots[q.tail & q.mask];
-    s.desc = d;
-    s.done = false;
-    d->CS.Status = 0;
+    Slot &s = q.ring.claim(d);
     const uint16_t ctl = d->CS.Control;
     const uint16_t op = ctl & VIP_CONTROL_OP_MASK;
-    s.op_status = op_status_of(op);
+    s.info.op_status = common::op_status(ctl);
 
     if (__builtin_expect(needs_recovery, 0))
         recover();
@@ -90,49 +72,24 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
           state.load(std::memory_order_relaxed) == VIP_STATE_CONNECT_PENDING)) {
         // (An accepting VI may send before ESTABLISHED is seen: its QP is in RTS,
         // and a program answers only what the requester, already up, sent.)
-        finish_in_software(q, s, s.op_status | VIP_STATUS_DESC_FLUSHED_ERROR);
+        finish_in_software(q, s, s.info.op_status | VIP_STATUS_DESC_FLUSHED_ERROR);
         return VIP_SUCCESS;
     }
-    // The descriptor itself must lie in registered memory under the VI's tag.
-    const Region *dr = nic.mem.find(mh);
-    if (dr == nullptr || dr->ptag != attr.ptag ||
-        !dr->covers(uintptr_t(d), sizeof(VIP_CONTROL_SEGMENT))) {
-        finish_in_software(q, s, s.op_status | VIP_STATUS_PROTECTION_ERROR);
+    SgeList sgl;
+    uint64_t total = 0;
+    if (uint32_t bad = common::check_send(d, mh, rules(), [this](VIP_MEM_HANDLE h) { return region(h); }, sgl,
+                                          &total)) {
+        finish_in_software(q, s, s.info.op_status | bad);
         return VIP_SUCCESS;
     }
     const bool rdma = op != VIP_CONTROL_OP_SENDRECV;
-    const uint32_t first = rdma ? 1 : 0;
     const bool imm = ctl & VIP_CONTROL_IMMEDIATE;
-    if (op == VIP_CONTROL_OP_RESERVED || (ctl & VIP_CONTROL_RESERVED) ||
-        d->CS.SegCount < first || d->CS.SegCount - first > max_sge ||
-        (op == VIP_CONTROL_OP_RDMAREAD && (imm || !reliable()))) {
-        finish_in_software(q, s, s.op_status | VIP_STATUS_FORMAT_ERROR);
-        return VIP_SUCCESS;
-    }
-    if (!dr->covers(uintptr_t(d), sizeof(VIP_CONTROL_SEGMENT) +
-                                      sizeof(VIP_DESCRIPTOR_SEGMENT) * d->CS.SegCount)) {
-        finish_in_software(q, s, s.op_status | VIP_STATUS_PROTECTION_ERROR);
-        return VIP_SUCCESS;
-    }
-    ibv_sge sge[kMaxSegments];
-    int nsge = 0;
-    uint64_t total = 0;
-    uint32_t bad = build_sges(nic, static_cast<VerbsPtag *>(attr.ptag), &d->DS[first].Local,
-                              d->CS.SegCount - first, sge, &nsge, &total);
-    if (!bad && total != d->CS.Length)
-        bad = VIP_STATUS_FORMAT_ERROR;
-    if (!bad && total > attr.max_transfer)
-        bad = VIP_STATUS_LENGTH_ERROR;
-    if (bad) {
-        finish_in_software(q, s, s.op_status | bad);
-        return VIP_SUCCESS;
-    }
 
     ibv_send_wr wr;
     wr.wr_id = reinterpret_cast<uint64_t>(&s);
     wr.next = nullptr;
-    wr.sg_list = sge;
-    wr.num_sge = nsge;
+    wr.sg_list = sgl.sge;
+    wr.num_sge = sgl.n;
     wr.send_flags = IBV_SEND_SIGNALED;
     if (ctl & VIP_CONTROL_QFENCE)
         wr.send_flags |= IBV_SEND_FENCE;
@@ -157,21 +114,18 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     ibv_send_wr *bad_wr = nullptr;
     if (ibv_post_send(qp, &wr, &bad_wr) != 0)
         return VIP_ERROR_RESOURCE;
-    __atomic_store_n(&q.tail, q.tail + 1, __ATOMIC_RELEASE); // seen by a Wait on another thread
+    q.ring.publish(); // seen by a Wait on another thread
     return VIP_SUCCESS;
 }
 
 VIP_RETURN VerbsVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     WorkQueue &q = rq;
-    if (q.tail - q.head >= q.depth())
+    if (q.ring.full())
         return VIP_ERROR_RESOURCE;
     if (__builtin_expect(needs_recovery, 0))
         recover();
-    Slot &s = q.slots[q.tail & q.mask];
-    s.desc = d;
-    s.done = false;
-    s.op_status = VIP_STATUS_OP_RECEIVE;
-    d->CS.Status = 0;
+    Slot &s = q.ring.claim(d);
+    s.info.op_status = VIP_STATUS_OP_RECEIVE;
     if (__builtin_expect(qp_needs_reset, 0)) {
         // The QP is stopped (error state, or idle after a disconnect) and the
         // device would keep the receive forever without completing it.  An idle
@@ -184,47 +138,28 @@ VIP_RETURN VerbsVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
             return VIP_SUCCESS;
         }
     }
-    const Region *dr = nic.mem.find(mh);
-    if (dr == nullptr || dr->ptag != attr.ptag ||
-        !dr->covers(uintptr_t(d), sizeof(VIP_CONTROL_SEGMENT))) {
-        finish_in_software(q, s, VIP_STATUS_OP_RECEIVE | VIP_STATUS_PROTECTION_ERROR);
-        return VIP_SUCCESS;
-    }
-    if ((d->CS.Control & VIP_CONTROL_RESERVED) || d->CS.SegCount > max_sge) {
-        finish_in_software(q, s, VIP_STATUS_OP_RECEIVE | VIP_STATUS_FORMAT_ERROR);
-        return VIP_SUCCESS;
-    }
-    if (!dr->covers(uintptr_t(d), sizeof(VIP_CONTROL_SEGMENT) +
-                                      sizeof(VIP_DESCRIPTOR_SEGMENT) * d->CS.SegCount)) {
-        finish_in_software(q, s, VIP_STATUS_OP_RECEIVE | VIP_STATUS_PROTECTION_ERROR);
-        return VIP_SUCCESS;
-    }
-    ibv_sge sge[kMaxSegments];
-    int nsge = 0;
-    uint64_t total = 0;
-    uint32_t bad = build_sges(nic, static_cast<VerbsPtag *>(attr.ptag), &d->DS[0].Local,
-                              d->CS.SegCount, sge, &nsge, &total);
-    if (bad) {
+    SgeList sgl;
+    if (uint32_t bad = common::check_recv(d, mh, rules(), [this](VIP_MEM_HANDLE h) { return region(h); }, sgl)) {
         finish_in_software(q, s, VIP_STATUS_OP_RECEIVE | bad);
         return VIP_SUCCESS;
     }
     ibv_recv_wr wr;
     wr.wr_id = reinterpret_cast<uint64_t>(&s);
     wr.next = nullptr;
-    wr.sg_list = sge;
-    wr.num_sge = nsge;
+    wr.sg_list = sgl.sge;
+    wr.num_sge = sgl.n;
     ibv_recv_wr *bad_wr = nullptr;
     if (ibv_post_recv(qp, &wr, &bad_wr) != 0)
         return VIP_ERROR_RESOURCE;
-    __atomic_store_n(&q.tail, q.tail + 1, __ATOMIC_RELEASE); // seen by a Wait on another thread
+    q.ring.publish(); // seen by a Wait on another thread
     return VIP_SUCCESS;
 }
 
 void complete_slot(const ibv_wc &wc) {
     Slot *s = reinterpret_cast<Slot *>(wc.wr_id);
-    WorkQueue *q = s->queue;
+    WorkQueue *q = s->info.queue;
     VIP_DESCRIPTOR *d = s->desc;
-    uint32_t st = VIP_STATUS_DONE | s->op_status;
+    uint32_t st = VIP_STATUS_DONE | s->info.op_status;
     if (wc.status == IBV_WC_SUCCESS) {
         if (q->is_recv) {
             if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM)
@@ -246,16 +181,15 @@ void complete_slot(const ibv_wc &wc) {
         // A receive WQE that cannot hold the message: rxe reports LOC_QP_OP_ERR
         // (its "malformed WQE" path), other devices LOC_LEN_ERR.
         st |= VIP_STATUS_LENGTH_ERROR;
-    } else if (wc.status == IBV_WC_REM_INV_REQ_ERR && (s->op_status == VIP_STATUS_OP_RDMA_READ ||
-                                                     s->op_status == VIP_STATUS_OP_RDMA_WRITE)) {
+    } else if (wc.status == IBV_WC_REM_INV_REQ_ERR && (s->info.op_status == VIP_STATUS_OP_RDMA_READ ||
+                                                     s->info.op_status == VIP_STATUS_OP_RDMA_WRITE)) {
         // The target refused the RDMA itself (its VI does not enable it): on rxe an
         // invalid request, in VIPL terms an RDMA protection error.
         st |= VIP_STATUS_RDMA_PROT_ERROR;
     } else {
         st |= status_bits(wc.status);
     }
-    s->done = true;
-    __atomic_store_n(&d->CS.Status, st, __ATOMIC_RELEASE);
+    common::complete_descriptor(d, st);
     if (q->bound)
         q->bound->push(q);
     if (wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR)
@@ -273,19 +207,7 @@ int WorkQueue::poll() {
 }
 
 VIP_RETURN WorkQueue::done(VIP_DESCRIPTOR **d) {
-    // tail is advanced by Post, possibly on another thread (a plain load on x86)
-    if (head == __atomic_load_n(&tail, __ATOMIC_ACQUIRE))
-        return VIP_NOT_DONE;
-    Slot &s = slots[head & mask];
-    if (!s.done) {
-        poll();
-        if (!s.done)
-            return VIP_NOT_DONE;
-    }
-    s.done = false;
-    head++;
-    *d = s.desc;
-    return VIP_SUCCESS;
+    return ring.reap(d, [this] { poll(); });
 }
 
 // Blocks on a completion channel: poll for spin_ns first (cheapest when the
@@ -341,8 +263,7 @@ VIP_RETURN WorkQueue::wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) {
     ibv_comp_channel *ch = bound ? bound->channel : channel;
     return block_on_cq(vi->nic, c, ch, timeout_ms, [&] {
         VIP_RETURN rc = done(d);
-        if (rc == VIP_NOT_DONE && head == __atomic_load_n(&tail, __ATOMIC_ACQUIRE) &&
-            vi->state.load() == VIP_STATE_ERROR)
+        if (rc == VIP_NOT_DONE && ring.empty() && vi->state.load() == VIP_STATE_ERROR)
             rc = VIP_INVALID_STATE;
         return rc;
     });

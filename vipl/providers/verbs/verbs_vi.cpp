@@ -74,10 +74,9 @@ VIP_RETURN VerbsVi::init(const prov::ViAttr &a, VerbsCq *send_cq, VerbsCq *recv_
     for (WorkQueue *q : {&sq, &rq}) {
         q->vi = this;
         q->is_recv = q == &rq;
-        q->slots.reset(new Slot[depth]);
-        q->mask = depth - 1;
+        q->ring.reset(depth);
         for (uint32_t i = 0; i < depth; i++)
-            q->slots[i].queue = q;
+            q->ring.slot(i).info.queue = q;
     }
     sq.bound = send_cq;
     rq.bound = recv_cq;
@@ -366,13 +365,7 @@ VIP_RETURN VerbsVi::recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) 
 // every posted descriptor is marked (flushed) before the caller reaps them.
 void drain_after_error(VerbsVi &vi) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto outstanding = [&] {
-        for (WorkQueue *q : {&vi.sq, &vi.rq})
-            for (uint64_t i = q->head; i != q->tail; i++)
-                if (!q->slots[i & q->mask].done)
-                    return true;
-        return false;
-    };
+    auto outstanding = [&] { return !vi.sq.ring.all_complete() || !vi.rq.ring.all_complete(); };
     while (outstanding() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2)) {
         if (vi.sq.poll() + vi.rq.poll() == 0)
             std::this_thread::sleep_for(std::chrono::microseconds(200));
