@@ -34,6 +34,20 @@ std::string render_text(const Table &t) {
     if (!t.status.empty()) s += "  " + t.status + "\n";
     if (!t.caption.empty()) s += "  " + t.caption + "\n";
 
+    // A footnote mark ("12.5*") hangs right of a number column, so the
+    // numbers of that column stay aligned on their last digit.
+    std::vector<bool> hangs(t.columns.size(), false);
+    for (const auto &row : t.rows)
+        for (std::size_t i = 1; i < row.cells.size() && i < hangs.size(); ++i)
+            if (t.columns[i].align == Align::right && row.kind != RowKind::heading && !row.cells[i].text.empty() &&
+                row.cells[i].text.back() == '*')
+                hangs[i] = true;
+    auto cell_text = [&](const Row &row, std::size_t i) {
+        if (i == 0) return first_cell(row);
+        const std::string &s = row.cells[i].text;
+        return i < hangs.size() && hangs[i] && !s.empty() && s.back() != '*' ? s + " " : s;
+    };
+
     // Each column as wide as its widest cell; a status row's reason and a
     // heading run across the columns and do not widen them.
     std::vector<std::size_t> width;
@@ -41,7 +55,7 @@ std::string render_text(const Table &t) {
     for (const auto &row : t.rows) {
         if (row.kind == RowKind::heading) continue;
         for (std::size_t i = 0; i < row.cells.size() && i < width.size(); ++i)
-            width[i] = std::max(width[i], display_width(i == 0 ? first_cell(row) : row.cells[i].text));
+            width[i] = std::max(width[i], display_width(cell_text(row, i)));
     }
     // Text after a number gets three spaces, so it does not read as part of it.
     auto gap = [&](std::size_t i) {
@@ -68,7 +82,7 @@ std::string render_text(const Table &t) {
             s += l + "\n";
         } else {
             std::vector<std::string> cells;
-            for (std::size_t i = 0; i < row.cells.size(); ++i) cells.push_back(i == 0 ? first_cell(row) : row.cells[i].text);
+            for (std::size_t i = 0; i < row.cells.size(); ++i) cells.push_back(cell_text(row, i));
             s += line(cells);
         }
     }

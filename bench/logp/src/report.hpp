@@ -1,6 +1,8 @@
 // report.hpp - from measurements to what the user reads: derived numbers
 // (Delta, peer ratios, the bulk difference), the terminal report, and the
-// report directory (gnuplot plots as SVG and PNG, one Markdown file).
+// report directory (gnuplot plots as SVG and PNG, one Markdown file, the
+// JSON).  The terminal report and report.md are two renderings (render.hpp)
+// of the same tables (tables.hpp).
 #pragma once
 
 #include "results.hpp"

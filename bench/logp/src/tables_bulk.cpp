@@ -155,10 +155,16 @@ Table peers_table(const Report &r) {
                  {"ours", Align::right, 9},   {"layer", Align::left, 7}, {"ours/peer", Align::right, 9}};
     for (const auto &p : r.peers) {
         t.rows.push_back({RowKind::heading, 0, {}, fmt::format("{} ({}): {}", p.tool, p.transport, status_text(p.status))});
-        // The peer's own figures first, then each set against our row.
+        // The peer's own figures first (those not set against any row of ours
+        // below), then each comparison with a row of ours.
+        auto compared_below = [&](const PeerMetric &raw) {
+            return std::any_of(p.metrics.begin(), p.metrics.end(), [&](const PeerMetric &m) {
+                return !m.compared_with.empty() && m.metric == raw.metric && m.test == raw.test && m.bytes == raw.bytes;
+            });
+        };
         for (bool compared : {false, true})
             for (const auto &m : p.metrics) {
-                if (m.compared_with.empty() == compared) continue;
+                if (m.compared_with.empty() == compared || (!compared && compared_below(m))) continue;
                 int precision = m.metric.rfind("bandwidth", 0) == 0 ? 1 : 3;
                 Row x = row(RowKind::peer, 1, {Cell::label(m.metric), Cell::label(m.test), Cell{std::to_string(m.bytes), double(m.bytes)},
                                                Cell::number(m.peer, precision)});
