@@ -219,6 +219,8 @@ TEST_P(LegacyDefaults, RecvWaitInfiniteBlocksUntilAReceiveIsPostedAndCompletes) 
     // The receive is posted by another thread while this one is already waiting,
     // as the receive threads of cLAN-era drivers do.
     std::thread poster([&] {
+        // The pause is the scenario: the waiter must be blocked in VipRecvWait
+        // before anything is posted (no state shows that a thread sleeps).
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         fill_recv(d(1), {{dst.p(), dst.mh(), 256}});
         EXPECT_EQ(VipPostRecv(b->h(), d(1), dmh()), VIP_SUCCESS);
@@ -243,6 +245,7 @@ TEST_P(LegacyDefaults, RecvWaitOnAnEmptyQueueEndsWhenTheViBreaks) {
     connect_default();
     if (HasFatalFailure()) return;
     std::thread breaker([&] {
+        // The pause is the scenario: the wait must already block when the VI breaks.
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         EXPECT_EQ(VipDisconnect(a->h()), VIP_SUCCESS);
     });

@@ -195,10 +195,11 @@ TEST(Cq, ResizeKeepsEntriesAndRejectsTooSmall) {
         VIP_VI_HANDLE vi;
         VIP_BOOLEAN rq;
         VT_ASSERT_OK(VipCQWait(cq, kWaitMs, &vi, &rq));
-        for (int i = 0; i < 20; i++) { // let the other two completions land
-            VipxProgress(nic());
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
+        // Let the other two completions land: a provider marks a send descriptor
+        // DONE as it queues its CQ entry (verbs: as the CQ poll above took it).
+        ASSERT_TRUE(poll_until([&] {
+            return status_done(ds.at(0)) && status_done(ds.at(1)) && status_done(ds.at(2));
+        })) << "the three sends never completed";
         VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipResizeCQ(cq, 0));
         VIP_RETURN rc = VipResizeCQ(cq, 1);
         EXPECT_TRUE(rc == VIP_INVALID_PARAMETER || rc == VIP_ERROR_RESOURCE)
@@ -332,6 +333,8 @@ TEST(Wait, RecvWaitWakesWhenDataArrives) {
     fill_recv(ds.at(0), {{dst.p(), dst.mh(), 64}});
     VT_ASSERT_OK(VipPostRecv(b.h(), ds.at(0), ds.mh()));
     std::thread sender([&] {
+        // The pause is the scenario: the receiver must already be blocked in
+        // the wait when the data is sent (no state shows that a thread sleeps).
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         fill_send(ds.at(1), {{src.p(), src.mh(), 64}});
         EXPECT_EQ(VipPostSend(a.h(), ds.at(1), ds.mh()), VIP_SUCCESS);

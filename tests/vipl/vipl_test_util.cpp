@@ -90,6 +90,9 @@ VIP_RETURN close_nic_for_exit() {
     return rc;
 }
 bool provider_is_nicfw() { return std::strncmp(nic_attr().Name, "nicfw", 5) == 0; }
+bool provider_is_fake() { return std::strncmp(nic_attr().Name, "fake", 4) == 0; }
+bool status_written_at_completion() { return provider_is_nicfw() || provider_is_fake(); }
+bool reports_unreliable_rdma_errors() { return provider_is_nicfw() || provider_is_fake(); }
 VIP_ULONG max_transfer() { return std::min<VIP_ULONG>(nic_attr().MaxTransferSize, kMaxTestTransfer); }
 
 std::vector<VIP_RELIABILITY_LEVEL> supported_levels() {
@@ -260,13 +263,8 @@ VIP_VI_STATE vi_state(VIP_VI_HANDLE vi) {
 }
 
 VIP_VI_STATE wait_state_change(VIP_VI_HANDLE vi, VIP_VI_STATE from, VIP_ULONG ms) {
-    auto t0 = Clock::now();
     VIP_VI_STATE st = vi_state(vi);
-    while (st == from && elapsed_ms(t0) < (long)ms) {
-        VipxProgress(nic());
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        st = vi_state(vi);
-    }
+    poll_until([&] { return (st = vi_state(vi)) != from; }, ms);
     return st;
 }
 
@@ -358,25 +356,25 @@ size_t error_mark() {
     return g_errors.size();
 }
 
-bool wait_error(size_t mark, VIP_ERROR_CODE code, VIP_ULONG ms, ErrorRecord *out) {
-    auto t0 = Clock::now();
-    for (;;) {
-        {
+bool wait_error_on(size_t mark, VIP_ERROR_CODE code, VIP_VI_HANDLE vi, VIP_ULONG ms, ErrorRecord *out) {
+    // An inline-firmware provider delivers queued errors when its host enters the
+    // library; poll_until drives it as an application waiting for one would.
+    return poll_until(
+        [&] {
             std::lock_guard<std::mutex> lk(g_err_mu);
             for (size_t i = mark; i < g_errors.size(); i++)
-                if (g_errors[i].code == code) {
+                if (g_errors[i].code == code && (!vi || g_errors[i].vi == vi)) {
                     if (out)
                         *out = g_errors[i];
                     return true;
                 }
-        }
-        if (elapsed_ms(t0) >= (long)ms)
             return false;
-        // An inline-firmware provider delivers queued errors when its host enters
-        // the library; an application waiting for one does the same.
-        VipxProgress(nic());
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+        },
+        ms);
+}
+
+bool wait_error(size_t mark, VIP_ERROR_CODE code, VIP_ULONG ms, ErrorRecord *out) {
+    return wait_error_on(mark, code, nullptr, ms, out);
 }
 
 const char *error_code_name(VIP_ERROR_CODE c) {

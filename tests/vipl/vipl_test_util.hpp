@@ -17,6 +17,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "vipl.h"
@@ -51,6 +52,14 @@ std::string status_str(VIP_UINT32 status);
 VIP_NIC_HANDLE nic();
 const VIP_NIC_ATTRIBUTES &nic_attr();
 bool provider_is_nicfw();
+bool provider_is_fake();
+// Does the provider write a descriptor's Status when the operation completes
+// (nicfw's firmware, the fake provider), rather than when its queue or CQ is
+// polled (verbs: docs/verbs.md)?  Only then can a test watch the DONE bit.
+bool status_written_at_completion();
+// Does the provider report an unreliable VI's RDMA protection violation (nicfw,
+// fake) rather than drop it silently (verbs' UC queue pairs: docs/verbs.md)?
+bool reports_unreliable_rdma_errors();
 VIP_ULONG max_transfer(); // min(NIC MaxTransferSize, kMaxTestTransfer)
 // Reliability levels the NIC supports, in the order unreliable, RD, RR.
 std::vector<VIP_RELIABILITY_LEVEL> supported_levels();
@@ -199,12 +208,36 @@ void install_error_recorder();
 size_t error_mark();
 // Waits up to ms (calling VipxProgress) for an error with this code recorded after mark.
 bool wait_error(size_t mark, VIP_ERROR_CODE code, VIP_ULONG ms, ErrorRecord *out = nullptr);
+// The same, for an error naming this VI (errors of VIs of earlier tests may
+// still arrive: handlers run on a provider thread).
+bool wait_error_on(size_t mark, VIP_ERROR_CODE code, VIP_VI_HANDLE vi, VIP_ULONG ms, ErrorRecord *out = nullptr);
 const char *error_code_name(VIP_ERROR_CODE c);
 
 using Clock = std::chrono::steady_clock;
 inline long elapsed_ms(Clock::time_point t0) {
     return (long)std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0)
         .count();
+}
+
+// Polls `holds` until it returns true or ms pass: the way tests wait for a state
+// instead of sleeping.  With `progress`, VipxProgress drives an inline provider
+// between polls (never when the state belongs to a handler on a provider thread).
+template <class Pred> bool poll_until(Pred &&holds, VIP_ULONG ms = kWaitMs, bool progress = true) {
+    const auto t0 = Clock::now();
+    for (;;) {
+        if (holds())
+            return true;
+        if (elapsed_ms(t0) >= (long)ms)
+            return false;
+        if (progress)
+            VipxProgress(nic());
+        std::this_thread::yield();
+    }
+}
+
+// The DONE bit of a descriptor's Status, read as the provider publishes it.
+inline bool status_done(const VIP_DESCRIPTOR *d) {
+    return __atomic_load_n(&d->CS.Status, __ATOMIC_ACQUIRE) & VIP_STATUS_DONE;
 }
 
 } // namespace vt
