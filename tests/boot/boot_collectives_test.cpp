@@ -80,6 +80,7 @@ TEST(BootCollectives, BarrierLetsNobodyPassEarly) {
   const uint32_t n = static_cast<uint32_t>(size());
   int early = 0;
   for (uint32_t round = 1; round <= 60; ++round) {
+    // The random delay is the scenario: ranks reach the barrier out of step.
     if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
     counter->fetch_add(1);
     ASSERT_EQ(vipl_boot_barrier(), VIPL_BOOT_OK);

@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "observe.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -87,15 +89,11 @@ Proc spawn(const std::vector<std::string>& argv, const std::vector<std::string>&
 // Waits for p (at most limit, then SIGKILL and a test failure).
 Result finish(Proc& p, double limit_s = 60) {
   int status = 0;
-  for (;;) {
-    if (waitpid(p.pid, &status, WNOHANG) == p.pid) break;
-    if (Clock::now() - p.t0 > std::chrono::duration<double>(limit_s)) {
-      kill(p.pid, SIGKILL);
-      waitpid(p.pid, &status, 0);
-      ADD_FAILURE() << "process did not finish in " << limit_s << " s";
-      break;
-    }
-    std::this_thread::sleep_for(5ms);
+  const auto deadline = p.t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_s));
+  if (!boot_test::wait_child_until(p.pid, deadline, &status)) {
+    kill(p.pid, SIGKILL);
+    waitpid(p.pid, &status, 0);
+    ADD_FAILURE() << "process did not finish in " << limit_s << " s";
   }
   Result r;
   r.secs = std::chrono::duration<double>(Clock::now() - p.t0).count();
@@ -170,6 +168,8 @@ Pair run_pair(int world, int k, const std::vector<std::string>& prog, const std:
     Proc b;
     if (b_first_s > 0) {
       b = launcher(world - k, k);
+      // The pause is the scenario: B's ranks are already waiting for rank 0
+      // (retrying their connection) when A starts.
       std::this_thread::sleep_for(std::chrono::duration<double>(b_first_s));
     }
     Proc a = launcher(k, 0);
@@ -210,6 +210,8 @@ TEST(BootTcp, RanksStartedInAnyOrderGather) {
   std::vector<Proc> ranks;
   for (int r = n - 1; r >= 0; --r) {  // rank 0 last: the others retry connecting
     ranks.push_back(start_rank(job, r, n, port, {"gather", "100"}));
+    // The pause is the scenario: each rank is already retrying its connection
+    // to a rank 0 that does not exist yet when the next one starts.
     std::this_thread::sleep_for(100ms);
   }
   for (Proc& p : ranks) {
@@ -250,7 +252,9 @@ TEST(BootTcp, Rank0NeverStarting) {
 TEST(BootTcp, WrongJobIdIsRejected) {
   const int port = free_port();
   Proc r0 = start_rank("jobA", 0, 2, port, {"env"}, "2");
-  std::this_thread::sleep_for(200ms);
+  // The stray rank must meet a listening rank 0 (so it is told at once).
+  ASSERT_TRUE(boot_test::poll_until([&] { return boot_test::tcp_sockets(port, "0A") > 0; }, 2000))
+      << "rank 0 never listened on port " << port;
   Proc r1 = start_rank("jobB", 1, 2, port, {"env"}, "2");
   Result b = finish(r1), a = finish(r0);
   EXPECT_EQ(b.code, 70);
@@ -284,7 +288,10 @@ TEST(BootTcp, RankJoiningTwiceFailsTheJobAtOnce) {
   const int port = free_port();
   Proc r0 = start_rank(job, 0, 3, port, {"env"}, "20");
   Proc r1 = start_rank(job, 1, 3, port, {"env"}, "20");
-  std::this_thread::sleep_for(300ms);
+  // Rank 1 is connected to rank 0 before its twin starts: rank 0's accepted end
+  // of that connection is an established socket whose local port is rank 0's.
+  ASSERT_TRUE(boot_test::poll_until([&] { return boot_test::tcp_sockets(port, "01") > 0; }, 5000))
+      << "rank 1 never connected to rank 0";
   Proc r1again = start_rank(job, 1, 3, port, {"env"}, "20");
   for (Proc* p : {&r0, &r1, &r1again}) {
     Result r = finish(*p);

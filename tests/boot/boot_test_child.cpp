@@ -156,6 +156,7 @@ int main(int argc, char** argv) {
   if (action == "abort" || action == "abort-busy") {
     if (vipl_boot_barrier() != VIPL_BOOT_OK) return 1;
     if (me == arg(2)) vipl_boot_abort(arg(3), "test abort reason");
+    // The pause is the scenario: rank 0 is busy (not in the barrier) when the abort comes.
     if (me == 0 && action == "abort-busy") usleep(3'000'000);
     auto t0 = std::chrono::steady_clock::now();
     int rc = vipl_boot_barrier();
@@ -176,6 +177,7 @@ int main(int argc, char** argv) {
     return vipl_boot_finalize() == VIPL_BOOT_OK ? 0 : 1;
   }
   if (action == "idle-wait") {
+    // The pause is the scenario: the others must wait for rank 0 without using CPU.
     if (me == 0) usleep(static_cast<useconds_t>(arg(2)) * 1000);
     if (vipl_boot_barrier() != VIPL_BOOT_OK) return 1;
     struct rusage ru{};

@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "observe.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -64,16 +66,10 @@ RunResult run_vipl(const std::vector<std::string>& args, const std::vector<std::
   RunResult r;
   if (during) during(pid, out);
   int status = 0;
-  for (;;) {
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (Clock::now() - t0 > 60s) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      ADD_FAILURE() << "vipl-run did not finish in 60 s";
-      break;
-    }
-    std::this_thread::sleep_for(5ms);
+  if (!boot_test::wait_child_until(pid, t0 + 60s, &status)) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    ADD_FAILURE() << "vipl-run did not finish in 60 s";
   }
   r.secs = std::chrono::duration<double>(Clock::now() - t0).count();
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -413,7 +409,8 @@ TEST(Bootstrap, SegmentIsCreatedLazilyByRanksStartingAtDifferentTimes) {
   for (int rank = 0; rank < 3; ++rank) {
     pid_t p = fork();
     if (p == 0) {
-      usleep(static_cast<useconds_t>((2 - rank) * 200'000));  // rank 2 first, rank 0 last
+      // The stagger is the scenario: rank 2 first, rank 0 last.
+      usleep(static_cast<useconds_t>((2 - rank) * 200'000));
       setenv("VIASTACK_JOB", job.c_str(), 1);
       setenv("VIASTACK_RANK", std::to_string(rank).c_str(), 1);
       setenv("VIASTACK_SIZE", "3", 1);
