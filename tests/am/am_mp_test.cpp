@@ -413,6 +413,9 @@ TEST_F(AmMp, WaitSemaWakesWhenAMessageArrives) {
         EXPECT_GT(waited, 0.05);
         ASSERT_TRUE(poll_until(eb, [&] { return ran == 1; }, 10));
     } else if (me == 0) {
+        // The pause is the scenario: rank 1 must already be blocked in
+        // AM_WaitSema when the message is sent, and no state rank 0 can
+        // observe shows that another process sleeps.
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         ASSERT_EQ(AM_Request1(ep, 1, kHShortReq + 1, 4242), AM_OK);
     } // TearDown's barrier keeps polling until rank 1 is through

@@ -56,7 +56,7 @@ void open_nic_once() {
     if (rc != VIP_SUCCESS) {
         std::fprintf(stderr,
                      "vipl tests: VipOpenNic(NULL) failed with %s; check $VIPL_PROVIDER "
-                     "(nicfw or verbs) and that the device exists\n",
+                     "(nicfw, verbs or fake) and that the device exists\n",
                      VipxReturnString(rc));
         std::exit(2);
     }
