@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "am_internal.hpp"
+#include "viastack_env.hpp"
 #include "viastack_log.hpp"
 
 #ifndef AMVIA_DEFAULT_LAYOUT
@@ -70,27 +71,15 @@ int fail(int rc, const char *fn, const char *fmt, ...) {
     return rc;
 }
 
+// VIASTACK_AM_* through the one reader of configuration variables (vipl/log).
 static long env_long(const char *name, long dflt, long lo, long hi) {
-    const char *v = std::getenv(name);
-    if (!v || !*v) return dflt;
-    char *end = nullptr;
-    long x = std::strtol(v, &end, 10);
-    if (*end || x < lo || x > hi) {
-        report("ignoring %s=%s (expected an integer in [%ld, %ld]); using %ld", name, v, lo, hi,
-               dflt);
-        return dflt;
-    }
-    return x;
+    return viastack::env::integer(viastack::log::Layer::am, name, dflt, lo, hi);
 }
 
 static int env_layout() {
-    const char *v = std::getenv("VIASTACK_AM_LAYOUT");
-    if (!v || !*v) return AMVIA_DEFAULT_LAYOUT;
-    if (!std::strcmp(v, "v1") || !std::strcmp(v, "1")) return 1;
-    if (!std::strcmp(v, "v3") || !std::strcmp(v, "3")) return 3;
-    report("ignoring VIASTACK_AM_LAYOUT=%s (expected v1 or v3); using v%d", v,
-           AMVIA_DEFAULT_LAYOUT);
-    return AMVIA_DEFAULT_LAYOUT;
+    const int dflt = AMVIA_DEFAULT_LAYOUT == 1 ? 0 : 2;
+    return viastack::env::choice(viastack::log::Layer::am, "VIASTACK_AM_LAYOUT", {"v1", "1", "v3", "3"}, dflt) < 2 ? 1
+                                                                                                                : 3;
 }
 
 } // namespace amvia
@@ -141,14 +130,14 @@ int AM_MaxSegLength(uintptr_t *nbytes) {
 
 int AM_Init(void) {
     if (g.init_count++ > 0) return AM_OK;
-    if (std::getenv("VIASTACK_AM_VERBOSE")) AMVIA_VerboseErrors = 1;
+    if (viastack::env::flag("VIASTACK_AM_VERBOSE")) AMVIA_VerboseErrors = 1;
     if (!vipl_wait::mode_from_env(&g.wait_mode)) {
         g.init_count = 0;
         report("AM_Init returns AM_ERR_BAD_ARG: VIASTACK_WAIT=%s is not a wait policy; set it to %s",
                std::getenv("VIASTACK_WAIT"), vipl_wait::kAllowed);
         return AM_ERR_BAD_ARG;
     }
-    const char *dev = std::getenv("VIASTACK_AM_NIC");
+    const char *dev = viastack::env::raw("VIASTACK_AM_NIC");
     VIP_RETURN rc = VipOpenNic(dev, &g.nic);
     if (rc != VIP_SUCCESS) {
         g.init_count = 0;
