@@ -168,6 +168,51 @@ TEST_P(Faults, DelayHoldsAMessageForNPosts) {
     EXPECT_EQ(wait_send(a->h()), d(12));
 }
 
+// Reliable Reception completes a send once the data is placed; the other
+// levels once it is on the wire.  A delay makes the difference visible.
+TEST_P(Faults, ReliableReceptionCompletesTheSendAtDelivery) {
+    Mem src(64, tag->h()), dst(256, tag->h());
+    post_recv(0, dst);
+    ASSERT_EQ(vipl_fake_fault_next(a->h(), VIPL_FAKE_DELAY, 1, 1), VIP_SUCCESS);
+    send_imm(10, src, 1);
+    VIP_DESCRIPTOR *s = nullptr;
+    if (level() == VIP_SERVICE_RELIABLE_RECEPTION) {
+        EXPECT_EQ(VipSendDone(a->h(), &s), VIP_NOT_DONE) << "completed before the data was placed";
+    } else {
+        ASSERT_EQ(VipSendDone(a->h(), &s), VIP_SUCCESS) << "not complete once on the wire";
+        EXPECT_EQ(s, d(10));
+    }
+    EXPECT_EQ(recv_now(), nullptr);
+    post_recv(1, dst); // the one post of the delay: the message arrives
+    EXPECT_EQ(recv_now(), d(0));
+    if (level() == VIP_SERVICE_RELIABLE_RECEPTION) {
+        ASSERT_EQ(VipSendDone(a->h(), &s), VIP_SUCCESS);
+        EXPECT_EQ(s, d(10));
+    }
+    EXPECT_TRUE(status_is(d(10)->CS.Status, VIP_STATUS_OP_SEND, 0));
+    send_imm(11, src, 2); // reclaims receive 1
+    EXPECT_EQ(recv_now(), d(1));
+    EXPECT_EQ(wait_send(a->h()), d(11));
+}
+
+// An RDMA write is a message too: dropped on an unreliable VI, the target
+// memory is untouched and the VI stays up.
+TEST_P(Faults, DroppedRdmaWriteLeavesTheTargetUntouched) {
+    if (reliable()) GTEST_SKIP() << "the reliable case is DropIsLost...: the connection breaks";
+    Mem src(64, tag->h()), target(64, tag->h(), true);
+    fill_pattern(src.p(), 64, 3);
+    ASSERT_EQ(vipl_fake_fault_next(a->h(), VIPL_FAKE_DROP, 1, 0), VIP_SUCCESS);
+    fill_rdma(d(10), VIP_CONTROL_OP_RDMAWRITE, target.p(), target.mh(), {{src.p(), src.mh(), 64}});
+    ASSERT_EQ(VipPostSend(a->h(), d(10), dmh()), VIP_SUCCESS);
+    EXPECT_EQ(wait_send(a->h()), d(10));
+    for (int i = 0; i < 64; i++) ASSERT_EQ(target.p()[i], 0) << "a dropped RDMA write landed at " << i;
+    fill_rdma(d(11), VIP_CONTROL_OP_RDMAWRITE, target.p(), target.mh(), {{src.p(), src.mh(), 64}});
+    ASSERT_EQ(VipPostSend(a->h(), d(11), dmh()), VIP_SUCCESS);
+    EXPECT_EQ(wait_send(a->h()), d(11));
+    EXPECT_EQ(check_pattern(target.p(), 64, 3), -1) << "the next RDMA write did not land";
+    EXPECT_EQ(vi_state(a->h()), VIP_STATE_CONNECTED);
+}
+
 TEST_P(Faults, CorruptionIsDetectedAndNeverDelivered) {
     Mem src(64, tag->h()), dst(256, tag->h());
     fill_pattern(src.p(), 16, 99);
