@@ -200,6 +200,8 @@ TEST(Tables, MissingDataIsSaidNotLeftBlank) {
     ReportDocument none = build_document(finalized(Report{}));
     EXPECT_EQ(table(none, "peers").status, "none (--no-peers)");
     EXPECT_TRUE(table(none, "table2").rows.empty());
+    EXPECT_EQ(table(none, "table2").status, "no layer measured");
+    EXPECT_EQ(table(none, "figure5").status, "no curve measured");
     EXPECT_EQ(render_text(table(none, "table2")).find("RTT/2    Delta"), std::string::npos);  // no header without rows
 }
 

@@ -23,6 +23,7 @@ Table bandwidth_table(const Report &r) {
     Table t;
     t.id = "figure5";
     t.title = "Figure 5. Bulk bandwidth (MB/s, 1 MB = 10^6 B)";
+    if (r.bandwidth.empty()) t.status = "no curve measured";
     std::vector<std::size_t> sizes;
     for (const auto &c : r.bandwidth)
         for (const auto &p : c.points)

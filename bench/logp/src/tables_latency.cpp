@@ -79,6 +79,7 @@ Table logp_table(const Report &r) {
     t.columns = {{"layer", Align::left, 22}, {"RTT/2", Align::right, 8}, {"Delta", Align::right, 8},
                  {"L", Align::right, 8},     {"o_s", Align::right, 8},   {"o_r", Align::right, 8},
                  {"g", Align::right, 8},     {"o_s check (delayed bursts)", Align::left, 0}};
+    if (r.logp.empty()) t.status = "no layer measured";
     for (const auto &x : r.logp) {
         if (!x.status.measured()) {
             t.rows.push_back({RowKind::status, 0, {Cell::label(x.layer)}, status_text(x.status)});
