@@ -1,13 +1,17 @@
-// firmware.cpp - the MCP main loop: poll the doorbells of active VIs round-robin,
-// transmit their descriptors, drain the wire FIFO, complete descriptors in
-// order and post completion-queue entries.
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+// firmware.cpp - the MCP main loop (Firmware, firmware.hpp): poll the doorbells
+// of active VIs round-robin, transmit their descriptors (tx.cpp), drain the
+// wire FIFO (rx.cpp), complete descriptors in order and post completion-queue
+// entries; the VI error path; control packets kept until the peer has room;
+// and how the firmware runs (inline steps, the step lock, its own thread,
+// quiescing it while the host changes tables).
+#include "firmware.hpp"
 
 #include <cstring>
 
-#include "nic.hpp"
+#include "connection.hpp"
+#include "errors.hpp"
+#include "protection.hpp"
+#include "vi_table.hpp"
 #include "vipl_instr.h"
 
 namespace nicfw {
@@ -28,8 +32,38 @@ void spin_ns(uint32_t ns) {
     while (now_ns() < end) __builtin_ia32_pause();
 }
 
+Firmware::Firmware(const Config &cfg, Wire &wire, int rank, const ProtectionTable &protection, const ViTable &vis,
+                   ErrorQueue &errors, ConnectionManager &cm)
+    : cfg_(cfg), wire_(wire), rank_(rank), protection_(protection), vis_(vis), errors_(errors), cm_(cm),
+      sram_tx_(new unsigned char[kMaxTransfer + 64]), sram_rx_(new unsigned char[wire.max_payload() + 64]) {
+    rx_head_ = wire_.ctl(rank_).head.load(std::memory_order_acquire);
+    // Every rank of a job has the same configuration, so every consumer of the
+    // job's FIFOs sleeps or none does.
+    wire_.consumers_may_sleep = cfg_.mode == Mode::Thread || cfg_.progress_thread;
+}
+
+Firmware::~Firmware() { stop_thread(); }
+
+void Firmware::vi_added(uint32_t index) {
+    if (index / 64 + 1 > vi_words_.load()) vi_words_.store(index / 64 + 1);
+}
+
+void Firmware::vi_removed(uint32_t index) { active_[index / 64].fetch_and(~(1ull << (index % 64))); }
+
+// ---------------------------------------------------------------- completions
+void Firmware::report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc, VIP_ERROR_CODE ec) {
+    VIP_ERROR_DESCRIPTOR e{};
+    e.ViHandle = vi ? vi->api_handle : nullptr;
+    e.CQHandle = cq ? cq->api_handle : nullptr;
+    e.DescriptorPtr = d;
+    e.OpCode = d ? (d->CS.Control & VIP_CONTROL_OP_MASK) : 0;
+    e.ResourceCode = rc;
+    e.ErrorCode = ec;
+    errors_.report(e, vi ? vi->owner : cq ? cq->owner : nullptr);
+}
+
 // Writes a completed descriptor back to the host and posts the CQ entry.
-void NicHw::complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv) {
+void Firmware::complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv) {
     if (recv) d->CS.Length = length;
     __atomic_store_n(&d->CS.Status, status | VIP_STATUS_DONE, __ATOMIC_RELEASE);
     CqImpl *cq = recv ? vi->recv_cq : vi->send_cq;
@@ -39,160 +73,166 @@ void NicHw::complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32
     }
 }
 
-void NicHw::complete_tx(ViImpl *vi) {
-    while (vi->tx_head < vi->tx_next) {
-        TxEntry &e = vi->txq[vi->tx_head % kMaxQueue];
+void Firmware::complete_tx(ViImpl *vi) {
+    auto &c = vi->fw;
+    while (c.tx_head < c.tx_next) {
+        TxEntry &e = c.txq[c.tx_head % kMaxQueue];
         if (!e.ready) break;
         complete_desc(vi, e.desc, e.status, e.length, false);
-        ++vi->tx_head;
+        ++c.tx_head;
     }
 }
 
-bool NicHw::fetch_rx_desc(ViImpl *vi, Token *t) {
-    if (vi->rxq.pop(t)) return true;
+bool Firmware::fetch_rx_desc(ViImpl *vi, Token *t) {
+    if (vi->fw.rxq.pop(t)) return true;
     Token b;
-    while (vi->bell_rq.pop(&b)) vi->rxq.push(b);
-    return vi->rxq.pop(t);
+    while (vi->bell_rq.pop(&b)) vi->fw.rxq.push(b);
+    return vi->fw.rxq.pop(t);
+}
+
+// Send doorbell -> the firmware's transmit queue, as far as it has room.
+void Firmware::fetch_tx_tokens(ViImpl *vi) {
+    auto &c = vi->fw;
+    Token t;
+    while (c.tx_tail - c.tx_head < kMaxQueue && vi->bell_sq.pop(&t)) {
+        c.txq[c.tx_tail % kMaxQueue] = TxEntry{t.desc, t.mh, 0, 0, false, false};
+        ++c.tx_tail;
+    }
 }
 
 // Completes everything the firmware holds for a VI with "flushed".
-void NicHw::flush_vi(ViImpl *vi) {
-    Token t;
-    while (vi->tx_tail - vi->tx_head < kMaxQueue && vi->bell_sq.pop(&t)) {
-        vi->txq[vi->tx_tail % kMaxQueue] = TxEntry{t.desc, t.mh, 0, 0, false, false};
-        ++vi->tx_tail;
-    }
-    for (uint64_t i = vi->tx_head; i < vi->tx_tail; ++i) {
-        TxEntry &e = vi->txq[i % kMaxQueue];
+void Firmware::flush_vi(ViImpl *vi) {
+    auto &c = vi->fw;
+    fetch_tx_tokens(vi);
+    for (uint64_t i = c.tx_head; i < c.tx_tail; ++i) {
+        TxEntry &e = c.txq[i % kMaxQueue];
         if (!e.ready) {
             e.status |= VIP_STATUS_DESC_FLUSHED_ERROR;
             e.ready = true;
             e.awaiting = false;
         }
     }
-    vi->tx_next = vi->tx_tail;
-    vi->tx_await = vi->tx_tail;
+    c.tx_next = c.tx_tail;
+    c.tx_await = c.tx_tail;
     complete_tx(vi);
+    Token t;
     while (fetch_rx_desc(vi, &t))
         complete_desc(vi, t.desc, VIP_STATUS_OP_RECEIVE | VIP_STATUS_DESC_FLUSHED_ERROR, 0, true);
 }
 
-void NicHw::vi_error(ViImpl *vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *d, bool tell_peer) {
-    if (vi->state.load() == static_cast<int>(ViState::Error)) return;
-    const bool was_connected = vi->state.load() == static_cast<int>(ViState::Connected);
-    vi->state.store(static_cast<int>(ViState::Error), std::memory_order_release);
+void Firmware::vi_error(ViImpl *vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *d, bool tell_peer) {
+    if (vi->state.load() == ViState::Error) return;
+    const bool was_connected = vi->state.load() == ViState::Connected;
+    vi->state.store(ViState::Error, std::memory_order_release);
     if (tell_peer && was_connected)
         send_ctl_reliably(vi->peer_nic, Op::ConnErr, vi->peer_vi, static_cast<uint16_t>(vi->index), code);
     report_error(vi, nullptr, d, d ? VIP_RESOURCE_DESCRIPTOR : VIP_RESOURCE_VI, code);
     flush_vi(vi);
 }
 
+// ---------------------------------------------------------------- the loop
 // One VI's doorbell work: fetch tokens, transmit, complete.
-static inline void process_vi(NicHw *hw, ViImpl *vi) {
+inline void Firmware::process_vi(ViImpl *vi) {
+    auto &c = vi->fw;
     VIPL_INSTR_BEGIN(t0);
     if (__builtin_expect(vi->flush_req.load(std::memory_order_acquire) !=
                              vi->flush_done.load(std::memory_order_relaxed), 0)) {
-        hw->flush_vi(vi);
+        flush_vi(vi);
         vi->flush_done.store(vi->flush_req.load(std::memory_order_relaxed), std::memory_order_release);
     }
-    Token t;
-    while (vi->tx_tail - vi->tx_head < kMaxQueue && vi->bell_sq.pop(&t)) {
-        vi->txq[vi->tx_tail % kMaxQueue] = TxEntry{t.desc, t.mh, 0, 0, false, false};
-        ++vi->tx_tail;
-    }
-    if (vi->state.load(std::memory_order_relaxed) == static_cast<int>(ViState::Error)) {
-        hw->flush_vi(vi);
+    fetch_tx_tokens(vi);
+    if (vi->state.load(std::memory_order_relaxed) == ViState::Error) {
+        flush_vi(vi);
         VIPL_INSTR_END(c_fw_bell, t0);
         return;
     }
-    while (vi->bell_rq.pop(&t)) vi->rxq.push(t);
+    Token t;
+    while (vi->bell_rq.pop(&t)) c.rxq.push(t);
     VIPL_INSTR_END(c_fw_bell, t0);
-    while (vi->tx_next < vi->tx_tail) {
+    while (c.tx_next < c.tx_tail) {
         VIPL_INSTR_BEGIN(t1);
-        const bool sent = hw->tx_one(vi, vi->txq[vi->tx_next % kMaxQueue]);
+        const bool sent = tx_one(vi, c.txq[c.tx_next % kMaxQueue]);
         VIPL_INSTR_END(c_fw_tx, t1);
         if (!sent) break; // wire FIFO full: retry on a later pass
-        const TxEntry &e = vi->txq[vi->tx_next % kMaxQueue];
-        ++vi->tx_next;
+        const TxEntry &e = c.txq[c.tx_next % kMaxQueue];
+        ++c.tx_next;
         if (__builtin_expect((e.status & VIP_STATUS_ERROR_MASK) != 0, 0) &&
             vi->attr.reliability != VIP_SERVICE_UNRELIABLE &&
-            vi->state.load(std::memory_order_relaxed) == static_cast<int>(ViState::Connected)) {
+            vi->state.load(std::memory_order_relaxed) == ViState::Connected) {
             // Reliable levels: a bad descriptor breaks the connection.  Complete it
             // with its own error first; the rest are flushed.
             VIP_DESCRIPTOR *d = e.desc;
-            hw->complete_tx(vi);
-            hw->vi_error(vi, VIP_ERROR_POST_DESC, d, true);
+            complete_tx(vi);
+            vi_error(vi, VIP_ERROR_POST_DESC, d, true);
             break;
         }
-        if (vi->state.load(std::memory_order_relaxed) == static_cast<int>(ViState::Error)) break;
+        if (vi->state.load(std::memory_order_relaxed) == ViState::Error) break;
     }
-    hw->complete_tx(vi);
+    complete_tx(vi);
 }
 
-// Control packets (Disc, ConnErr) that found the peer's FIFO full are kept and
-// retried, so a peer always learns that its connection is gone.
-void NicHw::send_ctl_reliably(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm) {
-    if (send_ctl(dst_nic, op, dst_vi, src_vi, 0, imm, 0, nullptr, 0)) return;
-    std::lock_guard<std::mutex> g(backlog_mu);
-    backlog.push_back(PendingCtl{dst_nic, op, dst_vi, src_vi, imm});
-    backlog_pending.store(true, std::memory_order_release);
+void Firmware::send_ctl_reliably(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm) {
+    if (send_ctl(dst_nic, op, dst_vi, src_vi, imm, nullptr, 0)) return;
+    std::lock_guard<std::mutex> g(backlog_mu_);
+    backlog_.push_back(PendingCtl{dst_nic, op, dst_vi, src_vi, imm});
+    backlog_pending_.store(true, std::memory_order_release);
 }
 
-void NicHw::retry_backlog() {
-    std::lock_guard<std::mutex> g(backlog_mu);
-    while (!backlog.empty()) {
-        const PendingCtl &c = backlog.front();
-        if (!send_ctl(c.dst_nic, c.op, c.dst_vi, c.src_vi, 0, c.imm, 0, nullptr, 0)) return;
-        backlog.pop_front();
+void Firmware::retry_backlog() {
+    std::lock_guard<std::mutex> g(backlog_mu_);
+    while (!backlog_.empty()) {
+        const PendingCtl &c = backlog_.front();
+        if (!send_ctl(c.dst_nic, c.op, c.dst_vi, c.src_vi, c.imm, nullptr, 0)) return;
+        backlog_.pop_front();
     }
-    backlog_pending.store(false, std::memory_order_relaxed);
+    backlog_pending_.store(false, std::memory_order_relaxed);
 }
 
-void NicHw::step() {
-    if (__builtin_expect(backlog_pending.load(std::memory_order_relaxed), 0)) retry_backlog();
+void Firmware::step() {
+    if (__builtin_expect(backlog_pending_.load(std::memory_order_relaxed), 0)) retry_backlog();
     // Doorbells: round-robin over the VIs marked active.
-    const uint32_t kWords = vi_words.load(std::memory_order_relaxed);
+    const uint32_t kWords = vi_words_.load(std::memory_order_relaxed);
     for (uint32_t n = 0; n < kWords; ++n) {
-        const uint32_t w = (rr_cursor + n) % kWords;
-        uint64_t bits = active[w].load(std::memory_order_relaxed);
+        const uint32_t w = (rr_cursor_ + n) % kWords;
+        uint64_t bits = active_[w].load(std::memory_order_relaxed);
         if (!bits) continue;
         while (bits) {
             const uint32_t b = static_cast<uint32_t>(__builtin_ctzll(bits));
             bits &= bits - 1;
             const uint32_t idx = w * 64 + b;
-            ViImpl *vi = vis[idx].load(std::memory_order_acquire);
+            ViImpl *vi = vis_.get(idx);
             if (!vi) {
-                active[w].fetch_and(~(1ull << b), std::memory_order_relaxed);
+                active_[w].fetch_and(~(1ull << b), std::memory_order_relaxed);
                 continue;
             }
-            process_vi(this, vi);
+            process_vi(vi);
             // Idle again?  Clear the bit, then re-check (the host may have rung meanwhile).
-            if (vi->bell_sq.empty() && vi->bell_rq.empty() && vi->tx_next == vi->tx_tail &&
+            if (vi->bell_sq.empty() && vi->bell_rq.empty() && vi->fw.tx_next == vi->fw.tx_tail &&
                 vi->flush_req.load(std::memory_order_relaxed) == vi->flush_done.load(std::memory_order_relaxed)) {
-                if (cfg.mode == Mode::Inline && !shared_step.load(std::memory_order_relaxed)) {
+                if (cfg_.mode == Mode::Inline && !shared_step_.load(std::memory_order_relaxed)) {
                     // Only this thread rings and serves doorbells: no atomic RMW needed.
-                    active[w].store(active[w].load(std::memory_order_relaxed) & ~(1ull << b),
-                                    std::memory_order_relaxed);
+                    active_[w].store(active_[w].load(std::memory_order_relaxed) & ~(1ull << b),
+                                     std::memory_order_relaxed);
                 } else {
-                    active[w].fetch_and(~(1ull << b), std::memory_order_seq_cst);
+                    active_[w].fetch_and(~(1ull << b), std::memory_order_seq_cst);
                     if (!vi->bell_sq.empty() || !vi->bell_rq.empty() ||
                         vi->flush_req.load() != vi->flush_done.load())
-                        active[w].fetch_or(1ull << b, std::memory_order_relaxed);
+                        active_[w].fetch_or(1ull << b, std::memory_order_relaxed);
                 }
             }
         }
-        rr_cursor = w + 1;
+        rr_cursor_ = w + 1;
     }
     // Wire: drain a bounded number of packets so doorbells are not starved.
     for (int n = 0; n < 32; ++n) {
-        const PacketHeader *h = wire_peek(wire, rank, rx_head);
+        const PacketHeader *h = wire_peek(wire_, rank_, rx_head_);
         if (!h) break;
-        if (__builtin_expect(!wire_header_sane(wire, rx_head, h), 0)) {
+        if (__builtin_expect(!wire_header_sane(wire_, rx_head_, h), 0)) {
             // Corrupt FIFO memory: skip one slot (its tag is cleared) and go on.
-            ++dropped;
+            ++dropped_;
             reinterpret_cast<std::atomic<uint32_t> *>(const_cast<PacketHeader *>(h))->store(0);
-            rx_head += 1;
-            wire.ctl(rank).head.store(rx_head, std::memory_order_release);
+            rx_head_ += 1;
+            wire_.ctl(rank_).head.store(rx_head_, std::memory_order_release);
             continue;
         }
         if (h->op != Op::Pad) {
@@ -201,65 +241,70 @@ void NicHw::step() {
             VIPL_INSTR_END(c_fw_rx, t2);
             if (!consumed) break; // needs to answer but the peer's FIFO is full: retry later
         }
-        rx_head = wire_consume(wire, rank, rx_head, h);
+        rx_head_ = wire_consume(wire_, rank_, rx_head_, h);
     }
 }
 
-NicHw::Quiesce NicHw::quiesce() {
-    if (cfg.mode == Mode::Thread) {
-        pause_req.store(true, std::memory_order_release);
-        RingCtl &c = wire.ctl(rank);
-        c.doorbell.fetch_add(1);
-        syscall(SYS_futex, reinterpret_cast<uint32_t *>(&c.doorbell), FUTEX_WAKE, 1, nullptr, nullptr, 0);
-        while (!paused.load(std::memory_order_acquire) && fw_thread.joinable()) sched_yield();
-        return Quiesce{this, true};
+// ---------------------------------------------------------------- execution
+void Firmware::wake_thread() {
+    RingCtl &c = wire_.ctl(rank_);
+    c.doorbell.fetch_add(1, std::memory_order_release);
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&c.doorbell), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
+Firmware::Quiesce Firmware::quiesce() {
+    if (cfg_.mode == Mode::Thread) {
+        pause_req_.store(true, std::memory_order_release);
+        wake_thread();
+        while (!paused_.load(std::memory_order_acquire) && thread_.joinable()) sched_yield();
+        return Quiesce(this, true);
     }
-    if (shared_step.load()) {
+    if (shared_step_.load()) {
         bool expected = false;
-        while (!step_lock.compare_exchange_weak(expected, true, std::memory_order_acquire)) {
+        while (!step_lock_.compare_exchange_weak(expected, true, std::memory_order_acquire)) {
             expected = false;
             sched_yield();
         }
-        return Quiesce{this, true};
+        return Quiesce(this, true);
     }
-    return Quiesce{this, false};
+    return Quiesce(this, false);
 }
 
-NicHw::Quiesce::~Quiesce() {
-    if (!held) return;
-    if (hw->cfg.mode == Mode::Thread) {
-        hw->pause_req.store(false, std::memory_order_release);
-        while (hw->paused.load(std::memory_order_acquire)) __builtin_ia32_pause();
+Firmware::Quiesce::~Quiesce() {
+    if (!held_) return;
+    if (fw_->cfg_.mode == Mode::Thread) {
+        fw_->pause_req_.store(false, std::memory_order_release);
+        while (fw_->paused_.load(std::memory_order_acquire)) __builtin_ia32_pause();
     } else {
-        hw->step_lock.store(false, std::memory_order_release);
+        fw_->step_lock_.store(false, std::memory_order_release);
     }
 }
 
-void NicHw::locked_step() {
+void Firmware::locked_step() {
     bool expected = false;
-    if (!step_lock.compare_exchange_strong(expected, true, std::memory_order_acquire)) return;
+    if (!step_lock_.compare_exchange_strong(expected, true, std::memory_order_acquire)) return;
     step();
-    step_lock.store(false, std::memory_order_release);
+    step_lock_.store(false, std::memory_order_release);
 }
 
 // Firmware on its own thread: spin while there is work, sleep on the wire's
-// futex when idle (a host doorbell also rings it, see ViImpl::post).
-void NicHw::start_thread() {
-    fw_thread = std::thread([this] {
+// futex when idle (a host doorbell also rings it, see ring()).
+void Firmware::start() {
+    if (cfg_.mode != Mode::Thread || thread_.joinable()) return;
+    thread_ = std::thread([this] {
         uint32_t idle = 0;
-        while (!stop.load(std::memory_order_relaxed)) {
-            if (pause_req.load(std::memory_order_acquire)) { // host is changing NIC tables
-                paused.store(true, std::memory_order_release);
-                while (pause_req.load(std::memory_order_acquire)) __builtin_ia32_pause();
-                paused.store(false, std::memory_order_release);
+        while (!stop_.load(std::memory_order_relaxed)) {
+            if (pause_req_.load(std::memory_order_acquire)) { // host is changing NIC tables
+                paused_.store(true, std::memory_order_release);
+                while (pause_req_.load(std::memory_order_acquire)) __builtin_ia32_pause();
+                paused_.store(false, std::memory_order_release);
             }
-            const uint64_t head_before = rx_head;
+            const uint64_t head_before = rx_head_;
             bool any_active = false;
-            for (uint32_t w = 0; w < vi_words.load(std::memory_order_relaxed); ++w)
-                if (active[w].load(std::memory_order_relaxed)) { any_active = true; break; }
+            for (uint32_t w = 0; w < vi_words_.load(std::memory_order_relaxed); ++w)
+                if (active_[w].load(std::memory_order_relaxed)) { any_active = true; break; }
             step();
-            epoch.fetch_add(1, std::memory_order_release);
-            if (any_active || rx_head != head_before) { idle = 0; continue; }
+            if (any_active || rx_head_ != head_before) { idle = 0; continue; }
             // Spin briefly, then keep yielding (cheap when the core is ours, and it
             // lets the host threads run when it is not) for a few milliseconds
             // before sleeping: a firmware that sleeps between the messages of a
@@ -268,22 +313,19 @@ void NicHw::start_thread() {
             if (idle < 200000) { sched_yield(); continue; }
             // Announce the sleep, then re-check every work source: a host doorbell
             // rung before `sleeping` was visible would otherwise wait for the timeout.
-            const uint32_t bell = wire_sleep_prepare(wire, rank);
-            bool busy = wire_peek(wire, rank, rx_head) != nullptr || pause_req.load() || stop.load();
-            for (auto &w : active) busy = busy || w.load(std::memory_order_seq_cst) != 0;
-            if (busy) wire_sleep_cancel(wire, rank);
-            else wire_sleep_commit(wire, rank, bell, 2000);
+            const uint32_t bell = wire_sleep_prepare(wire_, rank_);
+            bool busy = wire_peek(wire_, rank_, rx_head_) != nullptr || pause_req_.load() || stop_.load();
+            for (auto &w : active_) busy = busy || w.load(std::memory_order_seq_cst) != 0;
+            if (busy) wire_sleep_cancel(wire_, rank_);
+            else wire_sleep_commit(wire_, rank_, bell, 2000);
         }
     });
 }
 
-void NicHw::stop_thread() {
-    stop.store(true);
-    RingCtl &c = wire.ctl(rank);
-    c.doorbell.fetch_add(1);
-    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&c.doorbell), FUTEX_WAKE, 1, nullptr, nullptr, 0);
-    if (fw_thread.joinable()) fw_thread.join();
-    if (agent_thread.joinable()) agent_thread.join();
+void Firmware::stop_thread() {
+    stop_.store(true);
+    wake_thread();
+    if (thread_.joinable()) thread_.join();
 }
 
 } // namespace nicfw

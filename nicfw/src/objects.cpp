@@ -1,9 +1,6 @@
-// objects.cpp - the host side of VIs and completion queues: posting
-// descriptors (doorbells), reaping completions in order, waits and notifies.
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
+// objects.cpp - the host side of VIs and completion queues (objects.hpp):
+// posting descriptors (doorbells), reaping completions in order, waits and
+// notifies; the VI's connection calls go to the connection manager.
 #include "nic.hpp"
 
 namespace nicfw {
@@ -15,38 +12,27 @@ inline bool is_done(const VIP_DESCRIPTOR *d) {
 } // namespace
 
 ViImpl::ViImpl(NicHw *hw, uint32_t index, const vipl::prov::ViAttr &a, CqImpl *scq, CqImpl *rcq)
-    : hw(hw), index(index), attr(a), send_cq(scq), recv_cq(rcq),
+    : hw(hw), index(index), attr(a), ptag_id(static_cast<PtagImpl *>(a.ptag)->id), send_cq(scq), recv_cq(rcq),
       bell_sq(hw->cfg.doorbell == Doorbell::Emulated ? 1 : kFifoDoorbellDepth),
-      bell_rq(hw->cfg.doorbell == Doorbell::Emulated ? 1 : kFifoDoorbellDepth), txq(kMaxQueue) {
-    ptag_id = static_cast<PtagImpl *>(a.ptag)->id;
-}
+      bell_rq(hw->cfg.doorbell == Doorbell::Emulated ? 1 : kFifoDoorbellDepth) {}
 
 ViImpl::~ViImpl() = default;
 
-void ViImpl::ring_doorbell() {
-    const uint32_t w = index / 64;
-    const uint64_t bit = 1ull << (index % 64);
-    if (hw->cfg.mode == Mode::Inline && !hw->shared_step.load(std::memory_order_relaxed)) {
-        // Only this thread runs the firmware: a plain read-modify-write suffices.
-        const uint64_t v = hw->active[w].load(std::memory_order_relaxed);
-        if (!(v & bit)) hw->active[w].store(v | bit, std::memory_order_relaxed);
-        return;
-    }
-    hw->active[w].fetch_or(bit, std::memory_order_seq_cst);
-    if (hw->cfg.mode == Mode::Thread) {
-        RingCtl &c = hw->wire.ctl(hw->rank);
-        if (c.sleeping.load(std::memory_order_relaxed)) {
-            c.sleeping.store(0, std::memory_order_relaxed);
-            c.doorbell.fetch_add(1, std::memory_order_release);
-            syscall(SYS_futex, reinterpret_cast<uint32_t *>(&c.doorbell), FUTEX_WAKE, 1, nullptr, nullptr, 0);
-        }
-    }
+VIP_RETURN check_vi_attr(const NicHw &hw, const vipl::prov::ViAttr &a) {
+    if (a.reliability != VIP_SERVICE_UNRELIABLE && a.reliability != VIP_SERVICE_RELIABLE_DELIVERY &&
+        a.reliability != VIP_SERVICE_RELIABLE_RECEPTION)
+        return VIP_INVALID_RELIABILITY_LEVEL;
+    if (a.max_transfer == 0 || a.max_transfer > kMaxTransfer) return VIP_INVALID_MTU;
+    if (a.qos != nullptr) return VIP_INVALID_QOS;
+    if (!hw.protection.owns(a.ptag)) return VIP_INVALID_PTAG;
+    if (a.rdma_read && a.reliability == VIP_SERVICE_UNRELIABLE) return VIP_INVALID_RDMAREAD;
+    return VIP_SUCCESS;
 }
 
 void ViImpl::request_flush() {
     const uint32_t want = flush_req.fetch_add(1) + 1;
-    ring_doorbell();
-    poll_until(hw, VIP_INFINITE, [&] { return flush_done.load(std::memory_order_acquire) == want; });
+    hw->fw.ring(index);
+    poll_until(*hw, VIP_INFINITE, [&] { return flush_done.load(std::memory_order_acquire) == want; });
 }
 
 VIP_RETURN ViImpl::post(SpscRing<VIP_DESCRIPTOR *> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR *d,
@@ -58,14 +44,14 @@ VIP_RETURN ViImpl::post(SpscRing<VIP_DESCRIPTOR *> &hostq, SpscRing<Token> &bell
         if (hw->cfg.mode == Mode::Inline) hw->host_poll();
         else __builtin_ia32_pause();
     }
-    ring_doorbell();
+    hw->fw.ring(index);
     hw->host_poll();
     return VIP_SUCCESS;
 }
 
 VIP_RETURN ViImpl::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
-    const int st = state.load(std::memory_order_relaxed);
-    if (st == static_cast<int>(ViState::Idle) || st == static_cast<int>(ViState::Pending)) return VIP_INVALID_STATE;
+    const ViState st = state.load(std::memory_order_relaxed);
+    if (st == ViState::Idle || st == ViState::Pending) return VIP_INVALID_STATE;
     if (hw->cfg.profile.send_ns) spin_ns(hw->cfg.profile.send_ns);
     return post(host_sq, bell_sq, d, mh);
 }
@@ -94,7 +80,7 @@ VIP_RETURN ViImpl::recv_done(VIP_DESCRIPTOR **d) {
 }
 
 VIP_RETURN ViImpl::wait(SpscRing<VIP_DESCRIPTOR *> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) {
-    const auto broken = [&] { return state.load(std::memory_order_relaxed) == static_cast<int>(ViState::Error); };
+    const auto broken = [&] { return state.load(std::memory_order_relaxed) == ViState::Error; };
     if (hostq.empty()) {
         // Nothing posted: wait for a descriptor to be posted and complete, as the
         // cLAN and M-VIA libraries did (their programs block a receive thread in
@@ -103,11 +89,10 @@ VIP_RETURN ViImpl::wait(SpscRing<VIP_DESCRIPTOR *> &hostq, VIP_ULONG timeout_ms,
         // as when a notify handler is armed.  A broken VI with nothing posted
         // completes nothing: VIP_INVALID_STATE rather than a wait for ever.
         if (broken()) return VIP_INVALID_STATE;
-        if (hw->cfg.mode == Mode::Inline && !hw->shared_step.load(std::memory_order_relaxed))
-            hw->shared_step.store(true, std::memory_order_seq_cst);
+        if (!hw->fw.stepping_shared()) hw->fw.share_stepping();
     }
     bool gave_up = false;
-    if (!poll_until(hw, timeout_ms, [&] {
+    if (!poll_until(*hw, timeout_ms, [&] {
             VIP_DESCRIPTOR *const *head = hostq.front();
             if (head) return is_done(*head);
             return gave_up = broken();
@@ -125,26 +110,16 @@ VIP_RETURN ViImpl::recv_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) {
     return rc;
 }
 
-static VIP_RETURN arm(NicHw *hw, ViImpl *vi, NotifySlot &slot, VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) {
-    if (!h) return VIP_INVALID_PARAMETER;
-    {
-        std::lock_guard<std::mutex> g(hw->notify_mu);
-        if (slot.armed.load()) return VIP_INVALID_STATE; // one pending notify per queue
-        slot.ctx = ctx;
-        slot.desc_handler = h;
-        slot.armed.store(true);
-        hw->notify_vis.push_back(vi);
-    }
-    hw->ensure_agent(true);
-    return VIP_SUCCESS;
+VIP_RETURN ViImpl::send_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) {
+    return hw->agent.arm(this, notify_send, ctx, h);
 }
-
-VIP_RETURN ViImpl::send_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) { return arm(hw, this, notify_send, ctx, h); }
-VIP_RETURN ViImpl::recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) { return arm(hw, this, notify_recv, ctx, h); }
+VIP_RETURN ViImpl::recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) {
+    return hw->agent.arm(this, notify_recv, ctx, h);
+}
 
 VIP_RETURN ViImpl::query(VIP_VI_STATE *st, vipl::prov::ViAttr *a, bool *sq_empty, bool *rq_empty) {
     hw->host_poll();
-    switch (static_cast<ViState>(state.load())) {
+    switch (state.load()) {
     case ViState::Idle: *st = VIP_STATE_IDLE; break;
     case ViState::Connected: *st = VIP_STATE_CONNECTED; break;
     case ViState::Pending: *st = VIP_STATE_CONNECT_PENDING; break;
@@ -157,8 +132,8 @@ VIP_RETURN ViImpl::query(VIP_VI_STATE *st, vipl::prov::ViAttr *a, bool *sq_empty
 }
 
 VIP_RETURN ViImpl::set_attributes(const vipl::prov::ViAttr &a) {
-    if (state.load() != static_cast<int>(ViState::Idle)) return VIP_INVALID_STATE;
-    if (VIP_RETURN rc = hw->check_vi_attr(a); rc != VIP_SUCCESS) return rc;
+    if (state.load() != ViState::Idle) return VIP_INVALID_STATE;
+    if (VIP_RETURN rc = check_vi_attr(*hw, a); rc != VIP_SUCCESS) return rc;
     auto *old_tag = static_cast<PtagImpl *>(attr.ptag);
     auto *new_tag = static_cast<PtagImpl *>(a.ptag);
     if (old_tag != new_tag) {
@@ -171,16 +146,23 @@ VIP_RETURN ViImpl::set_attributes(const vipl::prov::ViAttr &a) {
 }
 
 // ---------------------------------------------------------------- CQ
+// The oldest entry whose VI still exists (a VI destroyed after completing
+// leaves entries behind: they are skipped).
+inline bool CqImpl::pop_live(vipl::prov::Vi **vi, bool *recv) {
+    CqEntry e;
+    while (ring.pop(&e)) {
+        ViImpl *v = hw->vis.get(e.vi);
+        if (!v) continue;
+        *vi = v;
+        *recv = e.recv;
+        return true;
+    }
+    return false;
+}
+
 VIP_RETURN CqImpl::done(vipl::prov::Vi **vi, bool *recv) {
     for (int pass = 0; pass < 2; ++pass) {
-        CqEntry e;
-        while (ring.pop(&e)) {
-            ViImpl *v = hw->vis[e.vi].load(std::memory_order_acquire);
-            if (!v) continue; // the VI was destroyed after completing: skip its entry
-            *vi = v;
-            *recv = e.recv;
-            return VIP_SUCCESS;
-        }
+        if (pop_live(vi, recv)) return VIP_SUCCESS;
         if (pass == 0) hw->host_poll();
     }
     hw->idle_poll();
@@ -188,27 +170,14 @@ VIP_RETURN CqImpl::done(vipl::prov::Vi **vi, bool *recv) {
 }
 
 VIP_RETURN CqImpl::wait(VIP_ULONG timeout_ms, vipl::prov::Vi **vi, bool *recv) {
-    VIP_RETURN rc = VIP_TIMEOUT;
-    poll_until(hw, timeout_ms, [&] {
-        CqEntry e;
-        while (ring.pop(&e)) {
-            ViImpl *v = hw->vis[e.vi].load(std::memory_order_acquire);
-            if (!v) continue;
-            *vi = v;
-            *recv = e.recv;
-            rc = VIP_SUCCESS;
-            return true;
-        }
-        return false;
-    });
-    return rc;
+    return poll_until(*hw, timeout_ms, [&] { return pop_live(vi, recv); }) ? VIP_SUCCESS : VIP_TIMEOUT;
 }
 
 VIP_RETURN CqImpl::resize(VIP_ULONG entries) {
     if (entries == 0 || entries > kMaxCqEntries) return VIP_INVALID_PARAMETER;
     // The firmware pushes into the ring: pause it (thread mode) by taking the step
     // lock in inline mode, or by quiescing the firmware thread.
-    auto quiesced = hw->quiesce();
+    auto quiesced = hw->fw.quiesce();
     if (ring.size() > entries) return VIP_INVALID_PARAMETER; // would lose completions
     std::vector<CqEntry> keep;
     CqEntry e;
@@ -218,18 +187,20 @@ VIP_RETURN CqImpl::resize(VIP_ULONG entries) {
     return VIP_SUCCESS;
 }
 
-VIP_RETURN CqImpl::notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) {
-    if (!h) return VIP_INVALID_PARAMETER;
-    {
-        std::lock_guard<std::mutex> g(hw->notify_mu);
-        if (notify_slot.armed.load()) return VIP_INVALID_STATE;
-        notify_slot.ctx = ctx;
-        notify_slot.cq_handler = h;
-        notify_slot.armed.store(true);
-        hw->notify_cqs.push_back(this);
-    }
-    hw->ensure_agent(true);
-    return VIP_SUCCESS;
+VIP_RETURN CqImpl::notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) { return hw->agent.arm(this, ctx, h); }
+
+// ---------------------------------------------------------------- connections
+VIP_RETURN ViImpl::connect_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
+                                   VIP_ULONG timeout_ms, VIP_VI_ATTRIBUTES *remote_attr) {
+    return hw->cm.connect_request(this, local, remote, timeout_ms, remote_attr);
 }
+VIP_RETURN ViImpl::peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms) {
+    return hw->cm.peer_request(this, local, remote, timeout_ms);
+}
+VIP_RETURN ViImpl::peer_done(VIP_VI_ATTRIBUTES *remote_attr) { return hw->cm.peer_done(this, remote_attr); }
+VIP_RETURN ViImpl::peer_wait(VIP_VI_ATTRIBUTES *remote_attr) { return hw->cm.peer_wait(this, remote_attr); }
+VIP_RETURN ViImpl::disconnect() { return hw->cm.disconnect(this); }
+VIP_RETURN ConnImpl::accept(vipl::prov::Vi *vi) { return hw->cm.accept(*this, static_cast<ViImpl *>(vi)); }
+VIP_RETURN ConnImpl::reject() { return hw->cm.reject(*this); }
 
 } // namespace nicfw

@@ -7,15 +7,19 @@
 #include <sched.h>
 #include <time.h>
 
+#include "firmware.hpp"
+#include "vipl.h"
+
 namespace nicfw {
 
-template <class F>
-bool poll_until(NicHw *hw, VIP_ULONG timeout_ms, F &&cond) {
+// `host` is anything with host_poll() (the NIC).
+template <class Host, class F>
+bool poll_until(Host &host, VIP_ULONG timeout_ms, F &&cond) {
     if (cond()) return true;
     const bool forever = timeout_ms == VIP_INFINITE;
     const uint64_t deadline = forever ? 0 : now_ns() + uint64_t(timeout_ms) * 1000000ull;
     for (uint32_t i = 0;; ++i) {
-        hw->host_poll();
+        host.host_poll();
         if (cond()) return true;
         if (i < 2000) {
             __builtin_ia32_pause();

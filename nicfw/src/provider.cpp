@@ -1,6 +1,9 @@
-// provider.cpp - the nicfw provider as the VIPL API layer sees it: NIC handles,
-// protection tags, the memory protection table, VI/CQ lifetimes, the job's
-// name service, and registration with the VIPL core.
+// provider.cpp - the nicfw provider as the VIPL API layer sees it: the NIC
+// handle (vipl::prov::Nic), which turns each VIPL call into a call on one of
+// the NIC's components (nic.hpp): ptags and regions on the protection table,
+// VI/CQ lifetimes on the VI table, firmware and agent, connection waits on the
+// connection manager, error callbacks on the error queue; the job's name
+// service; and registration with the VIPL core.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +22,7 @@ NicHw *g_hw = nullptr;
 
 void stop_at_exit() {
     std::lock_guard<std::mutex> g(g_mu);
-    if (g_hw) g_hw->stop_thread();
+    if (g_hw) g_hw->stop();
 }
 
 } // namespace
@@ -29,12 +32,7 @@ public:
     explicit NicHandle(NicHw *hw) : hw(hw) {}
     ~NicHandle() override {
         std::lock_guard<std::mutex> g(g_mu);
-        {
-            std::lock_guard<std::mutex> e(hw->err_mu); // its callback goes with it
-            std::erase_if(hw->err_sinks, [this](const NicHw::ErrSink &s) { return s.handle == this; });
-            std::erase(hw->live_handles, this);
-        }
-        if (hw->owner == this) hw->owner = nullptr;
+        hw->errors.handle_closed(this); // its callback goes with it
         if (--hw->refs == 0) {
             delete hw;
             g_hw = nullptr;
@@ -68,124 +66,68 @@ public:
     }
 
     VIP_RETURN create_ptag(vipl::prov::Ptag **out) override {
-        std::lock_guard<std::mutex> g(hw->table_mu);
-        if (ptags >= kMaxPtags) return VIP_ERROR_RESOURCE;
-        ++ptags;
-        *out = new PtagImpl(hw, hw->next_ptag++);
+        if (!take(ptags, kMaxPtags)) return VIP_ERROR_RESOURCE;
+        *out = hw->protection.new_ptag();
         return VIP_SUCCESS;
     }
     VIP_RETURN destroy_ptag(vipl::prov::Ptag *p) override {
+        if (!hw->protection.owns(p)) return VIP_INVALID_PTAG;
         auto *t = static_cast<PtagImpl *>(p);
-        if (t->hw != hw) return VIP_INVALID_PTAG;
         if (t->refs.load() != 0) return VIP_INVALID_STATE; // VIs or regions still use it
-        std::lock_guard<std::mutex> g(hw->table_mu);
-        --ptags;
-        delete t;
+        hw->protection.delete_ptag(t);
+        ptags.fetch_sub(1);
         return VIP_SUCCESS;
     }
 
     VIP_RETURN register_mem(void *addr, VIP_ULONG len, const vipl::prov::MemAttr &a, VIP_MEM_HANDLE *out) override {
-        auto *t = static_cast<PtagImpl *>(a.ptag);
-        if (!t || t->hw != hw) return VIP_INVALID_PTAG;
-        std::lock_guard<std::mutex> g(hw->table_mu);
-        for (uint32_t n = 0; n < kMaxRegions; ++n) {
-            const uint32_t idx = (hw->region_hint + n - 1) % kMaxRegions + 1;
-            Region &r = hw->regions[idx];
-            if (r.handle.load(std::memory_order_relaxed) != 0) continue;
-            r.base = reinterpret_cast<uintptr_t>(addr);
-            r.len = len;
-            r.ptag = t;
-            r.ptag_id = t->id;
-            r.rdma_write = a.rdma_write;
-            r.rdma_read = a.rdma_read;
-            if (++hw->region_gen == 0) hw->region_gen = 1;
-            const uint32_t h = (uint32_t(hw->region_gen) << 16) | idx;
-            t->refs.fetch_add(1);
-            r.handle.store(h, std::memory_order_release); // published: the firmware may use it
-            hw->region_hint = idx % kMaxRegions + 1;
-            *out = h;
-            return VIP_SUCCESS;
-        }
-        return VIP_ERROR_RESOURCE;
+        if (!hw->protection.owns(a.ptag)) return VIP_INVALID_PTAG;
+        return hw->protection.register_region(addr, len, a, out);
     }
     VIP_RETURN deregister_mem(void *addr, VIP_MEM_HANDLE mh) override {
-        std::lock_guard<std::mutex> g(hw->table_mu);
-        const Region *r = hw->region(mh);
-        if (!r || r->base != reinterpret_cast<uintptr_t>(addr)) return VIP_INVALID_PARAMETER;
-        Region &w = hw->regions[mh & 0xffff];
-        static_cast<PtagImpl *>(w.ptag)->refs.fetch_sub(1);
-        w.handle.store(0, std::memory_order_release);
-        return VIP_SUCCESS;
+        return hw->protection.deregister_region(addr, mh);
     }
     VIP_RETURN query_mem(void *addr, VIP_MEM_HANDLE mh, vipl::prov::MemAttr *out) override {
-        std::lock_guard<std::mutex> g(hw->table_mu);
-        const Region *r = hw->region(mh);
-        const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-        if (!r || a < r->base || a - r->base >= r->len) return VIP_INVALID_PARAMETER;
-        out->ptag = r->ptag;
-        out->rdma_write = r->rdma_write;
-        out->rdma_read = r->rdma_read;
-        return VIP_SUCCESS;
+        return hw->protection.query_region(addr, mh, out);
     }
     VIP_RETURN set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const vipl::prov::MemAttr &a) override {
-        auto *t = static_cast<PtagImpl *>(a.ptag);
-        if (!t || t->hw != hw) return VIP_INVALID_PTAG;
-        auto q = hw->quiesce(); // the firmware must not see a half-updated entry
-        std::lock_guard<std::mutex> g(hw->table_mu);
-        const Region *r = hw->region(mh);
-        const uintptr_t p = reinterpret_cast<uintptr_t>(addr);
-        if (!r || p < r->base || p - r->base >= r->len) return VIP_INVALID_PARAMETER;
-        Region &w = hw->regions[mh & 0xffff];
-        if (w.ptag != t) {
-            t->refs.fetch_add(1);
-            static_cast<PtagImpl *>(w.ptag)->refs.fetch_sub(1);
-        }
-        w.ptag = t;
-        w.ptag_id = t->id;
-        w.rdma_write = a.rdma_write;
-        w.rdma_read = a.rdma_read;
-        return VIP_SUCCESS;
+        if (!hw->protection.owns(a.ptag)) return VIP_INVALID_PTAG;
+        auto q = hw->fw.quiesce(); // the firmware must not see a half-updated entry
+        return hw->protection.set_region_attributes(addr, mh, a);
     }
 
     VIP_RETURN create_vi(const vipl::prov::ViAttr &a, vipl::prov::Cq *scq, vipl::prov::Cq *rcq,
                          vipl::prov::Vi **out) override {
-        if (VIP_RETURN rc = hw->check_vi_attr(a); rc != VIP_SUCCESS) return rc;
+        if (VIP_RETURN rc = check_vi_attr(*hw, a); rc != VIP_SUCCESS) return rc;
         auto *s = static_cast<CqImpl *>(scq);
         auto *r = static_cast<CqImpl *>(rcq);
         if ((s && s->hw != hw) || (r && r->hw != hw)) return VIP_INVALID_PARAMETER;
-        std::lock_guard<std::mutex> g(hw->table_mu);
-        for (uint32_t i = 0; i < kMaxVi; ++i) {
-            if (hw->vis[i].load(std::memory_order_relaxed)) continue;
-            auto *vi = new ViImpl(hw, i, a, s, r);
-            vi->owner = this;
+        ViImpl *vi = hw->vis.add([&](uint32_t index) {
+            auto *v = new ViImpl(hw, index, a, s, r);
+            v->owner = this;
             static_cast<PtagImpl *>(a.ptag)->refs.fetch_add(1);
             if (s) s->bound.fetch_add(1);
             if (r) r->bound.fetch_add(1);
-            hw->vis[i].store(vi, std::memory_order_release);
-            if (i / 64 + 1 > hw->vi_words.load()) hw->vi_words.store(i / 64 + 1);
-            *out = vi;
-            return VIP_SUCCESS;
-        }
-        return VIP_ERROR_RESOURCE;
+            return v;
+        });
+        if (!vi) return VIP_ERROR_RESOURCE;
+        hw->fw.vi_added(vi->index);
+        *out = vi;
+        return VIP_SUCCESS;
     }
     VIP_RETURN destroy_vi(vipl::prov::Vi *pv) override {
         auto *vi = static_cast<ViImpl *>(pv);
         if (vi->hw != hw) return VIP_INVALID_PARAMETER;
-        const int st = vi->state.load();
-        if (st == static_cast<int>(ViState::Connected) || st == static_cast<int>(ViState::Pending))
+        const ViState st = vi->state.load();
+        if (st == ViState::Connected || st == ViState::Pending)
             return VIP_INVALID_STATE; // disconnect first
         if (!vi->host_sq.empty() || !vi->host_rq.empty())
             return VIP_INVALID_STATE; // descriptors still posted: reap them (Done/Wait) first
         {
-            auto q = hw->quiesce(); // the firmware holds no pointer to it after this
-            std::lock_guard<std::mutex> g(hw->table_mu);
-            hw->vis[vi->index].store(nullptr, std::memory_order_release);
-            hw->active[vi->index / 64].fetch_and(~(1ull << (vi->index % 64)));
+            auto q = hw->fw.quiesce(); // the firmware holds no pointer to it after this
+            hw->vis.remove(vi->index);
+            hw->fw.vi_removed(vi->index);
         }
-        {
-            std::lock_guard<std::mutex> g(hw->notify_mu);
-            std::erase(hw->notify_vis, vi);
-        }
+        hw->agent.forget(vi);
         static_cast<PtagImpl *>(vi->attr.ptag)->refs.fetch_sub(1);
         if (vi->send_cq) vi->send_cq->bound.fetch_sub(1);
         if (vi->recv_cq) vi->recv_cq->bound.fetch_sub(1);
@@ -195,9 +137,7 @@ public:
 
     VIP_RETURN create_cq(VIP_ULONG entries, vipl::prov::Cq **out) override {
         if (entries == 0 || entries > kMaxCqEntries) return VIP_INVALID_PARAMETER;
-        std::lock_guard<std::mutex> g(hw->table_mu);
-        if (cqs >= kMaxCq) return VIP_ERROR_RESOURCE;
-        ++cqs;
+        if (!take(cqs, kMaxCq)) return VIP_ERROR_RESOURCE;
         auto *cq = new CqImpl(hw, entries);
         cq->owner = this;
         *out = cq;
@@ -207,45 +147,31 @@ public:
         auto *cq = static_cast<CqImpl *>(pc);
         if (cq->hw != hw) return VIP_INVALID_PARAMETER;
         if (cq->bound.load() != 0) return VIP_INVALID_STATE; // VIs still bound to it
-        {
-            std::lock_guard<std::mutex> g(hw->notify_mu);
-            std::erase(hw->notify_cqs, cq);
-        }
-        std::lock_guard<std::mutex> g(hw->table_mu);
-        --cqs;
+        hw->agent.forget(cq);
         delete cq;
+        cqs.fetch_sub(1);
         return VIP_SUCCESS;
     }
 
     VIP_RETURN connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms, VIP_NET_ADDRESS *remote,
                             VIP_VI_ATTRIBUTES *remote_attr, vipl::prov::Conn **out) override {
         ConnImpl *c = nullptr;
-        const VIP_RETURN rc = hw->connect_wait(local, timeout_ms, remote, remote_attr, &c);
+        const VIP_RETURN rc = hw->cm.connect_wait(local, timeout_ms, remote, remote_attr, &c);
         if (rc == VIP_SUCCESS) *out = c;
         return rc;
     }
 
     // The handler runs on the provider's agent thread, as the spec has it.
     VIP_RETURN error_callback(VIP_PVOID ctx, VIP_ERROR_HANDLER h) override {
-        {
-            std::lock_guard<std::mutex> g(hw->err_mu);
-            std::erase_if(hw->err_sinks, [this](const NicHw::ErrSink &s) { return s.handle == this; });
-            if (h) hw->err_sinks.push_back(NicHw::ErrSink{this, h, ctx});
-        }
-        if (h) hw->ensure_agent(false);
+        hw->errors.set_callback(this, h, ctx);
+        if (h) hw->agent.ensure_running(false);
         return VIP_SUCCESS;
     }
 
     // Name service: the names are the API layer's (vipl/src/names.hpp); a
     // rank's host address is the rank itself, 2 bytes little endian.
-    VIP_RETURN ns_init(VIP_PVOID) override {
-        hw->ns_ready = true;
-        return VIP_SUCCESS;
-    }
-    VIP_RETURN ns_shutdown() override {
-        hw->ns_ready = false;
-        return VIP_SUCCESS;
-    }
+    VIP_RETURN ns_init(VIP_PVOID) override { return VIP_SUCCESS; }
+    VIP_RETURN ns_shutdown() override { return VIP_SUCCESS; }
     int job_size() const override { return hw->nprocs; }
     VIP_RETURN rank_address(int r, VIP_NET_ADDRESS *out) override {
         if (r < 0 || r >= hw->nprocs) return VIP_ERROR_NAMESERVICE;
@@ -257,7 +183,7 @@ public:
     }
     int address_rank(const VIP_NET_ADDRESS *addr) override {
         uint16_t r;
-        return hw->parse_addr(addr, &r) == VIP_SUCCESS ? int(r) : -1;
+        return hw->cm.parse_addr(addr, &r) == VIP_SUCCESS ? int(r) : -1;
     }
 
     // Auto-discovery: every NIC of the job.  On input NumAdAddrs is the room in
@@ -285,8 +211,18 @@ public:
     void progress() override { hw->host_poll(); }
 
     NicHw *hw;
-    uint32_t ptags = 0;
-    uint32_t cqs = 0;
+
+private:
+    // Per-handle limits (MaxPtags, MaxCQ): one more of `n`, if below `max`.
+    static bool take(std::atomic<uint32_t> &n, uint32_t max) {
+        uint32_t v = n.load();
+        do {
+            if (v >= max) return false;
+        } while (!n.compare_exchange_weak(v, v + 1));
+        return true;
+    }
+    std::atomic<uint32_t> ptags{0};
+    std::atomic<uint32_t> cqs{0};
 };
 
 namespace {
@@ -313,11 +249,7 @@ VIP_RETURN open_nic(const char *dev, vipl::prov::Nic **out) {
     }
     ++g_hw->refs;
     auto *h = new NicHandle(g_hw);
-    if (!g_hw->owner) g_hw->owner = h;
-    {
-        std::lock_guard<std::mutex> e(g_hw->err_mu);
-        g_hw->live_handles.push_back(h);
-    }
+    g_hw->errors.handle_opened(h);
     *out = h;
     return VIP_SUCCESS;
 }

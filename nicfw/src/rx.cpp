@@ -3,91 +3,89 @@
 // (SRAM -> host DMA) into a posted receive descriptor or an RDMA target region.
 #include <cstring>
 
-#include "nic.hpp"
+#include "connection.hpp"
+#include "firmware.hpp"
+#include "protection.hpp"
+#include "vi_table.hpp"
 
 namespace nicfw {
 
 namespace {
-inline bool in_range(const Region *r, uintptr_t a, size_t len) {
-    return a >= r->base && len <= r->len && a - r->base <= r->len - len;
-}
 inline bool reliable(const ViImpl *vi) { return vi->attr.reliability != VIP_SERVICE_UNRELIABLE; }
 
-// An Ack (or read response) is reserved before anything else is done, so a
-// full FIFO leaves the packet untouched on the wire for a later retry.
-struct Reply {
-    TxSlot tx;
-    bool held = false;
-};
-
-bool reserve_reply(NicHw *hw, ViImpl *vi, uint32_t len, Reply *r) {
-    r->held = wire_reserve(hw->wire, vi->peer_nic, len, &r->tx, true);
-    return r->held;
-}
-
-void publish_reply(NicHw *hw, ViImpl *vi, Reply *r, Op op, uint32_t status, uint32_t len) {
-    PacketHeader *h = r->tx.hdr;
-    h->op = op;
-    h->flags = 0;
-    h->src_nic = static_cast<uint16_t>(hw->rank);
-    h->dst_vi = vi->peer_vi;
-    h->src_vi = static_cast<uint16_t>(vi->index);
-    h->aux = 0;
-    h->seq = vi->send_seq++;
-    h->length = len;
-    h->imm = status;
-    wire_publish(hw->wire, vi->peer_nic, r->tx, hw->cfg.crc);
-    r->held = false;
-}
-
 TxEntry *next_awaiting(ViImpl *vi) {
-    while (vi->tx_await < vi->tx_next) {
-        TxEntry &e = vi->txq[vi->tx_await % kMaxQueue];
+    auto &c = vi->fw;
+    while (c.tx_await < c.tx_next) {
+        TxEntry &e = c.txq[c.tx_await % kMaxQueue];
         if (e.awaiting) return &e;
-        ++vi->tx_await;
+        ++c.tx_await;
     }
     return nullptr;
 }
 } // namespace
 
-bool NicHw::rx_packet_try(const PacketHeader *h) {
+// An Ack (or read response) is reserved before anything else is done, so a
+// full FIFO leaves the packet untouched on the wire for a later retry.
+struct Firmware::Reply {
+    TxSlot tx;
+    bool held = false;
+};
+
+inline bool Firmware::reserve_reply(const ViImpl *vi, uint32_t len, Reply *r) {
+    r->held = wire_reserve(wire_, vi->peer_nic, len, &r->tx, true);
+    return r->held;
+}
+
+inline void Firmware::publish_reply(ViImpl *vi, Reply *r, Op op, uint32_t status, uint32_t len) {
+    write_header(r->tx.hdr, static_cast<uint16_t>(rank_),
+                 {.op = op,
+                  .dst_vi = vi->peer_vi,
+                  .src_vi = static_cast<uint16_t>(vi->index),
+                  .seq = vi->fw.send_seq++,
+                  .length = len,
+                  .imm = status});
+    wire_publish(wire_, vi->peer_nic, r->tx, cfg_.crc);
+    r->held = false;
+}
+
+bool Firmware::rx_packet_try(const PacketHeader *h) {
     const auto *payload = reinterpret_cast<const unsigned char *>(h) + kHeaderBytes;
     const uint32_t len = h->length;
     if (kHeaderBytes + uint64_t(len) > uint64_t(h->nslots) * kSlotBytes) { // malformed: cannot trust it
-        ++dropped;
+        ++dropped_;
         return true;
     }
     if (h->flags & kFlagStamp) { // wire-latency profile: not delivered before send time + L
         uint64_t t;
         std::memcpy(&t, payload + len, 8);
-        if (now_ns() < t + cfg.profile.wire_ns) return false;
+        if (now_ns() < t + cfg_.profile.wire_ns) return false;
     }
-    ViImpl *vi = h->dst_vi < kMaxVi ? vis[h->dst_vi].load(std::memory_order_acquire) : nullptr;
-    if (cfg.crc && h->crc != packet_crc(h, payload)) {
-        ++crc_errors;
+    ViImpl *vi = vis_.find(h->dst_vi);
+    if (cfg_.crc && h->crc != packet_crc(h, payload)) {
+        ++crc_errors_;
         if (vi && h->op < Op::ConnReq && reliable(vi) &&
-            vi->state.load() == static_cast<int>(ViState::Connected))
+            vi->state.load() == ViState::Connected)
             vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
         return true;
     }
     // link DMA: wire -> SRAM
-    if (len) std::memcpy(sram_rx.get(), payload, len);
-    const unsigned char *p = sram_rx.get();
+    if (len) std::memcpy(sram_rx_.get(), payload, len);
+    const unsigned char *p = sram_rx_.get();
     if (h->op >= Op::ConnReq) {
-        rx_cm(h, p);
+        cm_.on_packet(h, p);
         return true;
     }
-    if (!vi || vi->state.load(std::memory_order_acquire) != static_cast<int>(ViState::Connected) ||
+    if (!vi || vi->state.load(std::memory_order_acquire) != ViState::Connected ||
         vi->peer_nic != h->src_nic || vi->peer_vi != h->src_vi) {
-        ++dropped; // not for a live connection (stale, or the VI went away)
+        ++dropped_; // not for a live connection (stale, or the VI went away)
         return true;
     }
-    if (h->seq != vi->recv_seq) {
+    if (h->seq != vi->fw.recv_seq) {
         if (reliable(vi)) {
             vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
             return true;
         }
-        vi->recv_seq = h->seq; // unreliable: accept and resynchronise
+        vi->fw.recv_seq = h->seq; // unreliable: accept and resynchronise
     }
     bool consumed = true;
     switch (h->op) {
@@ -96,38 +94,37 @@ bool NicHw::rx_packet_try(const PacketHeader *h) {
     case Op::ReadReq: consumed = rx_read_req(vi, h, p); break;
     case Op::ReadResp: rx_read_resp(vi, h, p); break;
     case Op::Ack: rx_ack(vi, h); break;
-    default: ++dropped; break;
+    default: ++dropped_; break;
     }
-    if (consumed) vi->recv_seq = h->seq + 1;
+    if (consumed) vi->fw.recv_seq = h->seq + 1;
     return consumed;
 }
 
-bool NicHw::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+bool Firmware::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
     const bool ackreq = h->flags & kFlagAckReq;
     Reply ack;
-    if (ackreq && !reserve_reply(this, vi, 0, &ack)) return false;
+    if (ackreq && !reserve_reply(vi, 0, &ack)) return false;
     Token t;
     if (!fetch_rx_desc(vi, &t)) {
-        if (ackreq) publish_reply(this, vi, &ack, Op::Ack, VIP_STATUS_REMOTE_DESC_ERROR, 0);
+        if (ackreq) publish_reply(vi, &ack, Op::Ack, VIP_STATUS_REMOTE_DESC_ERROR, 0);
         if (reliable(vi)) vi_error(vi, VIP_ERROR_RECVQ_EMPTY, nullptr, !ackreq);
-        else ++dropped; // unreliable: no receive posted, the message is lost
+        else ++dropped_; // unreliable: no receive posted, the message is lost
         return true;
     }
     VIP_DESCRIPTOR *d = t.desc;
     uint32_t err = 0;
-    const Region *dr = region(t.mh);
+    const Region *dr = protection_.covers(t.mh, vi->ptag_id, d, sizeof(VIP_CONTROL_SEGMENT));
     uint32_t cap = 0, nseg = 0;
-    if (!dr || dr->ptag_id != vi->ptag_id || !in_range(dr, reinterpret_cast<uintptr_t>(d), sizeof(VIP_CONTROL_SEGMENT))) {
+    if (!dr) {
         err = VIP_STATUS_PROTECTION_ERROR;
     } else {
         nseg = d->CS.SegCount;
         if (nseg > kMaxSegments + 1) err = VIP_STATUS_FORMAT_ERROR;
-        else if (!in_range(dr, reinterpret_cast<uintptr_t>(d),
-                           sizeof(VIP_CONTROL_SEGMENT) + nseg * sizeof(VIP_DESCRIPTOR_SEGMENT)))
+        else if (!dr->contains(d, sizeof(VIP_CONTROL_SEGMENT) + nseg * sizeof(VIP_DESCRIPTOR_SEGMENT)))
             err = VIP_STATUS_PROTECTION_ERROR;
         else {
-            std::memcpy(desc_cache, d->DS, nseg * sizeof(VIP_DESCRIPTOR_SEGMENT));
-            if (!validate_segments(vi, &desc_cache[0].Local, nseg, &cap)) err = VIP_STATUS_PROTECTION_ERROR;
+            std::memcpy(desc_cache_, d->DS, nseg * sizeof(VIP_DESCRIPTOR_SEGMENT));
+            if (!validate_segments(vi, &desc_cache_[0].Local, nseg, &cap)) err = VIP_STATUS_PROTECTION_ERROR;
             else if (h->length > cap) err = VIP_STATUS_LENGTH_ERROR;
         }
     }
@@ -135,7 +132,7 @@ bool NicHw::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
         uint32_t left = h->length;
         const unsigned char *s = p;
         for (uint32_t i = 0; i < nseg && left; ++i) {
-            const VIP_DATA_SEGMENT &sg = desc_cache[i].Local;
+            const VIP_DATA_SEGMENT &sg = desc_cache_[i].Local;
             const uint32_t n = sg.Length < left ? sg.Length : left;
             std::memcpy(sg.Data.Address, s, n);
             s += n;
@@ -148,30 +145,30 @@ bool NicHw::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
         st |= VIP_STATUS_IMMEDIATE;
     }
     complete_desc(vi, d, st, err ? 0 : h->length, true);
-    if (ackreq) publish_reply(this, vi, &ack, Op::Ack, err ? VIP_STATUS_REMOTE_DESC_ERROR : 0, 0);
+    if (ackreq) publish_reply(vi, &ack, Op::Ack, err ? VIP_STATUS_REMOTE_DESC_ERROR : 0, 0);
     if (err && reliable(vi)) vi_error(vi, VIP_ERROR_POST_DESC, d, !ackreq);
     return true;
 }
 
-bool NicHw::rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+bool Firmware::rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
     const bool ackreq = h->flags & kFlagAckReq;
     if (h->length < sizeof(RdmaExt)) {
-        ++dropped;
+        ++dropped_;
         return true;
     }
     Reply ack;
-    if (ackreq && !reserve_reply(this, vi, 0, &ack)) return false;
+    if (ackreq && !reserve_reply(vi, 0, &ack)) return false;
     RdmaExt x;
     std::memcpy(&x, p, sizeof x);
     const uint32_t n = h->length - static_cast<uint32_t>(sizeof x);
-    const Region *r = region(x.rhandle);
-    const bool ok = r && r->ptag_id == vi->ptag_id && r->rdma_write && vi->attr.rdma_write && in_range(r, x.raddr, n);
+    const Region *r = protection_.lookup(x.rhandle);
+    const bool ok = r && r->ptag_id == vi->ptag_id && r->rdma_write && vi->attr.rdma_write && r->contains(x.raddr, n);
     if (!ok) {
-        if (ackreq) publish_reply(this, vi, &ack, Op::Ack, VIP_STATUS_RDMA_PROT_ERROR, 0);
+        if (ackreq) publish_reply(vi, &ack, Op::Ack, VIP_STATUS_RDMA_PROT_ERROR, 0);
         if (reliable(vi)) {
             vi_error(vi, VIP_ERROR_RDMAW_PROT, nullptr, !ackreq);
         } else { // unreliable: dropped, reported at the target, connection kept
-            ++dropped;
+            ++dropped_;
             report_error(vi, nullptr, nullptr, VIP_RESOURCE_VI, VIP_ERROR_RDMAW_PROT);
         }
         return true;
@@ -181,14 +178,12 @@ bool NicHw::rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned char
     if (h->flags & kFlagImm) { // consumes a receive descriptor that carries the immediate
         Token t;
         if (!fetch_rx_desc(vi, &t)) {
-            if (ackreq) publish_reply(this, vi, &ack, Op::Ack, VIP_STATUS_REMOTE_DESC_ERROR, 0);
+            if (ackreq) publish_reply(vi, &ack, Op::Ack, VIP_STATUS_REMOTE_DESC_ERROR, 0);
             if (reliable(vi)) vi_error(vi, VIP_ERROR_RECVQ_EMPTY, nullptr, !ackreq);
-            else ++dropped;
+            else ++dropped_;
             return true;
         }
-        const Region *dr = region(t.mh);
-        if (!dr || dr->ptag_id != vi->ptag_id ||
-            !in_range(dr, reinterpret_cast<uintptr_t>(t.desc), sizeof(VIP_CONTROL_SEGMENT))) {
+        if (!protection_.covers(t.mh, vi->ptag_id, t.desc, sizeof(VIP_CONTROL_SEGMENT))) {
             status = VIP_STATUS_PROTECTION_ERROR;
         } else {
             t.desc->CS.ImmediateData = h->imm;
@@ -196,33 +191,33 @@ bool NicHw::rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned char
         complete_desc(vi, t.desc,
                       VIP_STATUS_OP_REMOTE_RDMA_WRITE | VIP_STATUS_IMMEDIATE | status, status ? 0 : n, true);
     }
-    if (ackreq) publish_reply(this, vi, &ack, Op::Ack, status ? VIP_STATUS_REMOTE_DESC_ERROR : 0, 0);
+    if (ackreq) publish_reply(vi, &ack, Op::Ack, status ? VIP_STATUS_REMOTE_DESC_ERROR : 0, 0);
     if (status && reliable(vi)) vi_error(vi, VIP_ERROR_POST_DESC, nullptr, !ackreq);
     return true;
 }
 
-bool NicHw::rx_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+bool Firmware::rx_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
     if (h->length < sizeof(RdmaExt)) {
-        ++dropped;
+        ++dropped_;
         return true;
     }
     RdmaExt x;
     std::memcpy(&x, p, sizeof x);
-    const Region *r = region(x.rhandle);
+    const Region *r = protection_.lookup(x.rhandle);
     const bool ok = r && r->ptag_id == vi->ptag_id && r->rdma_read && vi->attr.rdma_read &&
-                    x.rlen <= kMaxTransfer && in_range(r, x.raddr, x.rlen);
+                    x.rlen <= kMaxTransfer && r->contains(x.raddr, x.rlen);
     Reply resp;
-    if (!reserve_reply(this, vi, ok ? x.rlen : 0, &resp)) return false;
+    if (!reserve_reply(vi, ok ? x.rlen : 0, &resp)) return false;
     if (ok && x.rlen) { // host -> SRAM -> wire
-        std::memcpy(sram_tx.get(), reinterpret_cast<const void *>(x.raddr), x.rlen);
-        std::memcpy(resp.tx.payload, sram_tx.get(), x.rlen);
+        std::memcpy(sram_tx_.get(), reinterpret_cast<const void *>(x.raddr), x.rlen);
+        std::memcpy(resp.tx.payload, sram_tx_.get(), x.rlen);
     }
-    publish_reply(this, vi, &resp, Op::ReadResp, ok ? 0 : VIP_STATUS_RDMA_PROT_ERROR, ok ? x.rlen : 0);
+    publish_reply(vi, &resp, Op::ReadResp, ok ? 0 : VIP_STATUS_RDMA_PROT_ERROR, ok ? x.rlen : 0);
     if (!ok) vi_error(vi, VIP_ERROR_RDMAR_PROT, nullptr, false); // the response tells the initiator
     return true;
 }
 
-void NicHw::rx_read_resp(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+void Firmware::rx_read_resp(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
     TxEntry *e = next_awaiting(vi);
     if (!e || (e->status & VIP_STATUS_OP_MASK) != VIP_STATUS_OP_RDMA_READ) {
         vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
@@ -245,13 +240,13 @@ void NicHw::rx_read_resp(ViImpl *vi, const PacketHeader *h, const unsigned char 
     e->status |= err;
     e->awaiting = false;
     e->ready = true;
-    ++vi->tx_await;
+    ++vi->fw.tx_await;
     VIP_DESCRIPTOR *d = e->desc;
     complete_tx(vi);
     if (err) vi_error(vi, VIP_ERROR_RDMAR_PROT, d, false);
 }
 
-void NicHw::rx_ack(ViImpl *vi, const PacketHeader *h) {
+void Firmware::rx_ack(ViImpl *vi, const PacketHeader *h) {
     TxEntry *e = next_awaiting(vi);
     if (!e) {
         vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
@@ -260,7 +255,7 @@ void NicHw::rx_ack(ViImpl *vi, const PacketHeader *h) {
     e->status |= h->imm;
     e->awaiting = false;
     e->ready = true;
-    ++vi->tx_await;
+    ++vi->fw.tx_await;
     VIP_DESCRIPTOR *d = e->desc;
     complete_tx(vi);
     if (h->imm)

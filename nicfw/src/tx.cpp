@@ -3,15 +3,12 @@
 // move the data host -> SRAM (host DMA) -> wire (link DMA).
 #include <cstring>
 
-#include "nic.hpp"
+#include "firmware.hpp"
+#include "protection.hpp"
 
 namespace nicfw {
 
 namespace {
-inline bool in_range(const Region *r, const void *p, size_t len) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    return a >= r->base && len <= r->len && a - r->base <= r->len - len;
-}
 inline uint32_t op_status(uint16_t op) {
     switch (op) {
     case VIP_CONTROL_OP_RDMAWRITE: return VIP_STATUS_OP_RDMA_WRITE;
@@ -23,32 +20,30 @@ inline uint32_t op_status(uint16_t op) {
 
 // Checks n data segments (in the SRAM descriptor cache) against the protection
 // table under the VI's ptag; sums their lengths.
-bool NicHw::validate_segments(ViImpl *vi, const VIP_DATA_SEGMENT *seg, uint32_t n, uint32_t *total) {
+bool Firmware::validate_segments(const ViImpl *vi, const VIP_DATA_SEGMENT *seg, uint32_t n, uint32_t *total) const {
     uint64_t sum = 0;
     for (uint32_t i = 0; i < n; ++i) {
         sum += seg[i].Length;
         if (seg[i].Length == 0) continue;
-        const Region *r = region(seg[i].Handle);
-        if (!r || r->ptag_id != vi->ptag_id || !in_range(r, seg[i].Data.Address, seg[i].Length)) return false;
+        if (!protection_.covers(seg[i].Handle, vi->ptag_id, seg[i].Data.Address, seg[i].Length)) return false;
     }
     *total = sum > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(sum);
     return true;
 }
 
-bool NicHw::tx_one(ViImpl *vi, TxEntry &e) {
+bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     VIP_DESCRIPTOR *d = e.desc;
     auto fail = [&](uint32_t st) {
         e.status = st;
         e.ready = true;
         return true;
     };
-    if (vi->state.load(std::memory_order_relaxed) != static_cast<int>(ViState::Connected))
+    if (vi->state.load(std::memory_order_relaxed) != ViState::Connected)
         return fail(VIP_STATUS_DESC_FLUSHED_ERROR);
 
     // Host DMA of the descriptor: it must lie in registered memory under our ptag.
-    const Region *dr = region(e.mh);
-    if (!dr || dr->ptag_id != vi->ptag_id || !in_range(dr, d, sizeof(VIP_CONTROL_SEGMENT)))
-        return fail(VIP_STATUS_PROTECTION_ERROR);
+    const Region *dr = protection_.covers(e.mh, vi->ptag_id, d, sizeof(VIP_CONTROL_SEGMENT));
+    if (!dr) return fail(VIP_STATUS_PROTECTION_ERROR);
     VIP_CONTROL_SEGMENT cs;
     std::memcpy(&cs, &d->CS, sizeof cs);
     const uint16_t op = cs.Control & VIP_CONTROL_OP_MASK;
@@ -59,9 +54,9 @@ bool NicHw::tx_one(ViImpl *vi, TxEntry &e) {
     const uint32_t first = rdma ? 1 : 0;
     if (cs.SegCount < first || cs.SegCount > kMaxSegments + 1) return fail(ops | VIP_STATUS_FORMAT_ERROR);
     const size_t dlen = sizeof(VIP_CONTROL_SEGMENT) + sizeof(VIP_DESCRIPTOR_SEGMENT) * cs.SegCount;
-    if (!in_range(dr, d, dlen)) return fail(ops | VIP_STATUS_PROTECTION_ERROR);
-    std::memcpy(desc_cache, d->DS, sizeof(VIP_DESCRIPTOR_SEGMENT) * cs.SegCount);
-    const VIP_DATA_SEGMENT *segs = &desc_cache[first].Local;
+    if (!dr->contains(d, dlen)) return fail(ops | VIP_STATUS_PROTECTION_ERROR);
+    std::memcpy(desc_cache_, d->DS, sizeof(VIP_DESCRIPTOR_SEGMENT) * cs.SegCount);
+    const VIP_DATA_SEGMENT *segs = &desc_cache_[first].Local;
     const uint32_t nseg = cs.SegCount - first;
     uint32_t total = 0;
     if (!validate_segments(vi, segs, nseg, &total)) return fail(ops | VIP_STATUS_PROTECTION_ERROR);
@@ -73,46 +68,46 @@ bool NicHw::tx_one(ViImpl *vi, TxEntry &e) {
         return fail(ops | VIP_STATUS_FORMAT_ERROR);
 
     // Injection gap of the timing profile (g).
-    if (cfg.profile.gap_ns) {
-        const uint64_t next = last_inject_ns + cfg.profile.gap_ns;
+    if (cfg_.profile.gap_ns) {
+        const uint64_t next = last_inject_ns_ + cfg_.profile.gap_ns;
         while (now_ns() < next) __builtin_ia32_pause();
     }
     const uint32_t data_len = op == VIP_CONTROL_OP_RDMAREAD ? 0 : cs.Length;
     const uint32_t payload = (rdma ? sizeof(RdmaExt) : 0) + data_len;
     TxSlot tx;
-    if (!wire_reserve(wire, vi->peer_nic, payload + stamp_bytes(), &tx)) return false; // back-pressure
+    if (!wire_reserve(wire_, vi->peer_nic, payload + stamp_bytes(), &tx)) return false; // back-pressure
 
-    PacketHeader *h = tx.hdr;
-    h->op = op == VIP_CONTROL_OP_SENDRECV ? Op::Send : op == VIP_CONTROL_OP_RDMAWRITE ? Op::RdmaWrite : Op::ReadReq;
     const bool ack = vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION && op != VIP_CONTROL_OP_RDMAREAD;
-    h->flags = static_cast<uint8_t>((imm ? kFlagImm : 0) | (ack ? kFlagAckReq : 0) |
-                                   (cfg.profile.wire_ns ? kFlagStamp : 0));
-    h->src_nic = static_cast<uint16_t>(rank);
-    h->dst_vi = vi->peer_vi;
-    h->src_vi = static_cast<uint16_t>(vi->index);
-    h->aux = 0;
-    h->seq = vi->send_seq++;
-    h->length = payload;
-    h->imm = imm ? cs.ImmediateData : 0;
+    write_header(tx.hdr, static_cast<uint16_t>(rank_),
+                 {.op = op == VIP_CONTROL_OP_SENDRECV    ? Op::Send
+                        : op == VIP_CONTROL_OP_RDMAWRITE ? Op::RdmaWrite
+                                                         : Op::ReadReq,
+                  .flags = static_cast<uint8_t>((imm ? kFlagImm : 0) | (ack ? kFlagAckReq : 0) |
+                                                (cfg_.profile.wire_ns ? kFlagStamp : 0)),
+                  .dst_vi = vi->peer_vi,
+                  .src_vi = static_cast<uint16_t>(vi->index),
+                  .seq = vi->fw.send_seq++,
+                  .length = payload,
+                  .imm = imm ? cs.ImmediateData : 0});
     unsigned char *out = tx.payload;
     if (rdma) {
-        RdmaExt x{desc_cache[0].Remote.Data.AddressBits, desc_cache[0].Remote.Handle,
+        RdmaExt x{desc_cache_[0].Remote.Data.AddressBits, desc_cache_[0].Remote.Handle,
                   op == VIP_CONTROL_OP_RDMAREAD ? cs.Length : 0};
         std::memcpy(out, &x, sizeof x);
         out += sizeof x;
     }
     if (data_len) {
         // host DMA: gather the segments into SRAM; link DMA: SRAM onto the wire.
-        unsigned char *s = sram_tx.get();
+        unsigned char *s = sram_tx_.get();
         for (uint32_t i = 0; i < nseg; ++i) {
             std::memcpy(s, segs[i].Data.Address, segs[i].Length);
             s += segs[i].Length;
         }
-        std::memcpy(out, sram_tx.get(), data_len);
+        std::memcpy(out, sram_tx_.get(), data_len);
     }
     stamp(tx.payload + payload);
-    wire_publish(wire, vi->peer_nic, tx, cfg.crc);
-    if (cfg.profile.gap_ns) last_inject_ns = now_ns();
+    wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
+    if (cfg_.profile.gap_ns) last_inject_ns_ = now_ns();
 
     e.length = cs.Length;
     e.status = ops;
@@ -124,22 +119,14 @@ bool NicHw::tx_one(ViImpl *vi, TxEntry &e) {
     return true;
 }
 
-bool NicHw::send_ctl(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t seq, uint32_t imm,
-                     uint16_t aux, const void *payload, uint32_t len) {
+bool Firmware::send_ctl(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm,
+                        const void *payload, uint32_t len) {
     TxSlot tx;
-    if (!wire_reserve(wire, dst_nic, len, &tx, true)) return false;
-    PacketHeader *h = tx.hdr;
-    h->op = op;
-    h->flags = 0;
-    h->src_nic = static_cast<uint16_t>(rank);
-    h->dst_vi = dst_vi;
-    h->src_vi = src_vi;
-    h->aux = aux;
-    h->seq = seq;
-    h->length = len;
-    h->imm = imm;
+    if (!wire_reserve(wire_, dst_nic, len, &tx, true)) return false;
+    write_header(tx.hdr, static_cast<uint16_t>(rank_),
+                 {.op = op, .dst_vi = dst_vi, .src_vi = src_vi, .length = len, .imm = imm});
     if (len) std::memcpy(tx.payload, payload, len);
-    wire_publish(wire, dst_nic, tx, cfg.crc);
+    wire_publish(wire_, dst_nic, tx, cfg_.crc);
     return true;
 }
 

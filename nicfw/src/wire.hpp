@@ -65,6 +65,31 @@ struct PacketHeader {
 };
 static_assert(sizeof(PacketHeader) == kHeaderBytes);
 
+// What a sender says in a packet header; the source NIC is the sender's rank,
+// and the wire fills tag, nslots and crc (write_header, wire_publish).
+struct PacketFields {
+    Op op;
+    uint8_t flags = 0;
+    uint16_t dst_vi = 0;
+    uint16_t src_vi = 0;
+    uint32_t seq = 0;
+    uint32_t length = 0;
+    uint32_t imm = 0;
+};
+
+// The one place a packet header is written (data, replies, control packets).
+inline void write_header(PacketHeader *h, uint16_t src_nic, const PacketFields &f) {
+    h->op = f.op;
+    h->flags = f.flags;
+    h->src_nic = src_nic;
+    h->dst_vi = f.dst_vi;
+    h->src_vi = f.src_vi;
+    h->aux = 0;
+    h->seq = f.seq;
+    h->length = f.length;
+    h->imm = f.imm;
+}
+
 // RDMA extension header, first bytes of the payload of RdmaWrite/ReadReq.
 struct RdmaExt {
     uint64_t raddr;

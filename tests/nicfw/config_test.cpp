@@ -1,4 +1,4 @@
-// config_test.cpp - Config::from_env (nicfw/src/nic.cpp): every VIPL_NICFW_*
+// config_test.cpp - Config::from_env (nicfw/src/config.cpp): every VIPL_NICFW_*
 // variable's accepted values, and a std::runtime_error naming the variable (and
 // the bad value) for anything else; the timing-profile parser.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "nic.hpp"
+#include "config.hpp"
 
 using nicfw::Config;
 

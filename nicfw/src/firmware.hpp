@@ -1,0 +1,210 @@
+// firmware.hpp - the NIC's firmware (the LANai's MCP): the doorbell bitmap,
+// the transmit path, the receive path, the SRAM staging buffers and descriptor
+// cache, completions, and how the firmware is run (stepped inline by host
+// calls, by the agent under a lock, or on its own thread).
+//
+// Files: firmware.cpp (main loop, completions, execution), tx.cpp (send side),
+// rx.cpp (receive side).  The firmware reads the protection table and the VI
+// table, reports errors to the error queue and hands connection-management
+// packets to the connection manager; nothing else reaches its state.
+#pragma once
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "config.hpp"
+#include "objects.hpp"
+#include "wire.hpp"
+
+namespace nicfw {
+
+class ProtectionTable;
+class ViTable;
+class ErrorQueue;
+class ConnectionManager;
+
+uint64_t now_ns();
+void spin_ns(uint32_t ns);
+
+class Firmware {
+public:
+    Firmware(const Config &cfg, Wire &wire, int rank, const ProtectionTable &protection, const ViTable &vis,
+             ErrorQueue &errors, ConnectionManager &cm);
+    ~Firmware();
+    Firmware(const Firmware &) = delete;
+    Firmware &operator=(const Firmware &) = delete;
+
+    // ---- running it ----
+    // What a host call does to make progress: one MCP iteration in inline mode
+    // (under the step lock once another thread steps too); nothing when the
+    // firmware has its own thread.
+    void host_step() {
+        if (cfg_.mode == Mode::Inline) {
+            if (!shared_step_.load(std::memory_order_relaxed)) step();
+            else locked_step();
+        }
+    }
+    // A host poll found nothing.  With the firmware on its own thread, give the
+    // CPU away now and then: on a machine with fewer cores than busy threads a
+    // spinning host would otherwise starve the firmware it is waiting for.
+    void idle_poll() {
+        if (cfg_.mode == Mode::Thread && (++idle_polls_ & 15) == 0) sched_yield();
+    }
+    void step();          // one MCP iteration
+    void locked_step();   // one iteration, unless another thread is running one
+    // Inline mode: from now on another thread (the agent, a second host thread)
+    // steps the firmware too, so steps take the lock and doorbells use atomics.
+    void share_stepping() {
+        if (cfg_.mode == Mode::Inline) shared_step_.store(true, std::memory_order_seq_cst);
+    }
+    bool stepping_shared() const { return shared_step_.load(std::memory_order_relaxed); }
+    // Stops the firmware from running until the guard goes (thread mode: parks
+    // the firmware thread; inline with an agent: holds the step lock).
+    class Quiesce {
+    public:
+        Quiesce(Firmware *fw, bool held) : fw_(fw), held_(held) {}
+        ~Quiesce();
+        Quiesce(const Quiesce &) = delete;
+        Quiesce &operator=(const Quiesce &) = delete;
+
+    private:
+        Firmware *fw_;
+        bool held_;
+    };
+    Quiesce quiesce();
+    // Thread mode: starts the firmware thread.  Called once the NIC is complete,
+    // since the thread may hand a packet to the connection manager at once.
+    void start();
+    void stop_thread();   // thread mode: stops and joins the firmware thread
+
+    // ---- doorbells (host side) ----
+    // Marks VI `index` active (and wakes a sleeping firmware thread).
+    void ring(uint32_t index) {
+        const uint32_t w = index / 64;
+        const uint64_t bit = 1ull << (index % 64);
+        if (cfg_.mode == Mode::Inline && !shared_step_.load(std::memory_order_relaxed)) {
+            // Only this thread runs the firmware: a plain read-modify-write suffices.
+            const uint64_t v = active_[w].load(std::memory_order_relaxed);
+            if (!(v & bit)) active_[w].store(v | bit, std::memory_order_relaxed);
+            return;
+        }
+        active_[w].fetch_or(bit, std::memory_order_seq_cst);
+        if (cfg_.mode == Mode::Thread) {
+            RingCtl &c = wire_.ctl(rank_);
+            if (c.sleeping.load(std::memory_order_relaxed)) {
+                c.sleeping.store(0, std::memory_order_relaxed);
+                wake_thread();
+            }
+        }
+    }
+    void vi_added(uint32_t index);    // the doorbell scan covers it from now on
+    void vi_removed(uint32_t index);  // with the firmware quiesced
+
+    // ---- for connection management (any thread) ----
+    // Sends a small control packet; false when the peer's FIFO is full.
+    bool send_ctl(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm, const void *payload,
+                  uint32_t len);
+    // The same, kept and retried from step() while the peer's FIFO is full, so a
+    // peer always learns that its connection is gone (Disc, ConnErr).
+    void send_ctl_reliably(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm);
+    // The VI goes to the error state: report, optionally tell the peer, flush.
+    void vi_error(ViImpl *vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *d, bool tell_peer);
+
+    // diagnostics
+    uint64_t dropped() const { return dropped_; }
+    uint64_t crc_errors() const { return crc_errors_; }
+
+private:
+    // firmware.cpp: the loop, completions, errors
+    void process_vi(ViImpl *vi);
+    void complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv);
+    void complete_tx(ViImpl *vi);
+    bool fetch_rx_desc(ViImpl *vi, Token *t);
+    void fetch_tx_tokens(ViImpl *vi);
+    void flush_vi(ViImpl *vi);
+    void report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc, VIP_ERROR_CODE ec);
+    void retry_backlog();
+    void wake_thread();
+
+    // tx.cpp: the send side
+    bool tx_one(ViImpl *vi, TxEntry &e);
+    bool validate_segments(const ViImpl *vi, const VIP_DATA_SEGMENT *seg, uint32_t n, uint32_t *total) const;
+
+    // rx.cpp: the receive side.  Each rx_* returns false when it must answer but
+    // the peer's FIFO is full: the packet then stays on the wire and is retried
+    // (nothing was changed).
+    bool rx_packet_try(const PacketHeader *h);
+    bool rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    bool rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    bool rx_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    void rx_read_resp(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    void rx_ack(ViImpl *vi, const PacketHeader *h);
+    struct Reply;
+    bool reserve_reply(const ViImpl *vi, uint32_t len, Reply *r);
+    void publish_reply(ViImpl *vi, Reply *r, Op op, uint32_t status, uint32_t len);
+
+    // Wire-latency profile (L): data packets carry their send time after the payload.
+    uint32_t stamp_bytes() const { return cfg_.profile.wire_ns ? 8 : 0; }
+    void stamp(unsigned char *p) const {
+        if (cfg_.profile.wire_ns) {
+            const uint64_t t = now_ns();
+            std::memcpy(p, &t, 8);
+        }
+    }
+
+    const Config cfg_;
+    Wire &wire_;
+    const int rank_;
+    const ProtectionTable &protection_;
+    const ViTable &vis_;
+    ErrorQueue &errors_;
+    ConnectionManager &cm_;
+
+    // doorbells: VIs with work, scanned round-robin
+    std::atomic<uint64_t> active_[kMaxVi / 64] = {};
+    std::atomic<uint32_t> vi_words_{1};  // words of active_ in use (highest VI / 64 + 1)
+    uint32_t rr_cursor_ = 0;
+
+    uint64_t rx_head_ = 0;               // consumer position in our wire FIFO
+    // SRAM: staging buffers for the host-DMA and link-DMA engines, and the
+    // descriptor cache the firmware reads a fetched descriptor's segments from
+    std::unique_ptr<unsigned char[]> sram_tx_;
+    std::unique_ptr<unsigned char[]> sram_rx_;
+    VIP_DESCRIPTOR_SEGMENT desc_cache_[kMaxSegments + 1];
+    uint64_t last_inject_ns_ = 0;        // gap profile (g)
+
+    // control packets waiting for room in a peer's FIFO
+    struct PendingCtl {
+        uint16_t dst_nic;
+        Op op;
+        uint16_t dst_vi, src_vi;
+        uint32_t imm;
+    };
+    std::mutex backlog_mu_;
+    std::deque<PendingCtl> backlog_;
+    std::atomic<bool> backlog_pending_{false};
+
+    // execution
+    std::atomic<bool> shared_step_{false};  // someone besides the host steps (agent)
+    std::atomic<bool> step_lock_{false};
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> pause_req_{false};
+    std::atomic<bool> paused_{false};
+    std::thread thread_;
+    uint32_t idle_polls_ = 0;
+
+    // counters (diagnostics)
+    uint64_t dropped_ = 0, crc_errors_ = 0;
+};
+
+} // namespace nicfw

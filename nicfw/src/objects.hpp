@@ -1,0 +1,179 @@
+// objects.hpp - the VIPL objects of the nicfw provider: a VI (its host-side
+// work queues, doorbells, and the context the firmware keeps for it), a
+// completion queue, and a connection request handed to VipConnectAccept.
+//
+// A VI is shared by the host and the firmware the way a VI's context in NIC
+// memory is: the host writes doorbells and reaps descriptors (objects.cpp),
+// the firmware owns the `fw` part (firmware.cpp, tx.cpp, rx.cpp), connection
+// management sets the peer (connect.cpp); `state` is read by all of them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "config.hpp"
+#include "spsc.hpp"
+#include "vipl.h"
+#include "vipl_provider.hpp"
+
+namespace nicfw {
+
+class NicHw;
+class ViImpl;
+class CqImpl;
+
+// Connection state of a VI (VIP_VI_STATE as the firmware keeps it).  Written by
+// host calls (connect, disconnect) and the firmware (errors), read by both.
+enum class ViState : uint8_t { Idle, Connected, Pending, Error };
+static_assert(std::atomic<ViState>::is_always_lock_free);
+
+// The answer to a VI's pending connection request (VipConnectRequest,
+// VipConnectPeerRequest), set by the firmware when the peer replies.
+enum class ConnResult : uint8_t {
+    Pending,             // no answer yet
+    Connected,           // accepted / matched
+    Rejected,            // the server called VipConnectReject
+    Cancelled,           // we gave up (timeout) and told the server
+    ReliabilityMismatch, // peer-to-peer: the two VIs asked for different reliability levels
+};
+
+// A token the host writes into a doorbell: which descriptor was posted.
+struct Token {
+    VIP_DESCRIPTOR *desc;
+    VIP_MEM_HANDLE mh;
+};
+
+// Firmware-side state of one posted send-queue descriptor.
+struct TxEntry {
+    VIP_DESCRIPTOR *desc;
+    VIP_MEM_HANDLE mh;
+    uint32_t status;   // status bits to write at completion
+    uint32_t length;   // bytes transferred
+    bool ready;        // may complete (once every earlier entry has)
+    bool awaiting;     // waiting for an Ack / read response
+};
+
+struct CqEntry {
+    uint32_t vi;
+    bool recv;
+};
+
+// A notify handler armed on a queue (one-shot).
+struct NotifySlot {
+    std::atomic<bool> armed{false};
+    VIP_PVOID ctx = nullptr;
+    VIP_DESCRIPTOR_NOTIFY_HANDLER desc_handler = nullptr;
+    VIP_CQ_NOTIFY_HANDLER cq_handler = nullptr;
+};
+
+class CqImpl : public vipl::prov::Cq {
+public:
+    CqImpl(NicHw *hw, size_t entries) : hw(hw), ring(entries) {}
+    VIP_RETURN done(vipl::prov::Vi **vi, bool *recv) override;
+    VIP_RETURN wait(VIP_ULONG timeout_ms, vipl::prov::Vi **vi, bool *recv) override;
+    VIP_RETURN resize(VIP_ULONG entries) override;
+    VIP_RETURN notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) override;
+
+    NicHw *const hw;
+    SpscRing<CqEntry> ring;             // pushed by the firmware, popped by the host
+    std::atomic<int> bound{0};          // VIs bound to it
+    std::atomic<bool> overrun{false};
+    NotifySlot notify_slot;
+    vipl::prov::Nic *owner = nullptr;   // the NIC handle it was made through
+
+private:
+    bool pop_live(vipl::prov::Vi **vi, bool *recv);
+};
+
+class ViImpl : public vipl::prov::Vi {
+public:
+    ViImpl(NicHw *hw, uint32_t index, const vipl::prov::ViAttr &a, CqImpl *scq, CqImpl *rcq);
+    ~ViImpl() override;
+
+    VIP_RETURN post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) override;
+    VIP_RETURN send_done(VIP_DESCRIPTOR **d) override;
+    VIP_RETURN post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) override;
+    VIP_RETURN recv_done(VIP_DESCRIPTOR **d) override;
+    VIP_RETURN send_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) override;
+    VIP_RETURN recv_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) override;
+    VIP_RETURN send_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) override;
+    VIP_RETURN recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) override;
+    VIP_RETURN query(VIP_VI_STATE *state, vipl::prov::ViAttr *attr, bool *sq_empty,
+                     bool *rq_empty) override;
+    VIP_RETURN set_attributes(const vipl::prov::ViAttr &attr) override;
+    VIP_RETURN connect_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
+                               VIP_ULONG timeout_ms, VIP_VI_ATTRIBUTES *remote_attr) override;
+    VIP_RETURN disconnect() override;
+    VIP_RETURN peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
+                            VIP_ULONG timeout_ms) override;
+    VIP_RETURN peer_done(VIP_VI_ATTRIBUTES *remote_attr) override;
+    VIP_RETURN peer_wait(VIP_VI_ATTRIBUTES *remote_attr) override;
+
+    // Host asks the firmware to complete everything it holds for this VI as
+    // flushed (disconnect), and waits until it has.
+    void request_flush();
+
+    NicHw *const hw;
+    const uint32_t index;
+    vipl::prov::Nic *owner = nullptr;   // the NIC handle it was made through (errors, notifies)
+    vipl::prov::ViAttr attr;
+    uint32_t ptag_id = 0;               // the VI's protection tag, as the tables store it
+    CqImpl *const send_cq;
+    CqImpl *const recv_cq;
+
+    // host side: descriptors posted and not yet reaped by Done/Wait, in order
+    SpscRing<VIP_DESCRIPTOR *> host_sq{kMaxQueue};
+    SpscRing<VIP_DESCRIPTOR *> host_rq{kMaxQueue};
+    // doorbells: host -> firmware
+    SpscRing<Token> bell_sq;
+    SpscRing<Token> bell_rq;
+    std::atomic<uint32_t> flush_req{0}; // host asks the firmware to flush (disconnect/error)
+    std::atomic<uint32_t> flush_done{0};
+
+    // The firmware's context for this VI (touched only by whoever runs the firmware).
+    struct FirmwareContext {
+        std::vector<TxEntry> txq = std::vector<TxEntry>(kMaxQueue); // ring of kMaxQueue entries
+        uint64_t tx_head = 0;           // oldest not yet completed
+        uint64_t tx_next = 0;           // next to transmit
+        uint64_t tx_tail = 0;           // one past the newest fetched from the doorbell
+        uint64_t tx_await = 0;          // oldest awaiting an Ack / read response
+        SpscRing<Token> rxq{kMaxQueue}; // receive descriptors the firmware holds
+        uint32_t send_seq = 0;
+        uint32_t recv_seq = 0;
+    } fw;
+
+    // connection (connect.cpp; the firmware reads the peer of a Connected VI)
+    std::atomic<ViState> state{ViState::Idle};
+    uint16_t peer_nic = 0;
+    uint16_t peer_vi = 0;
+    VIP_VI_ATTRIBUTES peer_attr{};
+    uint32_t cm_nonce = 0;              // our pending connection request
+    std::atomic<ConnResult> cm_result{ConnResult::Pending};
+
+    NotifySlot notify_send, notify_recv;
+
+private:
+    VIP_RETURN post(SpscRing<VIP_DESCRIPTOR *> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR *d,
+                    VIP_MEM_HANDLE mh);
+    VIP_RETURN done(SpscRing<VIP_DESCRIPTOR *> &hostq, VIP_DESCRIPTOR **d);
+    VIP_RETURN wait(SpscRing<VIP_DESCRIPTOR *> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d);
+    friend class Agent; // reaps a completed descriptor for an armed notify
+};
+
+// A connection request taken by VipConnectWait, answered by Accept or Reject.
+class ConnImpl : public vipl::prov::Conn {
+public:
+    VIP_RETURN accept(vipl::prov::Vi *vi) override;
+    VIP_RETURN reject() override;
+    NicHw *hw = nullptr;
+    uint16_t client_nic = 0;
+    uint16_t client_vi = 0;
+    uint32_t nonce = 0;
+    VIP_VI_ATTRIBUTES client_attr{};
+};
+
+// The attributes a VI may be created (or changed) with on this NIC.
+VIP_RETURN check_vi_attr(const NicHw &hw, const vipl::prov::ViAttr &a);
+
+} // namespace nicfw
