@@ -1,0 +1,90 @@
+// fm_coroutine.cpp - handler multithreading: user-level contexts
+// (makecontext / swapcontext) on pooled stacks, one per handler whose message
+// spans several packets.  A context is made once and then reused: its entry
+// function loops, running one handler per resume-from-start, so starting a
+// handler costs one swapcontext, not a getcontext + makecontext.
+// A guard page under each stack turns an overflow into a fault, not silent
+// corruption of the neighbouring heap.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fm_internal.hpp"
+
+namespace fm {
+namespace {
+
+size_t page_size() {
+    static const size_t p = size_t(sysconf(_SC_PAGESIZE));
+    return p;
+}
+
+// Entry of every coroutine: runs the handler of co->in, says it finished,
+// returns to the resumer; resumed again (by co_resume after co_get handed the
+// context to a new message) it runs the next handler.
+void entry() {
+    Coroutine *co = g.starting;
+    for (;;) {
+        Inbound *in = co->in;
+        in->fn(in, in->sender);
+        co->finished = true;
+        swapcontext(&co->ctx, &co->caller);
+    }
+}
+
+Coroutine *co_create() {
+    auto *co = new Coroutine();
+    const size_t guard = page_size();
+    co->stack_size = (g.stack_size + guard - 1) / guard * guard;
+    void *mem = mmap(nullptr, co->stack_size + guard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        delete co;
+        return nullptr;
+    }
+    mprotect(mem, guard, PROT_NONE);
+    co->stack = mem;
+    getcontext(&co->ctx);
+    co->ctx.uc_stack.ss_sp = static_cast<char *>(mem) + guard;
+    co->ctx.uc_stack.ss_size = co->stack_size;
+    co->ctx.uc_link = nullptr;  // entry never returns
+    makecontext(&co->ctx, entry, 0);
+    // The first resume enters entry(), which reads g.starting once.
+    co->finished = true;  // "not started": co_resume sets g.starting for it
+    return co;
+}
+
+}  // namespace
+
+Coroutine *co_get() {
+    if (!g.free_co.empty()) {
+        Coroutine *co = g.free_co.back();
+        g.free_co.pop_back();
+        return co;
+    }
+    return co_create();
+}
+
+void co_put(Coroutine *co) {
+    co->in = nullptr;
+    g.free_co.push_back(co);
+}
+
+void co_resume(Coroutine *co) {
+    if (co->finished) {
+        // A fresh message: entry() (first time) or its loop (later) picks up co->in.
+        co->finished = false;
+        g.starting = co;
+    }
+    swapcontext(&co->caller, &co->ctx);
+}
+
+void co_suspend(Coroutine *co) { swapcontext(&co->ctx, &co->caller); }
+
+void co_free_all() {
+    for (Coroutine *co : g.free_co) {
+        munmap(co->stack, co->stack_size + page_size());
+        delete co;
+    }
+    g.free_co.clear();
+}
+
+}  // namespace fm

@@ -1,0 +1,248 @@
+// fm_extract.cpp - the receiving side: extraction from the receive CQ,
+// dispatch of packets to handlers (started on a message's first packet,
+// resumed as later packets arrive), FM_receive, credit return.
+#include <cstring>
+
+#include "fm_internal.hpp"
+
+namespace fm {
+namespace {
+
+Link *link_of_vi(VIP_VI_HANDLE vi) {
+    for (Link *l : g.links)
+        if (l->ch.vi() == vi) return l;
+    return nullptr;
+}
+
+Inbound *inbound_new(Link *l, unsigned handler, uint32_t length) {
+    Inbound *in;
+    if (!g.free_inbound.empty()) {
+        in = g.free_inbound.back();
+        g.free_inbound.pop_back();
+    } else {
+        in = new Inbound();
+        in->inbound = true;
+    }
+    // Every packet of the message can be queued at once: at most the link's receive slots.
+    if (in->ring.size() < l->ch.nrecv()) in->ring.resize(l->ch.nrecv());
+    in->link = l;
+    in->sender = l->peer;
+    in->fn = g.handlers[handler].fn;
+    in->co = nullptr;
+    in->length = length;
+    in->consumed = in->offset = 0;
+    in->complete = in->done = in->waiting = false;
+    in->head = in->count = 0;
+    return in;
+}
+
+void inbound_free(Inbound *in) {
+    if (in->co) co_put(in->co);
+    in->co = nullptr;
+    g.free_inbound.push_back(in);
+}
+
+// The handler returned: its unread packets go back to the NIC; the message's
+// later packets (if any) are dropped as they arrive.
+void finish(Inbound *in) {
+    in->done = true;
+    while (in->count) {
+        release_slot(in->link, in->front(), true);
+        in->pop();
+    }
+    if (in->complete) inbound_free(in);
+}
+
+void run_direct(Inbound *in) {
+    Inbound *prev = g.current;
+    g.current = in;
+    in->fn(in, in->sender);
+    g.current = prev;
+    finish(in);
+}
+
+void resume(Inbound *in) {
+    Inbound *prev = g.current;
+    g.current = in;
+    co_resume(in->co);
+    g.current = prev;
+    if (in->co->finished) finish(in);
+}
+
+// One received packet.  Returns the message bytes it carried.
+uint32_t deliver(Link *l, chan::Slot *s) {
+    const auto *h = reinterpret_cast<const PacketHeader *>(s->buf);
+    if (h->credits) l->ch.return_credits(int(h->credits));
+    const uint8_t flags = h->flags;
+    if (flags & (kCreditOnly | kBye)) {
+        if (flags & kBye) l->bye = true;
+        release_slot(l, s, (flags & kBye) != 0);  // a bye took a credit
+        return 0;
+    }
+    const uint32_t len = h->len;
+    if (flags & kBuffer) {
+        FM_buffer_handler fn = g.handlers[h->handler].bfn;
+        if (fn)
+            fn(s->buf + sizeof(PacketHeader), len, l->peer);
+        else
+            report("node %u sent a message for buffer handler %u, which is not registered here; dropped", l->peer,
+                   h->handler);
+        release_slot(l, s, true);
+        return len;
+    }
+    Inbound *in;
+    if (flags & kFirst) {
+        in = inbound_new(l, h->handler, h->msg_len);
+        if (!in->fn) {
+            report("node %u sent a message for handler %u, which is not registered here; dropped", l->peer, h->handler);
+            in->done = true;
+        }
+        if (!(flags & kLast)) l->current[h->stream] = in;
+    } else {
+        in = l->current[h->stream];
+        if (!in) {
+            report("protocol error: packet of stream %u from node %u without a first packet", h->stream, l->peer);
+            release_slot(l, s, true);
+            return len;
+        }
+    }
+    if (flags & kLast) {
+        in->complete = true;
+        l->current[h->stream] = nullptr;
+    }
+    if (in->done) {  // the handler returned before this packet (or does not exist)
+        release_slot(l, s, true);
+        if (in->complete) inbound_free(in);
+        return len;
+    }
+    in->push(s);
+    if (flags & kFirst) {
+        if (in->complete) {
+            // The whole message is here: FM_receive can never wait, so the
+            // handler runs on this stack (no context switch).
+            run_direct(in);
+        } else {
+            in->co = co_get();
+            if (!in->co) {
+                report("no memory for a handler stack (%zu bytes); message from node %u dropped", g.stack_size,
+                       l->peer);
+                finish(in);
+                return len;
+            }
+            in->co->in = in;
+            resume(in);
+        }
+    } else if (in->waiting) {
+        resume(in);
+    }
+    return len;
+}
+
+}  // namespace
+
+void release_slot(Link *l, chan::Slot *s, bool owe) {
+    if (l->dead) return;
+    VIP_RETURN rc = l->ch.repost_recv(s, kInstr);
+    if (rc != VIP_SUCCESS) {
+        if (!g.finalizing) report("VipPostRecv (node %u): %s", l->peer, VipxReturnString(rc));
+        l->dead = true;
+        return;
+    }
+    if (owe && l->ch.owe_one(g.credit_every) && !l->credit_due) {
+        l->credit_due = true;
+        ++g.credit_due_links;
+    }
+}
+
+int extract(uint32_t maxbytes) {
+    uint64_t bytes = 0;
+    // At most one receive queue's worth per link per call: a sender that
+    // never stops cannot keep FM_extract(FM_EXTRACT_ALL) from returning.
+    size_t budget = g.links.size() * g.layout.nrecv;
+    while (budget--) {
+        VIP_VI_HANDLE vi;
+        if (chan::Channel::cq_done(g.rcq, &vi, kInstr.cq_recv) != VIP_SUCCESS) break;
+        Link *l = link_of_vi(vi);
+        VIP_DESCRIPTOR *d;
+        if (!l || chan::Channel::recv_done(vi, &d, kInstr) != VIP_SUCCESS) continue;
+        chan::Slot *s = chan::slot_of(d);
+        if (s->desc.CS.Status & VIP_STATUS_ERROR_MASK) {
+            // Flushed at the peer's disconnect, or a transport error: the link is gone.
+            if (!l->dead && !g.finalizing && !l->bye) {
+                char why[128];
+                report("receive from node %u failed: %s", l->peer, VipxStatusString(s->desc.CS.Status, why, sizeof why));
+            }
+            l->dead = true;
+            continue;
+        }
+        bytes += deliver(l, s);
+        if (bytes >= maxbytes) break;
+    }
+    if (g.credit_due_links)
+        for (Link *l : g.links) try_send_credits(l);
+    return int(bytes > uint64_t(INT32_MAX) ? INT32_MAX : bytes);
+}
+
+void progress_wait() {
+    if (extract(FM_EXTRACT_ALL) > 0) {
+        vipl_wait::progress(g.wait);
+        return;
+    }
+    vipl_wait::idle_yield(g.wait);
+}
+
+}  // namespace fm
+
+using namespace fm;
+
+extern "C" {
+
+int FM_extract(unsigned maxbytes) {
+    if (!g.init) return fail(FM_ERR_NOT_INIT, "FM_extract", "call FM_initialize first");
+    return extract(maxbytes);
+}
+
+int FM_receive(void *buf, FM_stream *stream, unsigned len) {
+    if (!g.init) return fail(FM_ERR_NOT_INIT, "FM_receive", "call FM_initialize first");
+    if (!stream || !stream->inbound)
+        return fail(FM_ERR_BAD_ARG, "FM_receive", "not the stream passed to a handler");
+    auto *in = static_cast<Inbound *>(stream);
+    if (in != g.current || in->done)
+        return fail(FM_ERR_STATE, "FM_receive", "called outside the handler of this stream");
+    if (len && !buf) return fail(FM_ERR_BAD_ARG, "FM_receive", "NULL buffer");
+    if (len > in->length - in->consumed)
+        return fail(FM_ERR_TOO_LONG, "FM_receive", "%u bytes asked, the message holds %u more", len,
+                    in->length - in->consumed);
+    auto *p = static_cast<uint8_t *>(buf);
+    while (len) {
+        if (in->count == 0) {
+            if (!in->co) return fail(FM_ERR_STATE, "FM_receive", "message data missing");
+            // Not arrived yet: back to the extraction that resumed us; it
+            // resumes us when the next packet of this message is delivered.
+            in->waiting = true;
+            ++g.suspended;
+            co_suspend(in->co);
+            --g.suspended;
+            in->waiting = false;
+            continue;
+        }
+        chan::Slot *s = in->front();
+        const auto *h = reinterpret_cast<const PacketHeader *>(s->buf);
+        uint32_t n = std::min<uint32_t>(len, h->len - in->offset);
+        std::memcpy(p, s->buf + sizeof(PacketHeader) + in->offset, n);
+        p += n;
+        len -= n;
+        in->offset += n;
+        in->consumed += n;
+        if (in->offset == h->len) {
+            in->pop();
+            in->offset = 0;
+            release_slot(in->link, s, true);
+        }
+    }
+    return FM_OK;
+}
+
+unsigned FM_suspended_handlers(void) { return g.suspended; }
+
+}  // extern "C"

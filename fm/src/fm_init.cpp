@@ -1,0 +1,324 @@
+// fm_init.cpp - joining the job and leaving it: the NIC, one VI per peer
+// (two for the self-connection) with its channel of registered slots,
+// connection by discriminator, the handler table, FM_finalize's goodbye.
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "fm_internal.hpp"
+#include "vipl_boot.h"
+#include "viastack_env.hpp"
+
+namespace fm {
+
+State g;
+
+namespace {
+VIASTACK_CHANNEL_COUNTER(c_post_send, "fm.VipPostSend", VIPL_INSTR_BASE_VI);
+VIASTACK_CHANNEL_COUNTER(c_send_done, "fm.VipSendDone", VIPL_INSTR_BASE_VI);
+VIASTACK_CHANNEL_COUNTER(c_recycle_send, "fm.recycle send descriptor", VIPL_INSTR_FLOW_CONTROL);
+VIASTACK_CHANNEL_COUNTER(c_recv_done, "fm.VipRecvDone", VIPL_INSTR_BASE_VI);
+VIASTACK_CHANNEL_COUNTER(c_cq_recv, "fm.VipCQDone (Receive)", VIPL_INSTR_EVENT);
+VIASTACK_CHANNEL_COUNTER(c_recycle_recv, "fm.recycle receive descriptor", VIPL_INSTR_FLOW_CONTROL);
+VIASTACK_CHANNEL_COUNTER(c_post_recv, "fm.VipPostRecv", VIPL_INSTR_BASE_VI);
+}  // namespace
+
+const chan::Instr kInstr = {&c_post_send, &c_send_done, nullptr,      &c_recycle_send,
+                            &c_recv_done, &c_cq_recv,   &c_recycle_recv, &c_post_recv};
+
+void report(const char *fmt, ...) {
+    std::fprintf(stderr, "viastack FM: ");
+    va_list ap;
+    va_start(ap, fmt);
+    std::vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    std::fputc('\n', stderr);
+}
+
+int fail(int code, const char *fn, const char *fmt, ...) {
+    g.last_error = code;
+    if (viastack::env::flag("VIASTACK_FM_VERBOSE")) {
+        std::fprintf(stderr, "viastack FM: %s returns %s: ", fn, FM_error_name(code));
+        va_list ap;
+        va_start(ap, fmt);
+        std::vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        std::fputc('\n', stderr);
+    }
+    return code;
+}
+
+namespace {
+
+constexpr size_t kMaxAddr = 64;
+struct NicName {
+    uint16_t len;
+    uint8_t addr[kMaxAddr];
+};
+
+// "FM", the two ranks and the side: both ends compute each other's.
+size_t discriminator(uint8_t *out, unsigned from, unsigned to, uint8_t side) {
+    out[0] = 'F';
+    out[1] = 'M';
+    std::memcpy(out + 2, &from, 4);
+    std::memcpy(out + 6, &to, 4);
+    out[10] = side;
+    return 11;
+}
+
+long env_int(const char *name, long dflt, long lo, long hi) {
+    const char *v = viastack::env::raw(name);
+    if (!v) return dflt;
+    char *end;
+    long n = std::strtol(v, &end, 0);
+    if (*end || n < lo || n > hi) {
+        report("%s=%s is not an integer in [%ld, %ld]; using %ld", name, v, lo, hi, dflt);
+        return dflt;
+    }
+    return n;
+}
+
+Link *link_create(unsigned peer, uint8_t side, const NicName &peer_name, std::string *why) {
+    auto *l = new Link();
+    l->peer = peer;
+    l->side = side;
+    g.links.push_back(l);  // torn down with the rest on failure
+    if (!l->region.allocate(g.nic, g.ptag, chan::Channel::region_bytes(g.layout), why)) return nullptr;
+    l->ch.attach(g.layout, l->region.base(), l->region.handle());
+    VIP_VI_ATTRIBUTES va{};
+    va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
+    va.MaxTransferSize = g.layout.bufsize;
+    va.Ptag = g.ptag;
+    va.EnableRdmaWrite = VIP_FALSE;
+    va.EnableRdmaRead = VIP_FALSE;
+    VIP_VI_HANDLE vi = nullptr;
+    VIP_RETURN rc = VipCreateVi(g.nic, &va, nullptr, g.rcq, &vi);
+    if (rc != VIP_SUCCESS) {
+        *why = std::string("VipCreateVi: ") + VipxReturnString(rc);
+        return nullptr;
+    }
+    rc = l->ch.prepost(vi);
+    if (rc != VIP_SUCCESS) {
+        *why = std::string("VipPostRecv: ") + VipxReturnString(rc);
+        return nullptr;
+    }
+    alignas(8) uint8_t lbuf[VIP_NET_ADDRESS_SIZE(kMaxAddr, 16)];
+    alignas(8) uint8_t rbuf[VIP_NET_ADDRESS_SIZE(kMaxAddr, 16)];
+    auto *la = reinterpret_cast<VIP_NET_ADDRESS *>(lbuf);
+    auto *ra = reinterpret_cast<VIP_NET_ADDRESS *>(rbuf);
+    la->HostAddressLen = g.attr.NicAddressLen;
+    if (g.attr.NicAddressLen) std::memcpy(la->HostAddress, g.attr.LocalNicAddress, g.attr.NicAddressLen);
+    la->DiscriminatorLen = uint16_t(discriminator(la->HostAddress + la->HostAddressLen, g.rank, peer, side));
+    ra->HostAddressLen = peer_name.len;
+    std::memcpy(ra->HostAddress, peer_name.addr, peer_name.len);
+    const uint8_t rside = peer == g.rank ? uint8_t(1 - side) : side;
+    ra->DiscriminatorLen = uint16_t(discriminator(ra->HostAddress + ra->HostAddressLen, peer, g.rank, rside));
+    rc = VipConnectPeerRequest(vi, la, ra, VIP_ULONG(env_int("VIASTACK_FM_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30)));
+    if (rc != VIP_SUCCESS && rc != VIP_NOT_DONE) {
+        *why = std::string("VipConnectPeerRequest: ") + VipxReturnString(rc);
+        return nullptr;
+    }
+    return l;
+}
+
+void teardown() {
+    for (Link *l : g.links) {
+        if (l->ch.vi()) {
+            VipDisconnect(l->ch.vi());
+            l->ch.drain();
+            VIP_RETURN rc = VipDestroyVi(l->ch.vi());
+            l->ch.forget_vi();
+            l->region.release(rc != VIP_SUCCESS);  // the NIC may still own descriptors: leak
+        } else {
+            l->region.release();
+        }
+        l->ch.detach();
+        delete l;
+    }
+    g.links.clear();
+    g.tx.clear();
+    for (Inbound *in : g.free_inbound) delete in;
+    g.free_inbound.clear();
+    co_free_all();
+    if (g.rcq) VipDestroyCQ(g.rcq);
+    if (g.ptag) VipDestroyPtag(g.nic, g.ptag);
+    if (g.nic) VipCloseNic(g.nic);
+    g.rcq = nullptr;
+    g.ptag = nullptr;
+    g.nic = nullptr;
+    g.init = false;
+}
+
+int init_fail(const char *what) {
+    report("FM_initialize: %s", what);
+    teardown();
+    g.last_error = FM_ERR_RESOURCE;
+    return FM_ERR_RESOURCE;
+}
+
+}  // namespace
+}  // namespace fm
+
+using namespace fm;
+
+extern "C" {
+
+int FM_initialize(void) {
+    if (g.init) return FM_OK;
+    vipl_wait::Mode mode;
+    if (!vipl_wait::mode_from_env(&mode)) {
+        report("FM_initialize: VIASTACK_WAIT=%s is not a wait policy; set it to %s", std::getenv("VIASTACK_WAIT"),
+               vipl_wait::kAllowed);
+        return g.last_error = FM_ERR_BAD_ARG;
+    }
+    if (vipl_boot_init() != VIPL_BOOT_OK) return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
+    g.rank = unsigned(vipl_boot_rank());
+    g.size = unsigned(vipl_boot_size());
+    vipl_wait::init(g.wait, mode, int(g.size));
+    const uint32_t credits = uint32_t(env_int("VIASTACK_FM_CREDITS", 8, 2, 64));
+    const uint32_t packet = uint32_t(env_int("VIASTACK_FM_PACKET", 2048, 64, 65536));
+    g.stack_size = size_t(env_int("VIASTACK_FM_STACK", 64 * 1024, 16 * 1024, 16L << 20));
+    g.layout = chan::layout_for(credits, packet);
+    g.payload_max = packet - uint32_t(sizeof(PacketHeader));
+    g.credit_every = std::max<uint32_t>(1, credits / 2);
+    VIP_RETURN rc = VipOpenNic(viastack::env::raw("VIASTACK_FM_NIC"), &g.nic);
+    if (rc != VIP_SUCCESS) {
+        g.nic = nullptr;
+        return init_fail((std::string("VipOpenNic: ") + VipxReturnString(rc) +
+                          " (check $VIPL_PROVIDER / $VIASTACK_FM_NIC)").c_str());
+    }
+    rc = VipQueryNic(g.nic, &g.attr);
+    if (rc == VIP_SUCCESS) rc = VipCreatePtag(g.nic, &g.ptag);
+    if (rc != VIP_SUCCESS) return init_fail((std::string("NIC set-up: ") + VipxReturnString(rc)).c_str());
+    if (!(g.attr.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY))
+        return init_fail("the NIC lacks Reliable Delivery, which FM's guarantees rest on");
+    if (g.attr.MaxTransferSize && g.attr.MaxTransferSize < packet)
+        return init_fail("VIASTACK_FM_PACKET exceeds the NIC's MaxTransferSize");
+    if (g.attr.NicAddressLen > kMaxAddr) return init_fail("NIC address too long");
+    const size_t nlinks = g.size + 1;  // one per peer, two for ourselves
+    rc = VipCreateCQ(g.nic, VIP_ULONG(nlinks * g.layout.nrecv), &g.rcq);
+    if (rc != VIP_SUCCESS) return init_fail((std::string("VipCreateCQ: ") + VipxReturnString(rc)).c_str());
+
+    NicName me{};
+    me.len = g.attr.NicAddressLen;
+    if (me.len) std::memcpy(me.addr, g.attr.LocalNicAddress, me.len);
+    std::vector<NicName> names(g.size);
+    if (vipl_boot_allgather(&me, sizeof me, names.data()) != VIPL_BOOT_OK)
+        return init_fail("exchanging NIC addresses failed");
+    g.tx.assign(g.size, nullptr);
+    std::string why;
+    for (unsigned r = 0; r < g.size; r++) {
+        Link *l = link_create(r, 0, names[r], &why);
+        if (!l) return init_fail(why.c_str());
+        g.tx[r] = l;
+        if (r == g.rank && !link_create(r, 1, names[r], &why)) return init_fail(why.c_str());
+    }
+    for (Link *l : g.links) {
+        VIP_VI_ATTRIBUTES remote;
+        for (;;) {
+            rc = VipConnectPeerDone(l->ch.vi(), &remote);
+            if (rc != VIP_NOT_DONE) break;
+            sched_yield();
+        }
+        if (rc != VIP_SUCCESS)
+            return init_fail(("connecting to node " + std::to_string(l->peer) + ": " + VipxReturnString(rc)).c_str());
+        l->up = true;
+    }
+    g.nfree_out = 0;
+    for (int i = kStreams - 1; i >= 0; i--) {
+        g.out[i] = Outbound{};
+        g.out[i].inbound = false;
+        g.out[i].id = uint8_t(i);
+        g.free_out[g.nfree_out++] = uint8_t(i);
+    }
+    g.current = nullptr;
+    g.suspended = 0;
+    g.credit_due_links = 0;
+    g.finalizing = false;
+    g.init = true;
+    if (vipl_boot_barrier() != VIPL_BOOT_OK) return init_fail("barrier after connecting failed");
+    return FM_OK;
+}
+
+int FM_finalize(void) {
+    if (!g.init) return FM_OK;
+    if (g.current) return fail(FM_ERR_STATE, "FM_finalize", "called from a handler");
+    // Goodbye on every link we send on; on each VI, packets are delivered in
+    // order, so once every peer's goodbye is here every message sent to us
+    // has been extracted (its handler ran) and nothing more will come.
+    for (unsigned r = 0; r < g.size; r++) {
+        Link *l = g.tx[r];
+        chan::Slot *s = acquire(l);
+        if (s) post_packet(l, s, 0, kBye, 0, 0, 0);
+    }
+    for (;;) {
+        bool all = true;
+        for (unsigned r = 0; r < g.size; r++) {
+            // The goodbye from r arrives on the link r sends to us on: for
+            // ourselves that is the second (side 1) link.
+            Link *in = g.tx[r];
+            if (r == g.rank)
+                for (Link *l : g.links)
+                    if (l->peer == r && l->side == 1) in = l;
+            if (!in->bye && !in->dead) all = false;
+        }
+        if (all) break;
+        progress_wait();
+    }
+    g.finalizing = true;
+    for (Link *l : g.links)
+        while (l->ch.in_flight() && !l->dead) {
+            reap_sends(l);
+            sched_yield();
+        }
+    int rc = vipl_boot_barrier() == VIPL_BOOT_OK ? FM_OK : FM_ERR_RESOURCE;
+    teardown();
+    return rc;
+}
+
+unsigned FM_nodeid(void) { return g.rank; }
+unsigned FM_numnodes(void) { return g.size; }
+
+int FM_set_handler(unsigned id, FM_handler fn) {
+    if (id >= FM_MAX_HANDLERS) return fail(FM_ERR_BAD_ARG, "FM_set_handler", "id %u >= FM_MAX_HANDLERS", id);
+    if (!fn) return fail(FM_ERR_BAD_ARG, "FM_set_handler", "NULL handler");
+    HandlerEntry &e = g.handlers[id];
+    if (!e.fn && !e.bfn) g.registered.push_back(id);
+    e.fn = fn;
+    e.bfn = nullptr;
+    g.last_fn = nullptr;
+    return FM_OK;
+}
+
+int FM_set_buffer_handler(unsigned id, FM_buffer_handler fn) {
+    if (id >= FM_MAX_HANDLERS) return fail(FM_ERR_BAD_ARG, "FM_set_buffer_handler", "id %u >= FM_MAX_HANDLERS", id);
+    if (!fn) return fail(FM_ERR_BAD_ARG, "FM_set_buffer_handler", "NULL handler");
+    HandlerEntry &e = g.handlers[id];
+    if (!e.fn && !e.bfn) g.registered.push_back(id);
+    e.bfn = fn;
+    e.fn = nullptr;
+    g.last_fn = nullptr;
+    return FM_OK;
+}
+
+int FM_last_error(void) { return g.last_error; }
+
+const char *FM_error_name(int code) {
+    switch (code) {
+    case FM_OK: return "FM_OK";
+    case FM_ERR_NOT_INIT: return "FM_ERR_NOT_INIT";
+    case FM_ERR_BAD_ARG: return "FM_ERR_BAD_ARG";
+    case FM_ERR_BAD_DEST: return "FM_ERR_BAD_DEST";
+    case FM_ERR_UNKNOWN_HANDLER: return "FM_ERR_UNKNOWN_HANDLER";
+    case FM_ERR_TOO_LONG: return "FM_ERR_TOO_LONG";
+    case FM_ERR_RESOURCE: return "FM_ERR_RESOURCE";
+    case FM_ERR_STATE: return "FM_ERR_STATE";
+    default: return code > 0 ? "FM_OK" : "unknown FM error";
+    }
+}
+
+}  // extern "C"

@@ -1,0 +1,175 @@
+// fm_internal.hpp - the state behind fm.h: links (one VI + channel per
+// peer), outbound and inbound streams, the handler table, the coroutines
+// that run suspended handlers.  docs/fm.md describes the protocol.
+#pragma once
+
+#include <ucontext.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "fm.h"
+#include "vipl.h"
+#include "vipl_wait.h"
+#include "viastack/channel.hpp"
+
+namespace fm {
+namespace chan = viastack::channel;
+
+// ---- wire ---------------------------------------------------------------
+// Every VIPL message FM sends is one packet: this header, then up to
+// payload_max() bytes of the message.
+enum PacketFlags : uint8_t {
+    kFirst = 1,       // first packet of a message: starts its handler
+    kLast = 2,        // last packet of a message
+    kBuffer = 4,      // FM 1.x message (one packet) for a buffer handler
+    kCreditOnly = 8,  // no message: only returns credits (takes none)
+    kBye = 16,        // the sender's last packet on this VI (FM_finalize)
+};
+struct PacketHeader {
+    uint16_t handler;  // handler id
+    uint8_t flags;
+    uint8_t stream;    // the sender's outbound stream id (messages of one sender may interleave)
+    uint32_t credits;  // credits returned to the receiver of this packet (for its sends on this VI)
+    uint32_t msg_len;  // the whole message's length (read from the first packet)
+    uint32_t len;      // message bytes in this packet
+};
+static_assert(sizeof(PacketHeader) == 16, "one 16-byte header per packet");
+
+constexpr int kStreams = 16;  // outbound messages one node may have open at once
+
+struct Link;
+struct Coroutine;
+
+}  // namespace fm
+
+// The opaque handle of fm.h: an outbound (sender's) or inbound (handler's) stream.
+struct FM_stream {
+    bool inbound;
+};
+
+namespace fm {
+
+struct Outbound : FM_stream {
+    Link *link = nullptr;
+    uint16_t handler = 0;
+    uint8_t id = 0;
+    bool open = false;
+    bool first = true;        // no packet posted yet
+    uint32_t length = 0;      // announced by FM_begin_message
+    uint32_t sent = 0;        // bytes given by FM_send_piece so far
+    chan::Slot *slot = nullptr;  // the packet being filled (a credit is held for it)
+    uint32_t fill = 0;        // message bytes in slot
+};
+
+// One message being received: its packets (receive slots not yet given back
+// to the NIC) and its handler, run directly or in a coroutine.
+struct Inbound : FM_stream {
+    Link *link = nullptr;
+    unsigned sender = 0;
+    FM_handler fn = nullptr;
+    Coroutine *co = nullptr;  // null: run on the extracting stack (whole message in one packet)
+    uint32_t length = 0;      // message bytes
+    uint32_t consumed = 0;    // bytes FM_receive has taken
+    uint32_t offset = 0;      // read position in the front packet's payload
+    bool complete = false;    // last packet arrived
+    bool done = false;        // handler returned
+    bool waiting = false;     // suspended in FM_receive
+    std::vector<chan::Slot *> ring;  // queued packets (capacity: the link's receive slots)
+    uint32_t head = 0, count = 0;
+
+    void push(chan::Slot *s) { ring[(head + count++) % ring.size()] = s; }
+    chan::Slot *front() const { return ring[head]; }
+    void pop() {
+        head = uint32_t((head + 1) % ring.size());
+        --count;
+    }
+};
+
+// A user-level context with its own stack, reused for handler after handler.
+struct Coroutine {
+    ucontext_t ctx;     // the handler's
+    ucontext_t caller;  // whoever resumed it last
+    void *stack = nullptr;
+    size_t stack_size = 0;
+    Inbound *in = nullptr;
+    bool finished = false;
+};
+
+// One VI to one peer (a self-connection is two links, one per side).
+struct Link {
+    chan::Region region;
+    chan::Channel ch;
+    unsigned peer = 0;
+    uint8_t side = 0;
+    bool up = false;
+    bool dead = false;        // its VI reported an error (or the peer left)
+    bool bye = false;         // the peer's kBye arrived on it
+    bool credit_due = false;  // owed credits reached the batch size: send them
+    Inbound *current[kStreams] = {};  // per sender stream id: the message receiving packets
+};
+
+struct HandlerEntry {
+    FM_handler fn = nullptr;
+    FM_buffer_handler bfn = nullptr;
+};
+
+struct State {
+    bool init = false;
+    unsigned rank = 0, size = 1;
+    VIP_NIC_HANDLE nic = nullptr;
+    VIP_PROTECTION_HANDLE ptag = nullptr;
+    VIP_NIC_ATTRIBUTES attr{};
+    VIP_CQ_HANDLE rcq = nullptr;
+    chan::Layout layout{};
+    uint32_t payload_max = 0;   // message bytes per packet
+    uint32_t credit_every = 1;  // credits returned in batches of this many
+    size_t stack_size = 0;
+    std::vector<Link *> links;  // every link
+    std::vector<Link *> tx;     // tx[dest]: the link messages to dest go out on
+    int credit_due_links = 0;
+    Outbound out[kStreams];
+    uint8_t free_out[kStreams];
+    int nfree_out = 0;
+    HandlerEntry handlers[FM_MAX_HANDLERS];
+    std::vector<unsigned> registered;  // ids with a handler, for translating pointers
+    const void *last_fn = nullptr;     // translation cache
+    unsigned last_id = 0;
+    Inbound *current = nullptr;        // the handler running now (innermost)
+    unsigned suspended = 0;
+    std::vector<Inbound *> free_inbound;
+    std::vector<Coroutine *> free_co;
+    Coroutine *starting = nullptr;
+    vipl_wait::WaitState wait{};
+    bool finalizing = false;
+    int last_error = FM_OK;
+};
+extern State g;
+extern const chan::Instr kInstr;
+
+// Sets the last error and returns it.
+int fail(int code, const char *fn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// fm_send.cpp
+chan::Slot *acquire(Link *l);  // a send slot with a credit (waits, extracting)
+void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_t stream, uint32_t msg_len,
+                 uint32_t len);
+void reap_sends(Link *l);
+void try_send_credits(Link *l);
+int handler_id(const void *fn, bool buffer, unsigned *id);
+
+// fm_extract.cpp
+int extract(uint32_t maxbytes);      // the body of FM_extract
+void progress_wait();                // one idle step of a wait loop (extract + waiting policy)
+void release_slot(Link *l, chan::Slot *s, bool owe);
+
+// fm_coroutine.cpp
+Coroutine *co_get();                 // from the pool (or a new one); null when out of memory
+void co_put(Coroutine *co);
+void co_resume(Coroutine *co);       // runs co until it suspends or its handler returns
+void co_suspend(Coroutine *co);      // back to co's resumer
+void co_free_all();
+
+}  // namespace fm

@@ -1,0 +1,230 @@
+// fm_send.cpp - the sending side: handler translation, credits and send
+// slots (channel.hpp), packetization of FM 2.x streams, FM 1.x FM_send and
+// FM_send_4.
+#include <cstring>
+
+#include "fm_internal.hpp"
+
+namespace fm {
+
+int handler_id(const void *fn, bool buffer, unsigned *id) {
+    if (fn && fn == g.last_fn) {
+        *id = g.last_id;
+        return FM_OK;
+    }
+    for (unsigned i : g.registered) {
+        const HandlerEntry &e = g.handlers[i];
+        const void *p = buffer ? reinterpret_cast<const void *>(e.bfn) : reinterpret_cast<const void *>(e.fn);
+        if (p == fn) {
+            g.last_fn = fn;
+            g.last_id = i;
+            *id = i;
+            return FM_OK;
+        }
+    }
+    return FM_ERR_UNKNOWN_HANDLER;
+}
+
+void reap_sends(Link *l) {
+    VIP_DESCRIPTOR *d;
+    while (l->ch.in_flight() && chan::Channel::send_done(l->ch.vi(), &d, kInstr) == VIP_SUCCESS) {
+        l->ch.recycle_send(chan::slot_of(d), kInstr, [l](chan::Slot *s) {
+            if ((s->desc.CS.Status & VIP_STATUS_ERROR_MASK) && !l->dead && !g.finalizing) {
+                char why[128];
+                l->dead = true;
+                report("send to node %u failed: %s", l->peer, VipxStatusString(s->desc.CS.Status, why, sizeof why));
+            }
+        });
+    }
+}
+
+chan::Slot *acquire(Link *l) {
+    while (!l->ch.has_credit() || !l->ch.has_free_send()) {
+        if (l->dead) return nullptr;
+        if (!l->ch.has_free_send()) reap_sends(l);
+        if (!l->ch.has_credit() || !l->ch.has_free_send()) progress_wait();
+    }
+    l->ch.take_credit();
+    return l->ch.take_send();
+}
+
+void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_t stream, uint32_t msg_len,
+                 uint32_t len) {
+    auto *h = reinterpret_cast<PacketHeader *>(s->buf);
+    h->handler = handler;
+    h->flags = flags;
+    h->stream = stream;
+    // Piggy-back whatever this side owes the peer.
+    h->credits = l->ch.take_owed();
+    if (l->credit_due) {
+        l->credit_due = false;
+        --g.credit_due_links;
+    }
+    h->msg_len = msg_len;
+    h->len = len;
+    chan::Channel::set_message(s, uint32_t(sizeof(PacketHeader)) + len);
+    VIP_RETURN rc = l->ch.post_send(s, kInstr);
+    if (rc != VIP_SUCCESS) {
+        report("VipPostSend to node %u: %s", l->peer, VipxReturnString(rc));
+        l->dead = true;
+        l->ch.untake_send(s);
+    }
+}
+
+// Credits go back without taking one: the receive slots reserved for them
+// (2k + 1 posted for k credits) cannot run out, since each carries at least
+// credit_every of the k.  Without a free send slot they stay owed and are
+// tried again at the next extraction.
+void try_send_credits(Link *l) {
+    if (!l->credit_due || l->dead || !l->up) return;
+    if (!l->ch.has_free_send()) reap_sends(l);
+    if (!l->ch.has_free_send()) return;
+    post_packet(l, l->ch.take_send(), 0, kCreditOnly, 0, 0, 0);
+}
+
+}  // namespace fm
+
+using namespace fm;
+
+namespace {
+
+Outbound *outbound_of(FM_stream *st, const char *fn, int *rc) {
+    if (!g.init) {
+        *rc = fail(FM_ERR_NOT_INIT, fn, "call FM_initialize first");
+        return nullptr;
+    }
+    if (!st || st->inbound) {
+        *rc = fail(FM_ERR_BAD_ARG, fn, "not a stream returned by FM_begin_message");
+        return nullptr;
+    }
+    auto *o = static_cast<Outbound *>(st);
+    if (!o->open) {
+        *rc = fail(FM_ERR_STATE, fn, "the stream was ended");
+        return nullptr;
+    }
+    return o;
+}
+
+// Posts o's packet (flags First/Last as they apply).
+void flush(Outbound *o, bool last) {
+    uint8_t flags = uint8_t((o->first ? kFirst : 0) | (last ? kLast : 0));
+    post_packet(o->link, o->slot, o->handler, flags, o->id, o->length, o->fill);
+    o->first = false;
+    o->slot = nullptr;
+    o->fill = 0;
+}
+
+void close_stream(Outbound *o) {
+    o->open = false;
+    g.free_out[g.nfree_out++] = o->id;
+}
+
+int check_dest(unsigned dest, const char *fn) {
+    if (!g.init) return fail(FM_ERR_NOT_INIT, fn, "call FM_initialize first");
+    if (dest >= g.size) return fail(FM_ERR_BAD_DEST, fn, "node %u is not in the job (%u nodes)", dest, g.size);
+    if (g.tx[dest]->dead) return fail(FM_ERR_RESOURCE, fn, "the connection to node %u has failed", dest);
+    return FM_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+FM_stream *FM_begin_message(unsigned dest, unsigned length, FM_handler handler) {
+    if (check_dest(dest, "FM_begin_message") != FM_OK) return nullptr;
+    unsigned id;
+    if (!handler || handler_id(reinterpret_cast<const void *>(handler), false, &id) != FM_OK) {
+        fail(FM_ERR_UNKNOWN_HANDLER, "FM_begin_message", "handler %p is not registered with FM_set_handler",
+             reinterpret_cast<void *>(handler));
+        return nullptr;
+    }
+    if (length > FM_MAX_MESSAGE) {
+        fail(FM_ERR_TOO_LONG, "FM_begin_message", "%u bytes exceed FM_MAX_MESSAGE", length);
+        return nullptr;
+    }
+    if (g.nfree_out == 0) {
+        fail(FM_ERR_RESOURCE, "FM_begin_message", "%d messages are already open (end one first)", kStreams);
+        return nullptr;
+    }
+    Outbound *o = &g.out[g.free_out[--g.nfree_out]];
+    o->link = g.tx[dest];
+    o->handler = uint16_t(id);
+    o->open = true;
+    o->first = true;
+    o->length = length;
+    o->sent = 0;
+    o->slot = nullptr;
+    o->fill = 0;
+    return o;
+}
+
+int FM_send_piece(FM_stream *stream, const void *buf, unsigned len) {
+    int rc;
+    Outbound *o = outbound_of(stream, "FM_send_piece", &rc);
+    if (!o) return rc;
+    if (len && !buf) return fail(FM_ERR_BAD_ARG, "FM_send_piece", "NULL buffer");
+    if (len > o->length - o->sent)
+        return fail(FM_ERR_TOO_LONG, "FM_send_piece", "%u bytes, but only %u of the announced %u remain", len,
+                    o->length - o->sent, o->length);
+    auto *p = static_cast<const uint8_t *>(buf);
+    while (len) {
+        if (!o->slot) {
+            o->slot = acquire(o->link);
+            if (!o->slot) return fail(FM_ERR_RESOURCE, "FM_send_piece", "the connection to node %u has failed", o->link->peer);
+        }
+        uint32_t n = std::min<uint32_t>(len, g.payload_max - o->fill);
+        std::memcpy(o->slot->buf + sizeof(PacketHeader) + o->fill, p, n);
+        o->fill += n;
+        o->sent += n;
+        p += n;
+        len -= n;
+        // A full packet goes out unless it may be the last (FM_end_message marks it).
+        if (o->fill == g.payload_max && o->sent < o->length) flush(o, false);
+    }
+    return FM_OK;
+}
+
+int FM_end_message(FM_stream *stream) {
+    int rc;
+    Outbound *o = outbound_of(stream, "FM_end_message", &rc);
+    if (!o) return rc;
+    if (o->sent != o->length)
+        return fail(FM_ERR_STATE, "FM_end_message", "%u of the announced %u bytes were sent", o->sent, o->length);
+    if (!o->slot) {
+        o->slot = acquire(o->link);  // an empty message (or nothing since the last full packet: not reached)
+        if (!o->slot) {
+            close_stream(o);
+            return fail(FM_ERR_RESOURCE, "FM_end_message", "the connection to node %u has failed", o->link->peer);
+        }
+    }
+    flush(o, true);
+    close_stream(o);
+    return FM_OK;
+}
+
+int FM_send(unsigned dest, FM_buffer_handler handler, const void *buf, unsigned size) {
+    int rc = check_dest(dest, "FM_send");
+    if (rc != FM_OK) return rc;
+    unsigned id;
+    if (!handler || handler_id(reinterpret_cast<const void *>(handler), true, &id) != FM_OK)
+        return fail(FM_ERR_UNKNOWN_HANDLER, "FM_send", "handler %p is not registered with FM_set_buffer_handler",
+                    reinterpret_cast<void *>(handler));
+    if (size && !buf) return fail(FM_ERR_BAD_ARG, "FM_send", "NULL buffer");
+    if (size > g.payload_max)
+        return fail(FM_ERR_TOO_LONG, "FM_send", "%u bytes exceed FM_max_buffer_message() = %u", size, g.payload_max);
+    Link *l = g.tx[dest];
+    chan::Slot *s = acquire(l);
+    if (!s) return fail(FM_ERR_RESOURCE, "FM_send", "the connection to node %u has failed", dest);
+    std::memcpy(s->buf + sizeof(PacketHeader), buf, size);
+    post_packet(l, s, uint16_t(id), kFirst | kLast | kBuffer, 0, size, size);
+    return FM_OK;
+}
+
+int FM_send_4(unsigned dest, FM_buffer_handler handler, int i0, int i1, int i2, int i3) {
+    const int words[4] = {i0, i1, i2, i3};
+    return FM_send(dest, handler, words, sizeof words);
+}
+
+unsigned FM_max_buffer_message(void) { return g.init ? g.payload_max : 0; }
+
+}  // extern "C"
