@@ -154,6 +154,7 @@ void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // fm_send.cpp
 chan::Slot *acquire(Link *l);  // a send slot with a credit (waits, extracting)
+void flush(Outbound *o, bool last);
 void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_t stream, uint32_t msg_len,
                  uint32_t len);
 void reap_sends(Link *l);

@@ -38,9 +38,35 @@ void reap_sends(Link *l) {
     }
 }
 
+// Posts o's packet (flags First/Last as they apply).  A packet need not be
+// full: the receiver never sees packet boundaries.
+void flush(Outbound *o, bool last) {
+    uint8_t flags = uint8_t((o->first ? kFirst : 0) | (last ? kLast : 0));
+    post_packet(o->link, o->slot, o->handler, flags, o->id, o->length, o->fill);
+    o->first = false;
+    o->slot = nullptr;
+    o->fill = 0;
+}
+
+namespace {
+// An open stream holds a credit for the packet it is filling.  Before
+// waiting for a credit, the partly filled packets of the other open streams
+// to the same node go out: otherwise open streams could hold every credit
+// and wait for each other forever.
+void flush_partials(Link *l) {
+    for (Outbound &o : g.out)
+        if (o.open && o.link == l && o.slot && o.fill) flush(&o, false);
+}
+}  // namespace
+
 chan::Slot *acquire(Link *l) {
+    bool flushed = false;
     while (!l->ch.has_credit() || !l->ch.has_free_send()) {
         if (l->dead) return nullptr;
+        if (!flushed) {
+            flush_partials(l);
+            flushed = true;
+        }
         if (!l->ch.has_free_send()) reap_sends(l);
         if (!l->ch.has_credit() || !l->ch.has_free_send()) progress_wait();
     }
@@ -103,15 +129,6 @@ Outbound *outbound_of(FM_stream *st, const char *fn, int *rc) {
         return nullptr;
     }
     return o;
-}
-
-// Posts o's packet (flags First/Last as they apply).
-void flush(Outbound *o, bool last) {
-    uint8_t flags = uint8_t((o->first ? kFirst : 0) | (last ? kLast : 0));
-    post_packet(o->link, o->slot, o->handler, flags, o->id, o->length, o->fill);
-    o->first = false;
-    o->slot = nullptr;
-    o->fill = 0;
 }
 
 void close_stream(Outbound *o) {
