@@ -65,7 +65,12 @@ const std::set<std::string> kSchemaV1 = {
     "peers[].metrics", "peers[].metrics[].metric", "peers[].metrics[].test", "peers[].metrics[].compared_with",
     "peers[].metrics[].bytes", "peers[].metrics[].peer", "peers[].metrics[].ours", "peers[].metrics[].ratio",
     "peers[].bandwidth", "peers[].bandwidth[].bytes", "peers[].bandwidth[].us_per_msg", "peers[].bandwidth[].mb_s",
-    "peers[].bandwidth[].spread", "warnings"};
+    "peers[].bandwidth[].spread", "interleaved", "interleaved.status", "interleaved.status.state",
+    "interleaved.status.note", "interleaved.rounds", "interleaved.comparisons", "interleaved.comparisons[].peer",
+    "interleaved.comparisons[].metric", "interleaved.comparisons[].test", "interleaved.comparisons[].layer",
+    "interleaved.comparisons[].bytes", "interleaved.comparisons[].ours", "interleaved.comparisons[].peer_values",
+    "interleaved.comparisons[].ratios", "interleaved.comparisons[].rounds", "interleaved.comparisons[].ratio_median",
+    "interleaved.comparisons[].ratio_min", "interleaved.comparisons[].ratio_max", "warnings"};
 
 }  // namespace
 

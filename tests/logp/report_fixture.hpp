@@ -62,6 +62,20 @@ inline logp::Report full_report() {
     p.metrics = {{"rtt_half_us", "ucp_am_lat", "", 16, 0.3, kNaN, kNaN}};
     p.bandwidth = {{1024, 0.5, 2048, 0}};
     r.peers = {p};
+    r.interleaved.status = {"measured", ""};
+    r.interleaved.rounds = 2;
+    RoundComparison rc;
+    rc.peer = "ucx_perftest";
+    rc.metric = "rtt_half_us";
+    rc.test = "ucp_am_lat";
+    rc.layer = "vi";
+    rc.bytes = 16;
+    rc.ours = {0.6, 0.7};
+    rc.peer_values = {0.3, 0.35};
+    rc.ratios = {2.0, 2.0};
+    rc.rounds = 2;
+    rc.ratio_median = rc.ratio_min = rc.ratio_max = 2.0;
+    r.interleaved.comparisons = {rc};
     r.warnings = {"am-v3: RTT: spread 30% exceeds 25%"};
     return r;
 }

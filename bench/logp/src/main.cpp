@@ -4,9 +4,10 @@
 //   logp [--quick] [--out DIR] [--json FILE] [--layers vi,am-v3,...]
 //
 // Run as a user command it starts itself as a two-process job under
-// vipl-run (found next to it in the build tree or on PATH), after measuring
-// the peer tool (ucx_perftest) while the machine is otherwise idle.  Inside
-// the job, rank 0 writes the terminal report, DIR/report.md with the plots,
+// vipl-run (found next to it in the build tree or on PATH).  After the
+// layers, the job compares VI and AM with the peers in interleaved rounds
+// (ours, every peer, ours, ... --rounds N; rank 1 waits while rank 0 runs a
+// peer).  Inside the job, rank 0 writes the terminal report, DIR/report.md with the plots,
 // and the JSON.  docs/logp.md documents the method, the options and the schema.
 #include "breakdown.hpp"
 #include "job.hpp"
@@ -15,6 +16,8 @@
 #include "measure.hpp"
 #include "paper.hpp"
 #include "peer_perftest.hpp"
+#include "peer_rounds.hpp"
+#include "peer_shm.hpp"
 #include "peer_ucx.hpp"
 #include "report.hpp"
 #include "results_json.hpp"
@@ -47,11 +50,11 @@ struct Options {
     std::string synthetic;
     int iterations = 0, warmup = 0;
     bool no_peers = false;
+    int rounds = 0;  // interleaved comparison rounds (0: 5, quick 3)
     std::string device;
     double max_spread = 0.25;
     bool no_launch = false;
     std::string from_json;
-    std::string peer_results;  // internal: peers measured by the launching process
     std::string vipl_run;
     int job_timeout = 0;
     std::string command_line;
@@ -128,53 +131,104 @@ void emit(Report &r, const Options &o, double memcpy_us) {
                o.out_dir);
 }
 
-// ---- peers (run by the launching process, or by rank 0 without one) --------
-// The peer follows the provider: ucx_perftest over shared memory next to the
-// nicfw emulator, perftest on the RDMA device next to the verbs provider.
+// ---- the peers, interleaved with our own rounds ------------------------------
+// The peer follows the provider: ucx_perftest, libfabric's shm provider and
+// Open MPI's shared memory next to the nicfw emulator (all on this host's
+// memory, as the emulator is); perftest on the RDMA device next to verbs.
 bool verbs_provider(const Options &o) {
     const char *p = std::getenv("VIPL_PROVIDER");
     if (p && std::string(p) == "verbs") return true;
     return !o.device.empty() && o.device.rfind("nicfw", 0) != 0;
 }
 
-std::vector<PeerResult> measure_peers(const Options &o) {
-    if (o.no_peers) return {};
-    // On a terminal the peer's steps redraw one line (erased when done).
-    Progress progress(true);
-    auto peer_step = [&progress](const std::string &s) { progress.note("peer " + s); };
-    std::vector<std::size_t> sizes = o.quick ? std::vector<std::size_t>{64, 1024, 4096, 32768} : bandwidth_sizes(4, 32768);
+// One round of one peer each; run by rank 0 only.
+std::vector<std::function<PeerResult()>> peer_runners(const Options &o) {
+    std::vector<std::function<PeerResult()>> out;
     if (verbs_provider(o)) {
         PerftestPlan plan;
         plan.device = o.device;
         plan.iterations = o.quick ? 1000 : 5000;
-        plan.bw_sizes = sizes;
-        progress.note(fmt::format("peer perftest on {}", o.device.empty() ? "(no device)" : o.device));
-        return {run_perftest_peer(plan, peer_step)};
+        plan.bw_sizes = comparison_sizes();
+        out.push_back([plan] { return run_perftest_peer(plan); });
+        return out;
     }
     UcxPlan plan;
     plan.iterations = o.quick ? 3000 : 20000;
     plan.warmup = o.quick ? 300 : 2000;
-    plan.put_sizes = sizes;
-    if (!o.quick) plan.am_sizes = {64, 1024, 4096, 32768};
-    progress.note("peer ucx_perftest over shared memory (UCX_TLS=sm,self)");
-    return {run_ucx_peer(plan, peer_step)};
+    plan.put_sizes = comparison_sizes();
+    if (!o.quick) plan.am_sizes = comparison_sizes();
+    out.push_back([plan] { return run_ucx_peer(plan); });
+    const long iters = o.quick ? 3000 : 20000;
+    out.push_back([iters] { return run_shm_peer(ShmPeer::libfabric, iters); });
+    out.push_back([iters] { return run_shm_peer(ShmPeer::openmpi, iters); });
+    return out;
 }
 
-std::string save_peers(const std::vector<PeerResult> &peers) {
-    Report tmp;
-    tmp.peers = peers;
-    std::string path = (fs::temp_directory_path() / fmt::format("logp-peers-{}.json", getpid())).string();
-    write_json_file(tmp, path);
-    return path;
-}
-
-std::vector<PeerResult> load_peers(const std::string &path) {
-    try {
-        return read_json_file(path).peers;
-    } catch (const std::exception &e) {
-        viastack::log::warn(viastack::log::Layer::logp, "ignoring peer results {}: {}", path, e.what());
-        return {};
+// Rounds of (ours, every peer): our figures on VI and AM (each layer opened
+// for its half and closed again, so no emulated NIC runs while a peer is
+// measured), then rank 0 runs the peers while rank 1 waits in a barrier.
+void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, const LayerOptions &lopt, Report &r,
+                    Progress &progress) {
+    Interleaved &x = r.interleaved;
+    if (o.no_peers) {
+        x.status = {"skipped", "--no-peers"};
+        return;
     }
+    const std::vector<LayerFactory> factories = layer_factories();
+    std::vector<const LayerFactory *> ours;
+    for (const auto &f : factories) {
+        if (f.id != "vi" && f.id != "am-v3") continue;
+        bool measured = false;
+        for (const auto &l : r.layers) measured |= l.layer == f.id && l.status.measured();  // known on rank 0
+        if (job.bcast_double(measured ? 1 : 0, 0) != 0) ours.push_back(&f);
+    }
+    if (ours.empty()) {
+        x.status = {"skipped", "neither vi nor am-v3 was measured in this run"};
+        return;
+    }
+    MeasureConfig rc = cfg;  // a round is about a tenth of a full series
+    rc.iterations = std::max(100, cfg.iterations / 10);
+    rc.warmup = std::max(20, cfg.warmup / 10);
+    rc.burst_reps = std::max(5, cfg.burst_reps / 4);
+    const int rounds = o.rounds > 0 ? o.rounds : (o.quick ? 3 : 5);
+    auto runners = job.is_root() ? peer_runners(o) : std::vector<std::function<PeerResult()>>{};
+    std::vector<std::vector<PeerResult>> results(runners.size());
+    std::vector<bool> absent(runners.size(), false);
+    progress.begin("peers, interleaved", rounds * int(ours.size() + runners.size()));
+    for (int round = 0; round < rounds; ++round) {
+        std::vector<OurFigure> figures;
+        for (const LayerFactory *f : ours) {
+            std::unique_ptr<Layer> layer;
+            std::string error;
+            try {
+                layer = f->make(job, lopt);
+            } catch (const std::exception &e) {
+                error = e.what();
+            }
+            if (!job.all(error.empty())) throw std::runtime_error(f->id + " could not be reopened for the comparison: " + error);
+            auto v = measure_round(*layer, job, rc, comparison_sizes());
+            figures.insert(figures.end(), v.begin(), v.end());
+            job.barrier();
+            layer.reset();
+            progress.step(fmt::format("round {}/{}: {}", round + 1, rounds, f->id));
+        }
+        job.barrier();  // rank 1 waits here while rank 0 measures the peers
+        for (std::size_t i = 0; i < runners.size(); ++i) {
+            if (absent[i]) continue;
+            PeerResult p = runners[i]();
+            absent[i] = p.status.state == "not installed" || p.status.state == "skipped";
+            if (p.status.measured()) add_round(x, round, figures, p.tool, p.metrics);
+            results[i].push_back(p);
+            progress.step(fmt::format("round {}/{}: {}", round + 1, rounds, p.tool));
+        }
+        job.barrier();
+    }
+    progress.end();
+    x.rounds = rounds;
+    summarize_rounds(x);
+    for (const auto &per : results) r.peers.push_back(merge_peer_rounds(per));
+    x.status = x.comparisons.empty() ? Status{"failed", "no peer was measured (see the peers' status below)"}
+                                     : Status{"measured", ""};
 }
 
 // ---- the synthetic LogP machine (one process, no job) -----------------------
@@ -306,10 +360,18 @@ int run_job(const Options &o) {
         r.logp.push_back(row);
         if (f.id == "vi" && !row.status.measured()) r.vi_baseline.status = row.status;
     }
+    try {
+        run_comparison(job, o, cfg, lopt, r, progress);
+    } catch (const std::exception &e) {
+        progress.clear();
+        if (root) {
+            r.interleaved.status = {"failed", e.what()};
+            try { emit(r, o, measure_memcpy_us(1024)); } catch (...) {}
+        }
+        fail_job(job, std::string("peer comparison failed: ") + e.what());
+    }
     if (root) {
         progress.clear();
-        if (!o.peer_results.empty()) r.peers = load_peers(o.peer_results);
-        else if (!o.no_peers) r.peers = measure_peers(o);  // started without the launcher: rank 1 waits meanwhile
         emit(r, o, measure_memcpy_us(1024));
     }
     vipl_boot_finalize();
@@ -337,8 +399,6 @@ int launch(const Options &o, int argc, char **argv) {
                              self_exe());
         return 2;
     }
-    std::string peers_file;
-    if (!o.no_peers) peers_file = save_peers(measure_peers(o));
     std::vector<std::string> args = {runner, "-n", "2"};
     if (o.job_timeout > 0) {
         args.push_back("--timeout");
@@ -347,10 +407,6 @@ int launch(const Options &o, int argc, char **argv) {
     args.push_back("--");  // everything after it belongs to logp, not to vipl-run
     args.push_back(self_exe());
     for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-    if (!peers_file.empty()) {
-        args.push_back("--peer-results");
-        args.push_back(peers_file);
-    }
     // On a terminal the job's progress line says it all.
     if (!isatty(STDERR_FILENO)) fmt::print(stderr, "logp: starting {} -n 2 {}\n", runner, self_exe());
     pid_t pid = fork();
@@ -369,7 +425,6 @@ int launch(const Options &o, int argc, char **argv) {
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (!peers_file.empty()) std::remove(peers_file.c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -389,14 +444,15 @@ int main(int argc, char **argv) {
                    "'default' or o_s=US,o_r=US,g=US,L=US,window=N,t0=US,r_inf=MBPS");
     app.add_option("--iterations", o.iterations, "timed round trips per series (default 20000, quick 200)")->check(CLI::Range(1, 10000000));
     app.add_option("--warmup", o.warmup, "untimed iterations before each series")->check(CLI::Range(1, 1000000));
-    app.add_flag("--no-peers", o.no_peers, "do not run the peer tool (ucx_perftest)");
+    app.add_flag("--no-peers", o.no_peers, "do not run the peers (ucx_perftest, fi_shm_bench, mpi_shm_bench; perftest over verbs)");
+    app.add_option("--rounds", o.rounds, "rounds of the interleaved comparison with the peers (default 5, quick 3)")
+        ->check(CLI::Range(1, 100));
     app.add_option("--device", o.device, "VIPL NIC name (default: $VIPL_PROVIDER / nicfw)");
     app.add_option("--max-spread", o.max_spread, "relative IQR above which a number gets a warning")->check(CLI::Range(0.01, 10.0))->capture_default_str();
     app.add_flag("--no-launch", o.no_launch, "do not start vipl-run (measure only what a single process can)");
     app.add_option("--from-json", o.from_json, "re-render the report and plots from an earlier --json file");
     app.add_option("--vipl-run", o.vipl_run, "path of the vipl-run launcher");
     app.add_option("--job-timeout", o.job_timeout, "seconds before vipl-run kills a hung job (passed as --timeout)");
-    app.add_option("--peer-results", o.peer_results, "internal: peer results measured by the launching process")->group("");
     CLI11_PARSE(app, argc, argv);
 
     try {

@@ -371,3 +371,48 @@ Breakdown measure_breakdown(Layer &layer, const Job &job, const MeasureConfig &c
 }
 
 }  // namespace logp
+
+namespace logp {
+
+std::vector<OurFigure> measure_round(Layer &layer, const Job &job, const MeasureConfig &cfg,
+                                     const std::vector<std::size_t> &sizes) {
+    std::vector<OurFigure> out;
+    if (!takes_part(layer, job)) return out;
+    const std::string id = layer.id();
+    Summary rtt = measure_rtt(layer, job, cfg, 16);
+    if (is_sender(layer, job)) out.push_back({id, "rtt_half_us", 16, rtt.median / 2e3});
+
+    // g: two steady-state burst sizes, alternated so drift falls on both.
+    const int m1 = layer.long_burst_min(), m2 = std::max(layer.max_burst(), 2 * m1);
+    std::vector<double> t1, t2;
+    for (int r = 0; r < cfg.burst_reps + 1; ++r)  // the first pair warms up
+        for (int m : {m1, m2}) {
+            if (is_sender(layer, job)) {
+                bool preempted = false;
+                double t = timed_burst(layer, m, 0, &preempted);
+                if (r > 0) (m == m1 ? t1 : t2).push_back(t);
+            }
+            if (!layer.single_process() && job.rank() == 1) layer.burst_receive(m);
+        }
+    if (is_sender(layer, job)) out.push_back({id, "g_us", 16, (median_of(t2) - median_of(t1)) / (m2 - m1) / 1e3});
+
+    for (std::size_t bytes : sizes) {
+        if (!layer.has_bulk() || bytes > layer.bulk_max_bytes()) {
+            if (is_sender(layer, job)) out.push_back({id, "bandwidth_mb_s", bytes, kNaN});
+            continue;
+        }
+        int count = int(std::clamp<std::size_t>(cfg.bw_stream_bytes / bytes, std::size_t(cfg.bw_min_count),
+                                                std::size_t(cfg.bw_max_count)));
+        std::vector<double> per_msg_us;
+        for (int r = 0; r < cfg.bw_reps + 1; ++r) {
+            double ns = 0;
+            if (is_sender(layer, job)) ns = layer.bulk_stream_client(bytes, count);
+            else layer.bulk_stream_server(bytes, count);
+            if (r > 0 && is_sender(layer, job)) per_msg_us.push_back(ns / 1e3 / count);
+        }
+        if (is_sender(layer, job)) out.push_back({id, "bandwidth_mb_s", bytes, double(bytes) / median_of(per_msg_us)});
+    }
+    return out;
+}
+
+}  // namespace logp

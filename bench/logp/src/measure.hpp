@@ -6,6 +6,7 @@
 #include "job.hpp"
 #include "layer.hpp"
 #include "logp_method.hpp"
+#include "peer_rounds.hpp"
 #include "progress.hpp"
 #include "results.hpp"
 #include "stats.hpp"
@@ -46,6 +47,14 @@ std::vector<std::size_t> bandwidth_sizes(std::size_t min_bytes, std::size_t max_
 
 // Streaming bandwidth for every size, plus the FM metrics (t0, r_inf, n_1/2).
 BandwidthCurve measure_bandwidth(Layer &layer, const Job &job, const MeasureConfig &cfg, Progress &progress);
+
+// One round of the figures compared with the peers (peer_rounds.hpp): RTT/2
+// and g of 16-byte messages, and the streaming bandwidth at each of `sizes`
+// the layer can send (cfg's iterations, burst_reps and bw_reps set the
+// round's length).  g is the slope of T(M) between the layer's shortest
+// steady-state burst and its longest, as in measure_logp.  Complete on rank 0.
+std::vector<OurFigure> measure_round(Layer &layer, const Job &job, const MeasureConfig &cfg,
+                                     const std::vector<std::size_t> &sizes);
 
 // Fills the FM metrics of a curve from its points (status "failed" with the reason if the fit is impossible).
 void fit_curve(BandwidthCurve &curve);

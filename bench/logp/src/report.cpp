@@ -2,6 +2,7 @@
 #include "report.hpp"
 
 #include "paper.hpp"
+#include "peer_rounds.hpp"
 #include "render.hpp"
 #include "stats.hpp"
 #include "tables.hpp"
@@ -75,7 +76,7 @@ void finalize_report(Report &r, double memcpy_1k_us) {
                     derived.push_back(d);
                 }
             } else if (m.metric.rfind("bandwidth_mb_s:", 0) == 0) {
-                const std::string layer = (m.test == "ucp_put_bw" || m.test == "ib_write_bw") ? "vi" : "am-v3";
+                const std::string layer = layer_for_bandwidth_test(m.test);
                 const BandwidthCurve *c = find_curve(r, layer);
                 double us = point_at(c, m.bytes);
                 if (!std::isfinite(us)) continue;

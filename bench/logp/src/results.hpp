@@ -152,6 +152,28 @@ struct PeerResult {
     std::vector<BandwidthPoint> bandwidth;  // the peer's curve (same sizes as ours where run)
 };
 
+// One metric of ours set against one peer's, round by round: the rounds
+// alternate (ours, peer, ours, peer, ...), so drift of the machine (other
+// load, frequency, cache state) falls on both sides alike, and the ratio of
+// each round is a paired comparison.  ratio = ours / peer (for times, below
+// 1 is better for ours; for bandwidth, above 1).
+struct RoundComparison {
+    std::string peer;    // the peer tool ("ucx_perftest", "fi_shm_bench", ...)
+    std::string metric;  // "rtt_half_us", "g_us", "bandwidth_mb_s"
+    std::string test;    // the peer's test ("ucp_am_lat", "fi_write", ...)
+    std::string layer;   // our layer it is set against ("vi", "am-v3")
+    std::size_t bytes = 0;
+    std::vector<double> ours, peer_values, ratios;  // one per round; NaN where a half was not measured
+    int rounds = 0;                                  // rounds with both halves measured
+    double ratio_median = kNaN, ratio_min = kNaN, ratio_max = kNaN;
+};
+
+struct Interleaved {
+    Status status{"skipped", "no peers (--no-peers)"};
+    int rounds = 0;  // rounds run (each: ours, then every peer)
+    std::vector<RoundComparison> comparisons;
+};
+
 struct Report {
     RunInfo run;
     ProviderInfo provider;
@@ -163,6 +185,7 @@ struct Report {
     std::vector<Breakdown> breakdown;
     BulkDifference bulk_difference;
     std::vector<PeerResult> peers;
+    Interleaved interleaved;
     std::vector<std::string> warnings;
 };
 

@@ -169,6 +169,19 @@ json to_json(const Report &r) {
                          {"metrics", ms}, {"bandwidth", points_json(p.bandwidth)}});
     }
     j["peers"] = peers;
+    json cmps = json::array();
+    auto nums = [](const std::vector<double> &v) {
+        json a = json::array();
+        for (double x : v) a.push_back(num(x));
+        return a;
+    };
+    for (const auto &c : r.interleaved.comparisons)
+        cmps.push_back({{"peer", c.peer}, {"metric", c.metric}, {"test", c.test}, {"layer", c.layer},
+                        {"bytes", c.bytes}, {"ours", nums(c.ours)}, {"peer_values", nums(c.peer_values)},
+                        {"ratios", nums(c.ratios)}, {"rounds", c.rounds}, {"ratio_median", num(c.ratio_median)},
+                        {"ratio_min", num(c.ratio_min)}, {"ratio_max", num(c.ratio_max)}});
+    j["interleaved"] = {{"status", status_json(r.interleaved.status)}, {"rounds", r.interleaved.rounds},
+                        {"comparisons", cmps}};
     j["warnings"] = r.warnings;
     return j;
 }
@@ -292,6 +305,32 @@ Report report_from_json(const json &j) {
                                  get_num(m, "peer"), get_num(m, "ours"), get_num(m, "ratio")});
         p.bandwidth = points_from(arr(x, "bandwidth"));
         r.peers.push_back(p);
+    }
+    if (j.contains("interleaved")) {  // absent from reports written before the interleaved comparison
+        const json &x = obj(j, "interleaved");
+        r.interleaved.status = status_from(obj(x, "status"));
+        r.interleaved.rounds = get_or<int>(x, "rounds", 0);
+        auto nums = [](const json &c, const char *key) {
+            std::vector<double> v;
+            for (const auto &e : arr(c, key)) v.push_back(e.is_number() ? e.get<double>() : kNaN);
+            return v;
+        };
+        for (const auto &c : arr(x, "comparisons")) {
+            RoundComparison rc;
+            rc.peer = get_or<std::string>(c, "peer", "");
+            rc.metric = get_or<std::string>(c, "metric", "");
+            rc.test = get_or<std::string>(c, "test", "");
+            rc.layer = get_or<std::string>(c, "layer", "");
+            rc.bytes = get_or<std::size_t>(c, "bytes", 0);
+            rc.ours = nums(c, "ours");
+            rc.peer_values = nums(c, "peer_values");
+            rc.ratios = nums(c, "ratios");
+            rc.rounds = get_or<int>(c, "rounds", 0);
+            rc.ratio_median = get_num(c, "ratio_median");
+            rc.ratio_min = get_num(c, "ratio_min");
+            rc.ratio_max = get_num(c, "ratio_max");
+            r.interleaved.comparisons.push_back(rc);
+        }
     }
     r.warnings = get_or<std::vector<std::string>>(j, "warnings", {});
     return r;

@@ -21,6 +21,7 @@ Table fm_metrics_table(const Report &r);    // Figure 5, FM's t0 / r_inf / n_1/2
 Table breakdown_table(const Report &r, const std::string &name);  // "am-request-reply" (Table 3), "splitc-get" (Table 4)
 Table bulk_difference_table(const Report &r);  // Table 5
 Table peers_table(const Report &r);
+Table interleaved_table(const Report &r);  // ours/peer round by round (tables_peers.cpp)
 
 // Every table above, in the order the report prints them, and the warnings.
 ReportDocument build_document(const Report &r);

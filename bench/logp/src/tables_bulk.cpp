@@ -191,7 +191,8 @@ ReportDocument build_document(const Report &r) {
                 breakdown_table(r, "am-request-reply"),
                 breakdown_table(r, "splitc-get"),
                 bulk_difference_table(r),
-                peers_table(r)};
+                peers_table(r),
+                interleaved_table(r)};
     d.warnings = r.warnings;
     return d;
 }
