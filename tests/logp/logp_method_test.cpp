@@ -112,6 +112,42 @@ TEST(LogPExtract, NegativeLatencyIsReportedNotHidden) {
     EXPECT_TRUE(flagged);
 }
 
+// An AM-like layer: the receive that takes a request also sends the reply
+// that returns its credit (o_s of the way back).  With AM's figures on this
+// VM (o_s 0.9 us, RTT/2 2.1 us) charging that send to o_r gave L < 0.
+TEST(LogPExtract, ReplyInsideTheReceiveIsNotChargedToL) {
+    LogPMachine m{900, 400, 1500, 800, 8};  // o_s, o_r(request), g, L
+    const double reply = 900;               // the receive's send path: an implicit reply, o_s
+    LogPInputs in = record(m, 0, 1, 3000);
+    for (double &r : in.recv_ns) r += reply;  // what the timed receive sees
+    // Before the split the reduction charged it to o_r, and L came out negative.
+    LogPEstimate before = extract_logp(in, SpreadPolicy{});
+    EXPECT_LT(before.L_ns, 0);
+    EXPECT_NEAR(before.L_ns, m.L_ns - reply - 10, 1);  // timer cost: +10 in RTT/2, +20 in o_r
+    EXPECT_DOUBLE_EQ(before.o_r_reply_ns, 0);
+    // With the send path measured apart: o_r(request), o_r(reply), and L again.
+    in.recv_reply_ns.assign(in.recv_ns.size(), reply);
+    LogPEstimate e = extract_logp(in, SpreadPolicy{});
+    EXPECT_NEAR(e.o_r_ns, m.o_r_ns + 20, 1);  // the timer cost stays with the request
+    EXPECT_NEAR(e.o_r_reply_ns, reply, 1e-9);
+    EXPECT_NEAR(e.o_r_total_ns, m.o_r_ns + reply + 20, 1);
+    EXPECT_GE(e.L_ns, 0);
+    EXPECT_NEAR(e.L_ns, m.L_ns - 10, 1);
+    for (const auto &w : e.warnings) EXPECT_EQ(w.find("negative"), std::string::npos) << w;
+}
+
+TEST(LogPExtract, ReplyLongerThanTheReceiveLeavesNoRequestPart) {
+    LogPMachine m{900, 400, 1500, 800, 8};
+    LogPInputs in = record(m, 0, 1, 3000);
+    in.recv_reply_ns.assign(1, 5000);  // from a separate (instrumented) series: can exceed the receive
+    LogPEstimate e = extract_logp(in, SpreadPolicy{});
+    EXPECT_DOUBLE_EQ(e.o_r_ns, 0);
+    EXPECT_DOUBLE_EQ(e.o_r_reply_ns, e.o_r_total_ns);
+    bool flagged = false;
+    for (const auto &w : e.warnings) flagged |= w.find("o_r(reply)") != std::string::npos;
+    EXPECT_TRUE(flagged);
+}
+
 TEST(LogPExtract, WideSpreadIsWarned) {
     LogPMachine m{2000, 3000, 8000, 10000, 8};
     LogPInputs in = record(m, 0, 1, 12000);

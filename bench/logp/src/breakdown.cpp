@@ -20,6 +20,20 @@ std::vector<CounterTotal> local_counters() {
     return out;
 }
 
+double send_path_ns() {
+    static const char *const kSendPath[] = {"VipPostSend", "Build send descriptors", "Send bookkeeping",
+                                            "VipSendDone", "Recycle send descriptor", "VipCQDone (Send)"};
+    std::uint64_t cycles = 0;
+    for (const CounterTotal &c : local_counters()) {
+        if (c.name.rfind("vipl.", 0) == 0 || c.category == VIPL_INSTR_FIRMWARE) continue;
+        const std::size_t dot = c.name.find('.');
+        const std::string step = dot == std::string::npos ? c.name : c.name.substr(dot + 1);
+        for (const char *s : kSendPath)
+            if (step == s) cycles += c.cycles;
+    }
+    return double(cycles) / vipl_instr_cycles_per_ns();
+}
+
 std::vector<CounterTotal> job_counters(const Job &job) {
     std::vector<CounterTotal> mine = local_counters();
     std::map<std::string, CounterTotal> sum;

@@ -32,6 +32,14 @@ Breakdown make_breakdown(const std::string &name, const std::string &layer, cons
                          std::uint64_t operations, double cycles_per_ns, const nlohmann::json *paper_table,
                          const std::string &prefix = "");
 
+// This process's time so far in the send path of the layers above VIPL
+// (their "VipPostSend", "Build send descriptors", "Send bookkeeping",
+// "VipSendDone", "Recycle send descriptor", "VipCQDone (Send)" counters; the
+// vipl.* counters nested inside them are not added again), in ns.  A layer
+// reads it around a timed receive to tell o_r(reply) from o_r(request).
+// Allocates: never call it inside a timed interval.
+double send_path_ns();
+
 // Cost of one timed scope with the instrumentation on (ns), measured now.
 double measure_instr_scope_ns();
 

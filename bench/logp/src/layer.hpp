@@ -51,6 +51,11 @@ public:
     // call would be charged the whole time off the CPU).
     virtual void recv_probe_send() = 0;
     virtual double recv_probe_receive(double settle_ns) = 0;
+    // o_r(reply): with the instrumentation on (vipl_instr.h), the ns the last
+    // recv_probe_receive spent inside its timed operation in the send path
+    // (an implicit reply returning the credit, an acknowledgement); 0 for a
+    // layer whose receive sends nothing.  See logp_method.hpp.
+    virtual double recv_probe_reply_ns() const { return 0; }
 
     // Bulk streaming for the bandwidth curve; rank 0 returns the ns from the
     // first send to the confirmation that all `count` messages were delivered.

@@ -10,6 +10,7 @@
 //   bulk              AM_RequestXfer4 of n bytes into the peer's segment
 //   breakdown         the round trip above (Table 3: a short request-reply)
 #include "am.h"
+#include "breakdown.hpp"
 #include "layers.hpp"
 #include "timer.hpp"
 
@@ -91,14 +92,17 @@ public:
     double recv_probe_receive(double settle_ns) override {
         spin_ns(settle_ns);
         ++sunk_;
+        const bool instr = vipl_instr_enabled();
         std::uint64_t start = ticks();
         const double deadline = timeout_ns();
         for (;;) {
             long sw = context_switches();
+            const double sent0 = instr ? send_path_ns() : 0;  // the implicit reply is sent inside AM_Poll
             std::uint64_t t0 = ticks();
             check(AM_Poll(eb_), "AM_Poll");
             std::uint64_t t1 = ticks();
             if (g_sunk >= sunk_) {
+                reply_ns_ = instr ? send_path_ns() - sent0 : 0;
                 bool lost_cpu = context_switches() != sw;
                 check(AM_Request4(ep_, kPeer, kConfirm, 0, 0, 0, 0), "AM_Request4 (confirm)");
                 return lost_cpu ? -ticks_to_ns(t1 - t0) : ticks_to_ns(t1 - t0);
@@ -106,6 +110,8 @@ public:
             if (ticks_to_ns(t1 - start) > deadline) throw std::runtime_error("am: the probe request never arrived");
         }
     }
+
+    double recv_probe_reply_ns() const override { return reply_ns_; }
 
     bool has_bulk() const override { return true; }
     std::string bulk_method() const override { return "AM_RequestXfer4 into the peer's segment"; }
@@ -145,6 +151,7 @@ private:
     bool init_ = false;
     std::vector<char> seg_, src_;
     long confirms_ = 0, sunk_ = 0, xfers_ = 0;
+    double reply_ns_ = 0;  // send path inside the last timed probe receive (instrumented series)
 };
 
 AmLayer::AmLayer(const Job &job, const LayerOptions &opt, int layout) : layout_(layout), seg_(kSegBytes), src_(32768, 'x') {

@@ -11,6 +11,7 @@
 // The target of a series serves with splitc_poll until the sender writes the
 // series' epoch into its stop flag (a synchronous write, so it has landed).
 // splitc_finalize leaves the job, so this layer must be the last one measured.
+#include "breakdown.hpp"
 #include "layers.hpp"
 #include "stats.hpp"
 #include "timer.hpp"
@@ -73,14 +74,17 @@ public:
     }
     double recv_probe_receive(double settle_ns) override {
         spin_ns(settle_ns);
+        const bool instr = vipl_instr_enabled();
         std::uint64_t start = ticks();
         const double deadline = timeout_ns();
         for (;;) {
             long sw = context_switches();
+            const double sent0 = instr ? send_path_ns() : 0;  // acknowledgements and credits go out inside the poll
             std::uint64_t t0 = ticks();
             splitc_poll();
             std::uint64_t t1 = ticks();
             if (splitc_store_bytes_arrived() >= 4) {
+                reply_ns_ = instr ? send_path_ns() - sent0 : 0;
                 bool lost_cpu = context_switches() != sw;
                 splitc_store_sync(4);
                 splitc_store_4(remote(kScalar), 1);
@@ -89,6 +93,8 @@ public:
             if (ticks_to_ns(t1 - start) > deadline) throw std::runtime_error("splitc: the probe store never arrived");
         }
     }
+
+    double recv_probe_reply_ns() const override { return reply_ns_; }
 
     bool has_bulk() const override { return true; }
     std::string bulk_method() const override { return "splitc_bulk_put, splitc_sync after the stream"; }
@@ -136,6 +142,7 @@ private:
     std::uint32_t got_ = 0;
     std::uint64_t sink_ = 0;
     std::vector<char> src_;
+    double reply_ns_ = 0;  // send path inside the last timed probe receive (instrumented series)
 };
 
 SplitcLayer::SplitcLayer(const Job &job, const LayerOptions &opt) : src_(32768, 'x') {

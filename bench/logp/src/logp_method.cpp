@@ -60,7 +60,15 @@ LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
     e.rtt = summarize(in.rtt_ns);
     e.recv = summarize(in.recv_ns);
     e.rtt_half_ns = e.rtt.median / 2;
-    e.o_r_ns = e.recv.median;
+    e.o_r_total_ns = e.recv.median;
+    e.o_r_reply_ns = in.recv_reply_ns.empty() ? 0.0 : std::max(0.0, median_of(in.recv_reply_ns));
+    if (e.o_r_reply_ns > e.o_r_total_ns) {
+        e.warnings.push_back(fmt::format("o_r(reply) {:.3f} us exceeds the whole receive {:.3f} us (measured in separate "
+                                         "series): o_r(request) is reported as 0",
+                                         e.o_r_reply_ns / 1e3, e.o_r_total_ns / 1e3));
+        e.o_r_reply_ns = e.o_r_total_ns;
+    }
+    e.o_r_ns = e.o_r_total_ns - e.o_r_reply_ns;
     e.o_s_ns = per_message_slope(shorts, nullptr);
     e.o_s_spread = shorts.worst_spread;
     e.g_ns = per_message_slope(longs, &e.g_fit_r2);
@@ -99,8 +107,8 @@ LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
         e.warnings.push_back("g < o_s: long bursts ran faster per message than short ones (noise, or a "
                              "sender-side cache effect); g is reported as measured");
     if (e.L_ns < 0)
-        e.warnings.push_back(fmt::format("L = RTT/2 - o_s - o_r is negative ({:.3f} us): the overheads measured "
-                                         "in isolation exceed the one-way time of a ping-pong",
+        e.warnings.push_back(fmt::format("L = RTT/2 - o_s - o_r(request) is negative ({:.3f} us): the overheads "
+                                         "measured in isolation exceed the one-way time of a ping-pong",
                                          e.L_ns / 1e3));
     return e;
 }

@@ -19,8 +19,16 @@
 //  * o_r (receive overhead) is timed at the receiver: a message is sent, the
 //    receiver computes long enough for it to have arrived, then times the one
 //    receive operation (poll, handler/dispatch, buffer recycling) that takes it.
+//  * o_r is split in two.  A layer whose receive operation also sends (AM
+//    returns the request's credit with an implicit reply, Split-C acknowledges
+//    a store) pays inside it for a send that belongs to the other direction:
+//    in a ping-pong that send is the o_s of the way back.  o_r(reply) is the
+//    receiver's time in the send path (posting, descriptor building, send
+//    bookkeeping) during the timed receive, o_r(request) the rest.
 //  * RTT/2 is half the median ping-pong round trip of the same small message,
-//    and the latency is what remains: L = RTT/2 - o_s - o_r.
+//    and the latency is what remains: L = RTT/2 - o_s - o_r(request).  (A
+//    round trip is o_s + L + o_r(request) + [the reply's o_s] + L + o_r; charging
+//    o_r(reply) as well would count the reply's send twice and drive L below 0.)
 // Every parameter is the median over many timed repetitions (after warm-up).
 #pragma once
 
@@ -41,13 +49,17 @@ struct BurstSample {
 struct LogPInputs {
     std::vector<BurstSample> bursts;
     std::vector<double> rtt_ns;   // ping-pong round trips
-    std::vector<double> recv_ns;  // timed receive operations (o_r)
+    std::vector<double> recv_ns;  // timed receive operations (o_r, request and reply together)
+    std::vector<double> recv_reply_ns;  // of those, the time in the send path (empty: the receive sends nothing)
     int short_max_m = 4;          // bursts up to this size never stall the sender
     int long_min_m = 32;          // bursts from this size on are in steady state
 };
 
 struct LogPEstimate {
-    double rtt_half_ns = 0, o_s_ns = 0, o_r_ns = 0, g_ns = 0, L_ns = 0;
+    double rtt_half_ns = 0, o_s_ns = 0, g_ns = 0, L_ns = 0;
+    double o_r_ns = 0;        // o_r(request): the receive minus what it spends sending back
+    double o_r_reply_ns = 0;  // o_r(reply+credit): the send path inside the receive
+    double o_r_total_ns = 0;  // the timed receive operation as a whole
     double o_s_delay_ns = -1;     // cross-check from delayed long bursts; -1 = not measured
     double delay_used_ns = 0;     // the dt of that cross-check
     Summary rtt, recv;            // raw summaries (ns)

@@ -3,6 +3,7 @@
 
 #include "fm_fit.hpp"
 #include "timer.hpp"
+#include "vipl_instr.h"
 
 #include <fmt/format.h>
 
@@ -182,6 +183,22 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
             if (t > 0) recv_clean.push_back(t);  // negative: the receiver lost the CPU inside the call
         }
     }
+    // 4b. o_r(reply): the same probes with the instrumentation on at the
+    //     receiver, which reads its send-path counters around the timed
+    //     operation (a series apart, so the counters' cost stays out of o_r).
+    double reply_ns = 0;
+    if (!layer.single_process()) {
+        const int n = std::max(10, cfg.recv_probes / 4);
+        std::vector<double> reply;
+        const int was = vipl_instr_on;
+        if (is_receiver(layer, job)) vipl_instr_enable(1);
+        for (int i = 0; i < n; ++i) {
+            if (is_sender(layer, job)) layer.recv_probe_send();
+            if (is_receiver(layer, job) && layer.recv_probe_receive(settle) > 0) reply.push_back(layer.recv_probe_reply_ns());
+        }
+        if (is_receiver(layer, job)) vipl_instr_enable(was);
+        reply_ns = job.bcast_double(reply.empty() ? 0.0 : median_of(reply), 1);
+    }
     progress.step("receive overhead");
     Summary recv_sum;
     if (!recv.empty()) recv_sum = summarize(recv_clean.size() >= std::max<std::size_t>(5, recv.size() / 4) ? recv_clean : recv);
@@ -193,6 +210,7 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
     // Reduce: the RTT and o_r summaries stand in for their raw series.
     in.rtt_ns = {rtt.median};
     in.recv_ns = {recv_sum.median};
+    in.recv_reply_ns = {reply_ns};
     LogPEstimate e = extract_logp(in, cfg.policy);
     e.warnings.erase(std::remove_if(e.warnings.begin(), e.warnings.end(),
                                     [](const std::string &w) { return w.rfind("RTT:", 0) == 0 || w.rfind("o_r:", 0) == 0; }),
@@ -208,6 +226,7 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
     row.rtt_half_min_us = rtt.min / 2e3;
     row.o_s_us = e.o_s_ns / 1e3;
     row.o_r_us = e.o_r_ns / 1e3;
+    row.o_r_reply_us = e.o_r_reply_ns / 1e3;
     row.g_us = e.g_ns / 1e3;
     row.L_us = e.L_ns / 1e3;
     row.o_s_delay_us = e.o_s_delay_ns >= -0.5 ? e.o_s_delay_ns / 1e3 : kNaN;

@@ -56,7 +56,9 @@ struct ViBaseline {
 struct LogPRow {
     std::string layer;  // "vi", "am-v3", "am-v1", "splitc", "synthetic"
     Status status;
-    double rtt_half_us = kNaN, delta_us = kNaN, L_us = kNaN, o_s_us = kNaN, o_r_us = kNaN, g_us = kNaN;
+    double rtt_half_us = kNaN, delta_us = kNaN, L_us = kNaN, o_s_us = kNaN, g_us = kNaN;
+    double o_r_us = kNaN;        // o_r(request): the receive without the send path inside it
+    double o_r_reply_us = kNaN;  // o_r(reply+credit): what the receive spends sending back (0: sends nothing)
     double o_s_delay_us = kNaN;  // cross-check of o_s from delayed long bursts
     double rtt_half_min_us = kNaN;  // half the fastest round trip (the median is RTT/2)
     double spread_rtt = 0, spread_o_s = 0, spread_o_r = 0, spread_g = 0;

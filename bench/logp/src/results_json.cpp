@@ -99,6 +99,7 @@ json to_json(const Report &r) {
                         {"L_us", num(row.L_us)},
                         {"o_s_us", num(row.o_s_us)},
                         {"o_r_us", num(row.o_r_us)},
+                        {"o_r_reply_us", num(row.o_r_reply_us)},
                         {"g_us", num(row.g_us)},
                         {"o_s_delay_us", num(row.o_s_delay_us)},
                         {"rtt_half_min_us", num(row.rtt_half_min_us)},
@@ -225,6 +226,7 @@ Report report_from_json(const json &j) {
         row.L_us = get_num(x, "L_us");
         row.o_s_us = get_num(x, "o_s_us");
         row.o_r_us = get_num(x, "o_r_us");
+        row.o_r_reply_us = get_num(x, "o_r_reply_us");
         row.g_us = get_num(x, "g_us");
         row.o_s_delay_us = get_num(x, "o_s_delay_us");
         row.rtt_half_min_us = get_num(x, "rtt_half_min_us");

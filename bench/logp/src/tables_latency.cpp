@@ -74,11 +74,12 @@ Table logp_table(const Report &r) {
     Table t;
     t.id = "table2";
     t.title = "Table 2. LogP parameters (us), Culler/Liu/Martin/Yoshikawa method; Delta = RTT/2 - RTT/2(VI, 16 B)";
-    t.caption = "o_s from short bursts, g from the steady state of long bursts, o_r timed at the receiver, "
-                "L = RTT/2 - o_s - o_r";
+    t.caption = "o_s from short bursts, g from the steady state of long bursts, o_r timed at the receiver and split "
+                "into o_r (the request) and o_r(rep) (the reply or credit the receive sends back, the o_s of the way "
+                "back), L = RTT/2 - o_s - o_r";
     t.columns = {{"layer", Align::left, 22}, {"RTT/2", Align::right, 8}, {"Delta", Align::right, 8},
                  {"L", Align::right, 8},     {"o_s", Align::right, 8},   {"o_r", Align::right, 8},
-                 {"g", Align::right, 8},     {"o_s check (delayed bursts)", Align::left, 0}};
+                 {"o_r(rep)", Align::right, 8}, {"g", Align::right, 8}, {"o_s check (delayed bursts)", Align::left, 0}};
     if (r.logp.empty()) t.status = "no layer measured";
     for (const auto &x : r.logp) {
         if (!x.status.measured()) {
@@ -87,15 +88,15 @@ Table logp_table(const Report &r) {
             t.rows.push_back(row(RowKind::ours, 0,
                                  {Cell::label(x.layer + " (ours)"), Cell::number(x.rtt_half_us, 2), Cell::number(x.delta_us, 2),
                                   Cell::number(x.L_us, 2), Cell::number(x.o_s_us, 2), Cell::number(x.o_r_us, 2),
-                                  Cell::number(x.g_us, 2), Cell::number(x.o_s_delay_us, 2)}));
+                                  Cell::number(x.o_r_reply_us, 2), Cell::number(x.g_us, 2), Cell::number(x.o_s_delay_us, 2)}));
             if (std::isfinite(x.expect_o_s_us))
                 t.rows.push_back(row(RowKind::detail, 1,
                                      {Cell::label("known answer"), Cell::number(x.expect_L_us + x.expect_o_s_us + x.expect_o_r_us, 2),
                                       Cell::number(kNaN, 2), Cell::number(x.expect_L_us, 2), Cell::number(x.expect_o_s_us, 2),
-                                      Cell::number(x.expect_o_r_us, 2), Cell::number(x.expect_g_us, 2)}));
+                                      Cell::number(x.expect_o_r_us, 2), Cell::blank(), Cell::number(x.expect_g_us, 2)}));
             t.rows.push_back(row(RowKind::detail, 1,
                                  {Cell::label("spread (%)"), Cell::number(100 * x.spread_rtt, 0), Cell::blank(), Cell::blank(),
-                                  Cell::number(100 * x.spread_o_s, 0), Cell::number(100 * x.spread_o_r, 0),
+                                  Cell::number(100 * x.spread_o_s, 0), Cell::number(100 * x.spread_o_r, 0), Cell::blank(),
                                   Cell::number(100 * x.spread_g, 0)}));
         }
         for (const auto &pr : paper["table2_logp"]) {
@@ -104,13 +105,13 @@ Table logp_table(const Report &r) {
                                  {Cell::label("paper " + pr.value("row", "")), Cell::number(paper_number(pr, "rtt_half_us"), 1),
                                   Cell::number(paper_number(pr, "delta_us"), 1), Cell::number(paper_number(pr, "L_us"), 1),
                                   Cell::number(paper_number(pr, "o_s_us"), 1), Cell::number(paper_number(pr, "o_r_us"), 1),
-                                  Cell::number(paper_number(pr, "g_us"), 1)}));
+                                  Cell::blank(), Cell::number(paper_number(pr, "g_us"), 1)}));
         }
         // A peer's RTT/2 goes under RTT/2, its g under g; the next row is ours divided by it.
         for (const auto &peer : r.peers)
             for (const auto &m : peer.metrics) {
                 if (m.compared_with != x.layer || (m.metric != "rtt_half_us" && m.metric != "g_us")) continue;
-                std::size_t col = m.metric == "rtt_half_us" ? 1 : 6;
+                std::size_t col = m.metric == "rtt_half_us" ? 1 : 7;
                 Row value = row(RowKind::peer, 1, {Cell::label(peer.tool + " " + m.test)});
                 Row ratio = row(RowKind::peer, 1, {Cell::label("ours/peer")});
                 value.cells.resize(col + 1);
