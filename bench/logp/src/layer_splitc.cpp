@@ -146,7 +146,14 @@ private:
 };
 
 SplitcLayer::SplitcLayer(const Job &job, const LayerOptions &opt) : src_(32768, 'x') {
-    if (!opt.device.empty()) setenv("VIPL_PROVIDER", opt.device.c_str(), 0);
+    // The runtime opens VipOpenNic(NULL): the NIC is the default device of the
+    // provider $VIPL_PROVIDER names.  That variable takes a provider ("nicfw",
+    // "verbs"), not a device: setting it to "rxe0" made VipOpenNic fail with
+    // VIP_INVALID_PARAMETER.  So the device picks its provider here (nicfw* is
+    // the emulator, any other name an RDMA device), and Split-C runs on that
+    // provider's default device (see the note in docs/logp.md).
+    if (!opt.device.empty())
+        setenv("VIPL_PROVIDER", opt.device.rfind("nicfw", 0) == 0 ? "nicfw" : "verbs", 0);
     splitc_set_error_handler(remember_error, nullptr);
     int argc = 0;
     char **argv = nullptr;
