@@ -109,6 +109,9 @@ int FM_last_error(void);
 const char *FM_error_name(int code);
 /* Handlers suspended in FM_receive at this moment. */
 unsigned FM_suspended_handlers(void);
+/* Message bytes this node has received by RDMA straight into the buffers
+ * handlers named with FM_receive (layer interleaving; docs/fm.md). */
+unsigned long long FM_rdma_bytes(void);
 
 #ifdef __cplusplus
 }

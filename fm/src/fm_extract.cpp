@@ -31,7 +31,7 @@ Inbound *inbound_new(Link *l, unsigned handler, uint32_t length) {
     in->co = nullptr;
     in->length = length;
     in->consumed = in->offset = 0;
-    in->complete = in->done = in->waiting = false;
+    in->complete = in->done = in->waiting = in->rdma_pending = false;
     in->head = in->count = 0;
     return in;
 }
@@ -74,6 +74,13 @@ uint32_t deliver(Link *l, chan::Slot *s) {
     const auto *h = reinterpret_cast<const PacketHeader *>(s->buf);
     if (h->credits) l->ch.return_credits(int(h->credits));
     const uint8_t flags = h->flags;
+    if (flags & kRdmaTarget) {
+        RdmaTarget t;
+        std::memcpy(&t, s->buf + sizeof(PacketHeader), sizeof t);
+        rdma_target_arrived(l, h, t);
+        release_slot(l, s, true);
+        return 0;
+    }
     if (flags & (kCreditOnly | kBye)) {
         if (flags & kBye) l->bye = true;
         release_slot(l, s, (flags & kBye) != 0);  // a bye took a credit
@@ -93,6 +100,7 @@ uint32_t deliver(Link *l, chan::Slot *s) {
     Inbound *in;
     if (flags & kFirst) {
         in = inbound_new(l, h->handler, h->msg_len);
+        in->sid = h->stream;
         if (!in->fn) {
             report("node %u sent a message for handler %u, which is not registered here; dropped", l->peer, h->handler);
             in->done = true;
@@ -136,6 +144,54 @@ uint32_t deliver(Link *l, chan::Slot *s) {
         resume(in);
     }
     return len;
+}
+
+// Message bytes queued in `in` and not yet read.
+uint32_t queued_bytes(const Inbound *in) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < in->count; i++)
+        n += reinterpret_cast<const PacketHeader *>(in->ring[(in->head + i) % in->ring.size()]->buf)->len;
+    return n - in->offset;
+}
+
+// Layer interleaving [FM2]: the handler has named the buffer for len bytes
+// of which most have not arrived.  Register it and tell the sender to write
+// the missing part there by RDMA; the bytes already here (or already sent)
+// are copied from their packets as usual (the sender may have sent more
+// packets before the request reaches it).  Only while at least (k + 2)
+// packets of the message are still to come (g.rdma_min): the sender cannot
+// have finished the message before the request reaches it.  Any failure
+// leaves the message on the packet path.
+void request_rdma(Inbound *in, void *buf, uint32_t len) {
+    if (len - queued_bytes(in) < g.rdma_min || in->length - in->consumed - queued_bytes(in) < g.rdma_min) return;
+    VIP_MEM_ATTRIBUTES ma{};
+    ma.Ptag = g.ptag;
+    ma.EnableRdmaWrite = VIP_TRUE;
+    ma.EnableRdmaRead = VIP_FALSE;
+    VIP_MEM_HANDLE mh;
+    if (VipRegisterMem(g.nic, buf, len, &ma, &mh) != VIP_SUCCESS) return;
+    // The request takes a credit, but never waits for one: the credits to
+    // the sender may be exactly those this handler has yet to give back by
+    // reading (a node sending to itself), and waiting would deadlock.
+    Link *t = g.tx[in->sender];
+    if (!t->ch.has_free_send()) reap_sends(t);
+    if (t->dead || !t->ch.has_credit() || !t->ch.has_free_send()) {
+        VipDeregisterMem(g.nic, buf, mh);
+        return;
+    }
+    t->ch.take_credit();
+    chan::Slot *s = t->ch.take_send();
+    const uint32_t here = queued_bytes(in);
+    RdmaTarget rt{};
+    rt.addr = reinterpret_cast<uint64_t>(buf) + here;
+    rt.mh = mh;
+    rt.offset = in->consumed + here;
+    rt.len = len - here;
+    std::memcpy(s->buf + sizeof(PacketHeader), &rt, sizeof rt);
+    post_packet(t, s, 0, kRdmaTarget, in->sid, 0, sizeof rt);
+    in->rdma_pending = true;
+    in->reg_base = buf;
+    in->reg_mh = mh;
 }
 
 }  // namespace
@@ -214,6 +270,7 @@ int FM_receive(void *buf, FM_stream *stream, unsigned len) {
         return fail(FM_ERR_TOO_LONG, "FM_receive", "%u bytes asked, the message holds %u more", len,
                     in->length - in->consumed);
     auto *p = static_cast<uint8_t *>(buf);
+    if (g.rdma_min && len >= g.rdma_min && in->co && !in->complete && !in->rdma_pending) request_rdma(in, buf, len);
     while (len) {
         if (in->count == 0) {
             if (!in->co) return fail(FM_ERR_STATE, "FM_receive", "message data missing");
@@ -228,6 +285,24 @@ int FM_receive(void *buf, FM_stream *stream, unsigned len) {
         }
         chan::Slot *s = in->front();
         const auto *h = reinterpret_cast<const PacketHeader *>(s->buf);
+        if (h->flags & kRdmaDone) {
+            // The sender wrote the next h->len bytes straight into buf.
+            const uint32_t n = h->len;
+            if (!in->rdma_pending || n > len) {
+                report("protocol error: RDMA completion of %u bytes from node %u not asked for", n, in->sender);
+                return fail(FM_ERR_RESOURCE, "FM_receive", "protocol error");
+            }
+            in->pop();
+            in->offset = 0;
+            release_slot(in->link, s, true);
+            VipDeregisterMem(g.nic, in->reg_base, in->reg_mh);
+            in->rdma_pending = false;
+            g.rdma_bytes += n;
+            p += n;
+            len -= n;
+            in->consumed += n;
+            continue;
+        }
         uint32_t n = std::min<uint32_t>(len, h->len - in->offset);
         std::memcpy(p, s->buf + sizeof(PacketHeader) + in->offset, n);
         p += n;
@@ -244,5 +319,7 @@ int FM_receive(void *buf, FM_stream *stream, unsigned len) {
 }
 
 unsigned FM_suspended_handlers(void) { return g.suspended; }
+
+unsigned long long FM_rdma_bytes(void) { return g.rdma_bytes; }
 
 }  // extern "C"

@@ -93,7 +93,7 @@ Link *link_create(unsigned peer, uint8_t side, const NicName &peer_name, std::st
     va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
     va.MaxTransferSize = g.layout.bufsize;
     va.Ptag = g.ptag;
-    va.EnableRdmaWrite = VIP_FALSE;
+    va.EnableRdmaWrite = VIP_TRUE;  // layer interleaving: senders write into handlers' buffers
     va.EnableRdmaRead = VIP_FALSE;
     VIP_VI_HANDLE vi = nullptr;
     VIP_RETURN rc = VipCreateVi(g.nic, &va, nullptr, g.rcq, &vi);
@@ -185,6 +185,10 @@ int FM_initialize(void) {
     g.layout = chan::layout_for(credits, packet);
     g.payload_max = packet - uint32_t(sizeof(PacketHeader));
     g.credit_every = std::max<uint32_t>(1, credits / 2);
+    // RDMA into a handler's named buffer: at least (k + 2) packets (see
+    // request_rdma); VIASTACK_FM_RDMA_MIN=0 turns it off.
+    const long rdma_min = env_int("VIASTACK_FM_RDMA_MIN", 32768, 0, FM_MAX_MESSAGE);
+    g.rdma_min = rdma_min == 0 ? 0 : std::max<uint32_t>(uint32_t(rdma_min), (credits + 2) * packet);
     VIP_RETURN rc = VipOpenNic(viastack::env::raw("VIASTACK_FM_NIC"), &g.nic);
     if (rc != VIP_SUCCESS) {
         g.nic = nullptr;

@@ -26,6 +26,17 @@ enum PacketFlags : uint8_t {
     kBuffer = 4,      // FM 1.x message (one packet) for a buffer handler
     kCreditOnly = 8,  // no message: only returns credits (takes none)
     kBye = 16,        // the sender's last packet on this VI (FM_finalize)
+    kRdmaTarget = 32, // to a sender: write the rest of your message here (payload: RdmaTarget)
+    kRdmaDone = 64,   // stream packet without payload: `len` bytes were RDMA-written in place
+};
+// A receiving handler named its buffer (FM_receive) before the bytes came:
+// message bytes [offset, offset + len) go to addr (handle mh) by RDMA write.
+struct RdmaTarget {
+    uint64_t addr;
+    uint32_t mh;
+    uint32_t offset;
+    uint32_t len;
+    uint32_t pad;
 };
 struct PacketHeader {
     uint16_t handler;  // handler id
@@ -61,6 +72,12 @@ struct Outbound : FM_stream {
     uint32_t sent = 0;        // bytes given by FM_send_piece so far
     chan::Slot *slot = nullptr;  // the packet being filled (a credit is held for it)
     uint32_t fill = 0;        // message bytes in slot
+    // Layer interleaving: the receiver's buffer for message bytes [.., rdma_end).
+    bool rdma = false;
+    bool rdma_started = false;
+    uint32_t rdma_offset = 0, rdma_end = 0, rdma_first = 0;
+    uint64_t rdma_addr = 0;   // remote address of message byte rdma_offset
+    VIP_MEM_HANDLE rdma_mh = 0;
 };
 
 // One message being received: its packets (receive slots not yet given back
@@ -68,6 +85,7 @@ struct Outbound : FM_stream {
 struct Inbound : FM_stream {
     Link *link = nullptr;
     unsigned sender = 0;
+    uint8_t sid = 0;          // the sender's stream id
     FM_handler fn = nullptr;
     Coroutine *co = nullptr;  // null: run on the extracting stack (whole message in one packet)
     uint32_t length = 0;      // message bytes
@@ -76,6 +94,9 @@ struct Inbound : FM_stream {
     bool complete = false;    // last packet arrived
     bool done = false;        // handler returned
     bool waiting = false;     // suspended in FM_receive
+    bool rdma_pending = false;  // an RDMA target was sent; its kRdmaDone has not come
+    void *reg_base = nullptr;   // the handler's buffer, registered for the RDMA
+    VIP_MEM_HANDLE reg_mh = 0;
     std::vector<chan::Slot *> ring;  // queued packets (capacity: the link's receive slots)
     uint32_t head = 0, count = 0;
 
@@ -125,6 +146,7 @@ struct State {
     chan::Layout layout{};
     uint32_t payload_max = 0;   // message bytes per packet
     uint32_t credit_every = 1;  // credits returned in batches of this many
+    uint32_t rdma_min = 0;      // FM_receive of at least this many missing bytes names its buffer (0: never)
     size_t stack_size = 0;
     std::vector<Link *> links;  // every link
     std::vector<Link *> tx;     // tx[dest]: the link messages to dest go out on
@@ -138,6 +160,7 @@ struct State {
     unsigned last_id = 0;
     Inbound *current = nullptr;        // the handler running now (innermost)
     unsigned suspended = 0;
+    unsigned long long rdma_bytes = 0;  // received in place by RDMA
     std::vector<Inbound *> free_inbound;
     std::vector<Coroutine *> free_co;
     Coroutine *starting = nullptr;
@@ -155,8 +178,14 @@ void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // fm_send.cpp
 chan::Slot *acquire(Link *l);  // a send slot with a credit (waits, extracting)
 void flush(Outbound *o, bool last);
+// len goes in the header; payload (default: len) is what the packet carries.
 void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_t stream, uint32_t msg_len,
-                 uint32_t len);
+                 uint32_t len, uint32_t payload);
+inline void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_t stream, uint32_t msg_len,
+                        uint32_t len) {
+    post_packet(l, s, handler, flags, stream, msg_len, len, len);
+}
+void rdma_target_arrived(Link *l, const PacketHeader *h, const RdmaTarget &t);
 void reap_sends(Link *l);
 void try_send_credits(Link *l);
 int handler_id(const void *fn, bool buffer, unsigned *id);

@@ -1,6 +1,7 @@
 // fm_send.cpp - the sending side: handler translation, credits and send
 // slots (channel.hpp), packetization of FM 2.x streams, FM 1.x FM_send and
 // FM_send_4.
+#include <algorithm>
 #include <cstring>
 
 #include "fm_internal.hpp"
@@ -75,7 +76,7 @@ chan::Slot *acquire(Link *l) {
 }
 
 void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_t stream, uint32_t msg_len,
-                 uint32_t len) {
+                 uint32_t len, uint32_t payload) {
     auto *h = reinterpret_cast<PacketHeader *>(s->buf);
     h->handler = handler;
     h->flags = flags;
@@ -88,7 +89,7 @@ void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_
     }
     h->msg_len = msg_len;
     h->len = len;
-    chan::Channel::set_message(s, uint32_t(sizeof(PacketHeader)) + len);
+    chan::Channel::set_message(s, uint32_t(sizeof(PacketHeader)) + payload);
     VIP_RETURN rc = l->ch.post_send(s, kInstr);
     if (rc != VIP_SUCCESS) {
         report("VipPostSend to node %u: %s", l->peer, VipxReturnString(rc));
@@ -106,6 +107,91 @@ void try_send_credits(Link *l) {
     if (!l->ch.has_free_send()) reap_sends(l);
     if (!l->ch.has_free_send()) return;
     post_packet(l, l->ch.take_send(), 0, kCreditOnly, 0, 0, 0);
+}
+
+void rdma_target_arrived(Link *l, const PacketHeader *h, const RdmaTarget &t) {
+    Outbound *o = h->stream < kStreams ? &g.out[h->stream] : nullptr;
+    // The receiver asks only while at least (k + 2) packets of the message
+    // are still to come, more than the sender can have sent without the
+    // credits that follow this packet: the message is still open here.
+    if (!o || !o->open || o->link->peer != l->peer || o->rdma || o->sent > t.offset + g.layout.credits * g.layout.bufsize + g.layout.bufsize) {
+        report("protocol error: RDMA target from node %u for stream %u, which is not open to it", l->peer, h->stream);
+        return;
+    }
+    o->rdma = true;
+    o->rdma_started = false;
+    o->rdma_offset = t.offset;
+    o->rdma_end = t.offset + t.len;
+    o->rdma_addr = t.addr;
+    o->rdma_mh = t.mh;
+}
+
+namespace {
+
+// A send slot for an RDMA write (no credit: it takes no receive buffer).
+chan::Slot *rdma_slot(Link *l) {
+    while (!l->ch.has_free_send()) {
+        if (l->dead) return nullptr;
+        reap_sends(l);
+        if (!l->ch.has_free_send()) progress_wait();
+    }
+    return l->ch.take_send();
+}
+
+}  // namespace
+
+// Sends up to len bytes of o at o->sent by RDMA write into the receiver's
+// named buffer; after its last byte, the kRdmaDone packet (on the same VI,
+// so after the data).  Returns the bytes taken, 0 on a failed link.
+uint32_t rdma_piece(Outbound *o, const uint8_t *p, uint32_t len) {
+    Link *l = o->link;
+    if (o->slot && o->fill) flush(o, false);  // bytes before the RDMA range go as a packet
+    if (!o->rdma_started) {
+        o->rdma_started = true;
+        o->rdma_first = o->sent;
+    }
+    uint32_t n = std::min<uint32_t>({len, o->rdma_end - o->sent, g.layout.bufsize});
+    chan::Slot *s = rdma_slot(l);
+    if (!s) return 0;
+    std::memcpy(s->buf, p, n);
+    VIP_DESCRIPTOR &d = s->desc;
+    d.CS.Control = VIP_CONTROL_OP_RDMAWRITE;
+    d.CS.SegCount = 2;  // the address segment counts
+    d.CS.Length = n;
+    d.CS.Status = 0;
+    d.DS[0].Remote.Data.AddressBits = o->rdma_addr + (o->sent - o->rdma_offset);
+    d.DS[0].Remote.Handle = o->rdma_mh;
+    d.DS[0].Remote.Reserved = 0;
+    d.DS[1].Local.Data.Address = s->buf;
+    d.DS[1].Local.Handle = l->ch.mem_handle();
+    d.DS[1].Local.Length = n;
+    s->rdma = 1;
+    VIP_RETURN rc = l->ch.post_send(s, kInstr);
+    if (rc != VIP_SUCCESS) {
+        report("VipPostSend (RDMA write) to node %u: %s", l->peer, VipxReturnString(rc));
+        l->ch.restore_plain(s);
+        l->ch.untake_send(s);
+        l->dead = true;
+        return 0;
+    }
+    o->sent += n;
+    if (o->sent == o->rdma_end) {
+        // The writes complete before the range is announced.  Over a NIC whose
+        // firmware runs only inside VIPL calls (nicfw inline mode, which moves
+        // a bounded amount per call) a burst of writes - not limited by
+        // credits as packets are - was seen left in the send queue when the
+        // program went on to an out-of-band barrier, and the receiver waited
+        // for ever.  Waiting here keeps stepping the firmware until they are done.
+        while (l->ch.in_flight() && !l->dead) reap_sends(l);
+        chan::Slot *m = o->slot;
+        o->slot = nullptr;
+        if (!m) m = acquire(l);
+        if (!m) return 0;
+        post_packet(l, m, o->handler, kRdmaDone, o->id, o->length, o->sent - o->rdma_first, 0);
+        o->first = false;
+        o->rdma = false;
+    }
+    return n;
 }
 
 }  // namespace fm
@@ -172,6 +258,7 @@ FM_stream *FM_begin_message(unsigned dest, unsigned length, FM_handler handler) 
     o->sent = 0;
     o->slot = nullptr;
     o->fill = 0;
+    o->rdma = false;
     return o;
 }
 
@@ -185,6 +272,13 @@ int FM_send_piece(FM_stream *stream, const void *buf, unsigned len) {
                     o->length - o->sent, o->length);
     auto *p = static_cast<const uint8_t *>(buf);
     while (len) {
+        if (o->rdma && o->sent >= o->rdma_offset) {
+            uint32_t n = rdma_piece(o, p, len);
+            if (!n) return fail(FM_ERR_RESOURCE, "FM_send_piece", "the connection to node %u has failed", o->link->peer);
+            p += n;
+            len -= n;
+            continue;
+        }
         if (!o->slot) {
             o->slot = acquire(o->link);
             if (!o->slot) return fail(FM_ERR_RESOURCE, "FM_send_piece", "the connection to node %u has failed", o->link->peer);
