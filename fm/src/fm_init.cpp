@@ -91,7 +91,7 @@ Link *link_create(unsigned peer, uint8_t side, const NicName &peer_name, std::st
     l->ch.attach(g.layout, l->region.base(), l->region.handle());
     VIP_VI_ATTRIBUTES va{};
     va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
-    va.MaxTransferSize = g.layout.bufsize;
+    va.MaxTransferSize = std::max<VIP_ULONG>(g.layout.bufsize, g.max_write);
     va.Ptag = g.ptag;
     va.EnableRdmaWrite = VIP_TRUE;  // layer interleaving: senders write into handlers' buffers
     va.EnableRdmaRead = VIP_FALSE;
@@ -203,6 +203,8 @@ int FM_initialize(void) {
     if (g.attr.MaxTransferSize && g.attr.MaxTransferSize < packet)
         return init_fail("VIASTACK_FM_PACKET exceeds the NIC's MaxTransferSize");
     if (g.attr.NicAddressLen > kMaxAddr) return init_fail("NIC address too long");
+    // RDMA writes straight from a sender's piece: as large as the NIC takes, up to 256 KB.
+    g.max_write = uint32_t(g.attr.MaxTransferSize ? std::min<VIP_ULONG>(g.attr.MaxTransferSize, 256 * 1024) : 256 * 1024);
     const size_t nlinks = g.size + 1;  // one per peer, two for ourselves
     rc = VipCreateCQ(g.nic, VIP_ULONG(nlinks * g.layout.nrecv), &g.rcq);
     if (rc != VIP_SUCCESS) return init_fail((std::string("VipCreateCQ: ") + VipxReturnString(rc)).c_str());

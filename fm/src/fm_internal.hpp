@@ -146,6 +146,7 @@ struct State {
     chan::Layout layout{};
     uint32_t payload_max = 0;   // message bytes per packet
     uint32_t credit_every = 1;  // credits returned in batches of this many
+    uint32_t max_write = 0;     // bytes per RDMA write descriptor
     uint32_t rdma_min = 0;      // FM_receive of at least this many missing bytes names its buffer (0: never)
     size_t stack_size = 0;
     std::vector<Link *> links;  // every link

@@ -140,20 +140,12 @@ chan::Slot *rdma_slot(Link *l) {
 
 }  // namespace
 
-// Sends up to len bytes of o at o->sent by RDMA write into the receiver's
-// named buffer; after its last byte, the kRdmaDone packet (on the same VI,
-// so after the data).  Returns the bytes taken, 0 on a failed link.
-uint32_t rdma_piece(Outbound *o, const uint8_t *p, uint32_t len) {
+namespace {
+
+// Posts one RDMA write of n bytes at local (handle lmh) to message offset
+// o->sent of the receiver's named buffer.  False on a failed post.
+bool post_write(Outbound *o, chan::Slot *s, const void *local, VIP_MEM_HANDLE lmh, uint32_t n) {
     Link *l = o->link;
-    if (o->slot && o->fill) flush(o, false);  // bytes before the RDMA range go as a packet
-    if (!o->rdma_started) {
-        o->rdma_started = true;
-        o->rdma_first = o->sent;
-    }
-    uint32_t n = std::min<uint32_t>({len, o->rdma_end - o->sent, g.layout.bufsize});
-    chan::Slot *s = rdma_slot(l);
-    if (!s) return 0;
-    std::memcpy(s->buf, p, n);
     VIP_DESCRIPTOR &d = s->desc;
     d.CS.Control = VIP_CONTROL_OP_RDMAWRITE;
     d.CS.SegCount = 2;  // the address segment counts
@@ -162,8 +154,8 @@ uint32_t rdma_piece(Outbound *o, const uint8_t *p, uint32_t len) {
     d.DS[0].Remote.Data.AddressBits = o->rdma_addr + (o->sent - o->rdma_offset);
     d.DS[0].Remote.Handle = o->rdma_mh;
     d.DS[0].Remote.Reserved = 0;
-    d.DS[1].Local.Data.Address = s->buf;
-    d.DS[1].Local.Handle = l->ch.mem_handle();
+    d.DS[1].Local.Data.Address = const_cast<void *>(local);
+    d.DS[1].Local.Handle = lmh;
     d.DS[1].Local.Length = n;
     s->rdma = 1;
     VIP_RETURN rc = l->ch.post_send(s, kInstr);
@@ -172,17 +164,72 @@ uint32_t rdma_piece(Outbound *o, const uint8_t *p, uint32_t len) {
         l->ch.restore_plain(s);
         l->ch.untake_send(s);
         l->dead = true;
-        return 0;
+        return false;
     }
     o->sent += n;
+    return true;
+}
+
+// Every send of l complete (RDMA writes included).  Over a NIC whose
+// firmware runs only inside VIPL calls (nicfw inline mode, which moves a
+// bounded amount per call) a burst of writes - not limited by credits as
+// packets are - was seen left in the send queue when the program went on to
+// an out-of-band barrier, and the receiver waited for ever; waiting here
+// keeps stepping the firmware until they are done.
+void wait_sends(Link *l) {
+    while (l->ch.in_flight() && !l->dead) reap_sends(l);
+}
+
+// Zero-copy: a piece of at least g.rdma_min bytes inside the range is
+// registered for the call and written straight from the caller's memory
+// (the writes complete before FM_send_piece returns: the caller may reuse
+// the buffer then).  Returns the bytes taken, 0 if registration failed.
+uint32_t write_registered(Outbound *o, const uint8_t *p, uint32_t n) {
+    Link *l = o->link;
+    VIP_MEM_ATTRIBUTES ma{};
+    ma.Ptag = g.ptag;
+    ma.EnableRdmaWrite = VIP_FALSE;
+    ma.EnableRdmaRead = VIP_FALSE;
+    VIP_MEM_HANDLE mh;
+    if (VipRegisterMem(g.nic, const_cast<uint8_t *>(p), n, &ma, &mh) != VIP_SUCCESS) return 0;
+    uint32_t done = 0;
+    while (done < n) {
+        const uint32_t c = std::min<uint32_t>(n - done, g.max_write);
+        chan::Slot *s = rdma_slot(l);
+        if (!s || !post_write(o, s, p + done, mh, c)) break;
+        done += c;
+    }
+    wait_sends(l);
+    VipDeregisterMem(g.nic, const_cast<uint8_t *>(p), mh);
+    return done;
+}
+
+}  // namespace
+
+// Sends up to len bytes of o at o->sent by RDMA write into the receiver's
+// named buffer: large pieces from the caller's memory, small ones copied
+// through a send slot's buffer.  After the range's last byte, the
+// kRdmaDone packet (on the same VI, so after the data).  Returns the bytes
+// taken, 0 on a failed link.
+uint32_t rdma_piece(Outbound *o, const uint8_t *p, uint32_t len) {
+    Link *l = o->link;
+    if (o->slot && o->fill) flush(o, false);  // bytes before the RDMA range go as a packet
+    if (!o->rdma_started) {
+        o->rdma_started = true;
+        o->rdma_first = o->sent;
+    }
+    const uint32_t in_range = std::min<uint32_t>(len, o->rdma_end - o->sent);
+    uint32_t n = 0;
+    if (in_range >= g.rdma_min) n = write_registered(o, p, in_range);
+    if (n == 0) {
+        n = std::min<uint32_t>(in_range, g.layout.bufsize);
+        chan::Slot *s = rdma_slot(l);
+        if (!s) return 0;
+        std::memcpy(s->buf, p, n);
+        if (!post_write(o, s, s->buf, l->ch.mem_handle(), n)) return 0;
+    }
     if (o->sent == o->rdma_end) {
-        // The writes complete before the range is announced.  Over a NIC whose
-        // firmware runs only inside VIPL calls (nicfw inline mode, which moves
-        // a bounded amount per call) a burst of writes - not limited by
-        // credits as packets are - was seen left in the send queue when the
-        // program went on to an out-of-band barrier, and the receiver waited
-        // for ever.  Waiting here keeps stepping the firmware until they are done.
-        while (l->ch.in_flight() && !l->dead) reap_sends(l);
+        wait_sends(l);  // the writes complete before the range is announced
         chan::Slot *m = o->slot;
         o->slot = nullptr;
         if (!m) m = acquire(l);
