@@ -1,11 +1,16 @@
 // fm_pingpong - FM short-message ping-pong between nodes 0 and 1.
 //
-//   vipl-run -n 2 fm_pingpong [iterations] [warmup] [send4|stream]
+//   vipl-run -n 2 fm_pingpong [iterations] [warmup] [send4|stream|bulk [bytes]]
 //
 //   send4   (default) FM 1.x FM_send_4 each way, the reply sent from the
 //           handler: the message AM's am_pingpong sends (AM_Request4/AM_Reply4)
 //   stream  the same 16 bytes as an FM 2.x message (FM_begin_message,
 //           FM_send_piece, FM_end_message; the handler FM_receive's them)
+//   bulk    node 0 sends `iterations` messages of `bytes` (default 1 MB) in
+//           one piece each; node 1's handler FM_receive's each into one
+//           buffer (RDMA-written into it unless VIASTACK_FM_RDMA_MIN=0) and
+//           acknowledges the last; node 0 prints "bandwidth = <MB/s>", node 1
+//           the bytes it received in place
 //
 // Node 0 prints the median half round trip ("RTT/2 = <ns> ns"), the 10th and
 // 90th percentiles, and the cost of one handler suspend + resume (a
@@ -55,6 +60,16 @@ int ping_stream(FM_stream *s, unsigned sender) {
     return FM_CONTINUE;
 }
 
+// ---- bulk ----
+std::vector<uint8_t> g_sink;
+long g_bulk_left = 0;
+void bulk_ack(void *, unsigned, unsigned) { g_pongs = g_pongs + 1; }
+int bulk_handler(FM_stream *s, unsigned sender) {
+    if (FM_receive(g_sink.data(), s, unsigned(g_sink.size())) != FM_OK) g_bad++;
+    if (--g_bulk_left == 0 && FM_send_4(sender, bulk_ack, 0, 0, 0, 0) != FM_OK) g_bad++;
+    return FM_CONTINUE;
+}
+
 double now_ns() {
     return double(std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now().time_since_epoch())
@@ -87,10 +102,14 @@ int main(int argc, char **argv) {
     long iters = argc > 1 ? std::atol(argv[1]) : 20000;
     long warm = argc > 2 ? std::atol(argv[2]) : 2000;
     bool stream = argc > 3 && !std::strcmp(argv[3], "stream");
+    bool bulk = argc > 3 && !std::strcmp(argv[3], "bulk");
+    size_t bulk_bytes = argc > 4 ? size_t(std::atol(argv[4])) : size_t(1) << 20;
     FM_set_buffer_handler(1, ping4);
     FM_set_buffer_handler(2, pong4);
     FM_set_handler(3, ping_stream);
     FM_set_handler(4, pong_stream);
+    FM_set_handler(5, bulk_handler);
+    FM_set_buffer_handler(6, bulk_ack);
     if (FM_initialize() != FM_OK) {
         std::fprintf(stderr, "ERROR: FM_initialize failed\n");
         return 1;
@@ -101,6 +120,30 @@ int main(int argc, char **argv) {
         return 1;
     }
     std::vector<double> rtt;
+    if (bulk) {
+        g_sink.assign(bulk_bytes, 0);
+        g_bulk_left = iters;
+        if (FM_nodeid() == 0) {
+            std::vector<uint8_t> src(bulk_bytes, 0x42);
+            double t0 = now_ns();
+            for (long i = 0; i < iters; i++) {
+                FM_stream *o = FM_begin_message(1, unsigned(bulk_bytes), bulk_handler);
+                if (!o || FM_send_piece(o, src.data(), unsigned(bulk_bytes)) != FM_OK || FM_end_message(o) != FM_OK) {
+                    std::printf("ERROR: send failed: %s\n", FM_error_name(FM_last_error()));
+                    break;
+                }
+            }
+            while (g_pongs == 0) FM_extract(FM_EXTRACT_ALL);
+            double secs = (now_ns() - t0) / 1e9;
+            std::printf("fm_pingpong bulk: %ld messages of %zu bytes\n", iters, bulk_bytes);
+            std::printf("bandwidth = %.0f MB/s\n", double(iters) * double(bulk_bytes) / secs / 1e6);
+        }
+        FM_finalize();  // node 1 handles every message in here
+        unsigned long long placed = FM_rdma_bytes();
+        if (FM_nodeid() == 1) std::printf("node 1: %llu bytes written in place by RDMA\n", placed);
+        if (g_bad) std::printf("ERROR: %d bad transfers\n", g_bad);
+        return g_bad ? 1 : 0;
+    }
     if (FM_nodeid() == 0) {
         rtt.reserve(size_t(iters));
         for (long i = 0; i < warm + iters; i++) {

@@ -88,13 +88,18 @@ uint32_t deliver(Link *l, chan::Slot *s) {
     }
     const uint32_t len = h->len;
     if (flags & kBuffer) {
+        // The credit is owed before the handler runs, so a reply it sends
+        // carries it back (as an AM reply does); the buffer is reposted just
+        // after.  The receive queue has room for it: 2k + 1 buffers for k
+        // credits (channel.hpp, layout_for).
+        owe_credit(l);
         FM_buffer_handler fn = g.handlers[h->handler].bfn;
         if (fn)
             fn(s->buf + sizeof(PacketHeader), len, l->peer);
         else
             report("node %u sent a message for buffer handler %u, which is not registered here; dropped", l->peer,
                    h->handler);
-        release_slot(l, s, true);
+        release_slot(l, s, false);
         return len;
     }
     Inbound *in;
@@ -204,7 +209,11 @@ void release_slot(Link *l, chan::Slot *s, bool owe) {
         l->dead = true;
         return;
     }
-    if (owe && l->ch.owe_one(g.credit_every) && !l->credit_due) {
+    if (owe) owe_credit(l);
+}
+
+void owe_credit(Link *l) {
+    if (l->ch.owe_one(g.credit_every) && !l->credit_due) {
         l->credit_due = true;
         ++g.credit_due_links;
     }

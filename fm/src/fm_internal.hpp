@@ -195,6 +195,7 @@ int handler_id(const void *fn, bool buffer, unsigned *id);
 int extract(uint32_t maxbytes);      // the body of FM_extract
 void progress_wait();                // one idle step of a wait loop (extract + waiting policy)
 void release_slot(Link *l, chan::Slot *s, bool owe);
+void owe_credit(Link *l);            // one credit owed to l's peer (sent in batches or piggy-backed)
 
 // fm_coroutine.cpp
 Coroutine *co_get();                 // from the pool (or a new one); null when out of memory
