@@ -168,7 +168,8 @@ uint32_t queued_bytes(const Inbound *in) {
 // have finished the message before the request reaches it.  Any failure
 // leaves the message on the packet path.
 void request_rdma(Inbound *in, void *buf, uint32_t len) {
-    if (len - queued_bytes(in) < g.rdma_min || in->length - in->consumed - queued_bytes(in) < g.rdma_min) return;
+    const uint32_t queued = queued_bytes(in);
+    if (queued >= len || len - queued < g.rdma_min || in->length - in->consumed - queued < g.rdma_min) return;
     VIP_MEM_ATTRIBUTES ma{};
     ma.Ptag = g.ptag;
     ma.EnableRdmaWrite = VIP_TRUE;
@@ -186,12 +187,11 @@ void request_rdma(Inbound *in, void *buf, uint32_t len) {
     }
     t->ch.take_credit();
     chan::Slot *s = t->ch.take_send();
-    const uint32_t here = queued_bytes(in);
-    RdmaTarget rt{};
-    rt.addr = reinterpret_cast<uint64_t>(buf) + here;
+    RdmaTarget rt{};  // from the first byte not here yet to the end of buf
+    rt.addr = reinterpret_cast<uint64_t>(buf) + queued;
     rt.mh = mh;
-    rt.offset = in->consumed + here;
-    rt.len = len - here;
+    rt.offset = in->consumed + queued;
+    rt.len = len - queued;
     std::memcpy(s->buf + sizeof(PacketHeader), &rt, sizeof rt);
     post_packet(t, s, 0, kRdmaTarget, in->sid, 0, sizeof rt);
     in->rdma_pending = true;
