@@ -11,6 +11,9 @@
  * FM_extract(maxbytes) processes at most about maxbytes of incoming data
  * (rounded up to a packet), leaving the rest queued: receiver flow control.
  * FM 1.x's FM_send / FM_send_4 [FM1] are kept as a compatibility subset.
+ * Layer interleaving: a handler's FM_receive for a large part of a message
+ * that has not arrived yet names its buffer, and the sender writes that part
+ * into it by RDMA (VIASTACK_FM_RDMA_MIN; docs/fm.md).
  *
  * Guarantees: reliable, in-order delivery per sender (handlers of one
  * sender's messages start in the order the messages were begun) and
