@@ -253,6 +253,9 @@ int FM_initialize(void) {
 int FM_finalize(void) {
     if (!g.init) return FM_OK;
     if (g.current) return fail(FM_ERR_STATE, "FM_finalize", "called from a handler");
+    if (g.nfree_out != kStreams)
+        return fail(FM_ERR_STATE, "FM_finalize", "%d messages are still open (FM_end_message them first)",
+                    kStreams - g.nfree_out);
     // Goodbye on every link we send on; on each VI, packets are delivered in
     // order, so once every peer's goodbye is here every message sent to us
     // has been extracted (its handler ran) and nothing more will come.

@@ -257,6 +257,14 @@ TEST(FmUnit, BadInputHasClearCodes) {
     EXPECT_EQ(FM_send_piece(nullptr, "x", 1), FM_ERR_BAD_ARG);
 }
 
+TEST(FmUnit, FinalizeRefusesAnOpenMessage) {
+    FM_stream *s = FM_begin_message(FM_nodeid(), 2, keep_stream);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(FM_finalize(), FM_ERR_STATE);
+    ASSERT_EQ(FM_send_piece(s, "ok", 2), FM_OK);
+    ASSERT_EQ(FM_end_message(s), FM_OK);
+}
+
 TEST(FmUnit, OpenStreamsAreLimited) {
     std::vector<FM_stream *> open;
     FM_stream *s;
