@@ -117,6 +117,8 @@ void short_handler(void *, unsigned, unsigned) {
 }
 
 void go_handler(void *, unsigned, unsigned) { g_go = 1; }
+volatile int g_go_short = 0;
+void go_short_handler(void *, unsigned, unsigned) { g_go_short = 1; }
 
 TEST(FmMp, SuspendedHandlersInterleaveSenders) {
     if (nodes() < 3) GTEST_SKIP() << "needs two senders";
@@ -136,10 +138,16 @@ TEST(FmMp, SuspendedHandlersInterleaveSenders) {
         ASSERT_EQ(FM_end_message(s), FM_OK);
     }
     if (me() == 2) {
+        // Only once node 1's handler is running at node 0 (and suspended for
+        // its last byte): otherwise these could be handled before node 1's
+        // first packet arrived, with no handler active to interleave with.
+        while (!g_go_short) FM_extract(FM_EXTRACT_ALL);
         for (int i = 0; i < kShort; i++) ASSERT_EQ(FM_send_4(0, short_handler, i, 0, 0, 0), FM_OK);
     }
     if (me() == 0) {
-        while (g_short_done < kShort || !g_long_started[1]) FM_extract(FM_EXTRACT_ALL);
+        while (!g_long_started[1]) FM_extract(FM_EXTRACT_ALL);
+        ASSERT_EQ(FM_send_4(2, go_short_handler, 0, 0, 0, 0), FM_OK);
+        while (g_short_done < kShort) FM_extract(FM_EXTRACT_ALL);
         EXPECT_TRUE(g_long_active > 0) << "node 1's handler is waiting for its last byte";
         EXPECT_EQ(g_short_seen_active, kShort);
         ASSERT_EQ(FM_send_4(1, go_handler, 0, 0, 0, 0), FM_OK);
@@ -271,6 +279,7 @@ int main(int argc, char **argv) {
     FM_set_buffer_handler(4, paced_handler);
     FM_set_buffer_handler(5, go_handler);
     FM_set_handler(6, body_handler);
+    FM_set_buffer_handler(7, go_short_handler);
     if (FM_initialize() != FM_OK) {
         std::fprintf(stderr, "rank ?: FM_initialize failed\n");
         return 1;
