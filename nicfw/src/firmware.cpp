@@ -32,10 +32,11 @@ void spin_ns(uint32_t ns) {
     while (now_ns() < end) __builtin_ia32_pause();
 }
 
-Firmware::Firmware(const Config &cfg, Wire &wire, int rank, const ProtectionTable &protection, const ViTable &vis,
-                   ErrorQueue &errors, ConnectionManager &cm)
-    : cfg_(cfg), wire_(wire), rank_(rank), protection_(protection), vis_(vis), errors_(errors), cm_(cm),
-      sram_tx_(new unsigned char[kMaxTransfer + 64]), sram_rx_(new unsigned char[wire.max_payload() + 64]) {
+Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int nprocs,
+                   const ProtectionTable &protection, const ViTable &vis, ErrorQueue &errors, ConnectionManager &cm)
+    : cfg_(cfg), wire_(job, nprocs, cfg.ring_bytes), rank_(rank), protection_(protection), vis_(vis),
+      errors_(errors), cm_(cm), sram_tx_(new unsigned char[kMaxTransfer + 64]),
+      sram_rx_(new unsigned char[wire_.max_payload() + 64]) {
     rx_head_ = wire_.ctl(rank_).head.load(std::memory_order_acquire);
     // Every rank of a job has the same configuration, so every consumer of the
     // job's FIFOs sleeps or none does.
@@ -91,7 +92,7 @@ bool Firmware::fetch_rx_desc(ViImpl *vi, Token *t) {
 }
 
 // Send doorbell -> the firmware's transmit queue, as far as it has room.
-void Firmware::fetch_tx_tokens(ViImpl *vi) {
+inline void Firmware::fetch_tx_tokens(ViImpl *vi) {
     auto &c = vi->fw;
     Token t;
     while (c.tx_tail - c.tx_head < kMaxQueue && vi->bell_sq.pop(&t)) {

@@ -20,6 +20,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "config.hpp"
@@ -38,8 +39,9 @@ void spin_ns(uint32_t ns);
 
 class Firmware {
 public:
-    Firmware(const Config &cfg, Wire &wire, int rank, const ProtectionTable &protection, const ViTable &vis,
-             ErrorQueue &errors, ConnectionManager &cm);
+    // Maps the job's wire (throws std::runtime_error, see Wire).
+    Firmware(const Config &cfg, const std::string &job, int rank, int nprocs, const ProtectionTable &protection,
+             const ViTable &vis, ErrorQueue &errors, ConnectionManager &cm);
     ~Firmware();
     Firmware(const Firmware &) = delete;
     Firmware &operator=(const Firmware &) = delete;
@@ -163,7 +165,7 @@ private:
     }
 
     const Config cfg_;
-    Wire &wire_;
+    Wire wire_;          // the link: owned here, read on every step (no indirection)
     const int rank_;
     const ProtectionTable &protection_;
     const ViTable &vis_;

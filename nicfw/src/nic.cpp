@@ -8,7 +8,7 @@ namespace nicfw {
 NicHw::NicHw(const Config &c, const std::string &job, int rank_, int nprocs_)
     : cfg(c), rank(rank_), nprocs(nprocs_),
       addr_bytes{static_cast<uint8_t>(rank_ & 0xff), static_cast<uint8_t>(rank_ >> 8)},
-      wire(job, nprocs_, c.ring_bytes), fw(cfg, wire, rank_, protection, vis, errors, cm),
+      fw(cfg, job, rank_, nprocs_, protection, vis, errors, cm),
       cm(*this, fw, vis, nprocs_), agent(cfg, fw, errors) {
     // Threads last: they use every component.
     fw.start();

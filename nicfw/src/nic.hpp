@@ -4,8 +4,8 @@
 //   ProtectionTable  registered regions and ptags          protection.hpp/.cpp
 //   ViTable          VI index -> VI                        vi_table.hpp
 //   ErrorQueue       asynchronous errors, callbacks        errors.hpp/.cpp
-//   Firmware         doorbells, tx, rx, SRAM, completions, firmware.hpp, firmware.cpp,
-//                    and how it runs (inline/thread)       tx.cpp, rx.cpp
+//   Firmware         the wire link, doorbells, tx, rx,     firmware.hpp, firmware.cpp,
+//                    SRAM, completions, how it runs        tx.cpp, rx.cpp
 //   ConnectionManager connect/accept/peer/disconnect      connection.hpp, connect.cpp
 //   Agent            notify handlers, error delivery,      agent.hpp/.cpp
 //                    progress while the host is away
@@ -52,7 +52,6 @@ public:
     const int nprocs;
     uint8_t addr_bytes[2];       // our host address: the rank, little endian
 
-    Wire wire;
     ProtectionTable protection;
     ViTable vis;
     ErrorQueue errors;

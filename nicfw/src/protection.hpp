@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "config.hpp"
+#include "region.hpp"
 #include "vipl.h"
 #include "vipl_provider.hpp"
 
@@ -39,8 +40,8 @@ struct Region {
     bool rdma_read = false;
     PtagImpl *ptag = nullptr;
 
-    // [a, a+n) lies inside the region (no overflow for any a, n).
-    bool contains(uintptr_t a, size_t n) const { return a >= base && n <= len && a - base <= len - n; }
+    // [a, a+n) lies inside the region (the shared check: vipl/providers/common/region.hpp).
+    bool contains(uintptr_t a, size_t n) const { return vipl::common::range_covers(base, len, a, n); }
     bool contains(const void *p, size_t n) const { return contains(reinterpret_cast<uintptr_t>(p), n); }
 };
 

@@ -3,15 +3,16 @@
 // the NIC's components (nic.hpp): ptags and regions on the protection table,
 // VI/CQ lifetimes on the VI table, firmware and agent, connection waits on the
 // connection manager, error callbacks on the error queue; the job's name
-// service; and registration with the VIPL core.
+// service (vipl/providers/common); and registration with the VIPL core.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "job.hpp"
+#include "name_service.hpp"
 #include "nic.hpp"
-#include "vipl_boot.h"
 #include "viastack_log.hpp"
 
 namespace nicfw {
@@ -175,36 +176,16 @@ public:
     int job_size() const override { return hw->nprocs; }
     VIP_RETURN rank_address(int r, VIP_NET_ADDRESS *out) override {
         if (r < 0 || r >= hw->nprocs) return VIP_ERROR_NAMESERVICE;
-        out->HostAddressLen = 2;
-        out->DiscriminatorLen = 0;
-        out->HostAddress[0] = static_cast<VIP_UINT8>(r & 0xff);
-        out->HostAddress[1] = static_cast<VIP_UINT8>(r >> 8);
+        vipl::common::put_rank_number(r, out);
         return VIP_SUCCESS;
     }
-    int address_rank(const VIP_NET_ADDRESS *addr) override {
-        uint16_t r;
-        return hw->cm.parse_addr(addr, &r) == VIP_SUCCESS ? int(r) : -1;
-    }
+    int address_rank(const VIP_NET_ADDRESS *addr) override { return vipl::common::rank_number_of(addr, hw->nprocs); }
 
-    // Auto-discovery: every NIC of the job.  On input NumAdAddrs is the room in
-    // ADAddrArray (each entry with room for a 2-byte host address); on output
-    // the number of NICs, of which min(room, count) were written.
+    // Auto-discovery: every NIC of the job (vipl/providers/common/name_service.hpp).
     VIP_RETURN query_system_management(VIP_ULONG type, VIP_PVOID out) override {
         if (type != VIP_SMI_AUTODISCOVERY) return VIP_INVALID_PARAMETER;
-        auto *l = static_cast<VIP_AUTODISCOVERY_LIST *>(out);
-        if (l->NumAdAddrs && !l->ADAddrArray) return VIP_INVALID_PARAMETER;
-        const VIP_ULONG room = l->NumAdAddrs;
-        for (VIP_ULONG i = 0; i < room && i < static_cast<VIP_ULONG>(hw->nprocs); ++i) {
-            VIP_NET_ADDRESS *a = l->ADAddrArray[i];
-            if (!a) return VIP_INVALID_PARAMETER;
-            a->HostAddressLen = 2;
-            a->DiscriminatorLen = 0;
-            a->HostAddress[0] = static_cast<VIP_UINT8>(i & 0xff);
-            a->HostAddress[1] = static_cast<VIP_UINT8>(i >> 8);
-        }
-        l->NumAdAddrs = static_cast<VIP_ULONG>(hw->nprocs);
-        l->NumberOfHops = 1;
-        return VIP_SUCCESS;
+        return vipl::common::autodiscovery(static_cast<VIP_AUTODISCOVERY_LIST *>(out), hw->nprocs,
+                                           [this](int r, VIP_NET_ADDRESS *a) { return rank_address(r, a); });
     }
 
     int rank() const override { return hw->rank; }
@@ -232,14 +213,11 @@ VIP_RETURN open_nic(const char *dev, vipl::prov::Nic **out) {
     if (!matches(dev)) return VIP_INVALID_PARAMETER;
     std::lock_guard<std::mutex> g(g_mu);
     if (!g_hw) {
-        if (vipl_boot_init() != VIPL_BOOT_OK) {
-            viastack::log::error(viastack::log::Layer::nicfw,
-                                 "job bootstrap failed (see above); start the program with vipl-run");
-            return VIP_ERROR_RESOURCE;
-        }
+        vipl::common::Job job;
+        if (!vipl::common::discover_job(viastack::log::Layer::nicfw, &job)) return VIP_ERROR_RESOURCE;
         try {
             const Config cfg = Config::from_env();
-            g_hw = new NicHw(cfg, vipl_boot_job(), vipl_boot_rank(), vipl_boot_size());
+            g_hw = new NicHw(cfg, job.id, job.rank, job.size);
         } catch (const std::exception &e) {
             viastack::log::error(viastack::log::Layer::nicfw, "{}", e.what());
             return VIP_ERROR_RESOURCE;

@@ -3,20 +3,11 @@
 // move the data host -> SRAM (host DMA) -> wire (link DMA).
 #include <cstring>
 
+#include "descriptor_check.hpp"
 #include "firmware.hpp"
 #include "protection.hpp"
 
 namespace nicfw {
-
-namespace {
-inline uint32_t op_status(uint16_t op) {
-    switch (op) {
-    case VIP_CONTROL_OP_RDMAWRITE: return VIP_STATUS_OP_RDMA_WRITE;
-    case VIP_CONTROL_OP_RDMAREAD: return VIP_STATUS_OP_RDMA_READ;
-    default: return VIP_STATUS_OP_SEND;
-    }
-}
-} // namespace
 
 // Checks n data segments (in the SRAM descriptor cache) against the protection
 // table under the VI's ptag; sums their lengths.
@@ -47,7 +38,7 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     VIP_CONTROL_SEGMENT cs;
     std::memcpy(&cs, &d->CS, sizeof cs);
     const uint16_t op = cs.Control & VIP_CONTROL_OP_MASK;
-    const uint32_t ops = op_status(op);
+    const uint32_t ops = vipl::common::op_status(cs.Control);
     if (op == VIP_CONTROL_OP_RESERVED || (cs.Control & VIP_CONTROL_RESERVED))
         return fail(ops | VIP_STATUS_FORMAT_ERROR);
     const bool rdma = op != VIP_CONTROL_OP_SENDRECV;
