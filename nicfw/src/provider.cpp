@@ -12,6 +12,7 @@
 
 #include "job.hpp"
 #include "name_service.hpp"
+#include "nic_attributes.hpp"
 #include "nic.hpp"
 #include "viastack_log.hpp"
 
@@ -41,28 +42,9 @@ public:
     }
 
     VIP_RETURN query(VIP_NIC_ATTRIBUTES *a) override {
-        std::memset(a, 0, sizeof *a);
-        std::snprintf(a->Name, sizeof a->Name, "nicfw0");
-        a->HardwareVersion = 0x4c41;            // "LA": LANai-style
-        a->ProviderVersion = 0x00010000;
-        a->NicAddressLen = 2;
-        a->LocalNicAddress = hw->addr_bytes;
-        a->ThreadSafe = VIP_FALSE;
-        a->MaxDiscriminatorLen = VIP_MAX_DISCRIMINATOR_LEN;
-        a->MaxRegisterBytes = ~0ul >> 1;
-        a->MaxRegisterRegions = kMaxRegions;
-        a->MaxRegisterBlockBytes = ~0ul >> 1;
-        a->MaxVI = kMaxVi;
-        a->MaxDescriptorsPerQueue = kMaxQueue;
-        a->MaxSegmentsPerDesc = kMaxSegments + 1;
-        a->MaxCQ = kMaxCq;
-        a->MaxCQEntries = kMaxCqEntries;
-        a->MaxTransferSize = kMaxTransfer;
-        a->NativeMTU = kMaxTransfer;
-        a->MaxPtags = kMaxPtags;
-        a->ReliabilityLevelSupport =
-            VIP_SERVICE_UNRELIABLE | VIP_SERVICE_RELIABLE_DELIVERY | VIP_SERVICE_RELIABLE_RECEPTION;
-        a->RDMAReadSupport = VIP_SERVICE_RELIABLE_DELIVERY | VIP_SERVICE_RELIABLE_RECEPTION;
+        vipl::common::fill_nic_attributes(a, {"nicfw0", 0x4c41 /* "LA": LANai-style */, hw->addr_bytes, false,
+                                              kMaxRegions, kMaxVi, kMaxQueue, kMaxSegments, kMaxCq, kMaxCqEntries,
+                                              kMaxTransfer, kMaxPtags});
         return VIP_SUCCESS;
     }
 

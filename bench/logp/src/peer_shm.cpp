@@ -37,14 +37,6 @@ bool executable(const fs::path &p) {
     return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
 }
 
-std::string last_line(const std::string &text) {
-    std::string line, last;
-    std::stringstream ss(text);
-    while (std::getline(ss, line))
-        if (!line.empty()) last = line;
-    return last;
-}
-
 }  // namespace
 
 std::string find_peer_program(const std::string &name) {

@@ -33,14 +33,6 @@ int free_local_port() {
     return port;
 }
 
-std::string last_line(const std::string &text) {
-    std::string line, last;
-    std::stringstream ss(text);
-    while (std::getline(ss, line))
-        if (!line.empty()) last = line;
-    return last;
-}
-
 }  // namespace
 
 UcxMeasurement parse_ucx_perftest_csv(const std::string &output) {

@@ -106,6 +106,14 @@ int reap(int pid, Clock::time_point deadline, bool *killed) {
 
 }  // namespace
 
+std::string last_line(const std::string &text) {
+    std::string line, last;
+    std::stringstream ss(text);
+    while (std::getline(ss, line))
+        if (!line.empty()) last = line;
+    return last;
+}
+
 std::string find_on_path(const std::string &name) {
     if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
     const char *path = std::getenv("PATH");

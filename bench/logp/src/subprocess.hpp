@@ -17,6 +17,9 @@ struct ProcessResult {
 
 class BackgroundProcess;
 
+// The last non-empty line of a program's output (what a failed peer said last).
+std::string last_line(const std::string &text);
+
 // Full path of `name` found on PATH, or "" when it is not installed.
 std::string find_on_path(const std::string &name);
 

@@ -8,6 +8,7 @@
 #include "fake_provider.hpp"
 #include "job.hpp"
 #include "name_service.hpp"
+#include "nic_attributes.hpp"
 #include "viastack_log.hpp"
 
 namespace vipl::fake {
@@ -24,28 +25,10 @@ NicHandle::~NicHandle() {
 }
 
 VIP_RETURN NicHandle::query(VIP_NIC_ATTRIBUTES *a) {
-    std::memset(a, 0, sizeof *a);
-    std::snprintf(a->Name, sizeof a->Name, "%s", dev->name.c_str());
-    a->HardwareVersion = 0x4641; // "FA": fake
-    a->ProviderVersion = 0x00010000;
-    a->NicAddressLen = 2;
-    a->LocalNicAddress = dev->addr;
-    a->ThreadSafe = VIP_TRUE; // one mutex guards the switchboard
-    a->MaxDiscriminatorLen = VIP_MAX_DISCRIMINATOR_LEN;
-    a->MaxRegisterBytes = ~0ul >> 1;
-    a->MaxRegisterRegions = kMaxRegions;
-    a->MaxRegisterBlockBytes = ~0ul >> 1;
-    a->MaxVI = kMaxVi;
-    a->MaxDescriptorsPerQueue = kQueueDepth;
-    a->MaxSegmentsPerDesc = kMaxSegments + 1;
-    a->MaxCQ = kMaxCq;
-    a->MaxCQEntries = kMaxCqEntries;
-    a->MaxTransferSize = kMaxTransfer;
-    a->NativeMTU = kMaxTransfer;
-    a->MaxPtags = kMaxPtags;
-    a->ReliabilityLevelSupport =
-        VIP_SERVICE_UNRELIABLE | VIP_SERVICE_RELIABLE_DELIVERY | VIP_SERVICE_RELIABLE_RECEPTION;
-    a->RDMAReadSupport = VIP_SERVICE_RELIABLE_DELIVERY | VIP_SERVICE_RELIABLE_RECEPTION;
+    // Thread safe: one mutex guards the switchboard.
+    vipl::common::fill_nic_attributes(a, {dev->name.c_str(), 0x4641 /* "FA": fake */, dev->addr, true, kMaxRegions,
+                                          kMaxVi, kQueueDepth, kMaxSegments, kMaxCq, kMaxCqEntries, kMaxTransfer,
+                                          kMaxPtags});
     return VIP_SUCCESS;
 }
 
