@@ -1,0 +1,343 @@
+// bip_init.cpp - joining the job and leaving it: the NIC, one VI per peer
+// (two for the self-connection) with its channel of registered slots sized
+// from what each receiver announces, connection by discriminator,
+// bip_finalize's goodbye, the error names.
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "bip_internal.hpp"
+#include "vipl_boot.h"
+#include "viastack_env.hpp"
+
+namespace bip {
+
+State g;
+
+namespace {
+VIASTACK_CHANNEL_COUNTER(c_post_send, "bip.VipPostSend", VIPL_INSTR_BASE_VI);
+VIASTACK_CHANNEL_COUNTER(c_send_done, "bip.VipSendDone", VIPL_INSTR_BASE_VI);
+VIASTACK_CHANNEL_COUNTER(c_recycle_send, "bip.recycle send descriptor", VIPL_INSTR_FLOW_CONTROL);
+VIASTACK_CHANNEL_COUNTER(c_recv_done, "bip.VipRecvDone", VIPL_INSTR_BASE_VI);
+VIASTACK_CHANNEL_COUNTER(c_cq_recv, "bip.VipCQDone (Receive)", VIPL_INSTR_EVENT);
+VIASTACK_CHANNEL_COUNTER(c_recycle_recv, "bip.recycle receive descriptor", VIPL_INSTR_FLOW_CONTROL);
+VIASTACK_CHANNEL_COUNTER(c_post_recv, "bip.VipPostRecv", VIPL_INSTR_BASE_VI);
+}  // namespace
+
+const chan::Instr kInstr = {&c_post_send, &c_send_done, nullptr,         &c_recycle_send,
+                            &c_recv_done, &c_cq_recv,   &c_recycle_recv, &c_post_recv};
+
+void report(const char *fmt, ...) {
+    std::fprintf(stderr, "viastack BIP: ");
+    va_list ap;
+    va_start(ap, fmt);
+    std::vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    std::fputc('\n', stderr);
+}
+
+int fail(int code, const char *fn, const char *fmt, ...) {
+    if (viastack::env::flag("VIASTACK_BIP_VERBOSE")) {
+        std::fprintf(stderr, "viastack BIP: %s returns %s: ", fn, bip_error_name(code));
+        va_list ap;
+        va_start(ap, fmt);
+        std::vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        std::fputc('\n', stderr);
+    }
+    return code;
+}
+
+namespace {
+
+// "BI", the two ranks and the side: both ends compute each other's.
+size_t discriminator(uint8_t *out, unsigned from, unsigned to, uint8_t side) {
+    out[0] = 'B';
+    out[1] = 'I';
+    std::memcpy(out + 2, &from, 4);
+    std::memcpy(out + 6, &to, 4);
+    out[10] = side;
+    return 11;
+}
+
+long env_int(const char *name, long dflt, long lo, long hi) {
+    const char *v = viastack::env::raw(name);
+    if (!v) return dflt;
+    char *end;
+    long n = std::strtol(v, &end, 0);
+    if (*end || n < lo || n > hi) {
+        report("%s=%s is not an integer in [%ld, %ld]; using %ld", name, v, lo, hi, dflt);
+        return dflt;
+    }
+    return n;
+}
+
+constexpr uint32_t round64(uint32_t n) { return (n + 63) & ~uint32_t(63); }
+
+Link *link_create(unsigned peer, uint8_t side, const Announce &me, const Announce &them, uint32_t bufsize,
+                  std::string *why) {
+    auto *l = new Link();
+    l->peer = peer;
+    l->side = side;
+    l->eager_max = them.eager_max;
+    // Credits go back to the peer in batches of half of what it holds
+    // (our buffers), or sooner when this side idles (bip_progress.cpp).
+    l->credit_every = std::max<uint32_t>(1, me.small_buffers / 2);
+    g.links.push_back(l);  // torn down with the rest on failure
+    // Credits: the buffers the receiver keeps for us.  Receive slots: ours
+    // for the peer's credited packets, one per credit it may return alone,
+    // and the uncredited control packets (bip_internal.hpp).
+    chan::Layout lay{};
+    lay.credits = them.small_buffers;
+    lay.nsend = them.small_buffers + kUncredited + kWriteSlots;
+    lay.nrecv = 2 * me.small_buffers + kUncredited;
+    lay.bufsize = bufsize;
+    if (!l->region.allocate(g.nic, g.ptag, chan::Channel::region_bytes(lay), why)) return nullptr;
+    l->ch.attach(lay, l->region.base(), l->region.handle());
+    VIP_VI_ATTRIBUTES va{};
+    va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
+    va.MaxTransferSize = std::max<VIP_ULONG>(bufsize, g.fragment_max);
+    va.Ptag = g.ptag;
+    va.EnableRdmaWrite = VIP_TRUE;  // long messages are written into the posted receive buffer
+    va.EnableRdmaRead = VIP_FALSE;
+    VIP_VI_HANDLE vi = nullptr;
+    VIP_RETURN rc = VipCreateVi(g.nic, &va, nullptr, g.rcq, &vi);
+    if (rc != VIP_SUCCESS) {
+        *why = std::string("VipCreateVi: ") + VipxReturnString(rc);
+        return nullptr;
+    }
+    rc = l->ch.prepost(vi);
+    if (rc != VIP_SUCCESS) {
+        *why = std::string("VipPostRecv: ") + VipxReturnString(rc);
+        return nullptr;
+    }
+    alignas(8) uint8_t lbuf[VIP_NET_ADDRESS_SIZE(64, 16)];
+    alignas(8) uint8_t rbuf[VIP_NET_ADDRESS_SIZE(64, 16)];
+    auto *la = reinterpret_cast<VIP_NET_ADDRESS *>(lbuf);
+    auto *ra = reinterpret_cast<VIP_NET_ADDRESS *>(rbuf);
+    la->HostAddressLen = me.addr_len;
+    if (me.addr_len) std::memcpy(la->HostAddress, me.addr, me.addr_len);
+    la->DiscriminatorLen = uint16_t(discriminator(la->HostAddress + la->HostAddressLen, g.rank, peer, side));
+    ra->HostAddressLen = them.addr_len;
+    if (them.addr_len) std::memcpy(ra->HostAddress, them.addr, them.addr_len);
+    const uint8_t rside = peer == g.rank ? uint8_t(1 - side) : side;
+    ra->DiscriminatorLen = uint16_t(discriminator(ra->HostAddress + ra->HostAddressLen, peer, g.rank, rside));
+    rc = VipConnectPeerRequest(vi, la, ra, VIP_ULONG(env_int("VIASTACK_BIP_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30)));
+    if (rc != VIP_SUCCESS && rc != VIP_NOT_DONE) {
+        *why = std::string("VipConnectPeerRequest: ") + VipxReturnString(rc);
+        return nullptr;
+    }
+    return l;
+}
+
+void teardown() {
+    for (Link *l : g.links) {
+        if (l->ch.vi()) {
+            VipDisconnect(l->ch.vi());
+            l->ch.drain();
+            VIP_RETURN rc = VipDestroyVi(l->ch.vi());
+            l->ch.forget_vi();
+            l->region.release(rc != VIP_SUCCESS);  // the NIC may still own descriptors: leak
+        } else {
+            l->region.release();
+        }
+        l->ch.detach();
+        delete l;
+    }
+    g.links.clear();
+    g.tx.clear();
+    for (TagQueue &q : g.queues) q = TagQueue{};
+    if (g.send.registered) VipDeregisterMem(g.nic, const_cast<uint8_t *>(g.send.buf), g.send.mh);
+    if (g.recv.registered) VipDeregisterMem(g.nic, g.recv.buf, g.recv.mh);
+    g.send = SendOp{};
+    g.recv = RecvOp{};
+    if (g.rcq) VipDestroyCQ(g.rcq);
+    if (g.ptag) VipDestroyPtag(g.nic, g.ptag);
+    if (g.nic) VipCloseNic(g.nic);
+    g.rcq = nullptr;
+    g.ptag = nullptr;
+    g.nic = nullptr;
+    g.init = false;
+}
+
+int init_fail(const std::string &what) {
+    report("bip_init: %s", what.c_str());
+    teardown();
+    return BIP_ERR_RESOURCE;
+}
+
+}  // namespace
+
+uint32_t fragment_for(uint32_t len) {
+    if (g.fragment_fixed) return std::min(g.fragment_fixed, g.fragment_max);
+    // BIP's adaptive packet size: n fragments through a pipeline of S = 4
+    // stages (host -> NIC, NIC -> wire, wire -> NIC, NIC -> host), each
+    // costing a + s/B for a fragment of s bytes, take (n + S - 1)(a + s/B);
+    // with s = L/n the minimum is at s = sqrt(aB * L / (S - 1)).
+    // fragment_overhead is aB, the per-fragment cost in bytes (measured,
+    // docs/bip.md).
+    const double s = std::sqrt(double(g.fragment_overhead) * double(len) / 3.0);
+    uint32_t f = uint32_t(s + 4095) & ~uint32_t(4095);
+    return std::clamp(f, g.fragment_min, g.fragment_max);
+}
+
+}  // namespace bip
+
+using namespace bip;
+
+extern "C" {
+
+int bip_init(void) {
+    if (g.init) return BIP_OK;
+    vipl_wait::Mode mode;
+    if (!vipl_wait::mode_from_env(&mode)) {
+        report("bip_init: VIASTACK_WAIT=%s is not a wait policy; set it to %s", std::getenv("VIASTACK_WAIT"),
+               vipl_wait::kAllowed);
+        return BIP_ERR_RESOURCE;
+    }
+    if (vipl_boot_init() != VIPL_BOOT_OK) return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
+    g.rank = unsigned(vipl_boot_rank());
+    g.size = unsigned(vipl_boot_size());
+    vipl_wait::init(g.wait, mode, int(g.size));
+    g.small_buffers = uint32_t(env_int("VIASTACK_BIP_SMALL_BUFFERS", 8, 2, 256));
+    g.eager_max = uint32_t(env_int("VIASTACK_BIP_EAGER", 1024, 0, 65536 - 64));
+    g.fragment_fixed = uint32_t(env_int("VIASTACK_BIP_FRAGMENT", 0, 0, 1 << 30));
+    g.fragment_overhead = uint32_t(env_int("VIASTACK_BIP_FRAGMENT_OVERHEAD", 16384, 1, 1 << 30));
+    VIP_RETURN rc = VipOpenNic(viastack::env::raw("VIASTACK_BIP_NIC"), &g.nic);
+    if (rc != VIP_SUCCESS) {
+        g.nic = nullptr;
+        return init_fail(std::string("VipOpenNic: ") + VipxReturnString(rc) + " (check $VIPL_PROVIDER / $VIASTACK_BIP_NIC)");
+    }
+    rc = VipQueryNic(g.nic, &g.attr);
+    if (rc == VIP_SUCCESS) rc = VipCreatePtag(g.nic, &g.ptag);
+    if (rc != VIP_SUCCESS) return init_fail(std::string("NIC set-up: ") + VipxReturnString(rc));
+    if (!(g.attr.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY))
+        return init_fail("the NIC lacks Reliable Delivery, which BIP's guarantees rest on");
+    if (g.attr.NicAddressLen > sizeof(Announce::addr)) return init_fail("NIC address too long");
+    const uint32_t nic_max = uint32_t(g.attr.MaxTransferSize ? std::min<VIP_ULONG>(g.attr.MaxTransferSize, 1u << 20) : 1u << 20);
+    if (nic_max < g.eager_max + sizeof(Header)) return init_fail("VIASTACK_BIP_EAGER exceeds the NIC's MaxTransferSize");
+    g.fragment_max = nic_max;
+    g.fragment_min = std::min<uint32_t>(4096, nic_max);
+    rc = VipCreateCQ(g.nic, VIP_ULONG((g.size + 1) * (2 * g.small_buffers + kUncredited)), &g.rcq);
+    if (rc != VIP_SUCCESS) return init_fail(std::string("VipCreateCQ: ") + VipxReturnString(rc));
+
+    Announce me{};
+    me.addr_len = g.attr.NicAddressLen;
+    if (me.addr_len) std::memcpy(me.addr, g.attr.LocalNicAddress, me.addr_len);
+    me.small_buffers = g.small_buffers;
+    me.eager_max = g.eager_max;
+    std::vector<Announce> all(g.size);
+    if (vipl_boot_allgather(&me, sizeof me, all.data()) != VIPL_BOOT_OK) return init_fail("exchanging NIC addresses failed");
+    // One buffer size for both directions of every link: the largest eager
+    // message any rank takes, plus the header.
+    uint32_t bufsize = 64;
+    for (const Announce &a : all) bufsize = std::max<uint32_t>(bufsize, round64(a.eager_max + uint32_t(sizeof(Header))));
+    uint32_t slots = 0;
+    g.tx.assign(g.size, nullptr);
+    std::string why;
+    for (unsigned r = 0; r < g.size; r++) {
+        Link *l = link_create(r, 0, me, all[r], bufsize, &why);
+        if (!l) return init_fail(why);
+        g.tx[r] = l;
+        slots += l->ch.nrecv();
+        if (r == g.rank) {
+            Link *rx = link_create(r, 1, me, all[r], bufsize, &why);
+            if (!rx) return init_fail(why);
+            slots += rx->ch.nrecv();
+        }
+    }
+    for (TagQueue &q : g.queues) q.ring.assign(slots, Queued{});
+    for (Link *l : g.links) {
+        VIP_VI_ATTRIBUTES remote;
+        for (;;) {
+            rc = VipConnectPeerDone(l->ch.vi(), &remote);
+            if (rc != VIP_NOT_DONE) break;
+            sched_yield();
+        }
+        if (rc != VIP_SUCCESS)
+            return init_fail("connecting to rank " + std::to_string(l->peer) + ": " + VipxReturnString(rc));
+        l->up = true;
+    }
+    g.send = SendOp{};
+    g.recv = RecvOp{};
+    g.next_seq = 1;
+    g.rdma_bytes = 0;
+    g.finalizing = false;
+    g.init = true;
+    if (vipl_boot_barrier() != VIPL_BOOT_OK) return init_fail("barrier after connecting failed");
+    return BIP_OK;
+}
+
+int bip_finalize(void) {
+    if (!g.init) return BIP_OK;
+    if (g.send.state != SendState::kIdle && g.send.state != SendState::kDone)
+        return fail(BIP_ERR_STATE, "bip_finalize", "a send is pending (bip_swait it first)");
+    if (g.recv.state != RecvState::kIdle && g.recv.state != RecvState::kDone)
+        return fail(BIP_ERR_STATE, "bip_finalize", "a receive is pending (bip_rwait it first)");
+    // Goodbye on every link we send on; each VI delivers in order, so once
+    // every peer's goodbye is here nothing more will come to us.
+    for (unsigned r = 0; r < g.size; r++) {
+        Link *l = g.tx[r];
+        while (!l->ch.has_free_send() && !l->dead) {
+            reap_sends(l);
+            if (!l->ch.has_free_send()) wait_step();
+        }
+        if (!l->dead) post_packet(l, l->ch.take_send(), kBye, 0, 0, 0, 0);
+    }
+    for (;;) {
+        bool all = true;
+        for (Link *l : g.links)
+            if ((l->peer != g.rank || l->side == 1) && !l->bye && !l->dead) all = false;
+        if (all) break;
+        wait_step();
+    }
+    g.finalizing = true;
+    for (Link *l : g.links)
+        while (l->ch.in_flight() && !l->dead) {
+            reap_sends(l);
+            sched_yield();
+        }
+    int rc = vipl_boot_barrier() == VIPL_BOOT_OK ? BIP_OK : BIP_ERR_RESOURCE;
+    teardown();
+    return rc;
+}
+
+int bip_mynode(void) { return g.init ? int(g.rank) : -1; }
+int bip_numnodes(void) { return g.init ? int(g.size) : 0; }
+
+long bip_eager_max(int dest) {
+    if (!g.init) return BIP_ERR_NOT_INIT;
+    if (dest < 0 || unsigned(dest) >= g.size) return BIP_ERR_BAD_DEST;
+    return long(g.tx[unsigned(dest)]->eager_max);
+}
+
+size_t bip_fragment_size(size_t len) {
+    if (!g.init) return 0;
+    return fragment_for(uint32_t(std::min<size_t>(len, BIP_MAX_MESSAGE)));
+}
+
+unsigned long long bip_rdma_bytes(void) { return g.rdma_bytes; }
+
+const char *bip_error_name(int code) {
+    switch (code) {
+    case BIP_OK: return "BIP_OK";
+    case BIP_ERR_NOT_INIT: return "BIP_ERR_NOT_INIT";
+    case BIP_ERR_BAD_DEST: return "BIP_ERR_BAD_DEST";
+    case BIP_ERR_BAD_TAG: return "BIP_ERR_BAD_TAG";
+    case BIP_ERR_NULL_BUF: return "BIP_ERR_NULL_BUF";
+    case BIP_ERR_TOO_LONG: return "BIP_ERR_TOO_LONG";
+    case BIP_ERR_TRUNCATED: return "BIP_ERR_TRUNCATED";
+    case BIP_ERR_PENDING: return "BIP_ERR_PENDING";
+    case BIP_ERR_NO_PENDING: return "BIP_ERR_NO_PENDING";
+    case BIP_ERR_RESOURCE: return "BIP_ERR_RESOURCE";
+    case BIP_ERR_STATE: return "BIP_ERR_STATE";
+    default: return code > 0 ? "BIP_OK" : "unknown BIP error";
+    }
+}
+
+}  // extern "C"
