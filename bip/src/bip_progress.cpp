@@ -178,7 +178,15 @@ bool progress() {
     if (g.recv.state == RecvState::kCtsWait) recv_advance();
     for (Link *t : g.tx)
         if (t->credit_due) send_credits(t);
-    if (work) g.idle_polls = 0;
+    if (work) {
+        g.idle_polls = 0;
+    } else if (++g.idle_polls >= 256) {
+        // Idle for a while: credits owed below the batch size go back now,
+        // so a sender waiting for them blocks only while our buffers are
+        // really full.
+        for (Link *t : g.tx)
+            if (t->owed) send_credits(t);
+    }
     return work;
 }
 
@@ -187,11 +195,6 @@ void wait_step() {
         vipl_wait::progress(g.wait);
         return;
     }
-    // Idle: credits owed below the batch size go back now, so a sender
-    // waiting for them blocks only while our buffers are really full.
-    if (++g.idle_polls == 256)
-        for (Link *t : g.tx)
-            if (t->owed) send_credits(t);
     if (vipl_wait::idle(g.wait)) {
         sched_yield();
         vipl_wait::gave_up_cpu(g.wait);
