@@ -3,8 +3,11 @@
 # delivered upward" by message size, for
 #   mp-fm1 / FM   a tagged layer written as an FM 1.x client
 #   mp-fm2 / FM   the same layer using FM 2.x's gather and layer interleaving
-#   BIP / VI      BIP over the best raw VI bandwidth at that size (vi-send, vi-rdma)
-#   AM medium / VI, AM long / VI
+#   BIP / VI      BIP over the raw VI primitive that carries its data at that
+#                 size: sends into posted receives up to BIP's switch point
+#                 ($BIP_EAGER, default 16384), RDMA writes above
+#   AM medium / VI  the same with AM's medium messages (inline sends up to
+#                 4096 bytes, RDMA above); AM long / VI over RDMA writes
 #
 #   layering.sh BUILD_DIR [OUT_DIR] [rounds]
 #
@@ -13,6 +16,8 @@
 # vi, ...).  Each number is the median over the rounds; each fraction is the
 # ratio of the medians.  Writes OUT_DIR/layering.txt (raw rows),
 # layering.dat (the table) and layering.svg (the plot, with gnuplot).
+# LAYERING_REUSE=1 re-tabulates an existing OUT_DIR/layering.txt without
+# measuring.
 set -eu
 B=${1:?usage: layering.sh BUILD_DIR [OUT_DIR] [rounds]}
 OUT=${2:-layering-report}
@@ -21,19 +26,22 @@ MB=${LAYERING_MB:-4}
 mkdir -p "$OUT"
 RUN="$B/vipl/launcher/vipl-run -n 2 --timeout 900 $B/bench/layering/layering_bw"
 RAW="$OUT/layering.txt"
-: > "$RAW"
-$RUN fm -r "$R" -m "$MB" >> "$RAW"
-i=0
-while [ $i -lt "$R" ]; do
-    for m in vi bip am; do $RUN $m -r 1 -m "$MB" >> "$RAW"; done
-    i=$((i + 1))
-done
+EAGER=${BIP_EAGER:-${VIASTACK_BIP_EAGER:-16384}}
+if [ "${LAYERING_REUSE:-0}" != 1 ]; then
+    : > "$RAW"
+    $RUN fm -r "$R" -m "$MB" >> "$RAW"
+    i=0
+    while [ $i -lt "$R" ]; do
+        for m in vi bip am; do $RUN $m -r 1 -m "$MB" >> "$RAW"; done
+        i=$((i + 1))
+    done
+fi
 if grep -q ERROR "$RAW"; then
     grep ERROR "$RAW" >&2
     exit 1
 fi
 # Medians per (layer, size), then the table.
-awk '
+awk -v eager="$EAGER" '
 $1 !~ /^#/ && NF == 5 { v[$1 " " $2] = v[$1 " " $2] " " $5; sizes[$2] = 1 }
 function median(s,   a, n, i, j, t) {
     n = split(s, a, " "); if (n == 0) return "";
@@ -43,16 +51,17 @@ function median(s,   a, n, i, j, t) {
 function pct(x, y) { return (x != "" && y != "" && y > 0) ? sprintf("%.1f", 100 * x / y) : "?" }
 function m(l, s) { return ((l " " s) in v) ? median(v[l " " s]) : "" }
 END {
-    print "# bytes fm mp-fm1 mp-fm2 mp-fm1/fm% mp-fm2/fm% vi-best bip bip/vi% am-medium am-medium/vi% am-long am-long/vi%"
+    print "# bytes fm mp-fm1 mp-fm2 mp-fm1/fm% mp-fm2/fm% vi-send vi-rdma bip bip/vi% am-medium am-medium/vi% am-long am-long/vi%"
     n = 0; for (s in sizes) list[++n] = s + 0
     for (i = 2; i <= n; i++) { t = list[i]; for (j = i - 1; j >= 1 && list[j] > t; j--) list[j + 1] = list[j]; list[j + 1] = t }
     for (i = 1; i <= n; i++) {
         s = list[i]
         fm = m("fm", s); a = m("mp-fm1", s); b = m("mp-fm2", s)
-        vs = m("vi-send", s); vr = m("vi-rdma", s); vi = vs + 0 > vr + 0 ? vs : vr
+        vs = m("vi-send", s); vr = m("vi-rdma", s)
         bip = m("bip", s); am = m("am-medium", s); al = m("am-long", s)
-        printf "%d %s %s %s %s %s %s %s %s %s %s %s %s\n", s, fm, a, b, pct(a, fm), pct(b, fm), vi, bip, pct(bip, vi), \
-               am == "" ? "?" : am, pct(am, vi), al == "" ? "?" : al, pct(al, vi)
+        bipvi = s <= eager + 0 ? vs : vr; amvi = s <= 4096 ? vs : vr
+        printf "%d %s %s %s %s %s %s %s %s %s %s %s %s %s\n", s, fm, a, b, pct(a, fm), pct(b, fm), vs == "" ? "?" : vs, vr, \
+               bip, pct(bip, bipvi), am == "" ? "?" : am, pct(am, amvi), al == "" ? "?" : al, pct(al, vr)
     }
 }' "$RAW" > "$OUT/layering.dat"
 cat "$OUT/layering.dat"
@@ -69,9 +78,9 @@ set key left top
 set datafile missing "?"
 plot "$OUT/layering.dat" using 1:5 with linespoints title "tagged layer as FM 1.x client / FM", \
      "" using 1:6 with linespoints title "tagged layer with FM 2.x features / FM", \
-     "" using 1:9 with linespoints title "BIP / raw VI", \
-     "" using 1:11 with linespoints title "AM-2 medium / raw VI", \
-     "" using 1:13 with linespoints title "AM-2 long / raw VI", \
+     "" using 1:10 with linespoints title "BIP / raw VI (send, RDMA above the switch point)", \
+     "" using 1:12 with linespoints title "AM-2 medium / raw VI (send, RDMA above 4 KB)", \
+     "" using 1:14 with linespoints title "AM-2 long / raw VI RDMA write", \
      90 with lines dashtype 2 title "90%"
 GP
     echo "plot: $OUT/layering.svg"
