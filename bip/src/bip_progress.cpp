@@ -171,7 +171,7 @@ bool progress() {
         deliver(l, s);
     }
     const SendState ss = g.send.state;
-    if (ss != SendState::kIdle && ss != SendState::kDone && ss != SendState::kCtsWait) {
+    if (ss != SendState::kIdle && ss != SendState::kDone) {  // (kCtsWait: only the peer's death moves it)
         send_advance();
         work |= g.send.state != ss;
     }

@@ -17,9 +17,13 @@ volatile int g_signal = 0;  // go / ack signals
 unsigned g_len = 0;
 std::vector<uint8_t> g_sink;
 
-// FM's own bandwidth: the receiving handler FM_receive's the message into one buffer.
+constexpr int kWindow = 8;  // receives the layers keep posted (buffers the messages rotate through)
+
+// FM's own bandwidth: the receiving handler FM_receive's the message into
+// the same rotation of buffers the layers' posted receives use (so the two
+// move the same bytes to the same places: only the layer differs).
 int raw_handler(FM_stream *s, unsigned) {
-    FM_receive(g_sink.data(), s, g_len);
+    FM_receive(g_sink.data() + size_t(g_len) * size_t(g_count % kWindow), s, g_len);
     g_count = g_count + 1;
     return FM_CONTINUE;
 }
@@ -44,9 +48,9 @@ int run_fm(const Options &o) {
         return 2;
     }
     const size_t maxsz = *std::max_element(o.sizes.begin(), o.sizes.end());
-    constexpr int kWindow = 8;  // receives the layer keeps posted
-    std::vector<uint8_t> src(maxsz, 0x5a), dst(maxsz * kWindow);
-    g_sink.resize(maxsz);
+    std::vector<uint8_t> src(maxsz, 0x5a);
+    g_sink.resize(maxsz * kWindow);
+    std::vector<uint8_t> &dst = g_sink;  // the layers' receive buffers: the same rotation
     int signals = 0;
     const mp::Layer *layers[] = {nullptr, &mp::fm1(), &mp::fm2()};  // null: FM itself
     const char *names[] = {"fm", "mp-fm1", "mp-fm2"};
