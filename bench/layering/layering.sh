@@ -13,8 +13,9 @@
 #
 # FM and its two clients run in one job, interleaved per size and round; VI,
 # BIP and AM run as separate jobs, interleaved round by round (vi, bip, am,
-# vi, ...).  Each number is the median over the rounds; each fraction is the
-# ratio of the medians.  Writes OUT_DIR/layering.txt (raw rows),
+# vi, ...).  Each bandwidth is the median over the rounds; each fraction the
+# median over the rounds of the ratio within the round.  Writes
+# OUT_DIR/layering.txt (raw rows),
 # layering.dat (the table) and layering.svg (the plot, with gnuplot).
 # LAYERING_REUSE=1 re-tabulates an existing OUT_DIR/layering.txt without
 # measuring.
@@ -32,7 +33,8 @@ if [ "${LAYERING_REUSE:-0}" != 1 ]; then
     $RUN fm -r "$R" -m "$MB" >> "$RAW"
     i=0
     while [ $i -lt "$R" ]; do
-        for m in vi bip am; do $RUN $m -r 1 -m "$MB" >> "$RAW"; done
+        # -r 1 numbers its rows round 0: renumber them as round $i.
+        for m in vi bip am; do $RUN $m -r 1 -m "$MB" | awk -v r=$i 'NF == 5 { $3 = r } { print }' >> "$RAW"; done
         i=$((i + 1))
     done
 fi
@@ -40,16 +42,25 @@ if grep -q ERROR "$RAW"; then
     grep ERROR "$RAW" >&2
     exit 1
 fi
-# Medians per (layer, size), then the table.
+# Per (layer, size): the median bandwidth over the rounds.  Per pairing and
+# size: the median over the rounds of the ratio measured within the round
+# (the layer and the layer below ran next to each other, so the ratio sees
+# one machine state even when the load moves the absolute numbers).
 awk -v eager="$EAGER" '
-$1 !~ /^#/ && NF == 5 { v[$1 " " $2] = v[$1 " " $2] " " $5; sizes[$2] = 1 }
+$1 !~ /^#/ && NF == 5 { bw[$1, $2, $3] = $5; v[$1 " " $2] = v[$1 " " $2] " " $5; sizes[$2] = 1; if ($3 + 1 > nr) nr = $3 + 1 }
 function median(s,   a, n, i, j, t) {
     n = split(s, a, " "); if (n == 0) return "";
     for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-function pct(x, y) { return (x != "" && y != "" && y > 0) ? sprintf("%.1f", 100 * x / y) : "?" }
 function m(l, s) { return ((l " " s) in v) ? median(v[l " " s]) : "" }
+# Median over the rounds of 100 * upper / lower.
+function ratio(up, lo, s,   r, list) {
+    list = ""
+    for (r = 0; r < nr; r++)
+        if (((up, s, r) in bw) && ((lo, s, r) in bw) && bw[lo, s, r] > 0) list = list " " 100 * bw[up, s, r] / bw[lo, s, r]
+    return list == "" ? "?" : sprintf("%.1f", median(list))
+}
 END {
     print "# bytes fm mp-fm1 mp-fm2 mp-fm1/fm% mp-fm2/fm% vi-send vi-rdma bip bip/vi% am-medium am-medium/vi% am-long am-long/vi%"
     n = 0; for (s in sizes) list[++n] = s + 0
@@ -59,9 +70,10 @@ END {
         fm = m("fm", s); a = m("mp-fm1", s); b = m("mp-fm2", s)
         vs = m("vi-send", s); vr = m("vi-rdma", s)
         bip = m("bip", s); am = m("am-medium", s); al = m("am-long", s)
-        bipvi = s <= eager + 0 ? vs : vr; amvi = s <= 4096 ? vs : vr
-        printf "%d %s %s %s %s %s %s %s %s %s %s %s %s %s\n", s, fm, a, b, pct(a, fm), pct(b, fm), vs == "" ? "?" : vs, vr, \
-               bip, pct(bip, bipvi), am == "" ? "?" : am, pct(am, amvi), al == "" ? "?" : al, pct(al, vr)
+        bipvi = s <= eager + 0 ? "vi-send" : "vi-rdma"; amvi = s <= 4096 ? "vi-send" : "vi-rdma"
+        printf "%d %s %s %s %s %s %s %s %s %s %s %s %s %s\n", s, fm, a, b, ratio("mp-fm1", "fm", s), ratio("mp-fm2", "fm", s), \
+               vs == "" ? "?" : vs, vr, bip, ratio("bip", bipvi, s), am == "" ? "?" : am, ratio("am-medium", amvi, s), \
+               al == "" ? "?" : al, ratio("am-long", "vi-rdma", s)
     }
 }' "$RAW" > "$OUT/layering.dat"
 cat "$OUT/layering.dat"

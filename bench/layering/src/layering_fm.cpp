@@ -58,7 +58,9 @@ int run_fm(const Options &o) {
         const int count = messages_for(n);
         g_len = unsigned(n);
         for (int round = 0; round < o.rounds; round++)
-            for (int v = 0; v < 3; v++) {
+            for (int k = 0; k < 3; k++) {
+                // The order rotates round by round: no variant always runs first.
+                const int v = (k + round) % 3;
                 const mp::Layer *L = layers[v];
                 if (me == 1) {
                     // Receiver: post the window, say go, receive, ack.
