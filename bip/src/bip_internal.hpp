@@ -43,10 +43,11 @@ struct RendezvousTarget {
     uint32_t pad;
 };
 
-// Receive slots per link beyond the sender's credits: two credit-only
-// packets (each returns at least half the credits), one kCts or kRefuse
-// (one pending receive per process) and one kFin (one pending send), none of
-// which takes a credit, and one spare for kBye.
+// A link's receive slots: k for the peer's credited packets (kEager, kRts),
+// k for credit-only packets (each returns at least one of the k credits, so
+// at most k are in flight), and kUncredited for the other packets that take
+// no credit: one kCts or kRefuse (one pending receive per process), one kFin
+// (one pending send), one kBye, and two spare.
 constexpr uint32_t kUncredited = 5;
 // Send slots per link beyond the credits: the uncredited packets above and
 // RDMA write fragments in flight.
