@@ -195,6 +195,25 @@ TEST(BipUnit, BadInputGetsItsCode) {
     EXPECT_STREQ(bip_error_name(BIP_ERR_PENDING), "BIP_ERR_PENDING");
 }
 
+TEST(BipUnit, FinalizeThenInitAgain) {
+    // A message left unreceived is discarded by finalize; a new bip_init
+    // starts clean.
+    uint32_t v = 7;
+    ASSERT_EQ(bip_send(0, 30, &v, sizeof v), BIP_OK);
+    ASSERT_EQ(bip_finalize(), BIP_OK);
+    EXPECT_EQ(bip_mynode(), -1);
+    EXPECT_EQ(bip_send(0, 30, &v, sizeof v), BIP_ERR_NOT_INIT);
+    ASSERT_EQ(bip_init(), BIP_OK);
+    EXPECT_EQ(bip_rtest(nullptr, nullptr), BIP_ERR_NO_PENDING);
+    ASSERT_EQ(bip_irecv(30, &v, sizeof v), BIP_OK);
+    EXPECT_EQ(bip_rtest(nullptr, nullptr), 0) << "the old message is gone";
+    uint32_t w = 9;
+    ASSERT_EQ(bip_send(0, 30, &w, sizeof w), BIP_OK);
+    EXPECT_EQ(bip_rwait(nullptr), 0);
+    EXPECT_EQ(v, 9u);
+    roundtrip(size_t(bip_eager_max(0)) + 1, 31, 12);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
