@@ -68,7 +68,9 @@ std::string problems_of(const Report &r, const fs::path &dir) {
         if (!(pos(row.rtt_half_us) && pos(row.o_s_us) && pos(row.o_r_us) && pos(row.g_us)))
             p << row.layer << ": not all positive: RTT/2 " << row.rtt_half_us << " o_s " << row.o_s_us << " o_r "
               << row.o_r_us << " g " << row.g_us << "\n";
-        if (!std::isfinite(row.L_us) || !std::isfinite(row.delta_us)) p << row.layer << ": L or Delta missing\n";
+        if ((!std::isfinite(row.L_us) && row.L_state != "inconsistent") || !std::isfinite(row.delta_us))
+            p << row.layer << ": L or Delta missing\n";
+        if (row.L_us < 0) p << row.layer << ": L is negative: " << row.L_us << "\n";
         if (row.rtt_half_us < row.o_s_us + row.o_r_us)
             p << row.layer << ": RTT/2 " << row.rtt_half_us << " < o_s + o_r " << row.o_s_us + row.o_r_us << "\n";
     }

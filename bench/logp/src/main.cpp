@@ -223,6 +223,15 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
         }
         job.barrier();
     }
+    // The peer's message rate by window, once, beside our sweeps (rank 1 waits).
+    if (job.is_root() && !verbs_provider(o)) {
+        progress.note("peers: ucp_am_bw by window");
+        UcxPlan plan;
+        plan.iterations = o.quick ? 3000 : 20000;
+        plan.warmup = o.quick ? 300 : 2000;
+        r.rate_sweep.push_back(run_ucx_rate_sweep(plan, rate_windows(cfg.rate_max_window)));
+    }
+    job.barrier();
     progress.end();
     x.rounds = rounds;
     summarize_rounds(x);
@@ -250,6 +259,7 @@ int run_synthetic(const Options &o) {
     r.logp.push_back(row);
     BandwidthCurve c = measure_bandwidth(layer, job, cfg, progress);
     r.bandwidth.push_back(c);
+    r.rate_sweep.push_back(measure_rate_sweep(layer, job, cfg, progress));
     progress.clear();
     r.vi_baseline.status = {"skipped", "synthetic run (no VI)"};
     r.bulk_difference.status = {"skipped", "synthetic run"};
@@ -335,6 +345,7 @@ int run_job(const Options &o) {
                         r.vi_baseline.status = {"measured", ""};
                     }
                     r.bandwidth.push_back(measure_bandwidth(*layer, job, cfg, progress));
+                    r.rate_sweep.push_back(measure_rate_sweep(*layer, job, cfg, progress));
                     if (!layer->breakdown_name().empty()) r.breakdown.push_back(measure_breakdown(*layer, job, cfg, progress));
                     if (auto *ops = dynamic_cast<SplitcOpsSource *>(layer.get())) {
                         progress.note("splitc: read/write/get/put/store");
