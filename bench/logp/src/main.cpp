@@ -308,8 +308,27 @@ int run_job(const Options &o) {
     int to_measure = 0, measuring = -1;
     for (const auto &f : layer_factories()) to_measure += f.built && is_asked(f);
     progress.plan(to_measure);
+    // The comparison with the peers needs the job's boot service, and
+    // splitc_finalize ends it (compiler-rt calls vipl_boot_finalize), so it
+    // runs before the Split-C layer, or after the last layer when there is none.
+    bool compared = false;
+    auto compare = [&] {
+        if (compared) return;
+        compared = true;
+        try {
+            run_comparison(job, o, cfg, lopt, r, progress);
+        } catch (const std::exception &e) {
+            progress.clear();
+            if (root) {
+                r.interleaved.status = {"failed", e.what()};
+                try { emit(r, o, measure_memcpy_us(1024)); } catch (...) {}
+            }
+            fail_job(job, std::string("peer comparison failed: ") + e.what());
+        }
+    };
     for (const auto &f : layer_factories()) {
         bool asked = is_asked(f);
+        if (f.id == "splitc" && f.built && asked) compare();
         LogPRow row;
         row.layer = f.id;
         if (!f.built) {
@@ -371,16 +390,7 @@ int run_job(const Options &o) {
         r.logp.push_back(row);
         if (f.id == "vi" && !row.status.measured()) r.vi_baseline.status = row.status;
     }
-    try {
-        run_comparison(job, o, cfg, lopt, r, progress);
-    } catch (const std::exception &e) {
-        progress.clear();
-        if (root) {
-            r.interleaved.status = {"failed", e.what()};
-            try { emit(r, o, measure_memcpy_us(1024)); } catch (...) {}
-        }
-        fail_job(job, std::string("peer comparison failed: ") + e.what());
-    }
+    compare();
     if (root) {
         progress.clear();
         emit(r, o, measure_memcpy_us(1024));
