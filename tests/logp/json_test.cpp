@@ -31,7 +31,7 @@ void key_paths(const json &j, const std::string &at, std::set<std::string> &out)
 // add keys freely (and here), never rename or remove them.
 const std::set<std::string> kSchemaV1 = {
     "schema", "run", "run.date_utc", "run.host", "run.command", "run.quick", "run.iterations", "run.warmup",
-    "run.tsc_ghz", "run.max_spread", "run.instr_scope_ns", "provider", "provider.name", "provider.device",
+    "run.tsc_ghz", "run.max_spread", "run.instr_scope_ns", "run.timer_ns", "run.tsc_vs_monotonic", "provider", "provider.name", "provider.device",
     "provider.profile", "provider.profile_source", "profile", "layers", "layers[].layer", "layers[].status",
     "layers[].status.state", "layers[].status.note", "vi_baseline", "vi_baseline.status", "vi_baseline.status.state",
     "vi_baseline.status.note", "vi_baseline.min_bytes", "vi_baseline.rtt_half_min_us", "vi_baseline.rtt_half_16_us",

@@ -150,8 +150,8 @@ LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
         if (e.o_s_ns + e.o_r_total_ns > 2 * e.rtt_half_ns)
             why += fmt::format(
                 ". o_s + o_r = {:.3f} us is more than a whole round trip ({:.3f} us), which no noise explains: the "
-                "clock or the timing of single operations is wrong on this machine (under software emulation the "
-                "TSC is emulated and a timed operation includes the emulator's own work; see docs/logp.md)",
+                "clock or the timing of single operations is wrong on this machine (in an emulated guest the host "
+                "takes the vCPU away inside timed operations, which the guest cannot see; see docs/logp.md)",
                 (e.o_s_ns + e.o_r_total_ns) / 1e3, 2 * e.rtt_half_ns / 1e3);
         e.warnings.push_back(why);
     }

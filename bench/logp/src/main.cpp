@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -115,8 +116,27 @@ RunInfo run_info(const Options &o, const MeasureConfig &c) {
     r.tsc_ghz = vipl_instr_cycles_per_ns();
     r.max_spread = c.policy.max_spread;
     r.instr_scope_ns = measure_instr_scope_ns();
+    r.timer_ns = timer_cost_ns();
     return r;
 }
+
+// The clock check: the run's length by the TSC at the calibrated rate against
+// CLOCK_MONOTONIC over the same interval (from run_info to the report).
+struct ClockCheck {
+    std::uint64_t t0 = ticks();
+    std::chrono::steady_clock::time_point m0 = std::chrono::steady_clock::now();
+    void finish(Report &r) const {
+        const double mono = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - m0).count();
+        const double tsc = ticks_to_ns(ticks() - t0);
+        if (mono < 1e8) return;  // under 0.1 s says nothing
+        r.run.tsc_vs_monotonic = tsc / mono;
+        if (std::abs(r.run.tsc_vs_monotonic - 1) > 0.02)
+            r.warnings.push_back(fmt::format("clock: over the run the TSC at its calibrated {:.3f} GHz counted {:.3f}x "
+                                             "the time CLOCK_MONOTONIC did; every time in this report is off by that "
+                                             "factor (set VIASTACK_TSC_GHZ, docs/instrumentation.md)",
+                                             r.run.tsc_ghz, r.run.tsc_vs_monotonic));
+    }
+};
 
 void emit(Report &r, const Options &o, double memcpy_us) {
     finalize_report(r, memcpy_us);
@@ -293,6 +313,7 @@ int run_job(const Options &o) {
     LayerOptions lopt{o.device};
     Report r;
     r.run = run_info(o, cfg);
+    const ClockCheck clock_check;
     ProviderFacts facts = query_provider(lopt);
     r.provider.name = facts.provider.empty() ? "unknown" : facts.provider;
     r.provider.device = facts.device;
@@ -393,6 +414,7 @@ int run_job(const Options &o) {
     compare();
     if (root) {
         progress.clear();
+        clock_check.finish(r);
         emit(r, o, measure_memcpy_us(1024));
     }
     vipl_boot_finalize();

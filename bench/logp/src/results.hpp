@@ -29,6 +29,11 @@ struct RunInfo {
     double tsc_ghz = kNaN;
     double max_spread = 0.25;
     double instr_scope_ns = kNaN;  // cost of one timed scope with instrumentation on
+    double timer_ns = kNaN;        // one clock-read pair (subtracted from single timed operations)
+    // Time of the whole run by the TSC (at the calibrated rate) over the same
+    // interval by CLOCK_MONOTONIC: 1 when the calibration holds (the check of
+    // an emulated clock; see docs/logp.md).
+    double tsc_vs_monotonic = kNaN;
 };
 
 struct ProviderInfo {

@@ -74,7 +74,8 @@ json to_json(const Report &r) {
                 {"command", r.run.command},       {"quick", r.run.quick},
                 {"iterations", r.run.iterations}, {"warmup", r.run.warmup},
                 {"tsc_ghz", num(r.run.tsc_ghz)},  {"max_spread", r.run.max_spread},
-                {"instr_scope_ns", num(r.run.instr_scope_ns)}};
+                {"instr_scope_ns", num(r.run.instr_scope_ns)}, {"timer_ns", num(r.run.timer_ns)},
+                {"tsc_vs_monotonic", num(r.run.tsc_vs_monotonic)}};
     j["provider"] = {{"name", r.provider.name},
                      {"device", r.provider.device},
                      {"profile", r.provider.profile},
@@ -215,6 +216,8 @@ Report report_from_json(const json &j) {
     r.run.tsc_ghz = get_num(run, "tsc_ghz");
     r.run.max_spread = get_or<double>(run, "max_spread", 0.25);
     r.run.instr_scope_ns = get_num(run, "instr_scope_ns");
+    r.run.timer_ns = get_num(run, "timer_ns");
+    r.run.tsc_vs_monotonic = get_num(run, "tsc_vs_monotonic");
     const json &prov = obj(j, "provider");
     r.provider.name = get_or<std::string>(prov, "name", "");
     r.provider.device = get_or<std::string>(prov, "device", "");

@@ -36,6 +36,9 @@ std::vector<HeadField> report_head(const Report &r) {
                             "warnings above {:.0f}%",
                             r.run.quick ? "quick" : "full", r.run.iterations, r.run.warmup, fmt_num(r.run.tsc_ghz, 3),
                             100 * r.run.max_spread)},
+        {"clock", fmt::format("one clock read pair {} ns (taken off single timed operations); the run by the TSC / by "
+                              "CLOCK_MONOTONIC = {}",
+                              fmt_num(r.run.timer_ns, 1), fmt_num(r.run.tsc_vs_monotonic, 4))},
         {"command", r.run.command},
         {"paper", paper_citation() + " (figures in bench/logp/paper_figures.json)"},
         {"layers", layers.empty() ? "none" : layers},
