@@ -81,16 +81,31 @@ std::string problems_of(const Report &r, const fs::path &dir) {
     if (vi && std::abs(vi->delta_us) > 1e-9) p << "vi Delta is not 0\n";
     for (const auto &c : r.bandwidth) {
         if (c.status.state != "measured") p << c.layer << " bandwidth " << c.status.state << " " << c.status.note << "\n";
-        if (c.points.size() != 14) p << c.layer << " bandwidth has " << c.points.size() << " sizes, not 14\n";
+        if (c.points.size() != 19) p << c.layer << " bandwidth has " << c.points.size() << " sizes, not 19 (4 B ... 1 MB)\n";
         for (const auto &pt : c.points)
             if (!pos(pt.mb_s) || !pos(pt.us_per_msg)) p << c.layer << " bandwidth at " << pt.bytes << " B not positive\n";
         if (!c.points.empty() && c.points.back().mb_s <= c.points.front().mb_s)
-            p << c.layer << ": 32 KB messages no faster than 4 B ones\n";
+            p << c.layer << ": 1 MB messages no faster than 4 B ones\n";
         // FM metrics: fitted, or (a curve flat up to 32 KB) t0 with r_inf beyond the measured sizes.
         bool beyond = c.status.note.find("beyond the measured sizes") != std::string::npos;
         if (!std::isfinite(c.t0_us) || (!beyond && (!pos(c.r_inf_mb_s) || !pos(c.n_half_bytes))))
             p << c.layer << ": FM metrics missing (" << c.status.note << ")\n";
     }
+    // The message rate: every measured layer, windows 1 ... 64, all positive
+    // (--no-peers: no ucx_perftest row).
+    int sweeps = 0;
+    for (const auto &s : r.rate_sweep) {
+        if (s.peer) p << "a peer's rate sweep in a --no-peers run\n";
+        if (!s.status.measured()) {
+            p << s.layer << " rate sweep " << s.status.state << ": " << s.status.note << "\n";
+            continue;
+        }
+        ++sweeps;
+        if (s.points.size() != 7) p << s.layer << " rate sweep has " << s.points.size() << " windows, not 7\n";
+        for (const auto &pt : s.points)
+            if (!pos(pt.msg_rate_m_s) || !pos(pt.us_per_msg)) p << s.layer << " rate at W=" << pt.window << " not positive\n";
+    }
+    if (sweeps != int(r.bandwidth.size())) p << sweeps << " rate sweeps for " << r.bandwidth.size() << " layers\n";
     for (const auto &b : r.breakdown) {
         if (!b.status.measured()) {
             p << b.name << " breakdown " << b.status.state << ": " << b.status.note << "\n";
@@ -113,7 +128,7 @@ std::string problems_of(const Report &r, const fs::path &dir) {
         for (const auto &c : r.bulk_difference.components)
             if (!pos(c.us)) p << "Table 5 " << c.component << " not positive\n";
     for (const char *f : {"report/report.md", "report/logp.json", "report/bandwidth.svg", "report/bandwidth.png",
-                          "report/logp.svg", "report/logp.png"})
+                          "report/logp.svg", "report/logp.png", "report/rate.svg", "report/rate.png"})
         if (!fs::exists(dir / f)) p << f << " missing\n";
     return p.str();
 }

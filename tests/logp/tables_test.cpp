@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 using namespace logp;
@@ -239,6 +240,14 @@ TEST(Tables, RateTableHasAWindowColumnAndARowPerSweep) {
     EXPECT_EQ(row_named(m, "am-v3 (ours)")->span, "failed: no confirmation from the peer");
     EXPECT_NE(row_named(m, "ucx_perftest ucp_am_bw")->span.find("not installed"), std::string::npos);
     EXPECT_EQ(table(build_document(finalized(Report{})), "rate").status, "not measured");
+
+    // The peer's sweep is run between our layers (before Split-C); the table lists ours first.
+    Report peer_first = full_report();
+    std::rotate(peer_first.rate_sweep.begin(), peer_first.rate_sweep.end() - 1, peer_first.rate_sweep.end());
+    const ReportDocument pd = build_document(finalized(peer_first));
+    const Table &pf = table(pd, "rate");
+    EXPECT_EQ(pf.rows[0].cells[0].text, "vi (ours)");
+    EXPECT_EQ(pf.rows[4].cells[0].text, "ucx_perftest ucp_am_bw");
 }
 
 // L below the resolution prints 0* with the raw figure in a note; inconsistent

@@ -100,6 +100,7 @@ MeasureConfig config_of(const Options &o) {
         c.bw_stream_bytes = 64 << 10;
         c.bw_min_count = 8;
         c.bw_max_count = 64;
+        c.rate_msgs = 256;
     }
     c.policy.max_spread = o.max_spread;
     return c;

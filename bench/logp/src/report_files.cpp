@@ -118,7 +118,9 @@ std::vector<Plot> write_plot_sources(const Report &r, const fs::path &dir) {
             write_text(dir / "bandwidth.gp",
                        two_terminals("bandwidth", "set title 'Bulk bandwidth (Figure 5 to 1 MB), ours and the peers'\nset logscale xy 2\n"
                                                   "set xlabel 'message size (bytes)'\nset ylabel 'MB/s (10^6 B/s)'\n"
-                                                  "set key left top font ',9'\nset grid\nset xrange [2:2097152]\n" +
+                                                  "set key left top font ',9'\nset grid\nset xrange [2:2097152]\n"
+                                                  "set xtics (\"4\" 4, \"32\" 32, \"256\" 256, \"2K\" 2048, \"16K\" 16384, "
+                                                  "\"128K\" 131072, \"1M\" 1048576)\n" +
                                                       plot));
             plots.push_back({"bandwidth", "Bulk bandwidth (Figure 5 to 1 MB), ours beside the peers"});
         }
@@ -128,7 +130,13 @@ std::vector<Plot> write_plot_sources(const Report &r, const fs::path &dir) {
     {
         std::string data, plot;
         int index = 0;
-        for (const auto &s : r.rate_sweep) {
+        std::vector<const RateSweep *> sweeps;  // ours first, then the peers'
+        for (const auto &s : r.rate_sweep)
+            if (!s.peer) sweeps.push_back(&s);
+        for (const auto &s : r.rate_sweep)
+            if (s.peer) sweeps.push_back(&s);
+        for (const RateSweep *sp : sweeps) {
+            const RateSweep &s = *sp;
             if (!s.status.measured() || s.points.empty()) continue;
             const std::string name = s.peer ? s.layer : s.layer + " (ours)";
             data += "# " + name + "\n";
