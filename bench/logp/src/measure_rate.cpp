@@ -20,6 +20,8 @@
 
 namespace logp {
 
+constexpr int kMaxWindowsPerStream = 64;
+
 std::vector<int> rate_windows(int max_window) {
     std::vector<int> out;
     for (int w = 1; w <= max_window; w *= 2) out.push_back(w);
@@ -35,7 +37,7 @@ RateSweep measure_rate_sweep(Layer &layer, const Job &job, const MeasureConfig &
     if (!single && job.rank() >= 2) return sweep;
     const std::vector<int> windows = rate_windows(std::min(cfg.rate_max_window, layer.max_burst()));
     sweep.method = fmt::format("windows of W 16-byte messages (the LogP burst message) then the receiver's "
-                               "confirmation; about {} messages per timed stream, median of {} streams",
+                               "confirmation; min({}, 64 W) messages per timed stream, median of {} streams",
                                cfg.rate_msgs, cfg.bw_reps);
     if (windows.empty()) {
         sweep.status = {"skipped", "the layer takes no burst"};
@@ -45,7 +47,10 @@ RateSweep measure_rate_sweep(Layer &layer, const Job &job, const MeasureConfig &
     progress.begin(layer.id() + ": message rate", cfg.bw_reps);
     for (int r = 0; r < cfg.bw_reps + 1; ++r) {  // the first round warms up
         for (int w : windows) {
-            const int blocks = std::max(1, cfg.rate_msgs / w);
+            // At most 64 windows per stream: at W = 1 a stream of thousands of
+            // round trips outlasts a scheduler slice on a busy machine, and a
+            // stream the OS interrupted cannot be told from a slow one.
+            const int blocks = std::clamp(cfg.rate_msgs / w, 1, kMaxWindowsPerStream);
             long sw = involuntary_switches();
             double ns = 0;
             if (sender) {
