@@ -31,13 +31,14 @@ void key_paths(const json &j, const std::string &at, std::set<std::string> &out)
 // add keys freely (and here), never rename or remove them.
 const std::set<std::string> kSchemaV1 = {
     "schema", "run", "run.date_utc", "run.host", "run.command", "run.quick", "run.iterations", "run.warmup",
-    "run.tsc_ghz", "run.max_spread", "run.instr_scope_ns", "provider", "provider.name", "provider.device",
+    "run.tsc_ghz", "run.max_spread", "run.instr_scope_ns", "run.timer_ns", "run.tsc_vs_monotonic", "provider", "provider.name", "provider.device",
     "provider.profile", "provider.profile_source", "profile", "layers", "layers[].layer", "layers[].status",
     "layers[].status.state", "layers[].status.note", "vi_baseline", "vi_baseline.status", "vi_baseline.status.state",
     "vi_baseline.status.note", "vi_baseline.min_bytes", "vi_baseline.rtt_half_min_us", "vi_baseline.rtt_half_16_us",
     "vi_baseline.peak_mb_s", "vi_baseline.peak_at_bytes", "vi_baseline.spread", "logp", "logp[].layer",
     "logp[].status", "logp[].status.state", "logp[].status.note", "logp[].rtt_half_us", "logp[].delta_us",
     "logp[].L_us", "logp[].o_s_us", "logp[].o_r_us", "logp[].o_r_reply_us", "logp[].g_us", "logp[].o_s_delay_us", "logp[].rtt_half_min_us",
+    "logp[].L_state", "logp[].L_raw_us", "logp[].L_resolution_us",
     "logp[].spread",
     "logp[].spread.rtt", "logp[].spread.o_s", "logp[].spread.o_r", "logp[].spread.g", "logp[].expected",
     "logp[].expected.L_us", "logp[].expected.o_s_us", "logp[].expected.o_r_us", "logp[].expected.g_us",
@@ -70,7 +71,10 @@ const std::set<std::string> kSchemaV1 = {
     "interleaved.comparisons[].metric", "interleaved.comparisons[].test", "interleaved.comparisons[].layer",
     "interleaved.comparisons[].bytes", "interleaved.comparisons[].ours", "interleaved.comparisons[].peer_values",
     "interleaved.comparisons[].ratios", "interleaved.comparisons[].rounds", "interleaved.comparisons[].ratio_median",
-    "interleaved.comparisons[].ratio_min", "interleaved.comparisons[].ratio_max", "warnings"};
+    "interleaved.comparisons[].ratio_min", "interleaved.comparisons[].ratio_max", "warnings",
+    "rate_sweep", "rate_sweep[].layer", "rate_sweep[].method", "rate_sweep[].peer", "rate_sweep[].status",
+    "rate_sweep[].status.state", "rate_sweep[].status.note", "rate_sweep[].points", "rate_sweep[].points[].window",
+    "rate_sweep[].points[].us_per_msg", "rate_sweep[].points[].msg_rate_m_s", "rate_sweep[].points[].spread"};
 
 }  // namespace
 
@@ -105,6 +109,33 @@ TEST(LogPJson, NotMeasuredIsNull) {
     EXPECT_EQ(sc["status"]["state"], "not built");
     Report back = report_from_json(j);
     EXPECT_TRUE(std::isnan(back.logp[2].g_us));
+}
+
+TEST(LogPJson, RateSweepRoundTripsAndOldReportsHaveNone) {
+    json j = to_json(full_report());
+    ASSERT_EQ(j["rate_sweep"].size(), 3u);
+    EXPECT_EQ(j["rate_sweep"][2]["peer"], true);
+    EXPECT_EQ(j["rate_sweep"][0]["points"][0]["window"], 1);
+    Report back = report_from_json(j);
+    ASSERT_EQ(back.rate_sweep.size(), 3u);
+    EXPECT_EQ(back.rate_sweep[0].points.size(), 7u);
+    EXPECT_DOUBLE_EQ(back.rate_sweep[0].points[6].msg_rate_m_s, full_report().rate_sweep[0].points[6].msg_rate_m_s);
+    j.erase("rate_sweep");  // a report written before the sweep existed
+    EXPECT_TRUE(report_from_json(j).rate_sweep.empty());
+}
+
+TEST(LogPJson, LatencyStateRoundTrips) {
+    Report r = full_report();
+    r.logp[1].L_state = "below resolution";
+    r.logp[1].L_us = 0;
+    r.logp[1].L_raw_us = -0.069;
+    r.logp[1].L_resolution_us = 0.1;
+    json j = to_json(r);
+    EXPECT_EQ(j["logp"][1]["L_state"], "below resolution");
+    EXPECT_DOUBLE_EQ(j["logp"][1]["L_raw_us"].get<double>(), -0.069);
+    Report back = report_from_json(j);
+    EXPECT_EQ(back.logp[1].L_state, "below resolution");
+    EXPECT_DOUBLE_EQ(back.logp[1].L_resolution_us, 0.1);
 }
 
 TEST(LogPJson, RejectsOtherDocuments) {

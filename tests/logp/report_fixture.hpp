@@ -39,6 +39,25 @@ inline logp::Report full_report() {
     a.layer = "am-v3";
     for (auto &p : a.points) p.us_per_msg += 2, p.mb_s = double(p.bytes) / p.us_per_msg;
     r.bandwidth = {c, a};
+    // Message rate by window: two layers of ours and ucx_perftest's ucp_am_bw.
+    for (const char *layer : {"vi", "am-v3"}) {
+        RateSweep s;
+        s.layer = layer;
+        s.method = "windows of W 16-byte messages then the receiver's confirmation";
+        s.status = {"measured", ""};
+        for (int w = 1; w <= 64; w *= 2) {
+            double us = (layer[0] == 'v' ? 0.2 : 0.4) + 1.0 / w;  // g + a share of the confirmation
+            s.points.push_back({w, us, 1 / us, w == 4 ? 0.3 : 0.05});
+        }
+        r.rate_sweep.push_back(s);
+    }
+    RateSweep ucx;
+    ucx.layer = "ucx_perftest ucp_am_bw";
+    ucx.peer = true;
+    ucx.method = "ucp_am_bw 16 B, -O W";
+    ucx.status = {"measured", ""};
+    for (int w = 1; w <= 64; w *= 2) ucx.points.push_back({w, 0.125, 8.0, 0});
+    r.rate_sweep.push_back(ucx);
     Breakdown b;
     b.name = "am-request-reply";
     b.layer = "am-v3";
@@ -93,6 +112,10 @@ inline logp::Report report_with_missing_data() {
     r.peers[0].status = {"not installed", "apt-get install ucx-utils"};
     r.peers[0].metrics.clear();
     r.peers[0].bandwidth.clear();
+    r.rate_sweep[1].status = {"failed", "no confirmation from the peer"};
+    r.rate_sweep[1].points.clear();
+    r.rate_sweep[2].status = {"not installed", "ucx_perftest not found on PATH (Debian: apt-get install ucx-utils)"};
+    r.rate_sweep[2].points.clear();
     r.warnings.clear();
     return r;
 }

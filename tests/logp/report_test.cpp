@@ -97,6 +97,33 @@ TEST(PeerUcx, ParsesCsvOutput) {
     EXPECT_DOUBLE_EQ(m.msg_rate, 3619211);
 }
 
+// Captured from `ucx_perftest localhost -t ucp_put_bw -s 1048576 -n 256 -w 64 -v`
+// (UCX_TLS=sm,self, Debian 12): the iteration count is padded to 4 columns, so
+// the result line starts with a space.  The parser used to skip it and record
+// the 1 MB put as failed although it had printed its result.
+TEST(PeerUcx, ParsesResultLineWithPaddedIterationCount) {
+    const char *out =
+        "iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr\n"
+        " 256,21.821,39.094,39.094,25579.29,25579.29,25579,25579\n";
+    UcxMeasurement m = parse_ucx_perftest_csv(out);
+    ASSERT_TRUE(m.ok) << m.error;
+    EXPECT_DOUBLE_EQ(m.lat_us, 21.821);
+    EXPECT_NEAR(m.bw_mb_s, 25579.29 * 1.048576, 1e-6);
+    EXPECT_DOUBLE_EQ(m.msg_rate, 25579);
+}
+
+// Captured from `ucx_perftest localhost -t ucp_am_bw -s 16 -n 20000 -w 2000 -O 4 -v`:
+// a thread's progress line comes before the final line; the final line counts.
+TEST(PeerUcx, SkipsThreadProgressLines) {
+    const char *out =
+        "iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr\n"
+        "[thread 0]18853,0.160,54.934,54.934,0.28,0.28,18204,18204\n"
+        "20000,0.020,533.636,82.387,0.03,0.19,1874,12138\n";
+    UcxMeasurement m = parse_ucx_perftest_csv(out);
+    ASSERT_TRUE(m.ok) << m.error;
+    EXPECT_DOUBLE_EQ(m.msg_rate, 12138);
+}
+
 TEST(PeerUcx, ReportsMissingOutput) {
     EXPECT_FALSE(parse_ucx_perftest_csv("").ok);
     UcxMeasurement m = parse_ucx_perftest_csv("iterations,50.0_percentile_lat\nerror: connection refused\n");
@@ -110,9 +137,25 @@ TEST(PeerUcx, MissingToolIsNotInstalled) {
     std::string old = getenv("PATH") ? getenv("PATH") : "";
     setenv("PATH", "/nonexistent", 1);
     PeerResult p = run_ucx_peer(plan);
+    RateSweep s = run_ucx_rate_sweep(plan, {1, 2, 4});
     setenv("PATH", old.c_str(), 1);
     EXPECT_EQ(p.status.state, "not installed");
     EXPECT_NE(p.status.note.find("ucx-utils"), std::string::npos);
+    EXPECT_EQ(s.status.state, "not installed");
+    EXPECT_TRUE(s.peer);
+    EXPECT_TRUE(s.points.empty());
+}
+
+// A binary that is not ucx_perftest: every window fails, and the sweep says
+// why instead of reporting rates.
+TEST(PeerUcx, RateSweepOfABrokenToolFails) {
+    UcxPlan plan;
+    plan.binary = "/bin/false";
+    plan.timeout_s = 5;
+    RateSweep s = run_ucx_rate_sweep(plan, {1, 2});
+    EXPECT_EQ(s.status.state, "failed");
+    EXPECT_NE(s.status.note.find("ucp_am_bw"), std::string::npos) << s.status.note;
+    EXPECT_TRUE(s.points.empty());
 }
 
 TEST(Report, FinalizeDerivesDeltaRatiosAndTable5) {
@@ -171,7 +214,7 @@ TEST(Report, DirectoryHasMarkdownJsonAndPlots) {
     std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("## Table 2"), std::string::npos);
     if (files.problems.empty()) {  // gnuplot installed: every plot in both formats, embedded
-        for (const char *stem : {"bandwidth", "logp", "breakdown", "splitc"}) {
+        for (const char *stem : {"bandwidth", "logp", "breakdown", "splitc", "rate"}) {
             EXPECT_TRUE(fs::exists(dir / (std::string(stem) + ".svg"))) << stem;
             EXPECT_TRUE(fs::exists(dir / (std::string(stem) + ".png"))) << stem;
             EXPECT_NE(text.find(std::string("(") + stem + ".svg)"), std::string::npos) << stem;
@@ -179,6 +222,36 @@ TEST(Report, DirectoryHasMarkdownJsonAndPlots) {
     }
     fs::remove_all(dir);
     EXPECT_THROW(write_report_files(r, "/proc/no/such/dir"), std::runtime_error);
+}
+
+// One bandwidth plot: our layers' curves (to 1 MB) beside every bandwidth test
+// of every peer (ucp_put_bw and ucp_am_bw here); the rate plot: every sweep.
+TEST(Report, PlotsPutOursBesideEveryPeerCurve) {
+    namespace fs = std::filesystem;
+    Report r = full_report();
+    r.peers[0].metrics.push_back({"bandwidth_mb_s:ucp_put_bw", "ucp_put_bw", "", 1024, 2048, kNaN, kNaN});
+    r.peers[0].metrics.push_back({"bandwidth_mb_s:ucp_am_bw", "ucp_am_bw", "", 1048576, 9000, kNaN, kNaN});
+    r.peers[0].metrics.push_back({"bandwidth_mb_s:ucp_am_bw", "ucp_am_bw", "", 4096, 3000, kNaN, kNaN});
+    r.bandwidth[0].points.push_back({1048576, 500, 1048576 / 500.0, 0});
+    finalize_report(r, 0.05);
+    fs::path dir = fs::path(::testing::TempDir()) / ("logp_plots_" + std::to_string(getpid()));
+    write_report_files(r, dir.string());
+    auto slurp = [&](const char *name) {
+        std::ifstream in(dir / name);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    const std::string dat = slurp("bandwidth.dat"), gp = slurp("bandwidth.gp");
+    for (const char *curve : {"# vi (ours, RDMA write)", "# am-v3 (ours, AM long)", "# ucx_perftest ucp_put_bw (UCX_TLS=sm,self)",
+                              "# ucx_perftest ucp_am_bw (UCX_TLS=sm,self)"})
+        EXPECT_NE(dat.find(curve), std::string::npos) << curve;
+    EXPECT_NE(dat.find("1048576 2097.152"), std::string::npos);  // our 1 MB point
+    EXPECT_NE(dat.find("4096 3000\n1048576 9000"), std::string::npos);  // a peer curve in size order
+    EXPECT_NE(gp.find("index 3"), std::string::npos);  // four curves
+    EXPECT_NE(gp.find("2097152"), std::string::npos);  // the x axis reaches 1 MB
+    const std::string rate = slurp("rate.dat");
+    for (const char *s : {"# vi (ours)", "# am-v3 (ours)", "# ucx_perftest ucp_am_bw", "64 8"})
+        EXPECT_NE(rate.find(s), std::string::npos) << s;
+    fs::remove_all(dir);
 }
 
 TEST(Report, MemcpyTimeIsPlausible) {

@@ -68,7 +68,9 @@ std::string problems_of(const Report &r, const fs::path &dir) {
         if (!(pos(row.rtt_half_us) && pos(row.o_s_us) && pos(row.o_r_us) && pos(row.g_us)))
             p << row.layer << ": not all positive: RTT/2 " << row.rtt_half_us << " o_s " << row.o_s_us << " o_r "
               << row.o_r_us << " g " << row.g_us << "\n";
-        if (!std::isfinite(row.L_us) || !std::isfinite(row.delta_us)) p << row.layer << ": L or Delta missing\n";
+        if ((!std::isfinite(row.L_us) && row.L_state != "inconsistent") || !std::isfinite(row.delta_us))
+            p << row.layer << ": L or Delta missing\n";
+        if (row.L_us < 0) p << row.layer << ": L is negative: " << row.L_us << "\n";
         if (row.rtt_half_us < row.o_s_us + row.o_r_us)
             p << row.layer << ": RTT/2 " << row.rtt_half_us << " < o_s + o_r " << row.o_s_us + row.o_r_us << "\n";
     }
@@ -79,16 +81,31 @@ std::string problems_of(const Report &r, const fs::path &dir) {
     if (vi && std::abs(vi->delta_us) > 1e-9) p << "vi Delta is not 0\n";
     for (const auto &c : r.bandwidth) {
         if (c.status.state != "measured") p << c.layer << " bandwidth " << c.status.state << " " << c.status.note << "\n";
-        if (c.points.size() != 14) p << c.layer << " bandwidth has " << c.points.size() << " sizes, not 14\n";
+        if (c.points.size() != 19) p << c.layer << " bandwidth has " << c.points.size() << " sizes, not 19 (4 B ... 1 MB)\n";
         for (const auto &pt : c.points)
             if (!pos(pt.mb_s) || !pos(pt.us_per_msg)) p << c.layer << " bandwidth at " << pt.bytes << " B not positive\n";
         if (!c.points.empty() && c.points.back().mb_s <= c.points.front().mb_s)
-            p << c.layer << ": 32 KB messages no faster than 4 B ones\n";
+            p << c.layer << ": 1 MB messages no faster than 4 B ones\n";
         // FM metrics: fitted, or (a curve flat up to 32 KB) t0 with r_inf beyond the measured sizes.
         bool beyond = c.status.note.find("beyond the measured sizes") != std::string::npos;
         if (!std::isfinite(c.t0_us) || (!beyond && (!pos(c.r_inf_mb_s) || !pos(c.n_half_bytes))))
             p << c.layer << ": FM metrics missing (" << c.status.note << ")\n";
     }
+    // The message rate: every measured layer, windows 1 ... 64, all positive
+    // (--no-peers: no ucx_perftest row).
+    int sweeps = 0;
+    for (const auto &s : r.rate_sweep) {
+        if (s.peer) p << "a peer's rate sweep in a --no-peers run\n";
+        if (!s.status.measured()) {
+            p << s.layer << " rate sweep " << s.status.state << ": " << s.status.note << "\n";
+            continue;
+        }
+        ++sweeps;
+        if (s.points.size() != 7) p << s.layer << " rate sweep has " << s.points.size() << " windows, not 7\n";
+        for (const auto &pt : s.points)
+            if (!pos(pt.msg_rate_m_s) || !pos(pt.us_per_msg)) p << s.layer << " rate at W=" << pt.window << " not positive\n";
+    }
+    if (sweeps != int(r.bandwidth.size())) p << sweeps << " rate sweeps for " << r.bandwidth.size() << " layers\n";
     for (const auto &b : r.breakdown) {
         if (!b.status.measured()) {
             p << b.name << " breakdown " << b.status.state << ": " << b.status.note << "\n";
@@ -111,7 +128,7 @@ std::string problems_of(const Report &r, const fs::path &dir) {
         for (const auto &c : r.bulk_difference.components)
             if (!pos(c.us)) p << "Table 5 " << c.component << " not positive\n";
     for (const char *f : {"report/report.md", "report/logp.json", "report/bandwidth.svg", "report/bandwidth.png",
-                          "report/logp.svg", "report/logp.png"})
+                          "report/logp.svg", "report/logp.png", "report/rate.svg", "report/rate.png"})
         if (!fs::exists(dir / f)) p << f << " missing\n";
     return p.str();
 }

@@ -79,3 +79,30 @@ TEST(Synthetic, SuiteRecoversKnownBandwidthMetrics) {
     }
     FAIL() << "no run recovered t0=5 r_inf=100 n_1/2=500; last: " << last.str();
 }
+
+// The message-rate sweep on a machine with known o_s, g, L: a window of W
+// costs o_s + W*g + L (the sends drain at g, the confirmation arrives L after
+// the last), so the time per message is g + (o_s + L) / W.
+TEST(Synthetic, RateSweepRecoversTheWindowModel) {
+    SyntheticLayer layer(parse_synthetic("o_s=1,o_r=1,g=4,L=10,window=8"));
+    Progress quiet(false);
+    MeasureConfig cfg = quick_config();
+    cfg.rate_msgs = 64;  // short streams (~1 ms at W = 1): a loaded machine preempts few of them
+    cfg.bw_reps = 9;
+    std::ostringstream last;
+    for (int attempt = 0; attempt < kAttempts; ++attempt) {
+        RateSweep s = measure_rate_sweep(layer, Job::single(), cfg, quiet);
+        ASSERT_EQ(s.status.state, "measured");
+        ASSERT_EQ(s.points.size(), 7u);  // W = 1 ... 64
+        bool ok = true;
+        last.str("");
+        for (const auto &p : s.points) {
+            const double model = 4 + 11.0 / p.window;
+            EXPECT_NEAR(p.msg_rate_m_s, 1 / p.us_per_msg, 1e-9);
+            if (std::abs(p.us_per_msg - model) > 0.15 * model) ok = false;
+            last << "W=" << p.window << ": " << p.us_per_msg << " us (model " << model << "); ";
+        }
+        if (ok) return;
+    }
+    FAIL() << "no run followed g + (o_s + L) / W; last: " << last.str();
+}

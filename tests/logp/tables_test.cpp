@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 using namespace logp;
@@ -131,8 +132,8 @@ TEST(Tables, EveryTableInTheReportOrder) {
     ReportDocument d = build_document(finalized(full_report()));
     std::vector<std::string> ids;
     for (const auto &t : d.tables) ids.push_back(t.id);
-    EXPECT_EQ(ids, (std::vector<std::string>{"table1", "table2", "figure2", "figure5", "fm", "table3", "table4", "table5", "peers",
-                                               "interleaved"}));
+    EXPECT_EQ(ids, (std::vector<std::string>{"table1", "table2", "figure2", "figure5", "fm", "rate", "table3", "table4", "table5",
+                                               "peers", "interleaved"}));
     EXPECT_EQ(d.warnings, full_report().warnings);
 }
 
@@ -206,6 +207,70 @@ TEST(Tables, MissingDataIsSaidNotLeftBlank) {
     EXPECT_EQ(render_text(table(none, "table2")).find("RTT/2    Delta"), std::string::npos);  // no header without rows
 }
 
+// The message-rate table: a column per window, a row per sweep (ours, then the
+// peer's), its rate in million messages/s and a detail row in us/message.
+TEST(Tables, RateTableHasAWindowColumnAndARowPerSweep) {
+    ReportDocument d = build_document(finalized(full_report()));
+    const Table &t = table(d, "rate");
+    ASSERT_EQ(t.columns.size(), 8u);  // layer, W=1 ... W=64
+    EXPECT_EQ(t.columns[1].header, "W=1");
+    EXPECT_EQ(t.columns[7].header, "W=64");
+    const Row *vi = row_named(t, "vi (ours)");
+    ASSERT_NE(vi, nullptr);
+    EXPECT_EQ(vi->kind, RowKind::ours);
+    EXPECT_NEAR(vi->cells[1].value, 1 / 1.2, 1e-12);       // W=1: 0.2 + 1/1 us per message
+    EXPECT_NEAR(vi->cells[7].value, 1 / (0.2 + 1.0 / 64), 1e-12);
+    EXPECT_EQ(vi->cells[3].text.back(), '*');              // W=4 has a 30% spread
+    const Row &us = t.rows[1];
+    EXPECT_EQ(us.kind, RowKind::detail);
+    EXPECT_EQ(us.cells[0].text, "us/message");
+    EXPECT_EQ(us.cells[1].text, "1.200");
+    const Row *ucx = row_named(t, "ucx_perftest ucp_am_bw");
+    ASSERT_NE(ucx, nullptr);
+    EXPECT_EQ(ucx->kind, RowKind::peer);
+    EXPECT_EQ(ucx->cells[4].text, "8.00");
+    EXPECT_EQ(t.plot, "rate");
+    bool method = false;
+    for (const auto &n : t.notes) method |= n.find("ucp_am_bw 16 B, -O W") != std::string::npos;
+    EXPECT_TRUE(method);
+
+    ReportDocument missing = build_document(finalized(report_with_missing_data()));
+    const Table &m = table(missing, "rate");
+    EXPECT_EQ(row_named(m, "am-v3 (ours)")->kind, RowKind::status);
+    EXPECT_EQ(row_named(m, "am-v3 (ours)")->span, "failed: no confirmation from the peer");
+    EXPECT_NE(row_named(m, "ucx_perftest ucp_am_bw")->span.find("not installed"), std::string::npos);
+    EXPECT_EQ(table(build_document(finalized(Report{})), "rate").status, "not measured");
+
+    // The peer's sweep is run between our layers (before Split-C); the table lists ours first.
+    Report peer_first = full_report();
+    std::rotate(peer_first.rate_sweep.begin(), peer_first.rate_sweep.end() - 1, peer_first.rate_sweep.end());
+    const ReportDocument pd = build_document(finalized(peer_first));
+    const Table &pf = table(pd, "rate");
+    EXPECT_EQ(pf.rows[0].cells[0].text, "vi (ours)");
+    EXPECT_EQ(pf.rows[4].cells[0].text, "ucx_perftest ucp_am_bw");
+}
+
+// L below the resolution prints 0* with the raw figure in a note; inconsistent
+// figures print n/a and say so.  Never a negative L.
+TEST(Tables, LatencyBelowResolutionAndInconsistentAreSaid) {
+    Report r = full_report();
+    r.logp[0].L_state = "below resolution", r.logp[0].L_us = 0, r.logp[0].L_raw_us = -0.069, r.logp[0].L_resolution_us = 0.1;
+    r.logp[1].L_state = "inconsistent", r.logp[1].L_us = kNaN, r.logp[1].L_raw_us = -9.5, r.logp[1].L_resolution_us = 1.2;
+    ReportDocument d = build_document(finalized(r));
+    const Table &t = table(d, "table2");
+    EXPECT_EQ(row_named(t, "vi (ours)")->cells[3].text, "0*");
+    EXPECT_DOUBLE_EQ(row_named(t, "vi (ours)")->cells[3].value, 0);
+    EXPECT_EQ(row_named(t, "am-v3 (ours)")->cells[3].text, "n/a");
+    bool below = false, inconsistent = false;
+    for (const auto &n : t.notes) {
+        below |= n.find("vi: L 0* = below the resolution") != std::string::npos && n.find("-0.069") != std::string::npos;
+        inconsistent |= n.find("am-v3: L n/a = inconsistent") != std::string::npos;
+    }
+    EXPECT_TRUE(below);
+    EXPECT_TRUE(inconsistent);
+    expect_renderings_agree(t);
+}
+
 TEST(Tables, DocumentsCarryHeadTablesAndWarnings) {
     Report r = finalized(full_report());
     ReportDocument d = build_document(r);
@@ -232,7 +297,7 @@ TEST(Tables, JsonFileAddsTheTablesToTheSchema) {
     EXPECT_FALSE(data.contains("tables"));
     for (auto it = data.begin(); it != data.end(); ++it) EXPECT_EQ(j[it.key()], it.value()) << it.key();
     EXPECT_EQ(j["tables"], render_json(build_document(r).tables));
-    ASSERT_EQ(j["tables"].size(), 10u);
+    ASSERT_EQ(j["tables"].size(), 11u);
     for (const char *k : {"id", "title", "caption", "status", "columns", "rows", "notes", "plot"})
         EXPECT_TRUE(j["tables"][1].contains(k)) << k;
     // A file re-read gives the same tables again.

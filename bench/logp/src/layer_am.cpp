@@ -7,7 +7,9 @@
 //   burst message     AM_Request4 to an empty handler (the layer returns the
 //                     credit with its own reply), confirmed by one request back
 //   o_r               the one AM_Poll that runs the waiting request's handler
-//   bulk              AM_RequestXfer4 of n bytes into the peer's segment
+//   bulk              AM_RequestXfer4 of n bytes into the peer's segment; above
+//                     AM_MaxLong() (64 KB) a message is several requests of
+//                     AM_MaxLong() bytes at consecutive segment offsets
 //   breakdown         the round trip above (Table 3: a short request-reply)
 #include "am.h"
 #include "breakdown.hpp"
@@ -16,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -25,7 +28,8 @@ namespace logp {
 namespace {
 
 constexpr handler_t kSink = 1, kEchoRequest = 2, kEchoReply = 3, kXfer = 4, kConfirm = 5;
-constexpr std::size_t kSegBytes = 64 * 1024;
+constexpr std::size_t kBulkMax = 1 << 20;  // largest bulk message
+constexpr std::size_t kSegBytes = kBulkMax;
 constexpr int kPeer = 0;  // translation-table index of the other rank
 
 // Handlers see no user context: the one live AM layer's counters are globals.
@@ -114,18 +118,27 @@ public:
     double recv_probe_reply_ns() const override { return reply_ns_; }
 
     bool has_bulk() const override { return true; }
-    std::string bulk_method() const override { return "AM_RequestXfer4 into the peer's segment"; }
-    std::size_t bulk_max_bytes() const override { return 32768; }
+    std::string bulk_method() const override {
+        return "AM_RequestXfer4 into the peer's segment (above AM_MaxLong(), several requests)";
+    }
+    std::size_t bulk_max_bytes() const override { return kBulkMax; }
+    static std::size_t requests_per_message(std::size_t bytes) {
+        const std::size_t chunk = AM_MaxLong();
+        return (bytes + chunk - 1) / chunk;
+    }
     double bulk_stream_client(std::size_t bytes, int count) override {
+        const std::size_t chunk = AM_MaxLong();
         std::uint64_t t0 = ticks();
         for (int i = 0; i < count; ++i)
-            check(AM_RequestXfer4(ep_, kPeer, 0, kXfer, src_.data(), bytes, 1, 2, 3, 4), "AM_RequestXfer4");
+            for (std::size_t off = 0; off < bytes; off += chunk)
+                check(AM_RequestXfer4(ep_, kPeer, off, kXfer, src_.data() + off, std::min(chunk, bytes - off), 1, 2, 3, 4),
+                      "AM_RequestXfer4");
         wait_for(g_confirms, confirms_ + 1, "confirmation");
         ++confirms_;
         return ticks_to_ns(ticks() - t0);
     }
-    void bulk_stream_server(std::size_t, int count) override {
-        xfers_ += count;
+    void bulk_stream_server(std::size_t bytes, int count) override {
+        xfers_ += long(count) * long(requests_per_message(bytes));
         wait_for(g_xfers, xfers_, "bulk message");
         check(AM_Request4(ep_, kPeer, kConfirm, 0, 0, 0, 0), "AM_Request4 (confirm)");
     }
@@ -154,7 +167,7 @@ private:
     double reply_ns_ = 0;  // send path inside the last timed probe receive (instrumented series)
 };
 
-AmLayer::AmLayer(const Job &job, const LayerOptions &opt, int layout) : layout_(layout), seg_(kSegBytes), src_(32768, 'x') {
+AmLayer::AmLayer(const Job &job, const LayerOptions &opt, int layout) : layout_(layout), seg_(kSegBytes), src_(kBulkMax, 'x') {
     if (!opt.device.empty()) setenv("VIASTACK_AM_NIC", opt.device.c_str(), 0);  // the NIC AM_Init opens
     g_sunk = 0;
     g_echoed = 0;

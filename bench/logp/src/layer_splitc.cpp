@@ -28,8 +28,9 @@
 namespace logp {
 namespace {
 
-constexpr std::size_t kBlock = 64 * 1024;  // this rank's part of the spread region
 constexpr std::size_t kScalar = 0, kFlag = 64, kBulk = 4096;
+constexpr std::size_t kBulkMax = 1 << 20;           // largest bulk_put (the runtime fragments it)
+constexpr std::size_t kBlock = kBulk + kBulkMax;    // this rank's part of the spread region
 constexpr int kBatch = 64;                 // operations per timed batch (Figure 2 get/put/store)
 
 std::string g_last_error;
@@ -98,7 +99,7 @@ public:
 
     bool has_bulk() const override { return true; }
     std::string bulk_method() const override { return "splitc_bulk_put, splitc_sync after the stream"; }
-    std::size_t bulk_max_bytes() const override { return 32768; }
+    std::size_t bulk_max_bytes() const override { return kBulkMax; }
     double bulk_stream_client(std::size_t bytes, int count) override {
         std::uint64_t t0 = ticks();
         for (int i = 0; i < count; ++i) splitc_bulk_put(remote(kBulk), src_.data(), bytes);
@@ -145,7 +146,7 @@ private:
     double reply_ns_ = 0;  // send path inside the last timed probe receive (instrumented series)
 };
 
-SplitcLayer::SplitcLayer(const Job &job, const LayerOptions &opt) : src_(32768, 'x') {
+SplitcLayer::SplitcLayer(const Job &job, const LayerOptions &opt) : src_(kBulkMax, 'x') {
     // The runtime opens VipOpenNic(NULL): the NIC is the default device of the
     // provider $VIPL_PROVIDER names.  That variable takes a provider ("nicfw",
     // "verbs"), not a device: setting it to "rxe0" made VipOpenNic fail with

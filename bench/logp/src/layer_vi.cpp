@@ -3,8 +3,10 @@
 // job bootstrap exchanges the NIC addresses and the RDMA target).
 //
 // Buffers: one registered region holds S send descriptors, R receive
-// descriptors, their 64-byte buffers, a 32 KB bulk source and a 32 KB RDMA
-// target.  R receives are pre-posted and each is re-posted as soon as it is
+// descriptors, their 64-byte buffers, a 1 MB bulk source and a 1 MB RDMA
+// target.  A bulk message larger than the NIC's MaxTransferSize (nicfw: 64 KB)
+// is written as several RDMA-write descriptors of at most that size, posted
+// back to back, as a VI user moving a large buffer has to.  R receives are pre-posted and each is re-posted as soon as it is
 // consumed; the sender never has more than max_burst() < R messages
 // unconfirmed, so a receive is always posted when a message arrives.
 // Send descriptors are reaped (VipSendDone) only when the ring is full, so a
@@ -16,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -27,7 +30,7 @@ namespace {
 constexpr int kSend = 64;            // send descriptors (ring)
 constexpr int kRecv = 256;           // pre-posted receives
 constexpr std::size_t kSmall = 64;   // small-message buffer
-constexpr std::size_t kBulk = 32768; // largest bulk message
+constexpr std::size_t kBulk = 1 << 20; // largest bulk message (several descriptors above MaxTransferSize)
 constexpr std::size_t kDescSlot = 128;  // room for control + address + data segment, aligned
 
 // Message kinds in the first byte of a small message, so a stray message is caught.
@@ -118,7 +121,8 @@ public:
     std::size_t bulk_max_bytes() const override { return kBulk; }
     double bulk_stream_client(std::size_t bytes, int count) override {
         std::uint64_t t0 = ticks();
-        for (int i = 0; i < count; ++i) post_rdma(bytes);
+        for (int i = 0; i < count; ++i)
+            for (std::size_t off = 0; off < bytes; off += chunk_) post_rdma(off, std::min(chunk_, bytes - off));
         post_small(kDone, 16);   // reliable delivery, in order: it lands after the writes
         repost(wait_recv());     // the receiver saw it
         double ns = ticks_to_ns(ticks() - t0);
@@ -161,16 +165,17 @@ private:
         d->DS[0].Local.Length = VIP_UINT32(bytes);
         check(VipPostSend(vi_, d, mh_), "VipPostSend");
     }
-    void post_rdma(std::size_t bytes) {
+    // One RDMA-write descriptor: `bytes` (at most chunk_) at offset `off` of the bulk buffers.
+    void post_rdma(std::size_t off, std::size_t bytes) {
         VIP_DESCRIPTOR *d = next_send_desc();
         std::memset(&d->CS, 0, sizeof d->CS);
         d->CS.Control = VIP_CONTROL_OP_RDMAWRITE;
         d->CS.SegCount = 2;  // the address segment and one data segment
         d->CS.Length = VIP_UINT32(bytes);
-        d->DS[0].Remote.Data.AddressBits = peer_.rdma_addr;
+        d->DS[0].Remote.Data.AddressBits = peer_.rdma_addr + off;
         d->DS[0].Remote.Handle = peer_.rdma_handle;
         d->DS[0].Remote.Reserved = 0;
-        d->DS[1].Local.Data.Address = bulk_src();
+        d->DS[1].Local.Data.Address = bulk_src() + off;
         d->DS[1].Local.Handle = mh_;
         d->DS[1].Local.Length = VIP_UINT32(bytes);
         check(VipPostSend(vi_, d, mh_), "VipPostSend (RDMA write)");
@@ -233,6 +238,7 @@ private:
     bool registered_ = false, connected_ = false;
     char *base_ = nullptr;
     int next_send_ = 0, outstanding_ = 0;
+    std::size_t chunk_ = kBulk;  // bytes per RDMA-write descriptor: min(NIC MaxTransferSize, kBulk)
     PeerInfo peer_{};
     std::string nic_name_;
 };
@@ -243,8 +249,10 @@ ViLayer::ViLayer(const Job &job, const LayerOptions &opt) {
         VIP_NIC_ATTRIBUTES na{};
         check(VipQueryNic(nic_, &na), "VipQueryNic");
         nic_name_ = na.Name;
-        if (na.MaxTransferSize < kBulk)
-            throw std::runtime_error(fmt::format("vi: the NIC's MaxTransferSize {} is below the 32 KB bulk size", na.MaxTransferSize));
+        if (na.MaxTransferSize < kSmall)
+            throw std::runtime_error(fmt::format("vi: the NIC's MaxTransferSize {} is below logp's {}-byte messages",
+                                                 na.MaxTransferSize, kSmall));
+        chunk_ = std::min<std::size_t>(na.MaxTransferSize, kBulk);
         if (na.MaxDescriptorsPerQueue < VIP_ULONG(kRecv))
             throw std::runtime_error(fmt::format("vi: the NIC allows {} descriptors per queue, logp needs {}", na.MaxDescriptorsPerQueue, kRecv));
         check(VipCreatePtag(nic_, &ptag_), "VipCreatePtag");
@@ -256,7 +264,7 @@ ViLayer::ViLayer(const Job &job, const LayerOptions &opt) {
         registered_ = true;
         VIP_VI_ATTRIBUTES va{};
         va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
-        va.MaxTransferSize = kBulk;
+        va.MaxTransferSize = VIP_ULONG(chunk_);
         va.QoS = nullptr;
         va.Ptag = ptag_;
         va.EnableRdmaWrite = VIP_TRUE;

@@ -14,6 +14,7 @@ namespace {
 // Per-M medians of T for the bursts selected by keep(); also the worst spread.
 struct Series {
     std::vector<double> m, t;  // M and median T(M)
+    std::vector<double> iqr;   // IQR of T(M)
     double worst_spread = 0;
 };
 
@@ -27,6 +28,7 @@ Series series_of(const std::vector<BurstSample> &bursts, Keep keep) {
         Summary sum = summarize(ts);
         s.m.push_back(m);
         s.t.push_back(sum.median);
+        s.iqr.push_back(sum.p75 - sum.p25);
         s.worst_spread = std::max(s.worst_spread, sum.spread());
     }
     return s;
@@ -43,7 +45,22 @@ double per_message_slope(const Series &s, double *r2) {
     return s.t[0] / s.m[0];
 }
 
+double iqr_of(const std::vector<double> &v) {
+    if (v.size() < 2) return 0;
+    Summary s = summarize(v);
+    return s.p75 - s.p25;
+}
+
 }  // namespace
+
+const char *latency_state_name(LatencyState s) {
+    switch (s) {
+    case LatencyState::measured: return "measured";
+    case LatencyState::below_resolution: return "below resolution";
+    case LatencyState::inconsistent: return "inconsistent";
+    }
+    return "?";
+}
 
 LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
     if (in.rtt_ns.empty()) throw std::invalid_argument("LogP: no round-trip timings");
@@ -57,10 +74,12 @@ LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
     if (shorts.m.empty()) throw std::invalid_argument("LogP: no short bursts without delay (o_s)");
     if (longs.m.empty()) throw std::invalid_argument("LogP: no long bursts without delay (g)");
 
+    if (!(in.timer_ns >= 0)) throw std::invalid_argument("LogP: the timer cost must be >= 0");
     e.rtt = summarize(in.rtt_ns);
     e.recv = summarize(in.recv_ns);
-    e.rtt_half_ns = e.rtt.median / 2;
-    e.o_r_total_ns = e.recv.median;
+    // One clock-read pair is inside every round trip and every timed receive.
+    e.rtt_half_ns = std::max(0.0, e.rtt.median - in.timer_ns) / 2;
+    e.o_r_total_ns = std::max(0.0, e.recv.median - in.timer_ns);
     e.o_r_reply_ns = in.recv_reply_ns.empty() ? 0.0 : std::max(0.0, median_of(in.recv_reply_ns));
     if (e.o_r_reply_ns > e.o_r_total_ns) {
         e.warnings.push_back(fmt::format("o_r(reply) {:.3f} us exceeds the whole receive {:.3f} us (measured in separate "
@@ -73,8 +92,14 @@ LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
     e.o_s_spread = shorts.worst_spread;
     e.g_ns = per_message_slope(longs, &e.g_fit_r2);
     e.g_spread = longs.worst_spread;
-    e.L_ns = e.rtt_half_ns - e.o_s_ns - e.o_r_ns;
-
+    e.L_raw_ns = e.rtt_half_ns - e.o_s_ns - e.o_r_ns;
+    {
+        const double rtt_iqr = std::isnan(in.rtt_iqr_ns) ? iqr_of(in.rtt_ns) : in.rtt_iqr_ns;
+        const double recv_iqr = std::isnan(in.recv_iqr_ns) ? iqr_of(in.recv_ns) : in.recv_iqr_ns;
+        // o_s is a slope: its scatter per message is the IQR of the largest short burst over its size.
+        const double os_iqr = shorts.iqr.back() / shorts.m.back();
+        e.L_resolution_ns = 0.5 * (rtt_iqr / 2) + 0.5 * recv_iqr + 0.5 * os_iqr;
+    }
     // The cross-check uses the largest inserted delay among long bursts.
     double max_delay = 0;
     for (const BurstSample &b : in.bursts)
@@ -106,10 +131,30 @@ LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
     if (e.g_ns < 0.9 * e.o_s_ns)
         e.warnings.push_back("g < o_s: long bursts ran faster per message than short ones (noise, or a "
                              "sender-side cache effect); g is reported as measured");
-    if (e.L_ns < 0)
-        e.warnings.push_back(fmt::format("L = RTT/2 - o_s - o_r(request) is negative ({:.3f} us): the overheads "
-                                         "measured in isolation exceed the one-way time of a ping-pong",
-                                         e.L_ns / 1e3));
+    if (e.L_raw_ns >= 0) {
+        e.L_state = LatencyState::measured;
+        e.L_ns = e.L_raw_ns;
+    } else if (e.L_raw_ns >= -e.L_resolution_ns) {
+        e.L_state = LatencyState::below_resolution;
+        e.L_ns = 0;
+        e.warnings.push_back(fmt::format("L is below the resolution: RTT/2 - o_s - o_r(request) = {:.3f} us, within "
+                                         "the scatter of the three series ({:.3f} us); reported as 0",
+                                         e.L_raw_ns / 1e3, e.L_resolution_ns / 1e3));
+    } else {
+        e.L_state = LatencyState::inconsistent;
+        e.L_ns = std::numeric_limits<double>::quiet_NaN();
+        std::string why = fmt::format(
+            "inconsistent figures: o_s + o_r(request) = {:.3f} us exceeds RTT/2 = {:.3f} us by {:.3f} us, more than "
+            "the scatter of the three series ({:.3f} us) explains; L is not reported",
+            (e.o_s_ns + e.o_r_ns) / 1e3, e.rtt_half_ns / 1e3, -e.L_raw_ns / 1e3, e.L_resolution_ns / 1e3);
+        if (e.o_s_ns + e.o_r_total_ns > 2 * e.rtt_half_ns)
+            why += fmt::format(
+                ". o_s + o_r = {:.3f} us is more than a whole round trip ({:.3f} us), which no noise explains: the "
+                "clock or the timing of single operations is wrong on this machine (in an emulated guest the host "
+                "takes the vCPU away inside timed operations, which the guest cannot see; see docs/logp.md)",
+                (e.o_s_ns + e.o_r_total_ns) / 1e3, 2 * e.rtt_half_ns / 1e3);
+        e.warnings.push_back(why);
+    }
     return e;
 }
 

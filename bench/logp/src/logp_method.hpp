@@ -34,6 +34,7 @@
 
 #include "stats.hpp"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -53,10 +54,36 @@ struct LogPInputs {
     std::vector<double> recv_reply_ns;  // of those, the time in the send path (empty: the receive sends nothing)
     int short_max_m = 4;          // bursts up to this size never stall the sender
     int long_min_m = 32;          // bursts from this size on are in steady state
+    // The clock's own cost: a timed interval with nothing in it (two back-to-back
+    // reads).  A single timed operation (a round trip, the one receive of an o_r
+    // probe) carries it once; burst slopes do not (it is in their constant).
+    double timer_ns = 0;
+    // Interquartile ranges of the round trips and the receive timings, when the
+    // series above hold only their medians (NaN: taken from the series).
+    double rtt_iqr_ns = std::numeric_limits<double>::quiet_NaN();
+    double recv_iqr_ns = std::numeric_limits<double>::quiet_NaN();
 };
 
+// How far L = RTT/2 - o_s - o_r(request) can be trusted.  L is a time and
+// cannot be negative; the three terms come from separate series, each with its
+// own scatter, so on a machine whose wire costs almost nothing (nicfw's wire is
+// one shared cache line) the difference scatters around 0.  The resolution is
+// the sum of the three terms' quartile deviations (half their IQRs):
+//   raw >= 0                  -> "measured", L = raw
+//   -resolution <= raw < 0    -> "below resolution", L = 0 (L is smaller than
+//                                 the method can resolve; the raw figure is kept)
+//   raw < -resolution         -> "inconsistent", L not reported (NaN): the
+//                                 overheads measured in isolation exceed the
+//                                 one-way time by more than the scatter explains.
+enum class LatencyState { measured, below_resolution, inconsistent };
+const char *latency_state_name(LatencyState s);
+
 struct LogPEstimate {
-    double rtt_half_ns = 0, o_s_ns = 0, g_ns = 0, L_ns = 0;
+    double rtt_half_ns = 0, o_s_ns = 0, g_ns = 0;
+    double L_ns = 0;              // never negative; NaN when inconsistent (see LatencyState)
+    double L_raw_ns = 0;          // RTT/2 - o_s - o_r(request) as computed
+    double L_resolution_ns = 0;   // the scatter that bounds it
+    LatencyState L_state = LatencyState::measured;
     double o_r_ns = 0;        // o_r(request): the receive minus what it spends sending back
     double o_r_reply_ns = 0;  // o_r(reply+credit): the send path inside the receive
     double o_r_total_ns = 0;  // the timed receive operation as a whole

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -99,6 +100,7 @@ MeasureConfig config_of(const Options &o) {
         c.bw_stream_bytes = 64 << 10;
         c.bw_min_count = 8;
         c.bw_max_count = 64;
+        c.rate_msgs = 256;
     }
     c.policy.max_spread = o.max_spread;
     return c;
@@ -115,8 +117,27 @@ RunInfo run_info(const Options &o, const MeasureConfig &c) {
     r.tsc_ghz = vipl_instr_cycles_per_ns();
     r.max_spread = c.policy.max_spread;
     r.instr_scope_ns = measure_instr_scope_ns();
+    r.timer_ns = timer_cost_ns();
     return r;
 }
+
+// The clock check: the run's length by the TSC at the calibrated rate against
+// CLOCK_MONOTONIC over the same interval (from run_info to the report).
+struct ClockCheck {
+    std::uint64_t t0 = ticks();
+    std::chrono::steady_clock::time_point m0 = std::chrono::steady_clock::now();
+    void finish(Report &r) const {
+        const double mono = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - m0).count();
+        const double tsc = ticks_to_ns(ticks() - t0);
+        if (mono < 1e8) return;  // under 0.1 s says nothing
+        r.run.tsc_vs_monotonic = tsc / mono;
+        if (std::abs(r.run.tsc_vs_monotonic - 1) > 0.02)
+            r.warnings.push_back(fmt::format("clock: over the run the TSC at its calibrated {:.3f} GHz counted {:.3f}x "
+                                             "the time CLOCK_MONOTONIC did; every time in this report is off by that "
+                                             "factor (set VIASTACK_TSC_GHZ, docs/instrumentation.md)",
+                                             r.run.tsc_ghz, r.run.tsc_vs_monotonic));
+    }
+};
 
 void emit(Report &r, const Options &o, double memcpy_us) {
     finalize_report(r, memcpy_us);
@@ -223,6 +244,15 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
         }
         job.barrier();
     }
+    // The peer's message rate by window, once, beside our sweeps (rank 1 waits).
+    if (job.is_root() && !verbs_provider(o)) {
+        progress.note("peers: ucp_am_bw by window");
+        UcxPlan plan;
+        plan.iterations = o.quick ? 3000 : 20000;
+        plan.warmup = o.quick ? 300 : 2000;
+        r.rate_sweep.push_back(run_ucx_rate_sweep(plan, rate_windows(cfg.rate_max_window)));
+    }
+    job.barrier();
     progress.end();
     x.rounds = rounds;
     summarize_rounds(x);
@@ -250,6 +280,7 @@ int run_synthetic(const Options &o) {
     r.logp.push_back(row);
     BandwidthCurve c = measure_bandwidth(layer, job, cfg, progress);
     r.bandwidth.push_back(c);
+    r.rate_sweep.push_back(measure_rate_sweep(layer, job, cfg, progress));
     progress.clear();
     r.vi_baseline.status = {"skipped", "synthetic run (no VI)"};
     r.bulk_difference.status = {"skipped", "synthetic run"};
@@ -283,6 +314,7 @@ int run_job(const Options &o) {
     LayerOptions lopt{o.device};
     Report r;
     r.run = run_info(o, cfg);
+    const ClockCheck clock_check;
     ProviderFacts facts = query_provider(lopt);
     r.provider.name = facts.provider.empty() ? "unknown" : facts.provider;
     r.provider.device = facts.device;
@@ -298,8 +330,27 @@ int run_job(const Options &o) {
     int to_measure = 0, measuring = -1;
     for (const auto &f : layer_factories()) to_measure += f.built && is_asked(f);
     progress.plan(to_measure);
+    // The comparison with the peers needs the job's boot service, and
+    // splitc_finalize ends it (compiler-rt calls vipl_boot_finalize), so it
+    // runs before the Split-C layer, or after the last layer when there is none.
+    bool compared = false;
+    auto compare = [&] {
+        if (compared) return;
+        compared = true;
+        try {
+            run_comparison(job, o, cfg, lopt, r, progress);
+        } catch (const std::exception &e) {
+            progress.clear();
+            if (root) {
+                r.interleaved.status = {"failed", e.what()};
+                try { emit(r, o, measure_memcpy_us(1024)); } catch (...) {}
+            }
+            fail_job(job, std::string("peer comparison failed: ") + e.what());
+        }
+    };
     for (const auto &f : layer_factories()) {
         bool asked = is_asked(f);
+        if (f.id == "splitc" && f.built && asked) compare();
         LogPRow row;
         row.layer = f.id;
         if (!f.built) {
@@ -335,6 +386,7 @@ int run_job(const Options &o) {
                         r.vi_baseline.status = {"measured", ""};
                     }
                     r.bandwidth.push_back(measure_bandwidth(*layer, job, cfg, progress));
+                    r.rate_sweep.push_back(measure_rate_sweep(*layer, job, cfg, progress));
                     if (!layer->breakdown_name().empty()) r.breakdown.push_back(measure_breakdown(*layer, job, cfg, progress));
                     if (auto *ops = dynamic_cast<SplitcOpsSource *>(layer.get())) {
                         progress.note("splitc: read/write/get/put/store");
@@ -360,18 +412,10 @@ int run_job(const Options &o) {
         r.logp.push_back(row);
         if (f.id == "vi" && !row.status.measured()) r.vi_baseline.status = row.status;
     }
-    try {
-        run_comparison(job, o, cfg, lopt, r, progress);
-    } catch (const std::exception &e) {
-        progress.clear();
-        if (root) {
-            r.interleaved.status = {"failed", e.what()};
-            try { emit(r, o, measure_memcpy_us(1024)); } catch (...) {}
-        }
-        fail_job(job, std::string("peer comparison failed: ") + e.what());
-    }
+    compare();
     if (root) {
         progress.clear();
+        clock_check.finish(r);
         emit(r, o, measure_memcpy_us(1024));
     }
     vipl_boot_finalize();

@@ -114,6 +114,7 @@ MeasureConfig quick_config() {
     c.bw_stream_bytes = 64 << 10;
     c.bw_min_count = 4;
     c.bw_max_count = 256;
+    c.rate_msgs = 512;
     c.quick = true;
     return c;
 }
@@ -210,7 +211,10 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
     // Reduce: the RTT and o_r summaries stand in for their raw series.
     in.rtt_ns = {rtt.median};
     in.recv_ns = {recv_sum.median};
+    in.rtt_iqr_ns = rtt.p75 - rtt.p25;
+    in.recv_iqr_ns = recv_sum.p75 - recv_sum.p25;
     in.recv_reply_ns = {reply_ns};
+    in.timer_ns = timer_cost_ns();
     LogPEstimate e = extract_logp(in, cfg.policy);
     e.warnings.erase(std::remove_if(e.warnings.begin(), e.warnings.end(),
                                     [](const std::string &w) { return w.rfind("RTT:", 0) == 0 || w.rfind("o_r:", 0) == 0; }),
@@ -229,6 +233,9 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
     row.o_r_reply_us = e.o_r_reply_ns / 1e3;
     row.g_us = e.g_ns / 1e3;
     row.L_us = e.L_ns / 1e3;
+    row.L_raw_us = e.L_raw_ns / 1e3;
+    row.L_resolution_us = e.L_resolution_ns / 1e3;
+    row.L_state = latency_state_name(e.L_state);
     row.o_s_delay_us = e.o_s_delay_ns >= -0.5 ? e.o_s_delay_ns / 1e3 : kNaN;
     row.spread_rtt = rtt.spread();
     row.spread_o_r = recv_sum.spread();

@@ -22,12 +22,18 @@ struct MeasureConfig {
     int burst_reps = 200;      // timed bursts per burst size
     int recv_probes = 3000;    // timed receives for o_r
     int bw_reps = 15;          // timed streams per message size
-    std::size_t bw_min_bytes = 4, bw_max_bytes = 32768;
+    // 4 B ... 32 KB are the paper's Figure 5; 64 KB ... 1 MB go beside the peers'
+    // curves and fill the interleaved 256 KB and 1 MB rows.
+    std::size_t bw_min_bytes = 4, bw_max_bytes = 1 << 20;
     // Data moved by one timed stream (bounded by the counts below): short streams,
     // well under a scheduler time slice, repeated, so a preempted one is an outlier
     // the median drops instead of the norm.
     std::size_t bw_stream_bytes = 512 << 10;
     int bw_min_count = 32, bw_max_count = 2000;
+    // Message-rate sweep: windows 1, 2, 4 ... rate_max_window (at most the
+    // layer's max_burst), about rate_msgs messages per timed stream, bw_reps streams.
+    int rate_max_window = 64;
+    int rate_msgs = 4096;
     SpreadPolicy policy;
     bool quick = false;
 };
@@ -55,6 +61,15 @@ BandwidthCurve measure_bandwidth(Layer &layer, const Job &job, const MeasureConf
 // steady-state burst and its longest, as in measure_logp.  Complete on rank 0.
 std::vector<OurFigure> measure_round(Layer &layer, const Job &job, const MeasureConfig &cfg,
                                      const std::vector<std::size_t> &sizes);
+
+// Windows of the message-rate sweep: 1, 2, 4, ... up to max_window.
+std::vector<int> rate_windows(int max_window);
+
+// Message rate with W messages in flight, for every window (measure_rate.cpp):
+// a timed stream repeats [W burst_send_one, burst_sender_finish(W)] (the
+// receiver confirms each window), so 1/rate includes the confirmation and at
+// W = 1 every message is a round trip.  Complete on rank 0.
+RateSweep measure_rate_sweep(Layer &layer, const Job &job, const MeasureConfig &cfg, Progress &progress);
 
 // Fills the FM metrics of a curve from its points (status "failed" with the reason if the fit is impossible).
 void fit_curve(BandwidthCurve &curve);

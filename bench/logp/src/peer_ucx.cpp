@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <sstream>
 #include <thread>
@@ -45,7 +46,13 @@ UcxMeasurement parse_ucx_perftest_csv(const std::string &output) {
             header = true;
             continue;
         }
-        if (!header || line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
+        // The iteration count is right-aligned in a field of 4 ("%4u"): 256
+        // iterations (a 1 MB put) print " 256,...".  Progress lines of the
+        // threads ("[thread 0]19234,...") are not results and are skipped.
+        const std::size_t first = line.find_first_not_of(" \t");
+        if (first == std::string::npos) continue;
+        line.erase(0, first);
+        if (!header || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
         std::vector<double> v;
         std::stringstream ls(line);
         std::string cell;
@@ -67,7 +74,7 @@ UcxMeasurement parse_ucx_perftest_csv(const std::string &output) {
 }
 
 UcxMeasurement run_ucx_perftest(const std::string &binary, const std::string &test, std::size_t bytes, long iterations,
-                                long warmup, double timeout_s) {
+                                long warmup, double timeout_s, const std::vector<std::string> &extra) {
     UcxMeasurement m;
     for (int attempt = 0; attempt < 3; ++attempt) {
         std::string port = std::to_string(free_local_port());
@@ -77,9 +84,10 @@ UcxMeasurement run_ucx_perftest(const std::string &binary, const std::string &te
             return m;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(150 + 250 * attempt));  // let it listen
-        ProcessResult client = run_process({binary, "localhost", "-p", port, "-t", test, "-s", std::to_string(bytes),
-                                            "-n", std::to_string(iterations), "-w", std::to_string(warmup), "-v"},
-                                           {kTransport}, timeout_s);
+        std::vector<std::string> args = {binary, "localhost", "-p", port, "-t", test, "-s", std::to_string(bytes),
+                                         "-n", std::to_string(iterations), "-w", std::to_string(warmup), "-v"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        ProcessResult client = run_process(args, {kTransport}, timeout_s);
         server.finish(2.0);
         if (client.timed_out) {
             m.error = fmt::format("{} {} B timed out after {:.0f} s", test, bytes, timeout_s);
@@ -137,6 +145,32 @@ PeerResult run_ucx_peer(const UcxPlan &plan, const std::function<void(const std:
     p.status = {"measured", failures.empty() ? "" : fmt::format("{} bandwidth points failed; first: {}",
                                                                  failures.size(), failures.front())};
     return p;
+}
+
+RateSweep run_ucx_rate_sweep(const UcxPlan &plan, const std::vector<int> &windows) {
+    RateSweep s;
+    s.layer = "ucx_perftest ucp_am_bw";
+    s.peer = true;
+    s.method = fmt::format("ucp_am_bw 16 B, -O W (at most W uncompleted sends), {} iterations, overall message rate; {}",
+                           plan.iterations, kTransport);
+    std::string bin = plan.binary.empty() ? find_on_path("ucx_perftest") : plan.binary;
+    if (bin.empty()) {
+        s.status = {"not installed", "ucx_perftest not found on PATH (Debian: apt-get install ucx-utils)"};
+        return s;
+    }
+    std::vector<std::string> failures;
+    for (int w : windows) {
+        UcxMeasurement m = run_ucx_perftest(bin, "ucp_am_bw", 16, plan.iterations, plan.warmup, plan.timeout_s,
+                                            {"-O", std::to_string(w)});
+        if (!m.ok || !(m.msg_rate > 0)) {
+            failures.push_back(m.ok ? fmt::format("-O {}: no message rate", w) : m.error);
+            continue;
+        }
+        s.points.push_back({w, 1e6 / m.msg_rate, m.msg_rate / 1e6, 0});
+    }
+    if (s.points.empty()) s.status = {"failed", failures.empty() ? "no window measured" : failures.front()};
+    else s.status = {"measured", failures.empty() ? "" : fmt::format("{} windows failed; first: {}", failures.size(), failures.front())};
+    return s;
 }
 
 }  // namespace logp

@@ -43,8 +43,14 @@ struct UcxPlan {
 // filled in by the report (set_peer_ratios).
 PeerResult run_ucx_peer(const UcxPlan &plan, const std::function<void(const std::string &)> &step = {});
 
-// One ucx_perftest measurement (server + client on a free local port).
+// One ucx_perftest measurement (server + client on a free local port);
+// `extra` options go to the client (e.g. {"-O", "8"}).
 UcxMeasurement run_ucx_perftest(const std::string &binary, const std::string &test, std::size_t bytes, long iterations,
-                                long warmup, double timeout_s);
+                                long warmup, double timeout_s, const std::vector<std::string> &extra = {});
+
+// ucp_am_bw of 16-byte messages with at most W uncompleted sends (-O W) for
+// every W of `windows`: the peer's row of the message-rate table.  Status
+// "not installed" / "failed" as for run_ucx_peer.
+RateSweep run_ucx_rate_sweep(const UcxPlan &plan, const std::vector<int> &windows);
 
 }  // namespace logp

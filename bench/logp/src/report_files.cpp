@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -57,6 +59,30 @@ struct Plot {
     std::string stem, title;
 };
 
+// What a layer's bulk curve moves (for the legend).
+std::string layer_bulk_label(const std::string &layer) {
+    if (layer == "vi") return "RDMA write";
+    if (layer == "am-v3" || layer == "am-v1") return "AM long";
+    if (layer == "splitc") return "bulk_put";
+    return "bulk";
+}
+
+// A peer's bandwidth curves, one per test, from its raw metrics
+// ("bandwidth_mb_s:<test>"; the ratio rows set against ours are skipped).
+std::vector<std::pair<std::string, std::vector<BandwidthPoint>>> peer_bandwidth_curves(const PeerResult &p) {
+    std::vector<std::pair<std::string, std::vector<BandwidthPoint>>> out;
+    for (const auto &m : p.metrics) {
+        if (!m.compared_with.empty() || m.metric.rfind("bandwidth_mb_s:", 0) != 0 || !std::isfinite(m.peer)) continue;
+        auto it = std::find_if(out.begin(), out.end(), [&](const auto &c) { return c.first == m.test; });
+        if (it == out.end()) it = out.insert(out.end(), {m.test, {}});
+        it->second.push_back({m.bytes, double(m.bytes) / m.peer, m.peer, 0});
+    }
+    for (auto &c : out)
+        std::sort(c.second.begin(), c.second.end(), [](const auto &a, const auto &b) { return a.bytes < b.bytes; });
+    if (out.empty() && !p.bandwidth.empty()) out.push_back({"bandwidth", p.bandwidth});
+    return out;
+}
+
 std::vector<Plot> write_plot_sources(const Report &r, const fs::path &dir) {
     std::vector<Plot> plots;
     const nlohmann::json &paper = paper_figures();
@@ -75,10 +101,14 @@ std::vector<Plot> write_plot_sources(const Report &r, const fs::path &dir) {
                                 index++, style, gp_title(name));
         };
         for (const auto &c : r.bandwidth)
-            if (c.status.measured()) add_curve(c.layer + " (ours)", c.points, "lw 2 pt 7");
-        for (const auto &p : r.peers)
-            if (p.status.measured()) add_curve(p.tool + (p.tool == "ucx_perftest" ? " ucp_put_bw (" : " ib_write_bw (") + p.transport + ")", p.bandwidth,
-                          "lw 1 dt 2 pt 6");
+            if (c.status.measured()) add_curve(c.layer + " (ours, " + layer_bulk_label(c.layer) + ")", c.points, "lw 2 pt 7");
+        // Every bandwidth test of every peer (ucp_put_bw, ucp_am_bw, fi_write,
+        // MPI_Isend, ib_write_bw) as its own curve, from the peer's raw metrics.
+        for (const auto &p : r.peers) {
+            if (!p.status.measured()) continue;
+            for (const auto &[test, pts] : peer_bandwidth_curves(p))
+                add_curve(p.tool + " " + test + (p.transport.empty() ? "" : " (" + p.transport + ")"), pts, "lw 1 dt 2 pt 6");
+        }
         if (!plot.empty()) {
             double vi_peak = paper_number(paper["figure5_bandwidth"], "vi_peak_mb_s");
             double knee = paper_number(paper["figure5_bandwidth"], "am_splitc_knee_mb_s");
@@ -86,11 +116,44 @@ std::vector<Plot> write_plot_sources(const Report &r, const fs::path &dir) {
             plot += fmt::format(", \\\n     {} with lines lc rgb 'gray40' dt 4 title 'paper: AM/Split-C knee {} MB/s'", knee, knee);
             write_text(dir / "bandwidth.dat", data);
             write_text(dir / "bandwidth.gp",
-                       two_terminals("bandwidth", "set title 'Bulk bandwidth (Figure 5)'\nset logscale xy 2\n"
+                       two_terminals("bandwidth", "set title 'Bulk bandwidth (Figure 5 to 1 MB), ours and the peers'\nset logscale xy 2\n"
                                                   "set xlabel 'message size (bytes)'\nset ylabel 'MB/s (10^6 B/s)'\n"
-                                                  "set key left top\nset grid\nset xrange [2:65536]\n" +
+                                                  "set key left top font ',9'\nset grid\nset xrange [2:2097152]\n"
+                                                  "set xtics (\"4\" 4, \"32\" 32, \"256\" 256, \"2K\" 2048, \"16K\" 16384, "
+                                                  "\"128K\" 131072, \"1M\" 1048576)\n" +
                                                       plot));
-            plots.push_back({"bandwidth", "Bulk bandwidth (Figure 5)"});
+            plots.push_back({"bandwidth", "Bulk bandwidth (Figure 5 to 1 MB), ours beside the peers"});
+        }
+    }
+
+    // Message rate by window: ours per layer, and the peers'.
+    {
+        std::string data, plot;
+        int index = 0;
+        std::vector<const RateSweep *> sweeps;  // ours first, then the peers'
+        for (const auto &s : r.rate_sweep)
+            if (!s.peer) sweeps.push_back(&s);
+        for (const auto &s : r.rate_sweep)
+            if (s.peer) sweeps.push_back(&s);
+        for (const RateSweep *sp : sweeps) {
+            const RateSweep &s = *sp;
+            if (!s.status.measured() || s.points.empty()) continue;
+            const std::string name = s.peer ? s.layer : s.layer + " (ours)";
+            data += "# " + name + "\n";
+            for (const auto &p : s.points)
+                if (std::isfinite(p.msg_rate_m_s)) data += fmt::format("{} {}\n", p.window, p.msg_rate_m_s);
+            data += "\n\n";
+            plot += fmt::format("{}'rate.dat' index {} with linespoints {} title {}", plot.empty() ? "plot " : ", \\\n     ",
+                                index++, s.peer ? "lw 1 dt 2 pt 6" : "lw 2 pt 7", gp_title(name));
+        }
+        if (!plot.empty()) {
+            write_text(dir / "rate.dat", data);
+            write_text(dir / "rate.gp",
+                       two_terminals("rate", "set title 'Message rate by window (16-byte messages)'\nset logscale x 2\n"
+                                             "set xlabel 'messages in flight (window W)'\n"
+                                             "set ylabel 'million messages / s'\nset yrange [0:*]\n"
+                                             "set key left top\nset grid\nset xrange [0.8:80]\n" + plot));
+            plots.push_back({"rate", "Message rate by window, ours beside ucp_am_bw"});
         }
     }
 

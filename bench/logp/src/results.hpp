@@ -29,6 +29,11 @@ struct RunInfo {
     double tsc_ghz = kNaN;
     double max_spread = 0.25;
     double instr_scope_ns = kNaN;  // cost of one timed scope with instrumentation on
+    double timer_ns = kNaN;        // one clock-read pair (subtracted from single timed operations)
+    // Time of the whole run by the TSC (at the calibrated rate) over the same
+    // interval by CLOCK_MONOTONIC: 1 when the calibration holds (the check of
+    // an emulated clock; see docs/logp.md).
+    double tsc_vs_monotonic = kNaN;
 };
 
 struct ProviderInfo {
@@ -61,6 +66,11 @@ struct LogPRow {
     double o_r_reply_us = kNaN;  // o_r(reply+credit): what the receive spends sending back (0: sends nothing)
     double o_s_delay_us = kNaN;  // cross-check of o_s from delayed long bursts
     double rtt_half_min_us = kNaN;  // half the fastest round trip (the median is RTT/2)
+    // L is never negative (logp_method.hpp, LatencyState): L_us is the raw
+    // figure when >= 0, 0 when it is below the resolution, NaN when the
+    // figures are inconsistent; the raw difference and the resolution are kept.
+    std::string L_state = "measured";  // "measured", "below resolution", "inconsistent"
+    double L_raw_us = kNaN, L_resolution_us = kNaN;
     double spread_rtt = 0, spread_o_s = 0, spread_o_r = 0, spread_g = 0;
     std::vector<std::string> warnings;
     // The known answers of a synthetic run (NaN otherwise).
@@ -90,6 +100,24 @@ struct BandwidthCurve {
     double t0_us = kNaN, r_inf_mb_s = kNaN, n_half_bytes = kNaN, n_half_model_bytes = kNaN;
     bool n_half_from_model = false;
     double r_peak_mb_s = kNaN, fit_r2 = kNaN;
+};
+
+// Message rate against the number of messages in flight (a window of W
+// 16-byte messages sent back to back, then the receiver's confirmation, as
+// OSU's osu_mbw_mr; for ucx_perftest, -O W uncompleted sends).
+struct RatePoint {
+    int window = 0;
+    double us_per_msg = kNaN;    // median over the timed streams
+    double msg_rate_m_s = kNaN;  // million messages per second (1 / us_per_msg)
+    double spread = 0;
+};
+
+struct RateSweep {
+    std::string layer;   // our layer ("vi", "am-v3", "splitc", ...) or the peer's test ("ucx_perftest ucp_am_bw")
+    std::string method;  // what one message is and how the window is kept
+    bool peer = false;
+    Status status;
+    std::vector<RatePoint> points;
 };
 
 struct BreakdownItem {
@@ -184,6 +212,7 @@ struct Report {
     std::vector<LogPRow> logp;
     std::vector<SplitcOp> splitc_ops;
     std::vector<BandwidthCurve> bandwidth;
+    std::vector<RateSweep> rate_sweep;  // ours per layer, then the peers'
     std::vector<Breakdown> breakdown;
     BulkDifference bulk_difference;
     std::vector<PeerResult> peers;

@@ -74,7 +74,8 @@ json to_json(const Report &r) {
                 {"command", r.run.command},       {"quick", r.run.quick},
                 {"iterations", r.run.iterations}, {"warmup", r.run.warmup},
                 {"tsc_ghz", num(r.run.tsc_ghz)},  {"max_spread", r.run.max_spread},
-                {"instr_scope_ns", num(r.run.instr_scope_ns)}};
+                {"instr_scope_ns", num(r.run.instr_scope_ns)}, {"timer_ns", num(r.run.timer_ns)},
+                {"tsc_vs_monotonic", num(r.run.tsc_vs_monotonic)}};
     j["provider"] = {{"name", r.provider.name},
                      {"device", r.provider.device},
                      {"profile", r.provider.profile},
@@ -103,6 +104,9 @@ json to_json(const Report &r) {
                         {"g_us", num(row.g_us)},
                         {"o_s_delay_us", num(row.o_s_delay_us)},
                         {"rtt_half_min_us", num(row.rtt_half_min_us)},
+                        {"L_state", row.L_state},
+                        {"L_raw_us", num(row.L_raw_us)},
+                        {"L_resolution_us", num(row.L_resolution_us)},
                         {"spread", {{"rtt", row.spread_rtt}, {"o_s", row.spread_o_s}, {"o_r", row.spread_o_r}, {"g", row.spread_g}}},
                         {"expected", {{"L_us", num(row.expect_L_us)}, {"o_s_us", num(row.expect_o_s_us)},
                                       {"o_r_us", num(row.expect_o_r_us)}, {"g_us", num(row.expect_g_us)}}},
@@ -128,6 +132,17 @@ json to_json(const Report &r) {
                               {"r_peak_mb_s", num(c.r_peak_mb_s)},
                               {"fit_r2", num(c.fit_r2)}}}});
     j["bandwidth"] = bw;
+
+    json rates = json::array();
+    for (const auto &s : r.rate_sweep) {
+        json pts = json::array();
+        for (const auto &p : s.points)
+            pts.push_back({{"window", p.window}, {"us_per_msg", num(p.us_per_msg)}, {"msg_rate_m_s", num(p.msg_rate_m_s)},
+                           {"spread", p.spread}});
+        rates.push_back({{"layer", s.layer}, {"method", s.method}, {"peer", s.peer}, {"status", status_json(s.status)},
+                         {"points", pts}});
+    }
+    j["rate_sweep"] = rates;
 
     json bd = json::array();
     for (const auto &x : r.breakdown) {
@@ -201,6 +216,8 @@ Report report_from_json(const json &j) {
     r.run.tsc_ghz = get_num(run, "tsc_ghz");
     r.run.max_spread = get_or<double>(run, "max_spread", 0.25);
     r.run.instr_scope_ns = get_num(run, "instr_scope_ns");
+    r.run.timer_ns = get_num(run, "timer_ns");
+    r.run.tsc_vs_monotonic = get_num(run, "tsc_vs_monotonic");
     const json &prov = obj(j, "provider");
     r.provider.name = get_or<std::string>(prov, "name", "");
     r.provider.device = get_or<std::string>(prov, "device", "");
@@ -230,6 +247,9 @@ Report report_from_json(const json &j) {
         row.g_us = get_num(x, "g_us");
         row.o_s_delay_us = get_num(x, "o_s_delay_us");
         row.rtt_half_min_us = get_num(x, "rtt_half_min_us");
+        row.L_state = get_or<std::string>(x, "L_state", "measured");
+        row.L_raw_us = get_num(x, "L_raw_us");
+        row.L_resolution_us = get_num(x, "L_resolution_us");
         const json &sp = obj(x, "spread");
         row.spread_rtt = get_or<double>(sp, "rtt", 0);
         row.spread_o_s = get_or<double>(sp, "o_s", 0);
@@ -262,6 +282,18 @@ Report report_from_json(const json &j) {
         c.fit_r2 = get_num(fm, "fit_r2");
         r.bandwidth.push_back(c);
     }
+    if (j.contains("rate_sweep"))  // absent from reports written before the sweep
+        for (const auto &x : arr(j, "rate_sweep")) {
+            RateSweep s;
+            s.layer = get_or<std::string>(x, "layer", "");
+            s.method = get_or<std::string>(x, "method", "");
+            s.peer = get_or<bool>(x, "peer", false);
+            s.status = status_from(obj(x, "status"));
+            for (const auto &p : arr(x, "points"))
+                s.points.push_back({get_or<int>(p, "window", 0), get_num(p, "us_per_msg"), get_num(p, "msg_rate_m_s"),
+                                    get_or<double>(p, "spread", 0)});
+            r.rate_sweep.push_back(s);
+        }
     for (const auto &x : arr(j, "breakdown")) {
         Breakdown bd;
         bd.name = get_or<std::string>(x, "name", "");

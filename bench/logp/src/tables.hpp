@@ -22,6 +22,7 @@ Table breakdown_table(const Report &r, const std::string &name);  // "am-request
 Table bulk_difference_table(const Report &r);  // Table 5
 Table peers_table(const Report &r);
 Table interleaved_table(const Report &r);  // ours/peer round by round (tables_peers.cpp)
+Table rate_table(const Report &r);         // message rate by window, ours and the peers' (tables_rate.cpp)
 
 // Every table above, in the order the report prints them, and the warnings.
 ReportDocument build_document(const Report &r);

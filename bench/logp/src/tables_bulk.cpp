@@ -188,6 +188,7 @@ ReportDocument build_document(const Report &r) {
                 splitc_ops_table(r),
                 bandwidth_table(r),
                 fm_metrics_table(r),
+                rate_table(r),
                 breakdown_table(r, "am-request-reply"),
                 breakdown_table(r, "splitc-get"),
                 bulk_difference_table(r),

@@ -36,6 +36,9 @@ std::vector<HeadField> report_head(const Report &r) {
                             "warnings above {:.0f}%",
                             r.run.quick ? "quick" : "full", r.run.iterations, r.run.warmup, fmt_num(r.run.tsc_ghz, 3),
                             100 * r.run.max_spread)},
+        {"clock", fmt::format("one clock read pair {} ns (taken off single timed operations); the run by the TSC / by "
+                              "CLOCK_MONOTONIC = {}",
+                              fmt_num(r.run.timer_ns, 1), fmt_num(r.run.tsc_vs_monotonic, 4))},
         {"command", r.run.command},
         {"paper", paper_citation() + " (figures in bench/logp/paper_figures.json)"},
         {"layers", layers.empty() ? "none" : layers},
@@ -69,6 +72,14 @@ Table vi_baseline_table(const Report &r) {
     return t;
 }
 
+// L: the figure, "0*" below the resolution (the raw difference in the note),
+// "n/a" when the figures are inconsistent (the warning says why).
+static Cell latency_cell(const LogPRow &x) {
+    if (x.L_state == "below resolution") return {"0*", 0.0};
+    if (x.L_state == "inconsistent") return {"n/a", kNaN};
+    return Cell::number(x.L_us, 2);
+}
+
 Table logp_table(const Report &r) {
     const nlohmann::json &paper = paper_figures();
     Table t;
@@ -87,7 +98,7 @@ Table logp_table(const Report &r) {
         } else {
             t.rows.push_back(row(RowKind::ours, 0,
                                  {Cell::label(x.layer + " (ours)"), Cell::number(x.rtt_half_us, 2), Cell::number(x.delta_us, 2),
-                                  Cell::number(x.L_us, 2), Cell::number(x.o_s_us, 2), Cell::number(x.o_r_us, 2),
+                                  latency_cell(x), Cell::number(x.o_s_us, 2), Cell::number(x.o_r_us, 2),
                                   Cell::number(x.o_r_reply_us, 2), Cell::number(x.g_us, 2), Cell::number(x.o_s_delay_us, 2)}));
             if (std::isfinite(x.expect_o_s_us))
                 t.rows.push_back(row(RowKind::detail, 1,
@@ -121,6 +132,17 @@ Table logp_table(const Report &r) {
                 t.rows.push_back(value);
                 t.rows.push_back(ratio);
             }
+    }
+    for (const auto &x : r.logp) {
+        if (!x.status.measured()) continue;
+        if (x.L_state == "below resolution")
+            t.notes.push_back(fmt::format("{}: L 0* = below the resolution: RTT/2 - o_s - o_r = {} us lies within the "
+                                          "scatter of the three series ({} us); L cannot be negative",
+                                          x.layer, fmt_num(x.L_raw_us, 3), fmt_num(x.L_resolution_us, 3)));
+        else if (x.L_state == "inconsistent")
+            t.notes.push_back(fmt::format("{}: L n/a = inconsistent figures: o_s + o_r exceeds RTT/2 by {} us, more than "
+                                          "the scatter ({} us); see the warnings",
+                                          x.layer, fmt_num(-x.L_raw_us, 3), fmt_num(x.L_resolution_us, 3)));
     }
     t.notes.push_back(fmt::format("paper: VI RTT/2 for 16 B = {} us (LANai 7), the reference of its Delta",
                                   fmt_num(paper_number(paper, "vi_rtt_half_16B_us"), 1)));

@@ -56,8 +56,8 @@ Table interleaved_table(const Report &r) {
     }
     t.notes.push_back("spread = (max - min) / median of the per-round ratios.");
     if (beyond_bulk)
-        t.notes.push_back("A size with 0 rounds is beyond our layer's largest bulk message (32 KB for VI and AM "
-                          "today), or the peer did not measure it.");
+        t.notes.push_back("A size with 0 rounds is beyond our layer's largest bulk message (1 MB), or the peer did "
+                          "not measure it (see its status in the peers table).");
     return t;
 }
 

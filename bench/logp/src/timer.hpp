@@ -7,7 +7,9 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 namespace logp {
 
@@ -17,6 +19,21 @@ inline double ns_per_cycle() {
 }
 inline std::uint64_t ticks() { return vipl_instr_now(); }
 inline double ticks_to_ns(std::uint64_t t) { return double(t) * ns_per_cycle(); }
+
+// The clock's own cost: the median of many timed empty intervals (two
+// back-to-back reads).  A single timed operation carries it once.
+inline double timer_cost_ns() {
+    static const double cost = [] {
+        std::uint64_t d[201];
+        for (auto &x : d) {
+            std::uint64_t t0 = ticks();
+            x = ticks() - t0;
+        }
+        std::sort(std::begin(d), std::end(d));
+        return ticks_to_ns(d[100]);
+    }();
+    return cost;
+}
 
 // Busy-waits ns nanoseconds without entering any library: the "computation"
 // of the LogP method (inserted delays, the receiver's settle time).
