@@ -129,7 +129,10 @@ const DmaEngine::Mapping *DmaEngine::map_peer(int peer_rank, uint32_t pid, const
         errno = EFAULT;
         return nullptr;
     }
-    void *p = mmap(nullptr, size_t(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    // Small segments are populated now (no page faults during transfers); a large
+    // sparse one (a heap of gigabytes) is faulted in as transfers touch it.
+    const int populate = st.st_size <= (64 << 20) ? MAP_POPULATE : 0;
+    void *p = mmap(nullptr, size_t(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED | populate, fd, 0);
     const int e = errno;
     close(fd);
     if (p == MAP_FAILED) {
