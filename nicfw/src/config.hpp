@@ -20,7 +20,7 @@ constexpr uint32_t kMaxStagedTransfer = 64 * 1024;
 constexpr uint32_t kMaxTransfer = 16u << 20;
 // Default VIPL_NICFW_DMA_MIN: from this many bytes on, RDMA and reliable sends
 // take the single-copy path (measured crossover, docs/nicfw.md "Data path").
-constexpr uint32_t kDefaultDmaMin = 16 * 1024;
+constexpr uint32_t kDefaultDmaMin = 64 * 1024;
 constexpr uint32_t kFifoDoorbellDepth = 64;
 constexpr uint32_t kMaxCq = 1024;
 constexpr uint32_t kMaxCqEntries = 1u << 20;
