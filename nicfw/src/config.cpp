@@ -62,6 +62,19 @@ Profile parse_profile(const std::string &v) {
     return p;
 }
 
+// VIPL_NICFW_DMA_MIN: "off", or a byte count (K/M suffix) from 1 to kMaxTransfer.
+uint32_t parse_dma_min(const std::string &v) {
+    if (v == "off" || v == "0") return 0;
+    char *end = nullptr;
+    unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+    if (end != v.c_str() && (*end == 'k' || *end == 'K') && !end[1]) x <<= 10, ++end;
+    else if (end != v.c_str() && (*end == 'm' || *end == 'M') && !end[1]) x <<= 20, ++end;
+    if (end == v.c_str() || *end || x < 1 || x > kMaxTransfer)
+        throw std::runtime_error("VIPL_NICFW_DMA_MIN: '" + v +
+                                 "' is not off or a byte count from 1 to 16M (K and M suffixes allowed)");
+    return static_cast<uint32_t>(x);
+}
+
 // One of `words` (its index); anything else is refused.
 int strict_choice(const char *var, std::initializer_list<const char *> words, const char *dflt,
                   const char *expected) {
@@ -92,6 +105,7 @@ Config Config::from_env() {
     c.crc = strict_choice("VIPL_NICFW_CRC", {"0", "1"}, "1", "0 or 1") == 1;
     c.progress_thread = strict_choice("VIPL_NICFW_PROGRESS", {"0", "1"}, "0", "0 or 1") == 1;
     c.profile = parse_profile(viastack::env::str("VIPL_NICFW_PROFILE", "none"));
+    c.dma_min = parse_dma_min(viastack::env::str("VIPL_NICFW_DMA_MIN", std::to_string(kDefaultDmaMin)));
     return c;
 }
 

@@ -13,7 +13,14 @@ constexpr uint32_t kMaxVi = 1024;
 constexpr uint32_t kMaxRegions = 65535;
 constexpr uint32_t kMaxQueue = 4096;       // descriptors per work queue
 constexpr uint32_t kMaxSegments = 252;     // data segments of an RDMA descriptor (SegCount <= 253 = MaxSegmentsPerDesc)
-constexpr uint32_t kMaxTransfer = 64 * 1024;
+// Largest message through the wire FIFO (staged: host -> SRAM -> wire -> SRAM
+// -> host): what the SRAM staging buffers and a quarter FIFO can hold.
+constexpr uint32_t kMaxStagedTransfer = 64 * 1024;
+// Largest transfer with the single-copy bulk path on (dma.hpp): MaxTransferSize.
+constexpr uint32_t kMaxTransfer = 16u << 20;
+// Default VIPL_NICFW_DMA_MIN: from this many bytes on, RDMA and reliable sends
+// take the single-copy path (measured crossover, docs/nicfw.md "Data path").
+constexpr uint32_t kDefaultDmaMin = 64 * 1024;
 constexpr uint32_t kFifoDoorbellDepth = 64;
 constexpr uint32_t kMaxCq = 1024;
 constexpr uint32_t kMaxCqEntries = 1u << 20;
@@ -39,6 +46,11 @@ struct Config {
     bool crc = true;
     bool progress_thread = false; // inline mode: a sleeping agent serves the NIC while the host is away
     Profile profile;
+    // Single-copy bulk path: transfers of at least dma_min bytes move once,
+    // source memory -> destination memory (VIPL_NICFW_DMA_MIN; 0 = off, every
+    // byte staged through the FIFO and MaxTransferSize is kMaxStagedTransfer).
+    uint32_t dma_min = kDefaultDmaMin;
+    uint32_t max_transfer() const { return dma_min ? kMaxTransfer : kMaxStagedTransfer; }
     // Unlike the other layers' settings, a bad VIPL_NICFW_* value is refused, not
     // replaced by its default: a mistyped timing profile would silently measure
     // the wrong machine.  Throws std::runtime_error naming the variable and value.

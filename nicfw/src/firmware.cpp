@@ -35,8 +35,8 @@ void spin_ns(uint32_t ns) {
 Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int nprocs,
                    const ProtectionTable &protection, const ViTable &vis, ErrorQueue &errors, ConnectionManager &cm)
     : cfg_(cfg), wire_(job, nprocs, cfg.ring_bytes), rank_(rank), protection_(protection), vis_(vis),
-      errors_(errors), cm_(cm), sram_tx_(new unsigned char[kMaxTransfer + 64]),
-      sram_rx_(new unsigned char[wire_.max_payload() + 64]) {
+      errors_(errors), cm_(cm), sram_tx_(new unsigned char[kMaxStagedTransfer + 64]),
+      sram_rx_(new unsigned char[wire_.max_payload() + 64]), dma_(rank) {
     rx_head_ = wire_.ctl(rank_).head.load(std::memory_order_acquire);
     // Every rank of a job has the same configuration, so every consumer of the
     // job's FIFOs sleeps or none does.

@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "config.hpp"
+#include "dma.hpp"
 #include "objects.hpp"
 #include "wire.hpp"
 
@@ -62,6 +63,9 @@ public:
     void idle_poll() {
         if (cfg_.mode == Mode::Thread && (++idle_polls_ & 15) == 0) sched_yield();
     }
+    // Inline mode: how far the firmware has read its wire FIFO (changes when
+    // packets arrive), for host waits that keep spinning while traffic flows.
+    uint64_t rx_mark() const { return cfg_.mode == Mode::Inline ? rx_head_ : 0; }
     void step();          // one MCP iteration
     void locked_step();   // one iteration, unless another thread is running one
     // Inline mode: from now on another thread (the agent, a second host thread)
@@ -151,7 +155,21 @@ private:
     bool rx_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
     void rx_read_resp(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
     void rx_ack(ViImpl *vi, const PacketHeader *h);
-    struct Reply;
+    // An Ack (or read response) is reserved before anything else is done, so a
+    // full FIFO leaves the packet untouched on the wire for a later retry.
+    struct Reply {
+        TxSlot tx;
+        bool held = false;
+    };
+
+    // bulk.cpp: the single-copy bulk path (dma.hpp)
+    bool bulk_eligible(const ViImpl *vi, uint32_t len, const VIP_DATA_SEGMENT *segs, uint32_t nseg) const;
+    bool tx_bulk(ViImpl *vi, TxEntry &e, const VIP_CONTROL_SEGMENT &cs, uint32_t ops, const VIP_DATA_SEGMENT *segs,
+                 uint32_t nseg);
+    bool rx_bulk_send(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    bool rx_bulk_write(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    bool rx_bulk_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    void bulk_copy_failed(ViImpl *vi, VIP_DESCRIPTOR *d);
     bool reserve_reply(const ViImpl *vi, uint32_t len, Reply *r);
     void publish_reply(ViImpl *vi, Reply *r, Op op, uint32_t status, uint32_t len);
 
@@ -184,6 +202,8 @@ private:
     std::unique_ptr<unsigned char[]> sram_rx_;
     VIP_DESCRIPTOR_SEGMENT desc_cache_[kMaxSegments + 1];
     uint64_t last_inject_ns_ = 0;        // gap profile (g)
+    DmaEngine dma_;                      // the bulk path's copy engine
+    iovec iov_[kMaxSegments + 1];        // a receive's scatter list, for dma_
 
     // control packets waiting for room in a peer's FIFO
     struct PendingCtl {

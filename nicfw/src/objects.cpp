@@ -22,7 +22,7 @@ VIP_RETURN check_vi_attr(const NicHw &hw, const vipl::prov::ViAttr &a) {
     if (a.reliability != VIP_SERVICE_UNRELIABLE && a.reliability != VIP_SERVICE_RELIABLE_DELIVERY &&
         a.reliability != VIP_SERVICE_RELIABLE_RECEPTION)
         return VIP_INVALID_RELIABILITY_LEVEL;
-    if (a.max_transfer == 0 || a.max_transfer > kMaxTransfer) return VIP_INVALID_MTU;
+    if (a.max_transfer == 0 || a.max_transfer > hw.cfg.max_transfer()) return VIP_INVALID_MTU;
     if (a.qos != nullptr) return VIP_INVALID_QOS;
     if (!hw.protection.owns(a.ptag)) return VIP_INVALID_PTAG;
     if (a.rdma_read && a.reliability == VIP_SERVICE_UNRELIABLE) return VIP_INVALID_RDMAREAD;

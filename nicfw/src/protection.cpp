@@ -16,7 +16,7 @@ void ProtectionTable::delete_ptag(PtagImpl *t) {
 }
 
 VIP_RETURN ProtectionTable::register_region(void *addr, size_t len, const vipl::prov::MemAttr &a,
-                                            VIP_MEM_HANDLE *out) {
+                                            VIP_MEM_HANDLE *out, ShmRef shm) {
     auto *t = static_cast<PtagImpl *>(a.ptag);
     std::lock_guard<std::mutex> g(mu_);
     for (uint32_t n = 0; n < kMaxRegions; ++n) {
@@ -29,6 +29,7 @@ VIP_RETURN ProtectionTable::register_region(void *addr, size_t len, const vipl::
         r.ptag_id = t->id;
         r.rdma_write = a.rdma_write;
         r.rdma_read = a.rdma_read;
+        r.shm = shm;
         if (++gen_ == 0) gen_ = 1;
         const uint32_t h = (uint32_t(gen_) << 16) | idx;
         t->refs.fetch_add(1);

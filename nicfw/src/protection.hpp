@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "config.hpp"
+#include "dma.hpp"
 #include "region.hpp"
 #include "vipl.h"
 #include "vipl_provider.hpp"
@@ -39,6 +40,7 @@ struct Region {
     bool rdma_write = false;
     bool rdma_read = false;
     PtagImpl *ptag = nullptr;
+    ShmRef shm;                      // inside a VipxAllocMem segment (shm.id != 0): peers map it
 
     // [a, a+n) lies inside the region (the shared check: vipl/providers/common/region.hpp).
     bool contains(uintptr_t a, size_t n) const { return vipl::common::range_covers(base, len, a, n); }
@@ -68,7 +70,8 @@ public:
     bool owns(const vipl::prov::Ptag *p) const { return p && static_cast<const PtagImpl *>(p)->table == this; }
     PtagImpl *new_ptag();
     void delete_ptag(PtagImpl *t);
-    VIP_RETURN register_region(void *addr, size_t len, const vipl::prov::MemAttr &a, VIP_MEM_HANDLE *out);
+    VIP_RETURN register_region(void *addr, size_t len, const vipl::prov::MemAttr &a, VIP_MEM_HANDLE *out,
+                               ShmRef shm = {});
     VIP_RETURN deregister_region(void *addr, VIP_MEM_HANDLE mh);
     VIP_RETURN query_region(void *addr, VIP_MEM_HANDLE mh, vipl::prov::MemAttr *out);
     // The caller has quiesced the firmware: it must not see a half-updated entry.

@@ -44,7 +44,7 @@ public:
     VIP_RETURN query(VIP_NIC_ATTRIBUTES *a) override {
         vipl::common::fill_nic_attributes(a, {"nicfw0", 0x4c41 /* "LA": LANai-style */, hw->addr_bytes, false,
                                               kMaxRegions, kMaxVi, kMaxQueue, kMaxSegments, kMaxCq, kMaxCqEntries,
-                                              kMaxTransfer, kMaxPtags});
+                                              hw->cfg.max_transfer(), kMaxPtags});
         return VIP_SUCCESS;
     }
 
@@ -64,7 +64,8 @@ public:
 
     VIP_RETURN register_mem(void *addr, VIP_ULONG len, const vipl::prov::MemAttr &a, VIP_MEM_HANDLE *out) override {
         if (!hw->protection.owns(a.ptag)) return VIP_INVALID_PTAG;
-        return hw->protection.register_region(addr, len, a, out);
+        // Memory from VipxAllocMem is noted, so the bulk path can name it to peers.
+        return hw->protection.register_region(addr, len, a, out, shared_memory().find(addr, len));
     }
     VIP_RETURN deregister_mem(void *addr, VIP_MEM_HANDLE mh) override {
         return hw->protection.deregister_region(addr, mh);
@@ -169,6 +170,15 @@ public:
         return vipl::common::autodiscovery(static_cast<VIP_AUTODISCOVERY_LIST *>(out), hw->nprocs,
                                            [this](int r, VIP_NET_ADDRESS *a) { return rank_address(r, a); });
     }
+
+    // Shared memory (dma.hpp): the peers' NICs map it, a bulk transfer is one memcpy.
+    VIP_RETURN alloc_mem(VIP_ULONG len, void **out) override {
+        void *p = shared_memory().alloc(len);
+        if (!p) return VIP_ERROR_RESOURCE;
+        *out = p;
+        return VIP_SUCCESS;
+    }
+    VIP_RETURN free_mem(void *p) override { return shared_memory().free(p) ? VIP_SUCCESS : VIP_INVALID_PARAMETER; }
 
     int rank() const override { return hw->rank; }
     void progress() override { hw->host_poll(); }

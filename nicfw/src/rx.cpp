@@ -24,19 +24,12 @@ TxEntry *next_awaiting(ViImpl *vi) {
 }
 } // namespace
 
-// An Ack (or read response) is reserved before anything else is done, so a
-// full FIFO leaves the packet untouched on the wire for a later retry.
-struct Firmware::Reply {
-    TxSlot tx;
-    bool held = false;
-};
-
-inline bool Firmware::reserve_reply(const ViImpl *vi, uint32_t len, Reply *r) {
+bool Firmware::reserve_reply(const ViImpl *vi, uint32_t len, Reply *r) {
     r->held = wire_reserve(wire_, vi->peer_nic, len, &r->tx, true);
     return r->held;
 }
 
-inline void Firmware::publish_reply(ViImpl *vi, Reply *r, Op op, uint32_t status, uint32_t len) {
+void Firmware::publish_reply(ViImpl *vi, Reply *r, Op op, uint32_t status, uint32_t len) {
     write_header(r->tx.hdr, static_cast<uint16_t>(rank_),
                  {.op = op,
                   .dst_vi = vi->peer_vi,
@@ -101,6 +94,7 @@ bool Firmware::rx_packet_try(const PacketHeader *h) {
 }
 
 bool Firmware::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+    if (h->flags & kFlagBulk) return rx_bulk_send(vi, h, p);
     const bool ackreq = h->flags & kFlagAckReq;
     Reply ack;
     if (ackreq && !reserve_reply(vi, 0, &ack)) return false;
@@ -151,6 +145,7 @@ bool Firmware::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p
 }
 
 bool Firmware::rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+    if (h->flags & kFlagBulk) return rx_bulk_write(vi, h, p);
     const bool ackreq = h->flags & kFlagAckReq;
     if (h->length < sizeof(RdmaExt)) {
         ++dropped_;
@@ -197,6 +192,7 @@ bool Firmware::rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned c
 }
 
 bool Firmware::rx_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+    if (h->flags & kFlagBulk) return rx_bulk_read_req(vi, h, p);
     if (h->length < sizeof(RdmaExt)) {
         ++dropped_;
         return true;
@@ -205,7 +201,7 @@ bool Firmware::rx_read_req(ViImpl *vi, const PacketHeader *h, const unsigned cha
     std::memcpy(&x, p, sizeof x);
     const Region *r = protection_.lookup(x.rhandle);
     const bool ok = r && r->ptag_id == vi->ptag_id && r->rdma_read && vi->attr.rdma_read &&
-                    x.rlen <= kMaxTransfer && r->contains(x.raddr, x.rlen);
+                    x.rlen <= kMaxStagedTransfer && r->contains(x.raddr, x.rlen);
     Reply resp;
     if (!reserve_reply(vi, ok ? x.rlen : 0, &resp)) return false;
     if (ok && x.rlen) { // host -> SRAM -> wire
@@ -243,7 +239,8 @@ void Firmware::rx_read_resp(ViImpl *vi, const PacketHeader *h, const unsigned ch
     ++vi->fw.tx_await;
     VIP_DESCRIPTOR *d = e->desc;
     complete_tx(vi);
-    if (err) vi_error(vi, VIP_ERROR_RDMAR_PROT, d, false);
+    if (err)
+        vi_error(vi, (err & VIP_STATUS_RDMA_PROT_ERROR) ? VIP_ERROR_RDMAR_PROT : VIP_ERROR_RDMA_TRANSPORT, d, false);
 }
 
 void Firmware::rx_ack(ViImpl *vi, const PacketHeader *h) {

@@ -52,7 +52,8 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     uint32_t total = 0;
     if (!validate_segments(vi, segs, nseg, &total)) return fail(ops | VIP_STATUS_PROTECTION_ERROR);
     if (total != cs.Length) return fail(ops | VIP_STATUS_FORMAT_ERROR);
-    if (cs.Length > vi->attr.max_transfer || cs.Length > kMaxTransfer) return fail(ops | VIP_STATUS_LENGTH_ERROR);
+    if (cs.Length > vi->attr.max_transfer || cs.Length > cfg_.max_transfer())
+        return fail(ops | VIP_STATUS_LENGTH_ERROR);
     const bool imm = cs.Control & VIP_CONTROL_IMMEDIATE;
     if (op == VIP_CONTROL_OP_RDMAREAD &&
         (imm || vi->attr.reliability == VIP_SERVICE_UNRELIABLE))
@@ -63,6 +64,9 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
         const uint64_t next = last_inject_ns_ + cfg_.profile.gap_ns;
         while (now_ns() < next) __builtin_ia32_pause();
     }
+    // Large transfers: only a request goes through the FIFO, the bytes move once (bulk.cpp).
+    if (bulk_eligible(vi, cs.Length, segs, nseg)) return tx_bulk(vi, e, cs, ops, segs, nseg);
+    if (cs.Length > kMaxStagedTransfer) return fail(ops | VIP_STATUS_LENGTH_ERROR);
     const uint32_t data_len = op == VIP_CONTROL_OP_RDMAREAD ? 0 : cs.Length;
     const uint32_t payload = (rdma ? sizeof(RdmaExt) : 0) + data_len;
     TxSlot tx;

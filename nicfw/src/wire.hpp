@@ -47,6 +47,7 @@ enum class Op : uint8_t {
 constexpr uint8_t kFlagImm = 0x01;      // immediate data present
 constexpr uint8_t kFlagAckReq = 0x02;   // sender waits for an Ack (reliable reception)
 constexpr uint8_t kFlagStamp = 0x04;    // 8-byte send time follows the payload (wire-latency profile)
+constexpr uint8_t kFlagBulk = 0x08;     // bulk request: payload names the initiator's memory (dma.hpp)
 
 // The first 32 bytes of a packet.  `tag` is written last (release).
 struct PacketHeader {

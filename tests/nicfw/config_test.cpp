@@ -14,7 +14,8 @@ using nicfw::Config;
 namespace {
 
 const char *const kVars[] = {"VIPL_NICFW_MODE", "VIPL_NICFW_DOORBELL", "VIPL_NICFW_RING_KB",
-                             "VIPL_NICFW_CRC",  "VIPL_NICFW_PROGRESS", "VIPL_NICFW_PROFILE"};
+                             "VIPL_NICFW_CRC",  "VIPL_NICFW_PROGRESS", "VIPL_NICFW_PROFILE",
+                             "VIPL_NICFW_DMA_MIN"};
 
 class ConfigEnv : public ::testing::Test {
 protected:
@@ -167,4 +168,20 @@ TEST_F(ConfigEnv, ProfileRefusesBadValues) {
     EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os=-5", "-5"));
     EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:L=100000001", "100000001")); // over 0.1 s
     EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os=1,,g=2", ""));
+}
+
+// The bulk path's crossover: a byte count (K/M suffix) or off; MaxTransferSize follows.
+TEST_F(ConfigEnv, DmaMin) {
+    EXPECT_EQ(Config::from_env().dma_min, nicfw::kDefaultDmaMin);
+    EXPECT_EQ(Config::from_env().max_transfer(), nicfw::kMaxTransfer);
+    EXPECT_EQ(with("VIPL_NICFW_DMA_MIN", "4096").dma_min, 4096u);
+    EXPECT_EQ(with("VIPL_NICFW_DMA_MIN", "32K").dma_min, 32768u);
+    EXPECT_EQ(with("VIPL_NICFW_DMA_MIN", "1M").dma_min, 1u << 20);
+    const Config off = with("VIPL_NICFW_DMA_MIN", "off");
+    EXPECT_EQ(off.dma_min, 0u);
+    EXPECT_EQ(off.max_transfer(), nicfw::kMaxStagedTransfer);
+    EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN", "big"));
+    EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN", "12Q"));
+    EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN", "17M"));
+    EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN", "-5"));
 }

@@ -1,4 +1,6 @@
 // test_nic_mem.cpp - NIC open/query, handles, protection tags, memory registration.
+#include <cstring>
+
 #include "vipl_test_util.hpp"
 
 using namespace vt;
@@ -237,6 +239,44 @@ TEST(NameService, ResolveOwnNameAndRoundTrip) {
     char unknown[] = "no-such-host.viastack.invalid";
     VT_EXPECT_RC(VIP_ERROR_NAMESERVICE, VipNSGetHostByName(nic(), unknown, again.get(), 0));
     VT_EXPECT_OK(VipNSShutdown(nic()));
+}
+
+} // namespace
+
+namespace {
+
+// VipxAllocMem/VipxFreeMem (every provider: nicfw's shared memory, the others'
+// page-aligned heap): zeroed, page aligned, registrable, usable, refused when bad.
+TEST(NicMem, VipxAllocMemIsZeroedAlignedAndRegistrable) {
+    for (VIP_ULONG len : {VIP_ULONG(1), VIP_ULONG(4096), VIP_ULONG(3 << 20) + 5}) {
+        VIP_PVOID p = nullptr;
+        VT_ASSERT_OK(VipxAllocMem(nic(), len, &p));
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u) << "not page aligned";
+        const auto *b = static_cast<const uint8_t *>(p);
+        for (VIP_ULONG i = 0; i < len; i += 997) EXPECT_EQ(b[i], 0) << "byte " << i << " not zero";
+        EXPECT_EQ(b[len - 1], 0);
+        std::memset(p, 0x5a, len); // all of it is ours to write
+        VIP_MEM_ATTRIBUTES a{nullptr, VIP_TRUE, VIP_TRUE};
+        VIP_MEM_HANDLE mh;
+        VT_EXPECT_OK(VipRegisterMem(nic(), p, len, &a, &mh));
+        VT_EXPECT_OK(VipDeregisterMem(nic(), p, mh));
+        VT_EXPECT_OK(VipxFreeMem(nic(), p));
+    }
+}
+
+TEST(NicMem, VipxAllocMemRefusesBadArguments) {
+    VIP_PVOID p = nullptr;
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxAllocMem(nic(), 0, &p));
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxAllocMem(nic(), 4096, nullptr));
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxAllocMem(forged_handle(), 4096, &p));
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxFreeMem(nic(), nullptr));
+    int on_stack = 0;
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxFreeMem(nic(), &on_stack)) << "not from VipxAllocMem";
+    VT_ASSERT_OK(VipxAllocMem(nic(), 100, &p));
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxFreeMem(forged_handle(), p));
+    VT_EXPECT_OK(VipxFreeMem(nic(), p));
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxFreeMem(nic(), p)) << "freed twice";
 }
 
 } // namespace

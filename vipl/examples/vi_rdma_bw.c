@@ -1,7 +1,7 @@
 /*
  * vi_rdma_bw - RDMA-write bandwidth between two processes over a VI.
  *
- *   vipl-run -n 2 vi_rdma_bw [-m max_bytes] [-n writes_per_size] [-d depth] [-l u|rd|rr]
+ *   vipl-run -n 2 vi_rdma_bw [-m max_bytes] [-n writes_per_size] [-d depth] [-l u|rd|rr] [-a] [-s start_bytes]
  *
  * Rank 1 registers a buffer with RDMA write enabled and sends its address and
  * memory handle to rank 0.  For each size 1, 2, 4, ... max_bytes, rank 0 keeps up
@@ -9,6 +9,11 @@
  * data, which consumes a receive descriptor at rank 1 and so tells it the size is
  * complete.  Rank 1 checks the bytes and answers with a zero-byte send.  Rank 0
  * prints one line per size:  <bytes>  <writes>  <MB/s>  <usec/write>
+ *
+ * -s starts the sweep at start_bytes (rounded down to a power of two) instead of 1.
+ * -a takes both data buffers from VipxAllocMem (the viastack extension for memory
+ * the NIC moves cheaply: on nicfw, shared memory the peer's NIC maps, so a large
+ * write is one memcpy) instead of the heap (nicfw: cross-memory attach).
  *
  * VI concepts shown: RDMA enables on the VI and on the memory region, descriptors
  * with an address segment (SegCount counts it), RDMA write with immediate data,
@@ -24,7 +29,7 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: vipl-run -n 2 vi_rdma_bw [-m max_bytes] [-n writes_per_size] "
-                    "[-d depth(1..%d)] [-l u|rd|rr]\n", MAX_DEPTH);
+                    "[-d depth(1..%d)] [-l u|rd|rr] [-a] [-s start_bytes]\n", MAX_DEPTH);
     exit(2);
 }
 
@@ -70,19 +75,21 @@ static void prepare_sendrecv(VIP_DESCRIPTOR *d, void *buf, VIP_MEM_HANDLE mh, VI
 
 int main(int argc, char **argv)
 {
-    size_t max_bytes = 1 << 20;
-    int writes = 200, depth = 8, opt;
+    size_t max_bytes = 1 << 20, start = 1;
+    int writes = 200, depth = 8, opt, nic_mem = 0;
     VIP_RELIABILITY_LEVEL level = 0;
-    while ((opt = getopt(argc, argv, "m:n:d:l:h")) != -1) {
+    while ((opt = getopt(argc, argv, "m:n:d:l:as:h")) != -1) {
         switch (opt) {
         case 'm': max_bytes = strtoul(optarg, NULL, 0); break;
         case 'n': writes = atoi(optarg); break;
         case 'd': depth = atoi(optarg); break;
         case 'l': level = parse_level(optarg); break;
+        case 'a': nic_mem = 1; break;
+        case 's': start = strtoul(optarg, NULL, 0); break;
         default: usage();
         }
     }
-    if (writes < 1 || depth < 1 || depth > MAX_DEPTH || max_bytes < 1)
+    if (writes < 1 || depth < 1 || depth > MAX_DEPTH || max_bytes < 1 || start < 1)
         usage();
     if (vipl_boot_init() != VIPL_BOOT_OK || vipl_boot_size() != 2) {
         fprintf(stderr, "vi_rdma_bw needs exactly two processes: vipl-run -n 2 vi_rdma_bw\n");
@@ -98,8 +105,11 @@ int main(int argc, char **argv)
         max_bytes = attr.MaxTransferSize;
     if (!level)
         level = best_level(&attr);
+    size_t first = 1;
+    while (first * 2 <= start && first * 2 <= max_bytes)
+        first *= 2;
     int nsizes = 0;
-    for (size_t s = 1; s <= max_bytes && nsizes < MAX_SIZES; s *= 2)
+    for (size_t s = first; s <= max_bytes && nsizes < MAX_SIZES; s *= 2)
         nsizes++;
 
     /* Data buffer (the RDMA target on rank 1, the source on rank 0), plus a small
@@ -107,7 +117,14 @@ int main(int argc, char **argv)
      * only the data buffer is open to RDMA writes. */
     VIP_PROTECTION_HANDLE ptag;
     CHECK(VipCreatePtag(nic, &ptag));
-    uint8_t *data = alloc_pages(max_bytes);
+    uint8_t *data;
+    if (nic_mem) {
+        VIP_PVOID p;
+        CHECK(VipxAllocMem(nic, max_bytes, &p));
+        data = p;
+    } else {
+        data = alloc_pages(max_bytes);
+    }
     VIP_MEM_ATTRIBUTES data_attr = {ptag, rank == 1 ? VIP_TRUE : VIP_FALSE, VIP_FALSE};
     VIP_MEM_HANDLE data_mh;
     CHECK(VipRegisterMem(nic, data, max_bytes, &data_attr, &data_mh));
@@ -148,7 +165,7 @@ int main(int argc, char **argv)
         prepare_sendrecv(sd, info, ctl_mh, sizeof *info);
         CHECK(VipPostSend(vi, sd, ctl_mh));
         wait_send(vi, "send of the region info");
-        for (size_t size = 1; size <= max_bytes && size <= ((size_t)1 << (nsizes - 1)); size *= 2) {
+        for (size_t size = first; size <= max_bytes && size <= first << (nsizes - 1); size *= 2) {
             VIP_DESCRIPTOR *r = wait_recv(vi, "RDMA write with immediate");
             if ((r->CS.Status & VIP_STATUS_OP_MASK) != VIP_STATUS_OP_REMOTE_RDMA_WRITE ||
                 !(r->CS.Status & VIP_STATUS_IMMEDIATE) || r->CS.ImmediateData != size) {
@@ -172,12 +189,12 @@ int main(int argc, char **argv)
             fprintf(stderr, "rank 0: target region is only %u bytes\n", info->len);
             return 1;
         }
-        printf("vi_rdma_bw: RDMA write, %d writes per size, depth %d, NIC %s\n", writes, depth,
-               attr.Name);
+        printf("vi_rdma_bw: RDMA write, %d writes per size, depth %d, NIC %s, %s memory\n", writes, depth,
+               attr.Name, nic_mem ? "VipxAllocMem" : "heap");
         printf("%10s %8s %12s %12s\n", "bytes", "writes", "MB/s", "usec/write");
         VIP_DESCRIPTOR *ring = &desc[MAX_SIZES + 4];
         double best = 0;
-        for (size_t size = 1; size <= ((size_t)1 << (nsizes - 1)); size *= 2) {
+        for (size_t size = first; size <= first << (nsizes - 1); size *= 2) {
             for (size_t i = 0; i < size; i++)
                 data[i] = pattern(i, size);
             int posted = 0, completed = 0;
@@ -225,8 +242,11 @@ int main(int argc, char **argv)
     VipDeregisterMem(nic, data, data_mh);
     VipDeregisterMem(nic, ctl, ctl_mh);
     VipDestroyPtag(nic, ptag);
+    if (nic_mem)
+        VipxFreeMem(nic, data);
+    else
+        free(data);
     VipCloseNic(nic);
-    free(data);
     free(ctl);
     free(addrs);
     vipl_boot_finalize();

@@ -430,6 +430,16 @@ int VipxNicRank(VIP_NIC_HANDLE NicHandle);
  * for programs that compute for long stretches and want one-sided traffic
  * aimed at them served.  Returns VIP_SUCCESS. */
 VIP_RETURN VipxProgress(VIP_NIC_HANDLE NicHandle);
+/* Memory for data buffers that the NIC moves cheaply (like ucp_mem_map): on
+ * nicfw a shared-memory segment the peer's NIC maps once, so a bulk transfer
+ * from or into it is one memcpy (docs/nicfw.md, "Data path"); on the other
+ * providers page-aligned memory.  Zeroed and page aligned; register it with
+ * VipRegisterMem as any memory.  VIP_INVALID_PARAMETER for a bad handle, a NULL
+ * Address or Length 0; VIP_ERROR_RESOURCE when no memory is left. */
+VIP_RETURN VipxAllocMem(VIP_NIC_HANDLE NicHandle, VIP_ULONG Length, VIP_PVOID *Address);
+/* Frees memory from VipxAllocMem on this NIC (deregister it first, free it
+ * before VipCloseNic).  VIP_INVALID_PARAMETER if Address is not such memory. */
+VIP_RETURN VipxFreeMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address);
 
 #ifdef __cplusplus
 }

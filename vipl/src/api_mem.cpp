@@ -1,4 +1,10 @@
-// api_mem.cpp - memory registration and attributes.
+// api_mem.cpp - memory registration and attributes; VipxAllocMem/VipxFreeMem
+// and the providers' default allocator for them.
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
 #include "handles.hpp"
 
 using namespace vipl::api;
@@ -20,7 +26,34 @@ VIP_RETURN resolve(NicEntry *e, const VIP_MEM_ATTRIBUTES *a, vipl::prov::MemAttr
     out->rdma_read = a->EnableRdmaRead != VIP_FALSE;
     return VIP_SUCCESS;
 }
+// Live allocations of the default allocator (address -> length): VipxFreeMem
+// refuses anything else.  Not a hot path.
+std::mutex g_alloc_mu;
+std::unordered_map<void *, size_t> &default_allocs() {
+    static auto *m = new std::unordered_map<void *, size_t>;
+    return *m;
+}
 } // namespace
+
+VIP_RETURN vipl::prov::Nic::alloc_mem(VIP_ULONG len, void **out) {
+    void *p = nullptr;
+    const size_t bytes = (size_t(len) + 4095) & ~size_t(4095);
+    if (bytes < len || posix_memalign(&p, 4096, bytes) != 0) return VIP_ERROR_RESOURCE;
+    std::memset(p, 0, bytes);
+    std::lock_guard<std::mutex> g(g_alloc_mu);
+    default_allocs().emplace(p, bytes);
+    *out = p;
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN vipl::prov::Nic::free_mem(void *p) {
+    {
+        std::lock_guard<std::mutex> g(g_alloc_mu);
+        if (default_allocs().erase(p) == 0) return VIP_INVALID_PARAMETER;
+    }
+    std::free(p);
+    return VIP_SUCCESS;
+}
 
 extern "C" {
 
@@ -68,6 +101,18 @@ VIP_RETURN VipSetMemAttributes(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_
     vipl::prov::MemAttr a;
     if (VIP_RETURN rc = resolve(e, MemAttribs, &a); rc != VIP_SUCCESS) return rc;
     return e->nic->set_mem_attributes(Address, MemHandle, a);
+}
+
+VIP_RETURN VipxAllocMem(VIP_NIC_HANDLE NicHandle, VIP_ULONG Length, VIP_PVOID *Address) {
+    NicEntry *e = nics().lookup(NicHandle);
+    if (!e || Length == 0 || !Address) return VIP_INVALID_PARAMETER;
+    return e->nic->alloc_mem(Length, Address);
+}
+
+VIP_RETURN VipxFreeMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address) {
+    NicEntry *e = nics().lookup(NicHandle);
+    if (!e || !Address) return VIP_INVALID_PARAMETER;
+    return e->nic->free_mem(Address);
 }
 
 } // extern "C"
