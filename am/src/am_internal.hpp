@@ -265,6 +265,16 @@ struct Globals {
     int handler_depth = 0;               // > 0 while a handler runs
     uint64_t nested_send_cycles = 0;     // instrumentation: sends made inside handlers
     std::vector<eb_t> bundles;
+    // Freed endpoints and bundles stay allocated as dead shells (magic 0) that
+    // the next allocation reuses: a stale ep_t/eb_t still points at an object
+    // whose magic says it is gone, so valid_ep/valid_eb refuse it rather than
+    // read freed memory (docs/bad-input.md).
+    std::vector<ep_t> dead_eps;
+    std::vector<eb_t> dead_ebs;
+    // The token of the handler running now (nullptr outside handlers): a token
+    // kept past its handler, or one that never was a token, is refused before
+    // it is dereferenced.
+    void *live_token = nullptr;
 };
 extern Globals g;
 
