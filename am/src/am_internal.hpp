@@ -269,8 +269,11 @@ struct Globals {
     // the next allocation reuses: a stale ep_t/eb_t still points at an object
     // whose magic says it is gone, so valid_ep/valid_eb refuse it rather than
     // read freed memory (docs/bad-input.md).
-    std::vector<ep_t> dead_eps;
-    std::vector<eb_t> dead_ebs;
+    // The lists are never destroyed (the shells must outlive every stale
+    // pointer, also while the program exits), so leak checkers see the shells
+    // as reachable.
+    std::vector<ep_t> &dead_eps = *new std::vector<ep_t>;
+    std::vector<eb_t> &dead_ebs = *new std::vector<eb_t>;
     // The token of the handler running now (nullptr outside handlers): a token
     // kept past its handler, or one that never was a token, is refused before
     // it is dereferenced.
