@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <new>
 
 #include "am_internal.hpp"
 #include "viastack_env.hpp"
@@ -85,6 +86,25 @@ static int env_layout() {
 } // namespace amvia
 
 using namespace amvia;
+
+// Endpoint and bundle objects are never given back to the allocator (see
+// Globals::dead_eps): a freed one becomes a dead shell, reused by the next
+// allocation of its kind.
+template <class T>
+static T *new_shell(std::vector<T *> &dead) {
+    if (dead.empty()) return new T();
+    T *p = dead.back();
+    dead.pop_back();
+    p->~T();
+    return new (p) T();
+}
+template <class T>
+static void retire_shell(T *p, std::vector<T *> &dead) {
+    p->~T();
+    new (p) T();
+    p->magic = 0;
+    dead.push_back(p);
+}
 
 #define CHECK_INIT(fn) \
     if (AMVIA_UNLIKELY(g.init_count == 0)) return fail(AM_ERR_NOT_INIT, fn, "call AM_Init first")
@@ -211,7 +231,7 @@ int AM_AllocateBundle(int type, eb_t *endb) {
         return fail(AM_ERR_RESOURCE, "AM_AllocateBundle",
                     "AM_PAR bundles are not supported (VIPL NICs are not thread safe); use AM_SEQ");
     if (type != AM_SEQ) return fail(AM_ERR_BAD_ARG, "AM_AllocateBundle", "type %d", type);
-    auto *eb = new amvia_eb();
+    amvia_eb *eb = new_shell(g.dead_ebs);
     eb->magic = kEbMagic;
     eb->layout = g.layout;
     eb->cq_entries = 256;
@@ -223,7 +243,7 @@ int AM_AllocateBundle(int type, eb_t *endb) {
         if (rc != VIP_SUCCESS) VipDestroyCQ(eb->scq);
     }
     if (rc != VIP_SUCCESS) {
-        delete eb;
+        retire_shell(eb, g.dead_ebs);
         return fail(AM_ERR_RESOURCE, "AM_AllocateBundle", "VipCreateCQ: %s", VipxReturnString(rc));
     }
     eb->event_mask = AM_NOEVENTS;
@@ -245,8 +265,7 @@ int AM_FreeBundle(eb_t eb) {
             g.bundles.erase(g.bundles.begin() + long(i));
             break;
         }
-    eb->magic = 0;
-    delete eb;
+    retire_shell(eb, g.dead_ebs);
     return AM_OK;
 }
 
@@ -262,14 +281,14 @@ int AM_AllocateEndpoint(eb_t eb, ep_t *endp, en_t *name) {
     CHECK_INIT("AM_AllocateEndpoint");
     if (!valid_eb(eb) || !endp || !name)
         return fail(AM_ERR_BAD_ARG, "AM_AllocateEndpoint", "bad bundle or NULL output");
-    auto *ep = new amvia_ep();
+    amvia_ep *ep = new_shell(g.dead_eps);
     ep->magic = kEpMagic;
     ep->eb = eb;
     ep->tag = AM_NONE;
     ep->name.id = g.next_ep_id++;
     uint16_t alen = g.attr.NicAddressLen;
     if (alen > AMVIA_MAX_NICADDR) {
-        delete ep;
+        retire_shell(ep, g.dead_eps);
         return fail(AM_ERR_RESOURCE, "AM_AllocateEndpoint", "NIC address of %u bytes is too long",
                     alen);
     }
@@ -300,8 +319,7 @@ int AM_FreeEndpoint(ep_t ep) {
             eb->eps.erase(eb->eps.begin() + long(i));
             break;
         }
-    ep->magic = 0;
-    delete ep;
+    retire_shell(ep, g.dead_eps);
     return AM_OK;
 }
 

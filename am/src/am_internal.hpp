@@ -265,6 +265,19 @@ struct Globals {
     int handler_depth = 0;               // > 0 while a handler runs
     uint64_t nested_send_cycles = 0;     // instrumentation: sends made inside handlers
     std::vector<eb_t> bundles;
+    // Freed endpoints and bundles stay allocated as dead shells (magic 0) that
+    // the next allocation reuses: a stale ep_t/eb_t still points at an object
+    // whose magic says it is gone, so valid_ep/valid_eb refuse it rather than
+    // read freed memory (docs/bad-input.md).
+    // The lists are never destroyed (the shells must outlive every stale
+    // pointer, also while the program exits), so leak checkers see the shells
+    // as reachable.
+    std::vector<ep_t> &dead_eps = *new std::vector<ep_t>;
+    std::vector<eb_t> &dead_ebs = *new std::vector<eb_t>;
+    // The token of the handler running now (nullptr outside handlers): a token
+    // kept past its handler, or one that never was a token, is refused before
+    // it is dereferenced.
+    void *live_token = nullptr;
 };
 extern Globals g;
 

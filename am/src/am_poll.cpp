@@ -60,9 +60,12 @@ static constexpr auto kBulkCalls = bulk_table(std::make_index_sequence<AMVIA_MAX
 
 void call_error_handler(ep_t ep, int status, op_t opcode, Token *t) {
     ep->stats.ReturnedMessages++;
+    void *const outer = g.live_token;
+    g.live_token = t;
     g.handler_depth++;
     reinterpret_cast<void (*)(int, op_t, void *)>(ep->handlers[0])(status, opcode, t);
     g.handler_depth--;
+    g.live_token = outer;
 }
 
 // Runs a user handler for message m (already checked); returns nothing.
@@ -74,12 +77,15 @@ static inline void dispatch(amx_handler_fn_t fn, Token *t, MsgHeader *m, void *b
         t0 = vipl_instr_now();
     }
 #endif
+    void *const outer = g.live_token;
+    g.live_token = t;
     g.handler_depth++;
     if (msg_category(m) == kShort)
         kShortCalls[m->nargs](fn, t, msg_args(m));
     else
         kBulkCalls[m->nargs](fn, t, buf, m->nbytes, msg_args(m));
     g.handler_depth--;
+    g.live_token = outer;
 #if VIASTACK_INSTR_COMPILED
     // "Act on message" is the handler's own work: its reply is counted by the send counters.
     if (vipl_instr_enabled())
@@ -442,21 +448,21 @@ int AM_WaitSema(eb_t eb) {
 
 int AM_GetSourceEndpoint(void *token, en_t *gan) {
     auto *t = static_cast<Token *>(token);
-    if (!t || !gan || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetSourceEndpoint", "bad token");
+    if (!t || t != g.live_token || !gan || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetSourceEndpoint", "bad token");
     *gan = t->ch ? t->ch->link->remote : t->source;
     return AM_OK;
 }
 
 int AM_GetDestEndpoint(void *token, ep_t *endp) {
     auto *t = static_cast<Token *>(token);
-    if (!t || !endp || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetDestEndpoint", "bad token");
+    if (!t || t != g.live_token || !endp || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetDestEndpoint", "bad token");
     *endp = t->ep;
     return AM_OK;
 }
 
 int AM_GetMsgTag(void *token, tag_t *tagp) {
     auto *t = static_cast<Token *>(token);
-    if (!t || !tagp || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetMsgTag", "bad token");
+    if (!t || t != g.live_token || !tagp || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetMsgTag", "bad token");
     *tagp = t->msg->tag;
     return AM_OK;
 }

@@ -333,13 +333,14 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
     if (AMVIA_UNLIKELY(g.init_count == 0)) return AM_ERR_NOT_INIT;
     if (AMVIA_UNLIKELY(!valid_ep(ep) || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
                        (C == kMedium && nbytes > AMVIA_MAX_MEDIUM) ||
-                       (C == kLong && nbytes > AMVIA_MAX_LONG) || (nbytes && !src) ||
+                       (C == kLong && nbytes > AMVIA_MAX_LONG) || (nbytes && !src) || (nargs && !args) ||
                        unsigned(dest) >= ep->xlate.size())) {
         const CallDesc d{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off};
         char buf[160];
         if (!valid_ep(ep))
             return fail_call(AM_ERR_BAD_ARG, d, "ep is not an endpoint from AM_AllocateEndpoint");
         if (const char *why = bad_args(d, buf, sizeof buf)) return fail_call(AM_ERR_BAD_ARG, d, "%s", why);
+        if (nargs && !args) return fail_call(AM_ERR_BAD_ARG, d, "args is NULL with nargs %d > 0", nargs);
         return fail_call(AM_ERR_BAD_ARG, d,
                          "dest is outside the translation table [0, %zu); AM_SetNumTranslations grows it",
                          ep->xlate.size());
@@ -480,14 +481,17 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
     NestedSendTimer nested;
     VIPL_INSTR_BEGIN(t0);
     auto *t = static_cast<Token *>(token);
-    if (AMVIA_UNLIKELY(!t || !t->ch || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
+    // The token is compared with the running handler's before it is read: a
+    // kept (stale) or made-up token is refused, never dereferenced.
+    if (AMVIA_UNLIKELY(!t || t != g.live_token || !t->ch || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
                        (C == kMedium && nbytes > AMVIA_MAX_MEDIUM) ||
-                       (C == kLong && nbytes > AMVIA_MAX_LONG) || (nbytes && !src))) {
+                       (C == kLong && nbytes > AMVIA_MAX_LONG) || (nbytes && !src) || (nargs && !args))) {
         const CallDesc d{false, C, false, nargs, nullptr, 0, token, h, src, nbytes, off};
         char buf[160];
-        if (!t || !t->ch)
+        if (!t || t != g.live_token || !t->ch)
             return fail_call(AM_ERR_BAD_ARG, d, "token is not the token of a handler that is running");
-        return fail_call(AM_ERR_BAD_ARG, d, "%s", bad_args(d, buf, sizeof buf));
+        if (const char *why = bad_args(d, buf, sizeof buf)) return fail_call(AM_ERR_BAD_ARG, d, "%s", why);
+        return fail_call(AM_ERR_BAD_ARG, d, "args is NULL with nargs %d > 0", nargs);
     }
     const CallDesc call{false, C, false, nargs, nullptr, 0, token, h, src, nbytes, off};
     if (AMVIA_UNLIKELY(!t->is_request))

@@ -92,6 +92,10 @@ static int startup(int *argc, char ***argv, void *seg, uintptr_t seglen, int dep
     (void)argc;
     (void)argv;
     if (!eb || !ep) return fail(AM_ERR_BAD_ARG, "AM_SPMDStartup", "eb and ep must not be NULL");
+    // Checked before anything starts, so a refused call leaves nothing half set up.
+    if ((seg == nullptr) != (seglen == 0))
+        return fail(AM_ERR_BAD_ARG, "AM_SPMDStartupSeg", "segment %p with %lu bytes: give both or neither", seg,
+                    (unsigned long)seglen);
     if (s_ep) return fail(AM_ERR_RESOURCE, "AM_SPMDStartup", "already started");
     int brc = vipl_boot_init();
     if (brc != VIPL_BOOT_OK) {
@@ -106,7 +110,7 @@ static int startup(int *argc, char ***argv, void *seg, uintptr_t seglen, int dep
     if (rc == AM_OK) rc = AM_AllocateEndpoint(s_eb, &s_ep, &me);
     s_tag = job_tag(vipl_boot_job());
     if (rc == AM_OK) rc = AM_SetTag(s_ep, s_tag);
-    if (rc == AM_OK && seg) rc = AM_SetSeg(s_ep, seg, seglen);
+    if (rc == AM_OK && seglen) rc = AM_SetSeg(s_ep, seg, seglen);
     if (rc == AM_OK && depth > 0) rc = AM_SetExpectedResources(s_ep, s_size, depth);
     if (rc == AM_OK && s_size > int(s_ep->xlate.size())) rc = AM_SetNumTranslations(s_ep, s_size);
     if (rc != AM_OK) {

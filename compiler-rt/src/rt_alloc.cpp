@@ -157,6 +157,13 @@ extern "C" {
 
 namespace {
 
+// Blocks per processor (the row count) for nblocks spread blocks, rounded up
+// without computing nblocks + PROCS - 1, which wraps for huge nblocks.
+size_t rows_for(size_t nblocks) {
+    const size_t p = size_t(g.procs);
+    return nblocks / p + (nblocks % p != 0);
+}
+
 void register_static(const char *who, void **slot, size_t bytes, size_t (*fn)(void), size_t align) {
     if (!slot || (align & (align - 1))) {
         report(SPLITC_ERR_BAD_ARGUMENT, "%s: null slot or alignment %zu not a power of two", who, align);
@@ -208,7 +215,7 @@ splitc_sptr_t splitc_all_spread_malloc(size_t nblocks, size_t blocksize) {
         report(SPLITC_ERR_NOT_INITIALIZED, "all_spread_malloc: no symmetric heap (call splitc_init first)");
         return null;
     }
-    size_t rows = (nblocks + size_t(g.procs) - 1) / size_t(g.procs);
+    size_t rows = rows_for(nblocks);
     uintptr_t a = 0;
     bool sane = nblocks != 0 && blocksize != 0 && rows <= SIZE_MAX / blocksize;
     if (sane) a = heap_alloc(rows * blocksize, kAlign);
@@ -286,7 +293,7 @@ void *splitc_scope_alloc(size_t nblocks, size_t blocksize, size_t align) {
         return nullptr;
     }
     if (align < kAlign) align = kAlign;
-    size_t rows = (nblocks + size_t(g.procs) - 1) / size_t(g.procs);
+    size_t rows = rows_for(nblocks);
     bool overflow = blocksize != 0 && rows > SIZE_MAX / blocksize;
     // A zero-sized array still gets a distinct, non-null address.
     size_t bytes = overflow ? SIZE_MAX : rows * blocksize != 0 ? rows * blocksize : 1;

@@ -69,6 +69,14 @@ public:
     virtual VIP_RETURN send_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) = 0;
     virtual VIP_RETURN recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) = 0;
 
+    // API-layer bookkeeping (vipl/src/api_data.cpp), not for providers: the
+    // user's one-shot notify handler of each queue (0 send, 1 receive), called
+    // through a wrapper that marks the descriptor as handed back.
+    struct UserNotify {
+        VIP_PVOID ctx = nullptr;
+        VIP_DESCRIPTOR_NOTIFY_HANDLER h = nullptr;
+    } api_notify[2];
+
     virtual VIP_RETURN query(VIP_VI_STATE *state, ViAttr *attr, bool *sendq_empty,
                              bool *recvq_empty) = 0;
     virtual VIP_RETURN set_attributes(const ViAttr &attr) = 0;

@@ -19,6 +19,27 @@ namespace {
 inline bool aligned(const VIP_DESCRIPTOR *d) {
     return d && (reinterpret_cast<uintptr_t>(d) & (VIP_DESCRIPTOR_ALIGNMENT - 1)) == 0;
 }
+
+// A descriptor on a work queue carries its own address in CS.Next (which the
+// spec gives the provider while the descriptor is posted) from the post until
+// it is handed back by VipSendDone/VipRecvDone/VipSendWait/VipRecvWait or a
+// notify handler.  Posting it again in between is refused
+// (VIP_INVALID_PARAMETER) instead of putting it on a queue twice.
+inline bool mark_posted(VIP_DESCRIPTOR *d) {
+    if (__builtin_expect(d->CS.Next.Address == d, 0)) return false; // still posted
+    d->CS.Next.Address = d;
+    return true;
+}
+inline void mark_returned(VIP_DESCRIPTOR *d) {
+    if (d) d->CS.Next.Address = nullptr;
+}
+
+template <int Q>
+void notify_wrapper(VIP_PVOID ctx, VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi_handle, VIP_DESCRIPTOR *d) {
+    const vipl::prov::Vi::UserNotify user = static_cast<vipl::prov::Vi *>(ctx)->api_notify[Q]; // may be re-armed inside
+    mark_returned(d);
+    user.h(user.ctx, nic, vi_handle, d);
+}
 } // namespace
 
 extern "C" {
@@ -27,7 +48,9 @@ VIP_RETURN VipPostSend(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr, VI
     VIPL_INSTR_BEGIN(t);
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (__builtin_expect(!vi || !aligned(DescriptorPtr), 0)) return VIP_INVALID_PARAMETER;
+    if (__builtin_expect(!mark_posted(DescriptorPtr), 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->post_send(DescriptorPtr, MemoryHandle);
+    if (__builtin_expect(rc != VIP_SUCCESS, 0)) mark_returned(DescriptorPtr);
     VIPL_INSTR_END(c_post_send, t);
     return rc;
 }
@@ -36,7 +59,9 @@ VIP_RETURN VipPostRecv(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr, VI
     VIPL_INSTR_BEGIN(t);
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (__builtin_expect(!vi || !aligned(DescriptorPtr), 0)) return VIP_INVALID_PARAMETER;
+    if (__builtin_expect(!mark_posted(DescriptorPtr), 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->post_recv(DescriptorPtr, MemoryHandle);
+    if (__builtin_expect(rc != VIP_SUCCESS, 0)) mark_returned(DescriptorPtr);
     VIPL_INSTR_END(c_post_recv, t);
     return rc;
 }
@@ -46,7 +71,10 @@ VIP_RETURN VipSendDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (__builtin_expect(!vi || !DescriptorPtr, 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->send_done(DescriptorPtr);
-    if (rc == VIP_SUCCESS) VIPL_INSTR_END(c_send_done, t);
+    if (rc == VIP_SUCCESS) {
+        mark_returned(*DescriptorPtr);
+        VIPL_INSTR_END(c_send_done, t);
+    }
     return rc;
 }
 
@@ -55,7 +83,10 @@ VIP_RETURN VipRecvDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (__builtin_expect(!vi || !DescriptorPtr, 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->recv_done(DescriptorPtr);
-    if (rc == VIP_SUCCESS) VIPL_INSTR_END(c_recv_done, t);
+    if (rc == VIP_SUCCESS) {
+        mark_returned(*DescriptorPtr);
+        VIPL_INSTR_END(c_recv_done, t);
+    }
     return rc;
 }
 
@@ -64,6 +95,7 @@ VIP_RETURN VipSendWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (!vi || !DescriptorPtr) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->send_wait(Timeout, DescriptorPtr);
+    if (rc == VIP_SUCCESS) mark_returned(*DescriptorPtr);
     VIPL_INSTR_END(c_send_wait, t);
     return rc;
 }
@@ -73,6 +105,7 @@ VIP_RETURN VipRecvWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (!vi || !DescriptorPtr) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->recv_wait(Timeout, DescriptorPtr);
+    if (rc == VIP_SUCCESS) mark_returned(*DescriptorPtr);
     VIPL_INSTR_END(c_recv_wait, t);
     return rc;
 }
@@ -80,13 +113,21 @@ VIP_RETURN VipRecvWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR
 VIP_RETURN VipSendNotify(VIP_VI_HANDLE ViHandle, VIP_PVOID Context, VIP_DESCRIPTOR_NOTIFY_HANDLER Handler) {
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (!vi || !Handler) return VIP_INVALID_PARAMETER;
-    return vi->send_notify(Context, Handler);
+    const vipl::prov::Vi::UserNotify saved = vi->api_notify[0];
+    vi->api_notify[0] = {Context, Handler}; // before arming: the handler may run at once
+    const VIP_RETURN rc = vi->send_notify(vi, notify_wrapper<0>);
+    if (rc != VIP_SUCCESS) vi->api_notify[0] = saved;
+    return rc;
 }
 
 VIP_RETURN VipRecvNotify(VIP_VI_HANDLE ViHandle, VIP_PVOID Context, VIP_DESCRIPTOR_NOTIFY_HANDLER Handler) {
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (!vi || !Handler) return VIP_INVALID_PARAMETER;
-    return vi->recv_notify(Context, Handler);
+    const vipl::prov::Vi::UserNotify saved = vi->api_notify[1];
+    vi->api_notify[1] = {Context, Handler}; // before arming: the handler may run at once
+    const VIP_RETURN rc = vi->recv_notify(vi, notify_wrapper<1>);
+    if (rc != VIP_SUCCESS) vi->api_notify[1] = saved;
+    return rc;
 }
 
 } // extern "C"

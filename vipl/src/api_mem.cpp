@@ -3,13 +3,27 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <unordered_map>
+#include <utility>
 
 #include "handles.hpp"
 
 using namespace vipl::api;
 
 namespace {
+// Which NIC handle registered which memory handle.  A provider's region table
+// is per device, shared by every handle opened on it; a region is used,
+// queried, changed and deregistered only through the handle that made it
+// (docs/bad-input.md).  Control path only: the data path never looks here.
+std::mutex g_regions_mu;
+std::set<std::pair<const NicEntry *, VIP_MEM_HANDLE>> g_regions;
+
+bool owns_region(const NicEntry *e, VIP_MEM_HANDLE mh) {
+    std::lock_guard<std::mutex> g(g_regions_mu);
+    return g_regions.count({e, mh}) != 0;
+}
+
 // Resolves the ptag handle inside memory attributes to the provider's object;
 // a NULL Ptag is the NIC's default tag, as for VIs.
 VIP_RETURN resolve(NicEntry *e, const VIP_MEM_ATTRIBUTES *a, vipl::prov::MemAttr *out) {
@@ -67,25 +81,36 @@ VIP_RETURN VipRegisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress, VI
     if (!MemAttribs) MemAttribs = const_cast<VIP_MEM_ATTRIBUTES *>(&kDefault);
     if (reinterpret_cast<uintptr_t>(VirtualAddress) + Length < reinterpret_cast<uintptr_t>(VirtualAddress))
         return VIP_INVALID_PARAMETER; // wraps the address space
+    VIP_NIC_ATTRIBUTES na{};
+    if (e->nic->query(&na) == VIP_SUCCESS && na.MaxRegisterBytes && Length > na.MaxRegisterBytes)
+        return VIP_ERROR_RESOURCE; // more than the NIC registers in one region
     vipl::prov::MemAttr a;
     if (VIP_RETURN rc = resolve(e, MemAttribs, &a); rc != VIP_SUCCESS) return rc;
     VIP_RETURN rc = e->nic->register_mem(VirtualAddress, Length, a, MemoryHandle);
-    if (rc == VIP_SUCCESS) e->regions.fetch_add(1);
+    if (rc == VIP_SUCCESS) {
+        e->regions.fetch_add(1);
+        std::lock_guard<std::mutex> g(g_regions_mu);
+        g_regions.insert({e, *MemoryHandle});
+    }
     return rc;
 }
 
 VIP_RETURN VipDeregisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress, VIP_MEM_HANDLE MemoryHandle) {
     NicEntry *e = nics().lookup(NicHandle);
-    if (!e) return VIP_INVALID_PARAMETER;
+    if (!e || !owns_region(e, MemoryHandle)) return VIP_INVALID_PARAMETER;
     VIP_RETURN rc = e->nic->deregister_mem(VirtualAddress, MemoryHandle);
-    if (rc == VIP_SUCCESS) e->regions.fetch_sub(1);
+    if (rc == VIP_SUCCESS) {
+        e->regions.fetch_sub(1);
+        std::lock_guard<std::mutex> g(g_regions_mu);
+        g_regions.erase({e, MemoryHandle});
+    }
     return rc;
 }
 
 VIP_RETURN VipQueryMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_MEM_HANDLE MemHandle,
                        VIP_MEM_ATTRIBUTES *MemAttribs) {
     NicEntry *e = nics().lookup(NicHandle);
-    if (!e || !MemAttribs) return VIP_INVALID_PARAMETER;
+    if (!e || !MemAttribs || !owns_region(e, MemHandle)) return VIP_INVALID_PARAMETER;
     vipl::prov::MemAttr a;
     if (VIP_RETURN rc = e->nic->query_mem(Address, MemHandle, &a); rc != VIP_SUCCESS) return rc;
     MemAttribs->Ptag = a.ptag ? a.ptag->api_handle : nullptr;
@@ -97,7 +122,7 @@ VIP_RETURN VipQueryMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_MEM_HAND
 VIP_RETURN VipSetMemAttributes(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_MEM_HANDLE MemHandle,
                                VIP_MEM_ATTRIBUTES *MemAttribs) {
     NicEntry *e = nics().lookup(NicHandle);
-    if (!e || !MemAttribs) return VIP_INVALID_PARAMETER;
+    if (!e || !MemAttribs || !owns_region(e, MemHandle)) return VIP_INVALID_PARAMETER;
     vipl::prov::MemAttr a;
     if (VIP_RETURN rc = resolve(e, MemAttribs, &a); rc != VIP_SUCCESS) return rc;
     return e->nic->set_mem_attributes(Address, MemHandle, a);
