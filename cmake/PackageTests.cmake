@@ -3,10 +3,13 @@
 #   package_install       cmake --install into ${PROJECT_BINARY_DIR}/package-test/prefix
 #   package_layout        the files users rely on are there; SONAMEs; `cc prog.c -lvipl`
 #                         and dlopen("libvipl.so.N") work from plain C
-#   package_find_package  examples/ configured and built out of tree with
-#                         find_package(viastack CONFIG), their tests run
+#   package_find_package  examples/ and cmake/package-tests/ (fm_stream.c, bip_exchange.c)
+#                         configured and built out of tree with find_package(viastack
+#                         CONFIG); the examples' tests run, the FM and BIP programs run
+#                         on 2 processes under the installed vipl-run (shared and static)
 #   package_pkg_config    examples/Makefile built with pkg-config, `make check`; and
-#                         vipl/examples/legacy_vi.c built as `cc prog.c $(pkg-config ...)`, run on 2
+#                         vipl/examples/legacy_vi.c, fm_stream.c, bip_exchange.c built as
+#                         `cc prog.c $(pkg-config ...)`, each run on 2
 #   package_deb           cpack -G DEB; the three .deb unpacked with dpkg-deb -x;
 #                         a C program and hello.sc (the packaged splitcc) built and run
 # The prefix is temporary and lives in the build tree; the three checks share it

@@ -1,14 +1,16 @@
 # ViastackInstall.cmake - what `cmake --install` and `cpack` ship, beyond the
 # install() rules that sit next to each target (docs/packaging.md):
 #   <prefix>/include/viastack/          vipl.h vipl_boot.h vipl_instr.h am.h am_spmd.h
-#                                       splitc_rt.h split-c/*.h splitc/splitc.hpp
-#   <prefix>/<libdir>/                  libvipl, libam, libsplitc (.so.N and .a),
-#                                       libsplitc_rt_main.a
+#                                       fm.h bip.h splitc_rt.h split-c/*.h splitc/splitc.hpp
+#   <prefix>/<libdir>/                  libvipl, libam, libfm, libbip, libsplitc (.so.N
+#                                       and .a), libsplitc_rt_main.a
 #   <prefix>/<libdir>/cmake/viastack/   viastackConfig.cmake (find_package(viastack CONFIG))
-#   <prefix>/<libdir>/pkgconfig/        viastack-vipl.pc viastack-am.pc viastack-splitc.pc
+#   <prefix>/<libdir>/pkgconfig/        viastack-{vipl,am,fm,bip,splitc}.pc
 #   <prefix>/bin/                       vipl-run logp splitcc
-#   <prefix>/libexec/viastack/          the demo programs (vi_pingpong, am_pingpong, em3d, ...)
-#   <prefix>/share/man/man1, man7       vipl-run(1) logp(1) splitcc(1) vipl(7) am(7) splitc(7)
+#   <prefix>/libexec/viastack/          the demo programs (vi_pingpong, am_pingpong, fm_pingpong,
+#                                       bip_pingpong, em3d, ...)
+#   <prefix>/share/man/man1, man7       vipl-run(1) logp(1) splitcc(1) vipl(7) am(7) fm(7)
+#                                       bip(7) splitc(7)
 #   <prefix>/share/doc/viastack/        README.md, docs/*.md, examples/
 include(CMakePackageConfigHelpers)
 
@@ -25,7 +27,7 @@ endif()
 list(APPEND VIASTACK_STATIC_DEPS stdc++ m)
 target_link_libraries(vipl_static INTERFACE ${VIASTACK_STATIC_DEPS} Threads::Threads)
 
-# ---- CMake package: viastack::vipl, ::am, ::splitc, ::splitc_main, ::*_static,
+# ---- CMake package: viastack::vipl, ::am, ::fm, ::bip, ::splitc, ::splitc_main, ::*_static,
 # ---- ::vipl-run, ::splitcc ------------------------------------------------------
 set(VIASTACK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/viastack)
 install(EXPORT viastack NAMESPACE viastack:: FILE viastackTargets.cmake
@@ -39,7 +41,7 @@ install(FILES ${PROJECT_BINARY_DIR}/cmake/viastackConfig.cmake
               ${PROJECT_BINARY_DIR}/cmake/viastackConfigVersion.cmake
         DESTINATION ${VIASTACK_CMAKE_DIR} COMPONENT dev)
 
-# ---- pkg-config: viastack-vipl, viastack-am, viastack-splitc ---------------------
+# ---- pkg-config: viastack-vipl, -am, -fm, -bip, -splitc ---------------------------
 # prefix= is relative to the .pc file, so the same files work in /usr, in
 # /opt/viastack or in a temporary prefix.
 file(RELATIVE_PATH _pc_up /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
@@ -55,7 +57,10 @@ if(VIASTACK_INSTR)
 else()
   set(VIASTACK_PC_INSTR 0)
 endif()
-foreach(pc vipl am splitc)
+foreach(pc vipl am fm bip splitc)
+  if(NOT TARGET ${pc}_shared)   # a layer left out by VIASTACK_SKIP
+    continue()
+  endif()
   configure_file(cmake/viastack-${pc}.pc.in ${PROJECT_BINARY_DIR}/pkgconfig/viastack-${pc}.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/viastack-${pc}.pc
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
@@ -105,7 +110,7 @@ install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONE
 set(CPACK_PACKAGE_NAME viastack)
 set(CPACK_PACKAGE_VENDOR "viastack")
 set(CPACK_PACKAGE_CONTACT "viastack maintainers <viastack@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "User-level communication stack: VIPL, Active Messages, Split-C")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "User-level communication stack: VIPL, Active Messages, Fast Messages, BIP, Split-C")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_GENERATOR DEB)
@@ -117,7 +122,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libviastack${VIASTACK_SOVERSION})
 set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/cmake/debian/triggers)
-set(CPACK_COMPONENT_LIB_DESCRIPTION "viastack shared libraries: libvipl (with the nicfw and verbs providers), libam, libsplitc")
+set(CPACK_COMPONENT_LIB_DESCRIPTION "viastack shared libraries: libvipl (with the nicfw and verbs providers), libam, libfm, libbip, libsplitc")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME viastack-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION "viastack tools: the vipl-run launcher, the logp benchmark suite, demo programs")
