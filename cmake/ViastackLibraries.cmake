@@ -6,6 +6,32 @@
 # nothing is compiled twice and the hot path of the in-tree benchmarks is the
 # same code, linked the same way.
 
+# ---- where the libraries go: CMAKE_INSTALL_LIBDIR ------------------------------
+# On Debian and its derivatives (CMAKE_LIBRARY_ARCHITECTURE, e.g.
+# x86_64-linux-gnu) the libraries of /usr and /usr/local go to the multiarch
+# directory lib/<triplet>, as Debian policy wants for packages (and as
+# ld.so.conf, pkg-config and find_package search for /usr/local too).
+# GNUInstallDirs does that for /usr only; the default prefix is /usr/local,
+# and CPack builds the .deb for /usr from the tree as configured, so viastack
+# picks lib/<triplet> for both.  Other prefixes (/opt/viastack) keep lib.
+# An explicit -DCMAKE_INSTALL_LIBDIR wins; a tree configured before this rule
+# (GNUInstallDirs' default `lib` in its cache) moves to the new default, and
+# the default follows later changes of CMAKE_INSTALL_PREFIX.
+set(_viastack_libdir lib)
+if(CMAKE_LIBRARY_ARCHITECTURE AND EXISTS /etc/debian_version
+   AND CMAKE_INSTALL_PREFIX MATCHES "^/usr(/local)?/?$")
+  set(_viastack_libdir lib/${CMAKE_LIBRARY_ARCHITECTURE})
+endif()
+if(NOT DEFINED CMAKE_INSTALL_LIBDIR
+   OR (DEFINED VIASTACK_LIBDIR_DEFAULT AND CMAKE_INSTALL_LIBDIR STREQUAL VIASTACK_LIBDIR_DEFAULT)
+   OR (NOT DEFINED VIASTACK_LIBDIR_DEFAULT AND DEFINED _GNUInstallDirs_LAST_CMAKE_INSTALL_PREFIX
+       AND CMAKE_INSTALL_LIBDIR STREQUAL "lib"))
+  set(CMAKE_INSTALL_LIBDIR ${_viastack_libdir} CACHE PATH
+      "Object code libraries (${_viastack_libdir}; docs/packaging.md)" FORCE)
+endif()
+set(VIASTACK_LIBDIR_DEFAULT ${_viastack_libdir} CACHE INTERNAL "the CMAKE_INSTALL_LIBDIR viastack chose")
+include(GNUInstallDirs)
+
 # ABI version of the shared libraries (the number in the SONAME, lib<x>.so.N).
 # Bump it on any incompatible change to vipl.h, am.h or splitc_rt.h.
 set(VIASTACK_SOVERSION 0 CACHE STRING "SONAME version of libvipl, libam and libsplitc")

@@ -1,6 +1,7 @@
 // verbs_cm.cpp - connection management over librdmacm (see verbs_cm.hpp).
 #include "verbs_cm.hpp"
 #include "viastack_log.hpp"
+#include "viastack_env.hpp"
 
 #include <arpa/inet.h>
 #include <poll.h>
@@ -146,7 +147,8 @@ void VerbsNic::pump_cm(int wait_ms) {
         pollfd pfd{cm_channel->fd, POLLIN, 0};
         ::poll(&pfd, 1, wait_ms);
     }
-    static const bool debug = std::getenv("VIPL_VERBS_DEBUG") != nullptr;
+    // VIPL_VERBS_DEBUG=1 (any value but 0/no/off/false), read once.
+    static const bool debug = viastack::env::flag("VIPL_VERBS_DEBUG");
     rdma_cm_event *e = nullptr;
     while (rdma_get_cm_event(cm_channel, &e) == 0) {
         // Control path only: connection events, for diagnosing setups

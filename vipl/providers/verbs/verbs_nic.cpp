@@ -448,8 +448,4 @@ void VerbsNic::progress() {
     pump_cm(0);
 }
 
-VIP_RETURN VerbsNic::query_system_management(VIP_ULONG, VIP_PVOID) {
-    return VIP_INVALID_PARAMETER; // no system management information (docs/verbs.md)
-}
-
 } // namespace vipl::verbs

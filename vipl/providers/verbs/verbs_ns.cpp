@@ -5,7 +5,8 @@
 // nicfw; a rank becomes the address its NIC published in the job's rank
 // directory (vipl/providers/common/name_service.hpp: files
 // /dev/shm/viastack-verbs-<job>-<device>-<rank>, a job on one host), and an
-// address becomes a rank again.  Names outside the job -- "host:port",
+// address becomes a rank again; VIP_SMI_AUTODISCOVERY lists those addresses
+// for every rank.  Names outside the job -- "host:port",
 // "[ipv6]:port", or "host" with VIPL_VERBS_PORT set -- go to getaddrinfo, and an
 // address outside the job is named by its numeric "ip:port".
 #include "viastack_env.hpp"
@@ -26,6 +27,17 @@ VIP_RETURN VerbsNic::rank_address(int r, VIP_NET_ADDRESS *out) {
     if (!directory_->wait_for(r, 10000, &b) || !HostAddr::from_bytes(b.data(), b.size(), &a))
         return VIP_ERROR_NAMESERVICE; // no such rank, or it never opened its NIC
     return common::put_host_address(out, b) ? VIP_SUCCESS : VIP_ERROR_NAMESERVICE;
+}
+
+// VIP_SMI_AUTODISCOVERY: the NICs of the job, entry r holding the address
+// rank r's NIC published (what rank_address(r) gives, so each can be passed to
+// VipConnectRequest as is), as nicfw answers it with its rank numbers.  No
+// other system management information exists.
+VIP_RETURN VerbsNic::query_system_management(VIP_ULONG type, VIP_PVOID out) {
+    if (type != VIP_SMI_AUTODISCOVERY)
+        return VIP_INVALID_PARAMETER;
+    return common::autodiscovery(static_cast<VIP_AUTODISCOVERY_LIST *>(out), job_.size,
+                                 [this](int r, VIP_NET_ADDRESS *a) { return rank_address(r, a); });
 }
 
 int VerbsNic::address_rank(const VIP_NET_ADDRESS *addr) {
