@@ -61,7 +61,7 @@ bool Firmware::rx_packet_try(const PacketHeader *h) {
         if (now_ns() < t + cfg_.profile.wire_ns) return false;
     }
     ViImpl *vi = vis_.find(h->dst_vi);
-    if (cfg_.crc && h->crc != packet_crc(h, payload)) {
+    if (__builtin_expect(!packet_crc_ok(h, payload), 0)) {
         ++crc_errors_;
         if (vi && h->op < Op::ConnReq && reliable(vi) &&
             vi->state.load() == ViState::Connected)
