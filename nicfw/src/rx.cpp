@@ -124,7 +124,7 @@ bool Firmware::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p
             err = VIP_STATUS_PROTECTION_ERROR;
         else {
             std::memcpy(desc_cache_, d->DS, nseg * sizeof(VIP_DESCRIPTOR_SEGMENT));
-            if (!validate_segments(vi, &desc_cache_[0].Local, nseg, &cap)) err = VIP_STATUS_PROTECTION_ERROR;
+            if (!validate_segments(vi, desc_cache_, nseg, &cap)) err = VIP_STATUS_PROTECTION_ERROR;
             else if (h->length > cap) err = VIP_STATUS_LENGTH_ERROR;
         }
     }
