@@ -36,6 +36,14 @@ namespace amvia {
 // into the receiver's bounce ring first).
 // kFlagBounce: a medium whose payload is in the receiver's bounce ring.
 enum : uint8_t { kFlagRequest = 0x01, kFlagSystem = 0x02, kFlagBounce = 0x10 };
+// Credit return (channel.hpp): a reply returns its request's credit; besides
+// that, any message may carry 0..kMaxCarriedCredits credits the sender owed for
+// the peer's requests that got no reply (bits 5-6), and a request that took its
+// sender's last credit says so (kFlagCreditsOut), so the receiver returns what
+// it owes at once instead of waiting for a full batch: neither side needs to
+// know the other's k for a stream never to stall for good.
+enum : uint8_t { kCreditShift = 5, kCreditMask = 0x60, kFlagCreditsOut = 0x80 };
+constexpr uint32_t kMaxCarriedCredits = 3;
 enum Category : uint8_t { kShort = 0, kMedium = 1, kLong = 2 };
 enum SysType : uint8_t {
     kSysNone = 0,
@@ -62,6 +70,7 @@ struct MsgHeader {
 static_assert(sizeof(MsgHeader) == 16);
 
 inline Category msg_category(const MsgHeader *m) { return Category((m->flags >> 2) & 3); }
+inline uint32_t msg_carried_credits(const MsgHeader *m) { return uint32_t(m->flags & kCreditMask) >> kCreditShift; }
 inline uint32_t args_bytes(unsigned nargs) { return (4 * nargs + 7) & ~7u; }
 inline int32_t *msg_args(MsgHeader *m) { return reinterpret_cast<int32_t *>(m + 1); }
 inline uint8_t *msg_payload(MsgHeader *m) {

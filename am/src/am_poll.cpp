@@ -150,6 +150,21 @@ void repost_recv(Channel *c, Slot *s) {
     if (AMVIA_UNLIKELY(rc != VIP_SUCCESS)) link_fail(c->link, VipxReturnString(rc));
 }
 
+// A request whose handler did not reply: its credit goes back with the next
+// message to the peer, or in a credit message (kSysCredit) once a batch is
+// owed or the requester has run out (channel.hpp, kFlagCreditsOut).  Before,
+// every such request cost a credit message of its own: half the messages of a
+// request stream, each a cache line the requester must fetch and a receive it
+// must reap and repost.
+static inline void return_credit_later(Token *t) {
+    Channel *c = t->ch;
+    const bool out = t->msg->flags & kFlagCreditsOut;
+    if (!c->owe_one(chan::Channel::credit_batch(uint32_t(c->credits_max()), kMaxCarriedCredits + 1)) && !out)
+        return;
+    c->take_owed(1); // the credit message returns this request's credit as a reply; it carries the rest
+    send_system_reply(t, kSysCredit, 0);
+}
+
 static void run_request(Slot *s) {
     VIPL_INSTR_BEGIN(t0);
     Channel *c = channel_of(s);
@@ -168,7 +183,7 @@ static void run_request(Slot *s) {
         send_system_reply(&t, kSysReturned, uint32_t(status) | uint32_t(opcode_of(m)) << 8);
     } else {
         dispatch(fn, &t, m, buf);
-        if (!t.replied) send_system_reply(&t, kSysCredit, 0);
+        if (!t.replied) return_credit_later(&t);
     }
     repost_recv(c, s);
 }
@@ -283,6 +298,7 @@ static inline void handle_message(eb_t eb, Slot *s, bool run_requests) {
     }
     if (AMVIA_UNLIKELY(l->state == LinkState::Pending)) link_try_up(l);
     MsgHeader *m = msg_of(s);
+    if (AMVIA_UNLIKELY(m->flags & kCreditMask)) c->return_credits(int(msg_carried_credits(m)));
     if (!(m->flags & kFlagRequest)) {
         c->return_credits(1); // every reply returns one request credit
         VIPL_INSTR_END(c_process, t0);

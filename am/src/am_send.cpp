@@ -110,8 +110,13 @@ static inline uint32_t build_header(MsgHeader *m, uint8_t flags, handler_t h, in
     return uint32_t(sizeof(MsgHeader)) + args_bytes(unsigned(nargs));
 }
 
-// Hands a filled slot to the NIC.
+// Hands a filled slot to the NIC.  Every message carries back what credits it
+// can of those this side owes the peer (channel.hpp); a request that took the
+// last credit asks for the peer's at once (kFlagCreditsOut).
 static inline int post_slot(Channel *c, Slot *s, uint32_t len) {
+    MsgHeader *m = msg_of(s);
+    if (AMVIA_UNLIKELY(c->owed())) m->flags |= uint8_t(c->take_owed(kMaxCarriedCredits) << kCreditShift);
+    if ((m->flags & kFlagRequest) && AMVIA_UNLIKELY(!c->has_credit())) m->flags |= kFlagCreditsOut;
     chan::Channel::set_message(s, len);
     VIP_RETURN rc = c->post_send(s, kInstr);
     if (AMVIA_LIKELY(rc == VIP_SUCCESS)) return AM_OK;

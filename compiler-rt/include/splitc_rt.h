@@ -409,7 +409,7 @@ static inline void splitc_write_struct(splitc_gptr_t g, const void *src, size_t 
 /* ---- introspection ------------------------------------------------------------------------- */
 /* Largest payload one message carries (bulk transfers above it are fragmented). */
 size_t splitc_max_payload(void);
-/* Request credits per peer (k) and the store-acknowledge interval (k/4). */
+/* Request credits per peer (k) and the store-acknowledge interval (k/2). */
 int splitc_credits(void);
 int splitc_store_ack_interval(void);
 

@@ -253,7 +253,9 @@ bool init_network() {
 bool read_config() {
     long k = viastack::env::integer(kLayer, "SPLITC_CREDITS", 8, 1, 120);
     g.credits = uint32_t(k);
-    g.store_ack_every = g.credits / 4 ? g.credits / 4 : 1;
+    // Stores get no reply: their credits come back in batches of k/2 (channel.hpp),
+    // one acknowledgement per k/2 stores, or with any reply going back sooner.
+    g.store_ack_every = chan::Channel::credit_batch(g.credits, 254);
     size_t m = viastack::env::bytes(kLayer, "SPLITC_MAX_MSG", 4096);
     if (m < 256 || m > (1u << 20)) {
         report(SPLITC_ERR_INIT, "SPLITC_MAX_MSG=%zu: want 256..1M bytes", m);

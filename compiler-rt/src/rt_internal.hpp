@@ -129,7 +129,7 @@ struct Runtime {
     VIP_CQ_HANDLE send_cq = nullptr;  // only with SPLITC_SEND_CQ=1
 
     uint32_t credits = 8;           // k
-    uint32_t store_ack_every = 2;   // k/4
+    uint32_t store_ack_every = 4;   // k/2 (chan::Channel::credit_batch)
     uint32_t max_msg = 4096;        // header + payload
     uint32_t max_payload = 4096 - sizeof(MsgHdr);
     chan::Layout layout;            // slots and buffers per peer

@@ -102,7 +102,7 @@ Config Config::from_env() {
     if (end == ring.c_str() || *end || kb < 1024 || kb > 1024 * 1024)
         throw std::runtime_error("VIPL_NICFW_RING_KB: '" + ring + "' is not a size in KiB from 1024 to 1048576");
     c.ring_bytes = kb * 1024;
-    c.crc = strict_choice("VIPL_NICFW_CRC", {"0", "1"}, "1", "0 or 1") == 1;
+    c.crc = strict_choice("VIPL_NICFW_CRC", {"0", "1"}, "0", "0 or 1") == 1;
     c.progress_thread = strict_choice("VIPL_NICFW_PROGRESS", {"0", "1"}, "0", "0 or 1") == 1;
     c.profile = parse_profile(viastack::env::str("VIPL_NICFW_PROFILE", "none"));
     c.dma_min = parse_dma_min(viastack::env::str("VIPL_NICFW_DMA_MIN", std::to_string(kDefaultDmaMin)));

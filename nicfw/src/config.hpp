@@ -43,7 +43,11 @@ struct Config {
     Mode mode = Mode::Inline;
     Doorbell doorbell = Doorbell::Fifo;
     size_t ring_bytes = 1u << 20;
-    bool crc = true;
+    // Link CRC on every packet.  Off by default: the wire is shared memory, which
+    // cannot corrupt bytes in flight (a real NIC's CRC is computed by hardware at
+    // no cost to the host); VIPL_NICFW_CRC=1 turns it on, e.g. where something
+    // may corrupt the FIFO memory (docs/nicfw.md).
+    bool crc = false;
     bool progress_thread = false; // inline mode: a sleeping agent serves the NIC while the host is away
     Profile profile;
     // Single-copy bulk path: transfers of at least dma_min bytes move once,

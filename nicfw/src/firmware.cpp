@@ -66,7 +66,7 @@ void Firmware::report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOU
 // Writes a completed descriptor back to the host and posts the CQ entry.
 void Firmware::complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv) {
     if (recv) d->CS.Length = length;
-    __atomic_store_n(&d->CS.Status, status | VIP_STATUS_DONE, __ATOMIC_RELEASE);
+    vipl::common::complete_descriptor(d, status);
     CqImpl *cq = recv ? vi->recv_cq : vi->send_cq;
     if (cq && !cq->ring.push(CqEntry{vi->index, recv})) {
         // The spec makes CQ overrun a catastrophic error of the CQ.
@@ -193,8 +193,8 @@ void Firmware::step() {
     if (__builtin_expect(backlog_pending_.load(std::memory_order_relaxed), 0)) retry_backlog();
     // Doorbells: round-robin over the VIs marked active.
     const uint32_t kWords = vi_words_.load(std::memory_order_relaxed);
-    for (uint32_t n = 0; n < kWords; ++n) {
-        const uint32_t w = (rr_cursor_ + n) % kWords;
+    uint32_t w = rr_cursor_ < kWords ? rr_cursor_ : 0;
+    for (uint32_t n = 0; n < kWords; ++n, w = w + 1 < kWords ? w + 1 : 0) { // no division per step
         uint64_t bits = active_[w].load(std::memory_order_relaxed);
         if (!bits) continue;
         while (bits) {

@@ -144,7 +144,7 @@ private:
 
     // tx.cpp: the send side
     bool tx_one(ViImpl *vi, TxEntry &e);
-    bool validate_segments(const ViImpl *vi, const VIP_DATA_SEGMENT *seg, uint32_t n, uint32_t *total) const;
+    bool validate_segments(const ViImpl *vi, const VIP_DESCRIPTOR_SEGMENT *ds, uint32_t n, uint32_t *total) const;
 
     // rx.cpp: the receive side.  Each rx_* returns false when it must answer but
     // the peer's FIFO is full: the packet then stays on the wire and is retried

@@ -5,16 +5,16 @@
 
 namespace nicfw {
 
-namespace {
-inline bool is_done(const VIP_DESCRIPTOR *d) {
-    return __atomic_load_n(&d->CS.Status, __ATOMIC_ACQUIRE) & VIP_STATUS_DONE;
-}
-} // namespace
+using vipl::common::WorkRing;
 
 ViImpl::ViImpl(NicHw *hw, uint32_t index, const vipl::prov::ViAttr &a, CqImpl *scq, CqImpl *rcq)
     : hw(hw), index(index), attr(a), ptag_id(static_cast<PtagImpl *>(a.ptag)->id), send_cq(scq), recv_cq(rcq),
       bell_sq(hw->cfg.doorbell == Doorbell::Emulated ? 1 : kFifoDoorbellDepth),
-      bell_rq(hw->cfg.doorbell == Doorbell::Emulated ? 1 : kFifoDoorbellDepth) {}
+      bell_rq(hw->cfg.doorbell == Doorbell::Emulated ? 1 : kFifoDoorbellDepth) {
+    static_assert((kMaxQueue & (kMaxQueue - 1)) == 0, "WorkRing depth is a power of two");
+    host_sq.reset(kMaxQueue);
+    host_rq.reset(kMaxQueue);
+}
 
 ViImpl::~ViImpl() = default;
 
@@ -35,10 +35,10 @@ void ViImpl::request_flush() {
     poll_until(*hw, VIP_INFINITE, [&] { return flush_done.load(std::memory_order_acquire) == want; });
 }
 
-VIP_RETURN ViImpl::post(SpscRing<VIP_DESCRIPTOR *> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR *d,
-                        VIP_MEM_HANDLE mh) {
-    d->CS.Status = 0;
-    if (!hostq.push(d)) return VIP_ERROR_RESOURCE; // work queue full
+VIP_RETURN ViImpl::post(WorkRing<> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    if (hostq.full()) return VIP_ERROR_RESOURCE; // work queue full
+    hostq.claim(d);                              // clears Status
+    hostq.publish();
     // Emulated doorbell (LANai 4): one token slot; wait until the firmware took the last.
     while (!bell.push(Token{d, mh})) {
         if (hw->cfg.mode == Mode::Inline) hw->host_poll();
@@ -56,17 +56,36 @@ VIP_RETURN ViImpl::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     return post(host_sq, bell_sq, d, mh);
 }
 
-VIP_RETURN ViImpl::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) { return post(host_rq, bell_rq, d, mh); }
-
-VIP_RETURN ViImpl::done(SpscRing<VIP_DESCRIPTOR *> &hostq, VIP_DESCRIPTOR **d) {
-    for (int pass = 0; pass < 2; ++pass) {
-        VIP_DESCRIPTOR *const *head = hostq.front();
-        if (head && is_done(*head)) {
-            hostq.pop(d);
-            return VIP_SUCCESS;
+// With an inline firmware only this thread runs (the default), a receive rings
+// no doorbell and runs no firmware step: the firmware takes receive tokens only
+// when a packet needs one (fetch_rx_desc drains the doorbell FIFO then), so a
+// receiver reposting a buffer after each message pays no MCP iteration for it.
+// The firmware must see the token at once only when the VI is broken (it
+// completes the receive as flushed) or the doorbell FIFO is full (64 tokens; 1
+// with the emulated doorbell).  With another thread stepping the firmware, the
+// doorbell is rung as for a send: the VI may break between our state check and
+// our token, and only a doorbell would then have the firmware flush it.
+VIP_RETURN ViImpl::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    if (hw->cfg.mode != Mode::Inline || hw->fw.stepping_shared()) return post(host_rq, bell_rq, d, mh);
+    if (host_rq.full()) return VIP_ERROR_RESOURCE; // work queue full
+    host_rq.claim(d);                              // clears Status
+    host_rq.publish();
+    bool pushed = bell_rq.push(Token{d, mh});
+    if (__builtin_expect(!pushed || state.load(std::memory_order_relaxed) == ViState::Error, 0)) {
+        hw->fw.ring(index);
+        hw->host_poll();
+        while (!pushed) {
+            pushed = bell_rq.push(Token{d, mh});
+            hw->fw.ring(index);
+            hw->host_poll();
         }
-        if (pass == 0) hw->host_poll();
     }
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN ViImpl::done(WorkRing<> &hostq, VIP_DESCRIPTOR **d) {
+    if (hostq.reap(d, [this] { hw->host_poll(); }) == VIP_SUCCESS) return VIP_SUCCESS;
+    if (hostq.empty()) hw->host_poll(); // a Done drives the NIC even with nothing posted here
     hw->idle_poll();
     return VIP_NOT_DONE;
 }
@@ -79,7 +98,7 @@ VIP_RETURN ViImpl::recv_done(VIP_DESCRIPTOR **d) {
     return rc;
 }
 
-VIP_RETURN ViImpl::wait(SpscRing<VIP_DESCRIPTOR *> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) {
+VIP_RETURN ViImpl::wait(WorkRing<> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) {
     const auto broken = [&] { return state.load(std::memory_order_relaxed) == ViState::Error; };
     if (hostq.empty()) {
         // Nothing posted: wait for a descriptor to be posted and complete, as the
@@ -93,14 +112,12 @@ VIP_RETURN ViImpl::wait(SpscRing<VIP_DESCRIPTOR *> &hostq, VIP_ULONG timeout_ms,
     }
     bool gave_up = false;
     if (!poll_until(*hw, timeout_ms, [&] {
-            VIP_DESCRIPTOR *const *head = hostq.front();
-            if (head) return is_done(*head);
+            if (const VIP_DESCRIPTOR *head = hostq.oldest()) return vipl::common::descriptor_done(head);
             return gave_up = broken();
         }))
         return VIP_TIMEOUT;
     if (gave_up) return VIP_INVALID_STATE;
-    hostq.pop(d);
-    return VIP_SUCCESS;
+    return hostq.reap(d, [] {}); // the oldest is complete: VIP_SUCCESS
 }
 
 VIP_RETURN ViImpl::send_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) { return wait(host_sq, timeout_ms, d); }
@@ -178,13 +195,7 @@ VIP_RETURN CqImpl::resize(VIP_ULONG entries) {
     // The firmware pushes into the ring: pause it (thread mode) by taking the step
     // lock in inline mode, or by quiescing the firmware thread.
     auto quiesced = hw->fw.quiesce();
-    if (ring.size() > entries) return VIP_INVALID_PARAMETER; // would lose completions
-    std::vector<CqEntry> keep;
-    CqEntry e;
-    while (ring.pop(&e)) keep.push_back(e);
-    ring.reset(entries);
-    for (auto &k : keep) ring.push(k);
-    return VIP_SUCCESS;
+    return ring.resize(entries) ? VIP_SUCCESS : VIP_INVALID_PARAMETER; // refused if it would lose completions
 }
 
 VIP_RETURN CqImpl::notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) { return hw->agent.arm(this, ctx, h); }

@@ -13,9 +13,12 @@
 #include <vector>
 
 #include "config.hpp"
+#include "cq_fifo.hpp"
 #include "spsc.hpp"
+#include "vi_overrides.hpp"
 #include "vipl.h"
 #include "vipl_provider.hpp"
+#include "work_ring.hpp"
 
 namespace nicfw {
 
@@ -69,14 +72,14 @@ struct NotifySlot {
 
 class CqImpl : public vipl::prov::Cq {
 public:
-    CqImpl(NicHw *hw, size_t entries) : hw(hw), ring(entries) {}
+    CqImpl(NicHw *hw, size_t entries) : hw(hw) { ring.resize(entries); }
     VIP_RETURN done(vipl::prov::Vi **vi, bool *recv) override;
     VIP_RETURN wait(VIP_ULONG timeout_ms, vipl::prov::Vi **vi, bool *recv) override;
     VIP_RETURN resize(VIP_ULONG entries) override;
     VIP_RETURN notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) override;
 
     NicHw *const hw;
-    SpscRing<CqEntry> ring;             // pushed by the firmware, popped by the host
+    vipl::common::CqFifo<CqEntry> ring; // pushed by the firmware, popped by the host
     std::atomic<int> bound{0};          // VIs bound to it
     std::atomic<bool> overrun{false};
     NotifySlot notify_slot;
@@ -91,24 +94,7 @@ public:
     ViImpl(NicHw *hw, uint32_t index, const vipl::prov::ViAttr &a, CqImpl *scq, CqImpl *rcq);
     ~ViImpl() override;
 
-    VIP_RETURN post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) override;
-    VIP_RETURN send_done(VIP_DESCRIPTOR **d) override;
-    VIP_RETURN post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) override;
-    VIP_RETURN recv_done(VIP_DESCRIPTOR **d) override;
-    VIP_RETURN send_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) override;
-    VIP_RETURN recv_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) override;
-    VIP_RETURN send_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) override;
-    VIP_RETURN recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) override;
-    VIP_RETURN query(VIP_VI_STATE *state, vipl::prov::ViAttr *attr, bool *sq_empty,
-                     bool *rq_empty) override;
-    VIP_RETURN set_attributes(const vipl::prov::ViAttr &attr) override;
-    VIP_RETURN connect_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                               VIP_ULONG timeout_ms, VIP_VI_ATTRIBUTES *remote_attr) override;
-    VIP_RETURN disconnect() override;
-    VIP_RETURN peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                            VIP_ULONG timeout_ms) override;
-    VIP_RETURN peer_done(VIP_VI_ATTRIBUTES *remote_attr) override;
-    VIP_RETURN peer_wait(VIP_VI_ATTRIBUTES *remote_attr) override;
+    VIPL_PROV_VI_OVERRIDES; // the provider interface (vipl_provider.hpp)
 
     // Host asks the firmware to complete everything it holds for this VI as
     // flushed (disconnect), and waits until it has.
@@ -123,8 +109,9 @@ public:
     CqImpl *const recv_cq;
 
     // host side: descriptors posted and not yet reaped by Done/Wait, in order
-    SpscRing<VIP_DESCRIPTOR *> host_sq{kMaxQueue};
-    SpscRing<VIP_DESCRIPTOR *> host_rq{kMaxQueue};
+    // (the work queues every provider shares, vipl/providers/common)
+    vipl::common::WorkRing<> host_sq;
+    vipl::common::WorkRing<> host_rq;
     // doorbells: host -> firmware
     SpscRing<Token> bell_sq;
     SpscRing<Token> bell_rq;
@@ -154,10 +141,9 @@ public:
     NotifySlot notify_send, notify_recv;
 
 private:
-    VIP_RETURN post(SpscRing<VIP_DESCRIPTOR *> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR *d,
-                    VIP_MEM_HANDLE mh);
-    VIP_RETURN done(SpscRing<VIP_DESCRIPTOR *> &hostq, VIP_DESCRIPTOR **d);
-    VIP_RETURN wait(SpscRing<VIP_DESCRIPTOR *> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d);
+    VIP_RETURN post(vipl::common::WorkRing<> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    VIP_RETURN done(vipl::common::WorkRing<> &hostq, VIP_DESCRIPTOR **d);
+    VIP_RETURN wait(vipl::common::WorkRing<> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d);
     friend class Agent; // reaps a completed descriptor for an armed notify
 };
 

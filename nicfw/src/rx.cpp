@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "connection.hpp"
+#include "descriptor_check.hpp"
 #include "firmware.hpp"
 #include "protection.hpp"
 #include "vi_table.hpp"
@@ -54,7 +55,7 @@ bool Firmware::rx_packet_try(const PacketHeader *h) {
         if (now_ns() < t + cfg_.profile.wire_ns) return false;
     }
     ViImpl *vi = vis_.find(h->dst_vi);
-    if (cfg_.crc && h->crc != packet_crc(h, payload)) {
+    if (__builtin_expect(!packet_crc_ok(h, payload), 0)) {
         ++crc_errors_;
         if (vi && h->op < Op::ConnReq && reliable(vi) &&
             vi->state.load() == ViState::Connected)
@@ -112,14 +113,17 @@ bool Firmware::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p
     if (!dr) {
         err = VIP_STATUS_PROTECTION_ERROR;
     } else {
-        nseg = d->CS.SegCount;
-        if (nseg > kMaxSegments + 1) err = VIP_STATUS_FORMAT_ERROR;
-        else if (!dr->contains(d, sizeof(VIP_CONTROL_SEGMENT) + nseg * sizeof(VIP_DESCRIPTOR_SEGMENT)))
+        VIP_CONTROL_SEGMENT cs; // the SRAM copy the common receive rules are applied to
+        std::memcpy(&cs, &d->CS, sizeof cs);
+        nseg = cs.SegCount;
+        if (const uint32_t e = vipl::common::check_recv_control(cs, {kMaxSegments + 1, kMaxSegments + 1, kMaxTransfer, true}))
+            err = e;
+        else if (!dr->contains(d, vipl::common::descriptor_bytes(nseg)))
             err = VIP_STATUS_PROTECTION_ERROR;
         else {
             std::memcpy(desc_cache_, d->DS, nseg * sizeof(VIP_DESCRIPTOR_SEGMENT));
-            if (!validate_segments(vi, &desc_cache_[0].Local, nseg, &cap)) err = VIP_STATUS_PROTECTION_ERROR;
-            else if (h->length > cap) err = VIP_STATUS_LENGTH_ERROR;
+            if (!validate_segments(vi, desc_cache_, nseg, &cap)) err = VIP_STATUS_PROTECTION_ERROR;
+            else err = vipl::common::receive_fits(h->length, cap);
         }
     }
     if (!err) { // host DMA: SRAM -> the descriptor's scatter list

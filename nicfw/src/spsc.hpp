@@ -1,6 +1,9 @@
 // spsc.hpp - a bounded single-producer/single-consumer ring: the doorbell FIFO
-// (host -> firmware) and the completion-queue ring (firmware -> host).  With an
-// inline firmware both ends are the same thread and the atomics are plain moves.
+// (host -> firmware tokens, of any depth: the emulated LANai 4 doorbell has
+// one slot) and the receive descriptors the firmware holds.  The host's work
+// queues and the CQ ring are the providers' common ones (work_ring.hpp,
+// cq_fifo.hpp).  With an inline firmware both ends are the same thread and the
+// atomics are plain moves.
 #pragma once
 
 #include <atomic>

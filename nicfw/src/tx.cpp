@@ -10,14 +10,15 @@
 namespace nicfw {
 
 // Checks n data segments (in the SRAM descriptor cache) against the protection
-// table under the VI's ptag; sums their lengths.
-bool Firmware::validate_segments(const ViImpl *vi, const VIP_DATA_SEGMENT *seg, uint32_t n, uint32_t *total) const {
+// table under the VI's ptag (the providers' common rule); sums their lengths.
+bool Firmware::validate_segments(const ViImpl *vi, const VIP_DESCRIPTOR_SEGMENT *ds, uint32_t n,
+                                 uint32_t *total) const {
+    const auto lookup = [&](VIP_MEM_HANDLE h) -> const Region * {
+        const Region *r = protection_.lookup(h);
+        return r && r->ptag_id == vi->ptag_id ? r : nullptr;
+    };
     uint64_t sum = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-        sum += seg[i].Length;
-        if (seg[i].Length == 0) continue;
-        if (!protection_.covers(seg[i].Handle, vi->ptag_id, seg[i].Data.Address, seg[i].Length)) return false;
-    }
+    if (vipl::common::check_data_segments(ds, n, lookup, vipl::common::NoSegmentSink{}, &sum)) return false;
     *total = sum > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(sum);
     return true;
 }
@@ -39,25 +40,22 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     std::memcpy(&cs, &d->CS, sizeof cs);
     const uint16_t op = cs.Control & VIP_CONTROL_OP_MASK;
     const uint32_t ops = vipl::common::op_status(cs.Control);
-    if (op == VIP_CONTROL_OP_RESERVED || (cs.Control & VIP_CONTROL_RESERVED))
-        return fail(ops | VIP_STATUS_FORMAT_ERROR);
+    // The providers' common descriptor rules, phase by phase on the SRAM copies.
+    const vipl::common::DescriptorRules rules{kMaxSegments + 1, kMaxSegments + 1,
+                                              std::min<uint64_t>(vi->attr.max_transfer, cfg_.max_transfer()),
+                                              vi->attr.reliability != VIP_SERVICE_UNRELIABLE};
+    if (const uint32_t err = vipl::common::check_send_control(cs, rules)) return fail(ops | err);
     const bool rdma = op != VIP_CONTROL_OP_SENDRECV;
-    const uint32_t first = rdma ? 1 : 0;
-    if (cs.SegCount < first || cs.SegCount > kMaxSegments + 1) return fail(ops | VIP_STATUS_FORMAT_ERROR);
-    const size_t dlen = sizeof(VIP_CONTROL_SEGMENT) + sizeof(VIP_DESCRIPTOR_SEGMENT) * cs.SegCount;
-    if (!dr->contains(d, dlen)) return fail(ops | VIP_STATUS_PROTECTION_ERROR);
+    const uint32_t first = vipl::common::first_data_segment(cs.Control);
+    if (!dr->contains(d, vipl::common::descriptor_bytes(cs.SegCount))) return fail(ops | VIP_STATUS_PROTECTION_ERROR);
     std::memcpy(desc_cache_, d->DS, sizeof(VIP_DESCRIPTOR_SEGMENT) * cs.SegCount);
     const VIP_DATA_SEGMENT *segs = &desc_cache_[first].Local;
     const uint32_t nseg = cs.SegCount - first;
     uint32_t total = 0;
-    if (!validate_segments(vi, segs, nseg, &total)) return fail(ops | VIP_STATUS_PROTECTION_ERROR);
+    if (!validate_segments(vi, &desc_cache_[first], nseg, &total)) return fail(ops | VIP_STATUS_PROTECTION_ERROR);
     if (total != cs.Length) return fail(ops | VIP_STATUS_FORMAT_ERROR);
-    if (cs.Length > vi->attr.max_transfer || cs.Length > cfg_.max_transfer())
-        return fail(ops | VIP_STATUS_LENGTH_ERROR);
+    if (cs.Length > rules.max_transfer) return fail(ops | VIP_STATUS_LENGTH_ERROR);
     const bool imm = cs.Control & VIP_CONTROL_IMMEDIATE;
-    if (op == VIP_CONTROL_OP_RDMAREAD &&
-        (imm || vi->attr.reliability == VIP_SERVICE_UNRELIABLE))
-        return fail(ops | VIP_STATUS_FORMAT_ERROR);
 
     // Injection gap of the timing profile (g).
     if (cfg_.profile.gap_ns) {

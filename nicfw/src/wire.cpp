@@ -110,7 +110,12 @@ bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
 }
 
 void wire_publish(Wire &w, int dst, const TxSlot &tx, bool with_crc) {
-    tx.hdr->crc = with_crc ? packet_crc(tx.hdr, tx.payload) : 0;
+    if (with_crc) {
+        tx.hdr->flags |= kFlagCrc; // before the CRC, which covers the flags
+        tx.hdr->crc = packet_crc(tx.hdr, tx.payload);
+    } else {
+        tx.hdr->crc = 0;
+    }
     reinterpret_cast<std::atomic<uint32_t> *>(&tx.hdr->tag)
         ->store(tag_of(tx.pos), std::memory_order_release);
     if (!w.consumers_may_sleep) return;
@@ -123,14 +128,6 @@ void wire_publish(Wire &w, int dst, const TxSlot &tx, bool with_crc) {
         c.doorbell.fetch_add(1, std::memory_order_release);
         futex(&c.doorbell, FUTEX_WAKE, 1, nullptr);
     }
-}
-
-const PacketHeader *wire_peek(Wire &w, int me, uint64_t head) {
-    const uint64_t cap = w.ring_slots();
-    auto *h = reinterpret_cast<const PacketHeader *>(&w.slots(me)[head & (cap - 1)]);
-    const uint32_t tag =
-        reinterpret_cast<const std::atomic<uint32_t> *>(&h->tag)->load(std::memory_order_acquire);
-    return tag == tag_of(head) ? h : nullptr;
 }
 
 bool wire_header_sane(const Wire &w, uint64_t head, const PacketHeader *h) {

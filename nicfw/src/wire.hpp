@@ -48,6 +48,7 @@ constexpr uint8_t kFlagImm = 0x01;      // immediate data present
 constexpr uint8_t kFlagAckReq = 0x02;   // sender waits for an Ack (reliable reception)
 constexpr uint8_t kFlagStamp = 0x04;    // 8-byte send time follows the payload (wire-latency profile)
 constexpr uint8_t kFlagBulk = 0x08;     // bulk request: payload names the initiator's memory (dma.hpp)
+constexpr uint8_t kFlagCrc = 0x10;      // `crc` holds the packet's CRC-32C (VIPL_NICFW_CRC=1 at the sender)
 
 // The first 32 bytes of a packet.  `tag` is written last (release).
 struct PacketHeader {
@@ -62,7 +63,7 @@ struct PacketHeader {
     uint32_t seq;       // per-connection sequence number
     uint32_t length;    // payload bytes after the header
     uint32_t imm;       // immediate data / op-specific word
-    uint32_t crc;       // CRC over header (tag and crc zeroed) and payload
+    uint32_t crc;       // with kFlagCrc: CRC over header (tag and crc zeroed) and payload; else 0
 };
 static_assert(sizeof(PacketHeader) == kHeaderBytes);
 
@@ -168,11 +169,21 @@ struct TxSlot {
 // before it can drain its own FIFO therefore always finds room, and two NICs
 // streaming at each other cannot deadlock on full FIFOs.
 bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply = false);
-// Fills crc, then publishes the packet (tag last, release) and wakes a sleeping consumer.
+// With with_crc, marks the packet kFlagCrc and fills crc; then publishes the
+// packet (tag last, release) and wakes a sleeping consumer.
 void wire_publish(Wire &w, int dst, const TxSlot &tx, bool with_crc);
+// Whether a published packet passes its link check: true for a packet sent
+// without a CRC (the receiver verifies what the sender computed, so ranks that
+// disagree on VIPL_NICFW_CRC still understand each other).
+inline bool packet_crc_ok(const PacketHeader *h, const unsigned char *payload);
 
-// Consumer side: the packet at head, if published; nullptr otherwise.
-const PacketHeader *wire_peek(Wire &w, int me, uint64_t head);
+// Consumer side: the packet at head, if published; nullptr otherwise.  Inline:
+// the firmware looks at its FIFO on every step, and most looks find nothing.
+inline const PacketHeader *wire_peek(Wire &w, int me, uint64_t head) {
+    auto *h = reinterpret_cast<const PacketHeader *>(&w.slots(me)[head & (w.ring_slots() - 1)]);
+    const uint32_t tag = reinterpret_cast<const std::atomic<uint32_t> *>(&h->tag)->load(std::memory_order_acquire);
+    return tag == tag_of(head) ? h : nullptr;
+}
 // Whether a published header can be trusted to say how far to advance: a pad
 // must fill exactly to the ring's end, a packet must fit in the ring and in the
 // largest payload.  (Only corrupt shared memory breaks this.)
@@ -181,6 +192,9 @@ bool wire_header_sane(const Wire &w, uint64_t head, const PacketHeader *h);
 uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h);
 
 uint32_t packet_crc(const PacketHeader *h, const unsigned char *payload);
+inline bool packet_crc_ok(const PacketHeader *h, const unsigned char *payload) {
+    return !(h->flags & kFlagCrc) || h->crc == packet_crc(h, payload);
+}
 
 // The consumer side of the sleep protocol, in three steps so the firmware can
 // re-check all its work sources (wire and host doorbells) after announcing it

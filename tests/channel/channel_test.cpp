@@ -42,6 +42,30 @@ TEST(ChannelLayout, SlotsFor2kPlus1Receives) {
     EXPECT_EQ(Channel::region_bytes(l) % 64, 0u);
 }
 
+// Credits of replyless requests come back in batches of k/2, never more than a
+// message carries, never 0 (a batch of 0 would never be due).
+TEST(ChannelCredits, BatchIsHalfOfKWithinWhatAMessageCarries) {
+    EXPECT_EQ(Channel::credit_batch(8, 4), 4u);
+    EXPECT_EQ(Channel::credit_batch(8, 255), 4u);
+    EXPECT_EQ(Channel::credit_batch(64, 4), 4u);
+    EXPECT_EQ(Channel::credit_batch(64, 255), 32u);
+    EXPECT_EQ(Channel::credit_batch(3, 4), 1u);
+    EXPECT_EQ(Channel::credit_batch(1, 4), 1u);
+    static_assert(Channel::credit_batch(8, 4) == 4, "usable where a constant is needed");
+}
+
+// A message carries at most what its credit field holds; the rest stays owed.
+TEST(ChannelCredits, TakeOwedUpToWhatFitsLeavesTheRest) {
+    Channel c;
+    for (int i = 0; i < 5; i++) c.owe_one(100);
+    EXPECT_EQ(c.owed(), 5u);
+    EXPECT_EQ(c.take_owed(3), 3u);
+    EXPECT_EQ(c.owed(), 2u);
+    EXPECT_EQ(c.take_owed(3), 2u);
+    EXPECT_EQ(c.take_owed(3), 0u);
+    EXPECT_EQ(c.owed(), 0u);
+}
+
 // Two channels over two connected VIs of the same NIC.
 class ChannelPair : public ::testing::Test {
 protected:

@@ -97,7 +97,7 @@ TEST(WireFifo, PublishPeekConsumeRoundTrip) {
     const PacketHeader *h = wire_peek(w, kMe, 0);
     ASSERT_NE(h, nullptr);
     EXPECT_EQ(h->op, Op::Send);
-    EXPECT_EQ(h->flags, kFlagImm);
+    EXPECT_EQ(h->flags, kFlagImm | kFlagCrc); // sent with a CRC, which it says
     EXPECT_EQ(h->src_nic, 3);
     EXPECT_EQ(h->dst_vi, 7);
     EXPECT_EQ(h->src_vi, 9);
@@ -356,6 +356,11 @@ TEST(WireCrc, CatchesAFlippedPayloadBitAndAFlippedHeaderField) {
     auto *payload = reinterpret_cast<unsigned char *>(h) + kHeaderBytes;
     const uint32_t good = h->crc;
     ASSERT_EQ(packet_crc(h, payload), good);
+    EXPECT_TRUE(h->flags & kFlagCrc) << "a packet sent with a CRC says so";
+    EXPECT_TRUE(packet_crc_ok(h, payload));
+    payload[5] ^= 0x20;
+    EXPECT_FALSE(packet_crc_ok(h, payload)) << "what the receiver checks: a flipped bit is refused";
+    payload[5] ^= 0x20;
 
     for (uint32_t bit : {0u, 7u, 1000u, 300u * 8 - 1}) {
         payload[bit / 8] ^= static_cast<unsigned char>(1u << (bit % 8));
@@ -383,11 +388,14 @@ TEST(WireCrc, CatchesAFlippedPayloadBitAndAFlippedHeaderField) {
     EXPECT_EQ(packet_crc(h, payload), good);
     h->tag = tag;
 
-    // With CRC off the field is 0.
+    // With CRC off the field is 0, the packet does not claim one, and the
+    // receiver accepts it without computing one (VIPL_NICFW_CRC=0, the default).
     ASSERT_TRUE(send_packet(w, 16, 9, false, nullptr, 3, 0, false));
     const PacketHeader *h2 = wire_peek(w, kMe, wire_consume(w, kMe, 0, h));
     ASSERT_NE(h2, nullptr);
     EXPECT_EQ(h2->crc, 0u);
+    EXPECT_FALSE(h2->flags & kFlagCrc);
+    EXPECT_TRUE(packet_crc_ok(h2, reinterpret_cast<const unsigned char *>(h2) + kHeaderBytes));
 }
 
 // 4 producer threads x 10000 packets into one FIFO, drained by one consumer:

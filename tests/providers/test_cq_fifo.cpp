@@ -21,17 +21,17 @@ TEST(CqFifo, RoundUpToPowersOfTwo) {
     EXPECT_EQ(vc::CqFifo<Entry>::round_up(64), 64u);
 }
 
-TEST(CqFifo, FirstInFirstOutAndFullAtCapacity) {
+TEST(CqFifo, FirstInFirstOutAndFullAtExactlyItsSize) {
     vc::CqFifo<Entry> f;
-    ASSERT_TRUE(f.resize(3));
-    EXPECT_EQ(f.capacity(), 4u);
+    ASSERT_TRUE(f.resize(3)); // a CQ of 3 entries overruns at the 4th, not at the 5th
+    EXPECT_EQ(f.capacity(), 3u);
     Entry e;
     EXPECT_FALSE(f.pop(&e));
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 3; i++)
         EXPECT_TRUE(f.push({i, i % 2 == 1}));
     EXPECT_FALSE(f.push({9, false}));
-    EXPECT_EQ(f.size(), 4u);
-    for (int i = 0; i < 4; i++) {
+    EXPECT_EQ(f.size(), 3u);
+    for (int i = 0; i < 3; i++) {
         ASSERT_TRUE(f.pop(&e));
         EXPECT_EQ(e.vi, i);
         EXPECT_EQ(e.recv, i % 2 == 1);
@@ -66,7 +66,9 @@ TEST(CqFifo, ResizeBelowWhatItHoldsIsRefused) {
     EXPECT_EQ(f.capacity(), 8u);
     EXPECT_EQ(f.size(), 5u);
     EXPECT_TRUE(f.resize(5)); // shrinking to what it holds keeps everything
-    EXPECT_EQ(f.capacity(), 8u);
+    EXPECT_EQ(f.capacity(), 5u);
+    EXPECT_FALSE(f.push({9})) << "full at its new size";
+    EXPECT_FALSE(f.resize(0));
     Entry e;
     ASSERT_TRUE(f.pop(&e));
     EXPECT_EQ(e.vi, 0);

@@ -136,14 +136,32 @@ public:
     int credits_max() const { return int(layout_.credits); }
     void take_credit() { --credits_; }
     void return_credits(int n) { credits_ += n; }
-    // Requests that get no reply (Split-C stores, collectives) are credited
-    // back in batches: owe_one() counts one and says whether `every` are due;
-    // take_owed() hands the count over (to piggy-back on a reply) and resets it.
+    // Requests that get no reply (Split-C stores, collectives, AM requests
+    // whose handler did not reply) are credited back in batches: owe_one()
+    // counts one and says whether `every` are due; take_owed() hands the count
+    // over (to piggy-back on any message going back, or in a credit message)
+    // and resets it; take_owed(max) takes at most what a message's credit field
+    // holds and leaves the rest owed.
     bool owe_one(uint32_t every) { return ++owed_ >= every; }
+    uint32_t owed() const { return owed_; }
     uint32_t take_owed() {
         uint32_t n = owed_;
         owed_ = 0;
         return n;
+    }
+    uint32_t take_owed(uint32_t max) {
+        const uint32_t n = owed_ < max ? owed_ : max;
+        owed_ -= n;
+        return n;
+    }
+    // The batch a receiver with k credits per peer should return credits in:
+    // half of k (so the sender still holds k/2 while a batch travels back and a
+    // stream never stalls on credits), at least 1, at most what one message
+    // can carry (carry_max).  One credit message per batch instead of one per
+    // request: the cross-core traffic of a request stream is then the requests.
+    static constexpr uint32_t credit_batch(uint32_t k, uint32_t carry_max) {
+        const uint32_t half = k / 2 ? k / 2 : 1;
+        return half < carry_max ? half : carry_max;
     }
 
     // ---- send slots ------------------------------------------------------------

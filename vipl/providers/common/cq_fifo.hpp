@@ -3,7 +3,8 @@
 // A VIPL CQ reports which work queue (VI, send or receive) has a completed
 // descriptor; the descriptor itself is then taken from that queue's WorkRing.
 // The FIFO holds whatever entry the provider needs (a queue pointer, a VI
-// index and a direction) and is a power-of-two ring.
+// index and a direction) and is a power-of-two ring that accepts exactly the
+// number of entries it was sized for (one more is the spec's CQ overrun).
 //
 // How a provider uses it:
 //
@@ -15,8 +16,10 @@
 //
 // push and pop may run on two threads (one producer, e.g. a firmware thread,
 // and one consumer): the indices are published with release and read with
-// acquire.  resize and remove_if need both sides quiet (the provider's
-// control path already stops its completion source for them).
+// acquire, each on its own cache line so a producer on another core does not
+// take the consumer's line away on every entry.  resize and remove_if need both
+// sides quiet (the provider's control path already stops its completion source
+// for them).
 #pragma once
 
 #include <atomic>
@@ -36,16 +39,16 @@ public:
         return p;
     }
 
-    uint32_t capacity() const { return mask_ + 1; }
+    uint32_t capacity() const { return limit_; }
     uint64_t size() const {
         return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
     }
     bool empty() const { return size() == 0; }
 
-    // Control path: room for at least `entries`, keeping the entries held.
-    // False (nothing changed) if they would not fit.
+    // Control path: room for exactly `entries` (1 .. 2^31), keeping the
+    // entries held.  False (nothing changed) if they would not fit.
     bool resize(uint64_t entries) {
-        if (entries < size())
+        if (entries < size() || entries == 0 || entries > (1u << 31))
             return false;
         const uint32_t cap = round_up(entries);
         std::unique_ptr<Entry[]> next(new Entry[cap]);
@@ -54,6 +57,7 @@ public:
             next[n++] = ring_[i & mask_];
         ring_ = std::move(next);
         mask_ = cap - 1;
+        limit_ = uint32_t(entries);
         head_.store(0, std::memory_order_relaxed);
         tail_.store(n, std::memory_order_release);
         return true;
@@ -62,7 +66,7 @@ public:
     // Producer.
     bool push(const Entry &e) {
         const uint64_t t = tail_.load(std::memory_order_relaxed);
-        if (t - head_.load(std::memory_order_acquire) > mask_)
+        if (t - head_.load(std::memory_order_acquire) >= limit_)
             return false;
         ring_[t & mask_] = e;
         tail_.store(t + 1, std::memory_order_release);
@@ -95,8 +99,9 @@ public:
 private:
     std::unique_ptr<Entry[]> ring_{new Entry[1]};
     uint32_t mask_ = 0;
-    std::atomic<uint64_t> head_{0};
-    std::atomic<uint64_t> tail_{0};
+    uint32_t limit_ = 1;
+    alignas(64) std::atomic<uint64_t> head_{0};
+    alignas(64) std::atomic<uint64_t> tail_{0};
 };
 
 } // namespace vipl::common

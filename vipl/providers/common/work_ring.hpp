@@ -119,8 +119,9 @@ public:
 private:
     std::unique_ptr<Slot[]> slots_;
     uint32_t mask_ = 0;
-    std::atomic<uint64_t> head_{0}; // next descriptor to hand back (the reaping thread)
-    std::atomic<uint64_t> tail_{0}; // next slot to fill (the posting thread)
+    // On their own cache lines: the posting and the reaping thread may differ.
+    alignas(64) std::atomic<uint64_t> head_{0}; // next descriptor to hand back (the reaping thread)
+    alignas(64) std::atomic<uint64_t> tail_{0}; // next slot to fill (the posting thread)
 };
 
 } // namespace vipl::common

@@ -21,6 +21,7 @@
 #include "cq_fifo.hpp"
 #include "descriptor_check.hpp"
 #include "fake_hooks.h"
+#include "vi_overrides.hpp"
 #include "vipl_provider.hpp"
 #include "work_ring.hpp"
 
@@ -85,23 +86,7 @@ class FakeVi : public prov::Vi {
 public:
     FakeVi(Device *d, NicHandle *owner, const prov::ViAttr &a, FakeCq *s, FakeCq *r);
 
-    VIP_RETURN post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) override;
-    VIP_RETURN send_done(VIP_DESCRIPTOR **d) override;
-    VIP_RETURN post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) override;
-    VIP_RETURN recv_done(VIP_DESCRIPTOR **d) override;
-    VIP_RETURN send_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) override;
-    VIP_RETURN recv_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) override;
-    VIP_RETURN send_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) override;
-    VIP_RETURN recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) override;
-    VIP_RETURN query(VIP_VI_STATE *state, prov::ViAttr *attr, bool *sq_empty, bool *rq_empty) override;
-    VIP_RETURN set_attributes(const prov::ViAttr &attr) override;
-    VIP_RETURN connect_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms,
-                               VIP_VI_ATTRIBUTES *remote_attr) override;
-    VIP_RETURN disconnect() override;
-    VIP_RETURN peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                            VIP_ULONG timeout_ms) override;
-    VIP_RETURN peer_done(VIP_VI_ATTRIBUTES *remote_attr) override;
-    VIP_RETURN peer_wait(VIP_VI_ATTRIBUTES *remote_attr) override;
+    VIPL_PROV_VI_OVERRIDES; // the provider interface (vipl_provider.hpp)
 
     bool reliable() const { return attr.reliability != VIP_SERVICE_UNRELIABLE; }
     bool rr() const { return attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION; }

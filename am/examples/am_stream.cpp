@@ -1,0 +1,60 @@
+// am_stream - AM short-request message rate: rank 0 sends a stream of
+// AM_Request1 to rank 1, whose handler only counts them (no reply: the layer
+// returns the credits), then rank 1 confirms; g = time / messages.  The
+// message-rate figure of issue #15 (docs/logp.md), and the program to run
+// under callgrind for instructions per message.
+//
+//   vipl-run -n 2 am_stream [messages>0] [rounds>0]
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include "am.h"
+#include "am_spmd.h"
+
+namespace {
+volatile long g_sunk = 0, g_confirms = 0;
+void sink_handler(void *, int32_t) { g_sunk = g_sunk + 1; }
+void confirm_handler(void *, int32_t) { g_confirms = g_confirms + 1; }
+constexpr handler_t kSink = 1, kConfirm = 2;
+
+double now_ns() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return double(t.tv_sec) * 1e9 + double(t.tv_nsec);
+}
+} // namespace
+
+int main(int argc, char **argv) {
+    const long n = argc > 1 ? std::atol(argv[1]) : 100000;
+    const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
+    if (n <= 0 || rounds <= 0) {
+        std::fprintf(stderr, "usage: vipl-run -n 2 am_stream [messages>0] [rounds>0]\n");
+        return 2;
+    }
+    eb_t eb;
+    ep_t ep;
+    if (AM_SPMDStartup(&argc, &argv, &eb, &ep) != AM_OK) return 1;
+    const int rank = AM_SPMDMyProc();
+    if (AM_SPMDNumProcs() < 2) {
+        std::fprintf(stderr, "am_stream needs 2 processes: vipl-run -n 2 am_stream\n");
+        AM_SPMDExit(2);
+    }
+    AM_SetHandler(ep, kSink, reinterpret_cast<amx_handler_fn_t>(sink_handler));
+    AM_SetHandler(ep, kConfirm, reinterpret_cast<amx_handler_fn_t>(confirm_handler));
+    AM_SPMDBarrier();
+    for (int r = 0; r < rounds; r++) {
+        if (rank == 0) {
+            const double t0 = now_ns();
+            for (long i = 0; i < n; i++) AM_Request1(ep, 1, kSink, int32_t(i));
+            while (g_confirms < r + 1) AM_Poll(eb);
+            std::printf("g = %.1f ns per AM_Request1 (%ld messages, round %d)\n", (now_ns() - t0) / double(n), n,
+                        r + 1);
+        } else if (rank == 1) {
+            while (g_sunk < long(r + 1) * n) AM_Poll(eb);
+            AM_Request1(ep, 0, kConfirm, 0);
+        }
+    }
+    AM_SPMDBarrier();
+    AM_SPMDExit(0);
+}
