@@ -242,7 +242,11 @@ int main(int argc, char **argv) {
                 AM_SPMDExit(1);
             }
         AM_SPMDBarrier();
-        if (r == (rounds - 1) / 2) { rss_half = soak_rss_kb(); anon_half = soak_status_kb("RssAnon"); shm_maps_during = soak_shm_mappings(); }
+        if (r == (rounds - 1) / 2) { /* the middle round: the driver compares the last with it */
+            rss_half = soak_rss_kb();
+            anon_half = soak_status_kb("RssAnon");
+            shm_maps_during = soak_shm_mappings();
+        }
     }
     t1 = now_s();
     rss_last = soak_rss_kb();

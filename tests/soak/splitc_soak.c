@@ -141,7 +141,11 @@ int main(int argc, char **argv) {
                     fail("get returned a wrong value", k, j, got[(long)k * per_pair + j], table_of(k, j));
             }
         }
-        if (r == (rounds - 1) / 2) { rss_half = soak_rss_kb(); anon_half = soak_status_kb("RssAnon"); shm_maps_during = soak_shm_mappings(); }
+        if (r == (rounds - 1) / 2) { /* the middle round: the driver compares the last with it */
+            rss_half = soak_rss_kb();
+            anon_half = soak_status_kb("RssAnon");
+            shm_maps_during = soak_shm_mappings();
+        }
     }
     t1 = splitc_get_seconds();
     rss_last = soak_rss_kb();
