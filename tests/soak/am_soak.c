@@ -25,7 +25,8 @@
  * SOAK_BREAK (rank 0 only) makes the run wrong on purpose, to show that the
  * checks fail: "fd" leaves a descriptor open, "shm" leaves the
  * job's boot segment mapped, "seq" skips one sequence number
- * (a lost message to the receiver). */
+ * (a lost message to the receiver), "hang" stops sending and polling (a
+ * deadlock: the launcher's timeout ends the job). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +62,7 @@ static size_t max_medium;
 static uint8_t *payload;       /* the requester's medium buffer */
 static int fds_before = -1;
 static int shm_maps_during = -1;
-static const char *breaking = ""; /* SOAK_BREAK on rank 0: fd, shm or seq */
+static const char *breaking = ""; /* SOAK_BREAK on rank 0: fd, shm, seq or hang */
 static long rss_half = -1, rss_last = -1, anon_half = -1, anon_last = -1, shmem_last = -1;
 
 static void fail(const char *what, int peer, long a, long b) {
@@ -215,6 +216,7 @@ int main(int argc, char **argv) {
             for (j = 0; j < per_pair; j++) order[i++] = (me + k) % np;
         }
         soak_shuffle(order, n_sends, (unsigned long long)(me * 7919 + r + 1));
+        while (strcmp(breaking, "hang") == 0) sleep(1); /* peers wait for its requests forever */
         for (i = 0; i < n_sends; i++) {
             int to = order[i];
             int32_t seq = next_send[to]++;

@@ -51,12 +51,13 @@ std::set<std::string> shm_listing() {
 }
 
 // Runs argv, echoing and collecting its merged stdout and stderr; returns the
-// wait status.
-int run(const std::vector<std::string>& argv, std::string* out) {
+// wait status and, in *child, the child's pid.
+int run(const std::vector<std::string>& argv, std::string* out, pid_t* child) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
   pid_t pid = fork();
   if (pid < 0) return -1;
+  *child = pid;
   if (pid == 0) {
     dup2(fds[1], 1);
     dup2(fds[1], 2);
@@ -89,10 +90,11 @@ int soak(const Options& o, const std::string& what, const std::string& prog, lon
   std::fflush(stdout);
   const auto shm_before = shm_listing();
   std::string out;
+  pid_t launcher = -1;
   const auto t0 = std::chrono::steady_clock::now();
   int status = run({o.vipl_run, "-n", std::to_string(o.np), "--timeout", std::to_string(o.timeout), prog,
                     std::to_string(count), std::to_string(o.rounds)},
-                   &out);
+                   &out, &launcher);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto shm_after = shm_listing();
 
@@ -100,7 +102,7 @@ int soak(const Options& o, const std::string& what, const std::string& prog, lon
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     failures.push_back("vipl-run exit code " + std::to_string(code) +
-                       (code == 124 ? " (timed out: a deadlock or far too slow)" : ""));
+                       (code == 124 ? " (timed out: a deadlock, or far too slow for --timeout)" : ""));
   }
   // Per-rank lines.
   std::map<int, RankLine> ranks;
@@ -162,13 +164,19 @@ int soak(const Options& o, const std::string& what, const std::string& prog, lon
     if (std::stol(m[4]) != 0) failures.push_back(std::string(m[4]) + " errors in the job");
     if (std::stol(m[5]) == 0) failures.push_back("no viastack-" + job + "-* shm file seen while running");
   }
+  // vipl-run names its job "<its pid>-<random>" (docs/launcher.md), so the
+  // job's files are known even when no rank got as far as reporting the id.
+  const std::string job_prefix = "viastack-" + std::to_string(launcher) + "-";
+  if (!job.empty() && ("viastack-" + job + "-").rfind(job_prefix, 0) != 0)
+    failures.push_back("job id " + job + " is not vipl-run's (pid " + std::to_string(launcher) + ")");
+  if (job.empty()) job = std::to_string(launcher) + "-*";
   // Shared memory: nothing of this job left; new files of other jobs (other
   // users of the machine) are only listed.
   int left = 0;
   std::string others;
   for (const auto& n : shm_after) {
     if (shm_before.count(n)) continue;
-    if (!job.empty() && n.rfind("viastack-" + job + "-", 0) == 0) {
+    if (n.rfind(job_prefix, 0) == 0) {
       failures.push_back("/dev/shm/" + n + " left after the job");
       ++left;
     } else {
