@@ -136,21 +136,8 @@ bool Firmware::rx_bulk_send(ViImpl *vi, const PacketHeader *h, const unsigned ch
     }
     // The receive descriptor, checked as for a staged message (rx_send).
     VIP_DESCRIPTOR *d = t.desc;
-    uint32_t err = 0, cap = 0, nseg = 0;
-    const Region *dr = protection_.covers(t.mh, vi->ptag_id, d, sizeof(VIP_CONTROL_SEGMENT));
-    if (!dr) {
-        err = VIP_STATUS_PROTECTION_ERROR;
-    } else {
-        nseg = d->CS.SegCount;
-        if (nseg > kMaxSegments + 1) err = VIP_STATUS_FORMAT_ERROR;
-        else if (!dr->contains(d, sizeof(VIP_CONTROL_SEGMENT) + nseg * sizeof(VIP_DESCRIPTOR_SEGMENT)))
-            err = VIP_STATUS_PROTECTION_ERROR;
-        else {
-            std::memcpy(desc_cache_, d->DS, nseg * sizeof(VIP_DESCRIPTOR_SEGMENT));
-            if (!validate_segments(vi, &desc_cache_[0].Local, nseg, &cap)) err = VIP_STATUS_PROTECTION_ERROR;
-            else if (q.b.length > cap) err = VIP_STATUS_LENGTH_ERROR;
-        }
-    }
+    uint32_t nseg = 0;
+    uint32_t err = check_rx_desc(vi, t, q.b.length, &nseg);
     bool copy_failed = false;
     if (!err) { // the one copy: initiator's gather list -> this descriptor's scatter list
         uint32_t left = q.b.length, n = 0;

@@ -145,6 +145,10 @@ private:
     // tx.cpp: the send side
     bool tx_one(ViImpl *vi, TxEntry &e);
     bool validate_segments(const ViImpl *vi, const VIP_DESCRIPTOR_SEGMENT *ds, uint32_t n, uint32_t *total) const;
+    // A posted receive descriptor checked for a message of `length` bytes (the common
+    // receive rules, on SRAM copies): 0 or the spec's status bits.  On 0 its data
+    // segments are in desc_cache_[0 .. *nseg).  Shared by staged and bulk sends.
+    uint32_t check_rx_desc(const ViImpl *vi, const Token &t, uint32_t length, uint32_t *nseg);
 
     // rx.cpp: the receive side.  Each rx_* returns false when it must answer but
     // the peer's FIFO is full: the packet then stays on the wire and is retried

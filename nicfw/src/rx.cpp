@@ -107,25 +107,8 @@ bool Firmware::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p
         return true;
     }
     VIP_DESCRIPTOR *d = t.desc;
-    uint32_t err = 0;
-    const Region *dr = protection_.covers(t.mh, vi->ptag_id, d, sizeof(VIP_CONTROL_SEGMENT));
-    uint32_t cap = 0, nseg = 0;
-    if (!dr) {
-        err = VIP_STATUS_PROTECTION_ERROR;
-    } else {
-        VIP_CONTROL_SEGMENT cs; // the SRAM copy the common receive rules are applied to
-        std::memcpy(&cs, &d->CS, sizeof cs);
-        nseg = cs.SegCount;
-        if (const uint32_t e = vipl::common::check_recv_control(cs, {kMaxSegments + 1, kMaxSegments + 1, kMaxTransfer, true}))
-            err = e;
-        else if (!dr->contains(d, vipl::common::descriptor_bytes(nseg)))
-            err = VIP_STATUS_PROTECTION_ERROR;
-        else {
-            std::memcpy(desc_cache_, d->DS, nseg * sizeof(VIP_DESCRIPTOR_SEGMENT));
-            if (!validate_segments(vi, desc_cache_, nseg, &cap)) err = VIP_STATUS_PROTECTION_ERROR;
-            else err = vipl::common::receive_fits(h->length, cap);
-        }
-    }
+    uint32_t nseg = 0;
+    const uint32_t err = check_rx_desc(vi, t, h->length, &nseg);
     if (!err) { // host DMA: SRAM -> the descriptor's scatter list
         uint32_t left = h->length;
         const unsigned char *s = p;
@@ -261,6 +244,23 @@ void Firmware::rx_ack(ViImpl *vi, const PacketHeader *h) {
     complete_tx(vi);
     if (h->imm)
         vi_error(vi, (h->imm & VIP_STATUS_RDMA_PROT_ERROR) ? VIP_ERROR_RDMAW_PROT : VIP_ERROR_POST_DESC, d, false);
+}
+
+uint32_t Firmware::check_rx_desc(const ViImpl *vi, const Token &t, uint32_t length, uint32_t *nseg) {
+    VIP_DESCRIPTOR *d = t.desc;
+    *nseg = 0;
+    const Region *dr = protection_.covers(t.mh, vi->ptag_id, d, sizeof(VIP_CONTROL_SEGMENT));
+    if (!dr) return VIP_STATUS_PROTECTION_ERROR;
+    VIP_CONTROL_SEGMENT cs; // the SRAM copy the common receive rules are applied to
+    std::memcpy(&cs, &d->CS, sizeof cs);
+    if (const uint32_t e = vipl::common::check_recv_control(cs, {kMaxSegments + 1, kMaxSegments + 1, kMaxTransfer, true}))
+        return e;
+    if (!dr->contains(d, vipl::common::descriptor_bytes(cs.SegCount))) return VIP_STATUS_PROTECTION_ERROR;
+    std::memcpy(desc_cache_, d->DS, cs.SegCount * sizeof(VIP_DESCRIPTOR_SEGMENT));
+    uint32_t cap = 0;
+    if (!validate_segments(vi, desc_cache_, cs.SegCount, &cap)) return VIP_STATUS_PROTECTION_ERROR;
+    *nseg = cs.SegCount;
+    return vipl::common::receive_fits(length, cap);
 }
 
 } // namespace nicfw
