@@ -81,8 +81,9 @@ void check_accepted(const VIP_DESCRIPTOR *d, const Reg *dr, const Table &t, cons
                 rules.max_data_segments);
     uint64_t sum = 0;
     size_t nonempty = 0;
+    const VIP_DESCRIPTOR_SEGMENT *ds = d->DS; // DS[2] is the declared minimum; descriptors extend past it
     for (uint32_t i = first; i < segs; ++i) {
-        const VIP_DATA_SEGMENT &s = d->DS[i].Local;
+        const VIP_DATA_SEGMENT &s = ds[i].Local;
         if (s.Length == 0) continue;
         const Reg *r = t.find(s.Handle);
         FUZZ_ASSERT(r != nullptr, "segment %u: handle 0x%x names no region of the VI's ptag", i, s.Handle);
@@ -179,7 +180,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 e2 = VIP_STATUS_PROTECTION_ERROR;
             if (!e2) {
                 const uint32_t first = send ? vipl::common::first_data_segment(cs.Control) : 0;
-                e2 = vipl::common::check_data_segments(&d->DS[first], cs.SegCount - first, lookup,
+                e2 = vipl::common::check_data_segments(static_cast<const VIP_DESCRIPTOR_SEGMENT *>(d->DS) + first,
+                                                       cs.SegCount - first, lookup,
                                                        vipl::common::NoSegmentSink{}, &total2);
                 if (!e2 && send)
                     e2 = total2 != cs.Length ? VIP_STATUS_FORMAT_ERROR
