@@ -6,6 +6,7 @@
 #include "connection.hpp"
 #include "descriptor_check.hpp"
 #include "firmware.hpp"
+#include "packet_check.hpp"
 #include "protection.hpp"
 #include "vi_table.hpp"
 
@@ -42,10 +43,12 @@ void Firmware::publish_reply(ViImpl *vi, Reply *r, Op op, uint32_t status, uint3
     r->held = false;
 }
 
-bool Firmware::rx_packet_try(const PacketHeader *h) {
-    const auto *payload = reinterpret_cast<const unsigned char *>(h) + kHeaderBytes;
+bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
+    const auto *payload = reinterpret_cast<const unsigned char *>(wire_h) + kHeaderBytes;
+    const PacketHeader hdr = snapshot_header(wire_h); // checked and used once (packet_check.hpp)
+    const PacketHeader *h = &hdr;
     const uint32_t len = h->length;
-    if (kHeaderBytes + uint64_t(len) > uint64_t(h->nslots) * kSlotBytes) { // malformed: cannot trust it
+    if (!packet_fits(hdr, wire_.max_payload())) { // malformed: cannot trust it
         ++dropped_;
         return true;
     }

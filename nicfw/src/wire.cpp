@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "crc.hpp"
+#include "viastack_shm.hpp"
 
 namespace nicfw {
 
@@ -42,10 +43,10 @@ Wire::Wire(const std::string &job, int nprocs, size_t ring_bytes) : nprocs_(npro
         if (p == MAP_FAILED) throw std::runtime_error(std::string("nicfw: cannot map a private wire: ") + strerror(errno));
     } else {
         path_ = "/dev/shm/viastack-" + job + "-wire";
-        int fd = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0)
-            throw std::runtime_error("nicfw: cannot open the job's wire " + path_ + ": " + strerror(errno) +
-                                     " (is /dev/shm mounted and writable?)");
+        // Exclusive creation, 0600, no symlink followed, owner checked (viastack_shm.hpp).
+        std::string err;
+        int fd = viastack::shm::open_job_file(path_, &err);
+        if (fd < 0) throw std::runtime_error("nicfw: the job's wire: " + err);
         struct stat st {};
         // Every rank computes the same size; ftruncate only ever grows a fresh file.
         if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) != bytes_) {

@@ -1,6 +1,8 @@
 // boot_segment.cpp - opening, sizing and futex helpers of the bootstrap segment.
 #include "boot_segment.hpp"
 
+#include "viastack_shm.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -85,11 +87,10 @@ bool Segment::open(const std::string& job, uint32_t n, std::string* err) {
   }
   const std::string name = shm_name(job, "boot");
   const size_t want = bytes_for(n);
-  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    *err = "shm_open(/dev/shm" + name + "): " + std::strerror(errno);
-    return false;
-  }
+  // Exclusive creation, 0600, no symlink followed, owner checked: another
+  // local user can neither pre-create nor open the segment (viastack_shm.hpp).
+  int fd = viastack::shm::open_job_file("/dev/shm" + name, err);
+  if (fd < 0) return false;
   struct stat st{};
   if (fstat(fd, &st) != 0) {
     *err = "fstat(/dev/shm" + name + "): " + std::strerror(errno);

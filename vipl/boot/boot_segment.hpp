@@ -2,8 +2,9 @@
 // segment (/dev/shm/viastack-<job>-boot), shared by libvipl_boot and vipl-run.
 //
 // The segment is created lazily by whoever opens it first (the launcher, or a
-// rank that starts early) with O_CREAT + ftruncate to a size computed from the
-// job size N.  An all-zero segment is a valid initial state, so no process has
+// rank that starts early) with O_CREAT|O_EXCL, mode 0600, + ftruncate to a size
+// computed from the job size N; the others open it only after checking it is
+// this user's own private file (vipl/log/viastack_shm.hpp, docs/security.md).  An all-zero segment is a valid initial state, so no process has
 // to "initialise" it and ranks may start at any time.
 #pragma once
 
