@@ -303,3 +303,80 @@ TEST(Tables, JsonFileAddsTheTablesToTheSchema) {
     // A file re-read gives the same tables again.
     EXPECT_EQ(report_json(report_from_json(j))["tables"], j["tables"]);
 }
+
+// The fm and bip layers (#18): their rows in Table 2 and the FM metrics table,
+// each with its own paper's figures right under ours, in all three renderings
+// and in the JSON file.
+TEST(Tables, FmAndBipRowsSitOverTheirPapersFigures) {
+    Report r = full_report();
+    LogPRow fm = r.logp[0];
+    fm.layer = "fm";
+    fm.rtt_half_us = 2.25;
+    LogPRow bip = fm;
+    bip.layer = "bip";
+    bip.rtt_half_us = 2.5;
+    r.logp.insert(r.logp.end() - 1, {fm, bip});  // before splitc, as the registry orders them
+    BandwidthCurve cf = r.bandwidth[0], cb = r.bandwidth[0];
+    cf.layer = "fm", cf.t0_us = 3.0, cf.r_inf_mb_s = 500;
+    cb.layer = "bip", cb.t0_us = 2.0, cb.r_inf_mb_s = 800;
+    r.bandwidth.push_back(cf);
+    r.bandwidth.push_back(cb);
+    r.layers.insert(r.layers.end() - 1, {{"fm", {"measured", ""}}, {"bip", {"measured", ""}}});
+    ReportDocument d = build_document(finalized(r));
+
+    const Table &t2 = table(d, "table2");
+    auto next_after = [](const Table &t, const std::string &first, const std::string &wanted) -> const Row * {
+        for (std::size_t i = 0; i < t.rows.size(); ++i)
+            if (!t.rows[i].cells.empty() && t.rows[i].cells[0].text == first)
+                for (std::size_t j = i + 1; j < t.rows.size() && t.rows[j].kind != RowKind::ours; ++j)
+                    if (!t.rows[j].cells.empty() && t.rows[j].cells[0].text == wanted) return &t.rows[j];
+        return nullptr;
+    };
+    EXPECT_EQ(row_named(t2, "fm (ours)")->cells[1].text, "2.25");
+    EXPECT_EQ(row_named(t2, "bip (ours)")->cells[1].text, "2.50");
+    const Row *fm1 = next_after(t2, "fm (ours)", "paper [FM1]");
+    const Row *bip1 = next_after(t2, "bip (ours)", "paper [BIP]");
+    ASSERT_NE(fm1, nullptr);
+    ASSERT_NE(bip1, nullptr);
+    EXPECT_EQ(fm1->kind, RowKind::paper);
+    EXPECT_EQ(fm1->cells[1].text, "25.0");   // [FM1]: one-way latency of short packets
+    EXPECT_EQ(bip1->cells[1].text, "4.3");   // [BIP] Table 1
+    EXPECT_EQ(row_named(t2, "paper [FM1]"), fm1);  // once, under fm only
+    bool noted = false;
+    for (const auto &n : t2.notes) noted |= n.find("paper [BIP]") != std::string::npos;
+    EXPECT_TRUE(noted);
+
+    const Table &fmt = table(d, "fm");
+    const Row *f = next_after(fmt, "fm", "paper [FM1]");
+    const Row *b = next_after(fmt, "bip", "paper [BIP]");
+    ASSERT_NE(f, nullptr);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(f->level, 1);
+    EXPECT_EQ(f->cells[2].text, "4.1");
+    EXPECT_EQ(f->cells[3].text, "21.4");
+    EXPECT_EQ(f->cells[4].text, "54");
+    EXPECT_EQ(b->cells[2].text, "-");  // BIP gives no t0
+    EXPECT_EQ(b->cells[3].text, "126.0");
+    EXPECT_EQ(b->cells[4].text, "4096");
+    EXPECT_EQ(std::count_if(fmt.rows.begin(), fmt.rows.end(),
+                            [](const Row &x) { return !x.cells.empty() && x.cells[0].text == "paper [FM1]"; }),
+              1);
+    EXPECT_NE(row_named(fmt, "paper (FM)"), nullptr);  // the FM paper's Myricom API row stays, at the end
+    for (const auto &t : d.tables) expect_renderings_agree(t);
+
+    // The JSON file carries the rows, and reads back to the same tables.
+    nlohmann::json j = report_json(finalized(r));
+    bool fm_row = false, bip_curve = false;
+    for (const auto &x : j["logp"]) fm_row |= x["layer"] == "fm";
+    for (const auto &c : j["bandwidth"]) bip_curve |= c["layer"] == "bip";
+    EXPECT_TRUE(fm_row);
+    EXPECT_TRUE(bip_curve);
+    EXPECT_EQ(report_json(report_from_json(j))["tables"], j["tables"]);
+
+    // Without an fm or bip curve, their papers' rows still close the FM metrics table.
+    ReportDocument plain = build_document(finalized(full_report()));
+    const Row *alone = row_named(table(plain, "fm"), "paper [BIP]");
+    ASSERT_NE(alone, nullptr);
+    EXPECT_EQ(alone->level, 0);
+    EXPECT_EQ(row_named(table(plain, "table2"), "paper [BIP]"), nullptr);
+}

@@ -17,7 +17,7 @@ namespace logp {
 class Layer {
 public:
     virtual ~Layer() = default;
-    virtual std::string id() const = 0;           // "vi", "am-v3", "am-v1", "splitc", "synthetic"
+    virtual std::string id() const = 0;           // "vi", "am-v3", "am-v1", "fm", "bip", "splitc", "synthetic"
     virtual std::string description() const = 0;  // one line for the report
     virtual bool single_process() const { return false; }
 

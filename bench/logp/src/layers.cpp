@@ -1,5 +1,5 @@
 // layers.cpp - the layer registry (see layers.hpp).  Each layer's factory is
-// compiled in only with its library (LOGP_HAVE_VIPL / _AM / _SPLITC).
+// compiled in only with its library (LOGP_HAVE_VIPL / _AM / _FM / _BIP / _SPLITC).
 #include "layers.hpp"
 
 namespace logp {
@@ -10,6 +10,12 @@ ProviderFacts query_vipl_provider(const LayerOptions &opt);
 #endif
 #ifdef LOGP_HAVE_AM
 std::unique_ptr<Layer> make_am_layer(const Job &job, const LayerOptions &opt, int layout);
+#endif
+#ifdef LOGP_HAVE_FM
+std::unique_ptr<Layer> make_fm_layer(const Job &job, const LayerOptions &opt);
+#endif
+#ifdef LOGP_HAVE_BIP
+std::unique_ptr<Layer> make_bip_layer(const Job &job, const LayerOptions &opt);
 #endif
 #ifdef LOGP_HAVE_SPLITC
 std::unique_ptr<Layer> make_splitc_layer(const Job &job, const LayerOptions &opt);
@@ -32,6 +38,19 @@ std::vector<LayerFactory> layer_factories() {
 #endif
     f.push_back(am3);
     f.push_back(am1);
+    LayerFactory fm{"fm", false, "Fast Messages (fm/) is not part of this build", nullptr};
+#ifdef LOGP_HAVE_FM
+    fm.built = true;
+    fm.make = make_fm_layer;
+#endif
+    f.push_back(fm);
+    LayerFactory bip{"bip", false, "BIP (bip/) is not part of this build", nullptr};
+#ifdef LOGP_HAVE_BIP
+    bip.built = true;
+    bip.make = make_bip_layer;
+#endif
+    f.push_back(bip);
+    // Split-C last: splitc_finalize ends the job's boot service (main.cpp).
     LayerFactory sc{"splitc", false, "Split-C (compiler-rt/) is not part of this build", nullptr};
 #ifdef LOGP_HAVE_SPLITC
     sc.built = true;

@@ -19,7 +19,7 @@ struct LayerOptions {
 };
 
 struct LayerFactory {
-    std::string id;         // "vi", "am-v3", "am-v1", "splitc"
+    std::string id;         // "vi", "am-v3", "am-v1", "fm", "bip", "splitc"
     bool built = false;
     std::string not_built;  // why, when !built
     // Collective (both ranks); throws std::runtime_error naming the problem.

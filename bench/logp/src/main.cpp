@@ -47,7 +47,7 @@ struct Options {
     bool quick = false;
     std::string out_dir = "logp-report";
     std::string json_path;
-    std::string layers = "vi,am-v3,am-v1,splitc";
+    std::string layers = "vi,am-v3,am-v1,fm,bip,splitc";
     std::string synthetic;
     int iterations = 0, warmup = 0;
     bool no_peers = false;
@@ -477,12 +477,12 @@ int launch(const Options &o, int argc, char **argv) {
 int main(int argc, char **argv) {
     Options o;
     for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
-    CLI::App app{"logp - LogP parameters, bandwidth curves and overhead breakdowns of VI, AM and Split-C "
+    CLI::App app{"logp - LogP parameters, bandwidth curves and overhead breakdowns of VI, AM, FM, BIP and Split-C "
                  "(Begel et al.), next to the paper's figures and a peer tool"};
     app.add_flag("--quick", o.quick, "short run (about 10x fewer iterations)");
     app.add_option("--out", o.out_dir, "report directory (report.md, plots, logp.json)")->capture_default_str();
     app.add_option("--json", o.json_path, "also write the JSON report here");
-    app.add_option("--layers", o.layers, "comma-separated layers to measure: vi, am-v3, am-v1, splitc")->capture_default_str();
+    app.add_option("--layers", o.layers, "comma-separated layers to measure: vi, am-v3, am-v1, fm, bip, splitc")->capture_default_str();
     app.add_option("--synthetic", o.synthetic,
                    "measure only a synthetic LogP machine with known parameters, in one process: "
                    "'default' or o_s=US,o_r=US,g=US,L=US,window=N,t0=US,r_inf=MBPS");
@@ -514,7 +514,7 @@ int main(int argc, char **argv) {
             bool known = false;
             for (const auto &f : layer_factories()) known |= f.id == l;
             if (!known) {
-                fmt::print(stderr, "logp: unknown layer '{}' in --layers (known: vi, am-v3, am-v1, splitc)\n", l);
+                fmt::print(stderr, "logp: unknown layer '{}' in --layers (known: vi, am-v3, am-v1, fm, bip, splitc)\n", l);
                 return 2;
             }
         }

@@ -24,6 +24,23 @@ std::string fm_citation() {
     return s.value("authors", "") + ", \"" + s.value("title", "") + "\", " + s.value("date", "");
 }
 
+std::string bip_citation() {
+    const auto &s = paper_figures()["bip_source"];
+    return s.value("authors", "") + ", \"" + s.value("title", "") + "\", " + s.value("date", "");
+}
+
+std::vector<const nlohmann::json *> paper_layer_rows(const std::string &layer) {
+    std::vector<const nlohmann::json *> rows;
+    for (const auto &row : paper_figures()["fm_metrics"])
+        if (row.value("layer", "") == layer) rows.push_back(&row);
+    return rows;
+}
+
+std::string paper_row_label(const nlohmann::json &row) {
+    const std::string key = row.value("key", "");
+    return key.empty() ? "paper (FM)" : "paper " + key;
+}
+
 const nlohmann::json *paper_logp_row(const std::string &layer) {
     const nlohmann::json *best = nullptr;
     for (const auto &row : paper_figures()["table2_logp"])

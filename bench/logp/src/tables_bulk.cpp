@@ -14,6 +14,12 @@ namespace {
 
 Row row(RowKind kind, int level, std::vector<Cell> cells) { return {kind, level, std::move(cells), ""}; }
 
+Row paper_fm_row(const nlohmann::json &fm, int level) {
+    return row(RowKind::paper, level,
+               {Cell::label(paper_row_label(fm)), Cell::label(fm.value("system", "")), Cell::number(paper_number(fm, "t0_us"), 1),
+                Cell::number(paper_number(fm, "r_inf_mb_s"), 1), Cell::number(paper_number(fm, "n_half_bytes"), 0)});
+}
+
 std::string peer_curve_name(const PeerResult &p) { return p.tool == "ucx_perftest" ? "ucx put_bw" : p.tool + " write_bw"; }
 
 }  // namespace
@@ -78,11 +84,19 @@ Table fm_metrics_table(const Report &r) {
         t.rows.push_back(row(RowKind::ours, 0,
                              {Cell::label(c.layer), Cell::label(c.method), Cell::number(c.t0_us, 2), Cell::number(c.r_inf_mb_s, 1),
                               n_half, Cell::number(c.n_half_model_bytes, 0), Cell::number(c.r_peak_mb_s, 1)}));
+        // The layer's own paper (FM 1.x under fm, BIP under bip) right under our curve.
+        for (const nlohmann::json *p : paper_layer_rows(c.layer)) t.rows.push_back(paper_fm_row(*p, 1));
     }
-    for (const auto &fm : paper_figures()["fm_metrics"])
-        t.rows.push_back(row(RowKind::paper, 0,
-                             {Cell::label("paper (FM)"), Cell::label(fm.value("system", "")), Cell::number(paper_number(fm, "t0_us"), 1),
-                              Cell::number(paper_number(fm, "r_inf_mb_s"), 1), Cell::number(paper_number(fm, "n_half_bytes"), 0)}));
+    // The rest: the FM paper's comparison (Myricom API), and a layer's paper when its curve is not in this run.
+    for (const auto &fm : paper_figures()["fm_metrics"]) {
+        const std::string layer = fm.value("layer", "");
+        bool shown = !layer.empty() && std::any_of(r.bandwidth.begin(), r.bandwidth.end(), [&](const BandwidthCurve &c) {
+            return c.layer == layer && c.status.measured();
+        });
+        if (!shown) t.rows.push_back(paper_fm_row(fm, 0));
+    }
+    t.notes.push_back("paper [FM1]: " + fm_citation() + "; paper [BIP]: " + bip_citation() +
+                      " (Table 1; it gives no t0, its latency is in Table 2 here)");
     return t;
 }
 

@@ -92,6 +92,7 @@ Table logp_table(const Report &r) {
                  {"L", Align::right, 8},     {"o_s", Align::right, 8},   {"o_r", Align::right, 8},
                  {"o_r(rep)", Align::right, 8}, {"g", Align::right, 8}, {"o_s check (delayed bursts)", Align::left, 0}};
     if (r.logp.empty()) t.status = "no layer measured";
+    bool own_paper = false;  // an FM or BIP paper row was printed
     for (const auto &x : r.logp) {
         if (!x.status.measured()) {
             t.rows.push_back({RowKind::status, 0, {Cell::label(x.layer)}, status_text(x.status)});
@@ -117,6 +118,14 @@ Table logp_table(const Report &r) {
                                   Cell::number(paper_number(pr, "delta_us"), 1), Cell::number(paper_number(pr, "L_us"), 1),
                                   Cell::number(paper_number(pr, "o_s_us"), 1), Cell::number(paper_number(pr, "o_r_us"), 1),
                                   Cell::blank(), Cell::number(paper_number(pr, "g_us"), 1)}));
+        }
+        // The layer's own paper (FM 1.x, BIP) gives only a short-message latency (fm_metrics_note).
+        for (const nlohmann::json *pr : paper_layer_rows(x.layer)) {
+            if (!std::isfinite(paper_number(*pr, "rtt_half_us"))) continue;
+            own_paper = true;
+            t.rows.push_back(row(RowKind::paper, 1,
+                                 {Cell::label(paper_row_label(*pr)),
+                                  Cell::number(paper_number(*pr, "rtt_half_us"), 1)}));
         }
         // A peer's RTT/2 goes under RTT/2, its g under g; the next row is ours divided by it.
         for (const auto &peer : r.peers)
@@ -144,6 +153,9 @@ Table logp_table(const Report &r) {
                                           "the scatter ({} us); see the warnings",
                                           x.layer, fmt_num(-x.L_raw_us, 3), fmt_num(x.L_resolution_us, 3)));
     }
+    if (own_paper)
+        t.notes.push_back("paper [FM1]: one-way latency of short packets (its text); paper [BIP]: Table 1's latency, the median "
+                          "round trip / 2 (the method of our RTT/2)");
     t.notes.push_back(fmt::format("paper: VI RTT/2 for 16 B = {} us (LANai 7), the reference of its Delta",
                                   fmt_num(paper_number(paper, "vi_rtt_half_16B_us"), 1)));
     t.plot = "logp";
