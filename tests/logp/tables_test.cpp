@@ -88,7 +88,9 @@ void expect_renderings_agree(const Table &t) {
             EXPECT_NE(p, std::string::npos) << "cell '" << c.text << "' not in order in: " << line;
             if (p != std::string::npos) pos = p + c.text.size();
         }
-        if (!t.rows[i].span.empty()) EXPECT_NE(line.find(t.rows[i].span, pos), std::string::npos) << line;
+        if (!t.rows[i].span.empty()) {
+            EXPECT_NE(line.find(t.rows[i].span, pos), std::string::npos) << line;
+        }
     }
     for (std::size_t n = 0; n < t.notes.size(); ++n) EXPECT_EQ(tl[at + t.rows.size() + n], "  " + t.notes[n]);
 
@@ -104,7 +106,9 @@ void expect_renderings_agree(const Table &t) {
             continue;
         }
         for (std::size_t c = 0; c < row.cells.size(); ++c) EXPECT_EQ(mrows[i][c], row.cells[c].text) << "row " << i;
-        if (row.kind == RowKind::status) EXPECT_EQ(mrows[i][1], row.span);
+        if (row.kind == RowKind::status) {
+            EXPECT_EQ(mrows[i][1], row.span);
+        }
     }
     for (const auto &n : t.notes) EXPECT_NE(md.find("\n" + n + "\n"), std::string::npos) << n;
 }
