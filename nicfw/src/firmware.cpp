@@ -232,7 +232,7 @@ void Firmware::step() {
             // Corrupt FIFO memory: skip one slot (its tag is cleared) and go on.
             ++dropped_;
             reinterpret_cast<std::atomic<uint32_t> *>(const_cast<PacketHeader *>(h))->store(0);
-            rx_head_ += 1;
+            __atomic_store_n(&rx_head_, rx_head_ + 1, __ATOMIC_RELAXED); // read by rx_mark()
             wire_.ctl(rank_).head.store(rx_head_, std::memory_order_release);
             continue;
         }
@@ -242,7 +242,7 @@ void Firmware::step() {
             VIPL_INSTR_END(c_fw_rx, t2);
             if (!consumed) break; // needs to answer but the peer's FIFO is full: retry later
         }
-        rx_head_ = wire_consume(wire_, rank_, rx_head_, h);
+        __atomic_store_n(&rx_head_, wire_consume(wire_, rank_, rx_head_, h), __ATOMIC_RELAXED); // read by rx_mark()
     }
 }
 

@@ -65,7 +65,9 @@ public:
     }
     // Inline mode: how far the firmware has read its wire FIFO (changes when
     // packets arrive), for host waits that keep spinning while traffic flows.
-    uint64_t rx_mark() const { return cfg_.mode == Mode::Inline ? rx_head_ : 0; }
+    // The stepping thread (host or progress agent, one at a time) stores it
+    // relaxed; a host wait reads it without the step lock.
+    uint64_t rx_mark() const { return cfg_.mode == Mode::Inline ? __atomic_load_n(&rx_head_, __ATOMIC_RELAXED) : 0; }
     void step();          // one MCP iteration
     void locked_step();   // one iteration, unless another thread is running one
     // Inline mode: from now on another thread (the agent, a second host thread)
