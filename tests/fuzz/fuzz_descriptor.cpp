@@ -126,6 +126,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (kind & 2) { // anywhere in the address space (not readable: only data segments may point there)
             r.base = in.take<uint64_t>();
             r.len = in.take<uint64_t>();
+            // A registered region is readable memory by definition: one that
+            // overlaps the arena is cut to the overlap, or the checker's
+            // legitimate reads past the arena's end would be reported as bugs.
+            const unsigned __int128 lo = r.base, hi = lo + r.len;
+            if (lo < abase + kArena && hi > abase) {
+                const unsigned __int128 clo = lo > abase ? lo : abase;
+                const unsigned __int128 chi = hi < abase + kArena ? hi : abase + kArena;
+                r.base = uint64_t(clo);
+                r.len = uint64_t(chi - clo);
+            }
         } else { // inside the arena
             const size_t off = in.take<uint16_t>() % kArena;
             r.base = abase + off;
