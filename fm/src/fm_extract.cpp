@@ -225,8 +225,9 @@ int extract(uint32_t maxbytes) {
     // never stops cannot keep FM_extract(FM_EXTRACT_ALL) from returning.
     size_t budget = g.links.size() * g.layout.nrecv;
     while (budget--) {
-        VIP_VI_HANDLE vi;
-        if (chan::Channel::cq_done(g.rcq, &vi, kInstr.cq_recv) != VIP_SUCCESS) break;
+        VIP_VI_HANDLE vi = g.stash_vi;
+        if (vi) g.stash_vi = nullptr;
+        else if (chan::Channel::cq_done(g.rcq, &vi, kInstr.cq_recv) != VIP_SUCCESS) break;
         Link *l = link_of_vi(vi);
         VIP_DESCRIPTOR *d;
         if (!l || chan::Channel::recv_done(vi, &d, kInstr) != VIP_SUCCESS) continue;
@@ -248,12 +249,45 @@ int extract(uint32_t maxbytes) {
     return int(bytes > uint64_t(INT32_MAX) ? INT32_MAX : bytes);
 }
 
-void progress_wait() {
-    if (extract(FM_EXTRACT_ALL) > 0) {
+namespace {
+// Whether everything a wait can be waiting for arrives as a receive: no send
+// or RDMA write of ours is in flight (its completion is reaped by polling the
+// send queue, not signalled on the receive CQ; the completed ones are reaped
+// here) and no credit is owed.
+bool only_receives_pending() {
+    if (g.credit_due_links) return false;
+    for (Link *l : g.links) {
+        if (l->dead || !l->ch.in_flight()) continue;
+        reap_sends(l);  // completed sends stay counted until reaped
+        if (l->ch.in_flight()) return false;
+    }
+    return true;
+}
+}  // namespace
+
+// One idle step of every FM wait (credits, send slots, FM_receive of bytes
+// not yet here, finalize): extract, and when the window of idle polls is used
+// up give the CPU away by the policy of vipl_wait.h.  In block mode the wait
+// sleeps in VipCQWait on the receive CQ (at most 1 ms, so a caller waiting on
+// something else still gets to look) when only a receive can end it; the
+// completion it takes is handled first by the next extract.
+void progress_wait() { after_poll(extract(FM_EXTRACT_ALL)); }
+
+void after_poll(int got) {
+    if (got > 0) {
         vipl_wait::progress(g.wait);
         return;
     }
-    vipl_wait::idle_yield(g.wait);
+    if (!vipl_wait::idle(g.wait)) return;
+    if (g.wait.mode == vipl_wait::Mode::block && !g.stash_vi && only_receives_pending()) {
+        VIP_VI_HANDLE vi;
+        VIP_BOOLEAN is_recv;
+        if (VipCQWait(g.rcq, 1, &vi, &is_recv) == VIP_SUCCESS) g.stash_vi = vi;
+        ++g.blocked_waits;
+    } else {
+        sched_yield();
+    }
+    vipl_wait::gave_up_cpu(g.wait);
 }
 
 }  // namespace fm
@@ -264,7 +298,12 @@ extern "C" {
 
 int FM_extract(unsigned maxbytes) {
     if (!g.init) return fail(FM_ERR_NOT_INIT, "FM_extract", "call FM_initialize first");
-    return extract(maxbytes);
+    // The program's own polling loop: the waiting policy applies to it as to
+    // FM's internal waits (a loop of empty FM_extract calls gives the CPU away
+    // once the window is used up, as an empty AM_Poll does).
+    const int got = extract(maxbytes);
+    after_poll(got);
+    return got;
 }
 
 int FM_receive(void *buf, FM_stream *stream, unsigned len) {
@@ -330,5 +369,6 @@ int FM_receive(void *buf, FM_stream *stream, unsigned len) {
 unsigned FM_suspended_handlers(void) { return g.suspended; }
 
 unsigned long long FM_rdma_bytes(void) { return g.rdma_bytes; }
+unsigned long long FM_blocked_waits(void) { return g.blocked_waits; }
 
 }  // extern "C"

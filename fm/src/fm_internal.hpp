@@ -161,11 +161,13 @@ struct State {
     unsigned last_id = 0;
     Inbound *current = nullptr;        // the handler running now (innermost)
     unsigned suspended = 0;
+    unsigned long long blocked_waits = 0;  // VipCQWait sleeps (FM_blocked_waits)
     unsigned long long rdma_bytes = 0;  // received in place by RDMA
     std::vector<Inbound *> free_inbound;
     std::vector<Coroutine *> free_co;
     Coroutine *starting = nullptr;
     vipl_wait::WaitState wait{};
+    VIP_VI_HANDLE stash_vi = nullptr;  // a receive completion VipCQWait took (block mode), handled first
     bool finalizing = false;
     int last_error = FM_OK;
 };
@@ -194,6 +196,7 @@ int handler_id(const void *fn, bool buffer, unsigned *id);
 // fm_extract.cpp
 int extract(uint32_t maxbytes);      // the body of FM_extract
 void progress_wait();                // one idle step of a wait loop (extract + waiting policy)
+void after_poll(int got);            // the waiting policy after a poll that extracted `got` bytes
 void release_slot(Link *l, chan::Slot *s, bool owe);
 void owe_credit(Link *l);            // one credit owed to l's peer (sent in batches or piggy-backed)
 

@@ -7,8 +7,10 @@
 // vipl_boot_barrier (out of band: it does not extract).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "fm.h"
@@ -263,6 +265,32 @@ TEST(FmMp, PacedExtractLosesNothing) {
     ASSERT_EQ(vipl_boot_barrier(), VIPL_BOOT_OK);
 }
 
+// ---- the waiting policy -------------------------------------------------------
+// Node 0 polls with FM_extract for a message node 1 sends only after 200 ms.
+// Under VIASTACK_WAIT=block the empty polls must end in sleeps in VipCQWait
+// (FM_blocked_waits counts them); under spin and yield there are none.
+volatile int g_woken = 0;
+void wake_handler(void *, unsigned, unsigned) { g_woken = 1; }
+
+TEST(FmMp, WaitPolicyOfAnIdlePoll) {
+    if (nodes() < 2) GTEST_SKIP() << "needs two nodes";
+    const char *w = std::getenv("VIASTACK_WAIT");
+    const bool block = w && std::strcmp(w, "block") == 0;
+    g_woken = 0;
+    ASSERT_EQ(vipl_boot_barrier(), VIPL_BOOT_OK);
+    if (me() == 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        ASSERT_EQ(FM_send_4(0, wake_handler, 1, 2, 3, 4), FM_OK);
+    } else if (me() == 0) {
+        const unsigned long long before = FM_blocked_waits();
+        while (!g_woken) FM_extract(FM_EXTRACT_ALL);
+        const unsigned long long slept = FM_blocked_waits() - before;
+        if (block) EXPECT_GT(slept, 0u) << "200 ms of empty polls never slept in VipCQWait";
+        else EXPECT_EQ(slept, 0u) << "VIASTACK_WAIT=" << (w ? w : "(unset)") << " must not block";
+    }
+    ASSERT_EQ(vipl_boot_barrier(), VIPL_BOOT_OK);
+}
+
 TEST(FmMp, UnknownDestination) {
     EXPECT_EQ(FM_send_4(nodes(), short_handler, 0, 0, 0, 0), FM_ERR_BAD_DEST);
     EXPECT_EQ(FM_begin_message(nodes() + 100, 1, pair_handler), nullptr);
@@ -280,6 +308,7 @@ int main(int argc, char **argv) {
     FM_set_buffer_handler(5, go_handler);
     FM_set_handler(6, body_handler);
     FM_set_buffer_handler(7, go_short_handler);
+    FM_set_buffer_handler(8, wake_handler);
     if (FM_initialize() != FM_OK) {
         std::fprintf(stderr, "rank ?: FM_initialize failed\n");
         return 1;

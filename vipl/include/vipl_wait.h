@@ -15,7 +15,8 @@
 // there at once (within two polls), the peer needed our CPU, so the window
 // halves; if it takes longer, the peer runs elsewhere and was merely slow, so
 // the window doubles.  The window starts at its maximum, which is small (64)
-// when the job has more processes than this process may use CPUs.
+// when the job has more processes than this process may use CPUs; it adapts
+// only then (otherwise it stays at its maximum, 4096).
 //
 // Everything on the polling path is plain integer arithmetic on a
 // caller-owned WaitState: no allocation, lock or system call until the
@@ -88,8 +89,17 @@ inline void init(WaitState &w, Mode mode, int procs = 0) {
     if (procs <= 0) procs = job_size_hint();
     w = WaitState{};
     w.mode = mode;
-    w.spin_min = 8;
-    w.spin_max = procs > usable_cpus() ? 64 : 4096;
+    const bool oversubscribed = procs > usable_cpus();
+    w.spin_max = oversubscribed ? 64 : 4096;
+    // The window only shrinks when the job itself has more processes than
+    // CPUs: only then can the peer be waiting for our core.  Otherwise a
+    // message found "at once" after a yield proves nothing (the yield itself
+    // lasts about as long as a round trip, or another program held the
+    // core), and a window that shrank on that evidence stuck at its minimum
+    // and made every wait of a ping-pong on a busy machine pay a yield
+    // (fm_pingpong, 2 ranks on 2 CPUs with a compiler running: RTT/2 5-7 us
+    // instead of 0.2-0.4 us).
+    w.spin_min = oversubscribed ? 8 : w.spin_max;
     w.spin_limit = w.spin_max;
 }
 
