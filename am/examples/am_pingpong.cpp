@@ -44,13 +44,13 @@ struct RawVi {
     VIP_NIC_HANDLE nic;
     VIP_VI_HANDLE vi = nullptr;
     VIP_MEM_HANDLE mh = 0;
+    VIP_PROTECTION_HANDLE ptag = nullptr;
     uint8_t *region = nullptr;
     VIP_DESCRIPTOR *send_desc = nullptr;
     VIP_DESCRIPTOR *recv_desc[4] = {};
 
     bool setup(const en_t &me, const en_t &peer) {
         nic = static_cast<VIP_NIC_HANDLE>(AMVIA_NicHandle());
-        VIP_PROTECTION_HANDLE ptag;
         if (VipCreatePtag(nic, &ptag) != VIP_SUCCESS) return false;
         region = static_cast<uint8_t *>(std::aligned_alloc(4096, 4096));
         std::memset(region, 0, 4096);
@@ -107,6 +107,20 @@ struct RawVi {
         }
         d->CS.Status = 0;
         VipPostRecv(vi, d, mh);
+    }
+    // Disconnect (the receives still posted complete flushed and are taken
+    // off the queue), then destroy what setup() made, in reverse.
+    void teardown() {
+        if (!vi) return;
+        VipDisconnect(vi);
+        VIP_DESCRIPTOR *d;
+        while (VipRecvDone(vi, &d) == VIP_SUCCESS) {
+        }
+        VipDestroyVi(vi);
+        VipDeregisterMem(nic, region, mh);
+        VipDestroyPtag(nic, ptag);
+        std::free(region);
+        vi = nullptr;
     }
 };
 
@@ -225,6 +239,7 @@ int main(int argc, char **argv) {
         }
         AM_SPMDBarrier();
     }
+    if (rank < 2) raw.teardown();  // AM_Terminate closes the NIC only once nothing else is open on it
     if (vipl_instr_enabled()) print_breakdown(per_block * kBlocks + warmup);
     if (rank == 0) {
         double cpn = vipl_instr_cycles_per_ns();

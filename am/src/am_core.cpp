@@ -216,7 +216,11 @@ int AM_Terminate(void) {
     spmd_forget();
     regcache_clear();
     if (g.ptag) VipDestroyPtag(g.nic, g.ptag);
-    if (g.nic) VipCloseNic(g.nic);
+    if (g.nic) {
+        if (VIP_RETURN rc = VipCloseNic(g.nic); rc != VIP_SUCCESS)
+            report("AM_Terminate: VipCloseNic failed: %s (a VIPL object of the program on AM's NIC is still open?)",
+                   VipxReturnString(rc));
+    }
     g.ptag = nullptr;
     g.nic = nullptr;
     g.init_count = 0;

@@ -78,6 +78,16 @@ void splitc_rt_log_error(const char *fmt, ...) {
 }
 
 void splitc_report_error(splitc_error_t code, const char *message) {
+    // A C caller may pass any int; a value outside the enumeration is not a
+    // splitc_error_t to C++ code (the handler's, ours), so it is read as an
+    // int and reported as a bad argument naming the value.
+    int raw;
+    std::memcpy(&raw, &code, sizeof raw);
+    if (raw < int(SPLITC_OK) || raw > int(SPLITC_ERR_INIT)) {
+        splitc::rt::report(SPLITC_ERR_BAD_ARGUMENT, "splitc_report_error: %d is not a splitc_error_t code (message: %s)",
+                           raw, message ? message : "(no message)");
+        return;
+    }
     splitc::rt::report(code, "%s", message ? message : "(no message)");
 }
 

@@ -5,13 +5,40 @@
 // handler costs one swapcontext, not a getcontext + makecontext.
 // A guard page under each stack turns an overflow into a fault, not silent
 // corruption of the neighbouring heap.
+// Under AddressSanitizer every switch is announced to it (start before
+// swapcontext with the stack being entered, finish after it with the stack
+// left), so it knows which stack is live and checks handlers that run on
+// these stacks like any other code.
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "fm_internal.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define FM_ASAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FM_ASAN_FIBERS 1
+#endif
+#endif
+#ifdef FM_ASAN_FIBERS
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace fm {
 namespace {
+
+#ifdef FM_ASAN_FIBERS
+inline void switch_start(void **fake_save, const void *bottom, size_t size) {
+    __sanitizer_start_switch_fiber(fake_save, bottom, size);
+}
+inline void switch_finish(void *fake_save, const void **bottom_old, size_t *size_old) {
+    __sanitizer_finish_switch_fiber(fake_save, bottom_old, size_old);
+}
+#else
+inline void switch_start(void **, const void *, size_t) {}
+inline void switch_finish(void *, const void **, size_t *) {}
+#endif
 
 size_t page_size() {
     static const size_t p = size_t(sysconf(_SC_PAGESIZE));
@@ -23,11 +50,14 @@ size_t page_size() {
 // context to a new message) it runs the next handler.
 void entry() {
     Coroutine *co = g.starting;
+    switch_finish(nullptr, &co->caller_bottom, &co->caller_size);
     for (;;) {
         Inbound *in = co->in;
         in->fn(in, in->sender);
         co->finished = true;
+        switch_start(&co->asan_fake, co->caller_bottom, co->caller_size);
         swapcontext(&co->ctx, &co->caller);
+        switch_finish(co->asan_fake, &co->caller_bottom, &co->caller_size);
     }
 }
 
@@ -74,10 +104,17 @@ void co_resume(Coroutine *co) {
         co->finished = false;
         g.starting = co;
     }
+    void *fake = nullptr;
+    switch_start(&fake, static_cast<char *>(co->stack) + page_size(), co->stack_size);
     swapcontext(&co->caller, &co->ctx);
+    switch_finish(fake, nullptr, nullptr);
 }
 
-void co_suspend(Coroutine *co) { swapcontext(&co->ctx, &co->caller); }
+void co_suspend(Coroutine *co) {
+    switch_start(&co->asan_fake, co->caller_bottom, co->caller_size);
+    swapcontext(&co->ctx, &co->caller);
+    switch_finish(co->asan_fake, &co->caller_bottom, &co->caller_size);
+}
 
 void co_free_all() {
     for (Coroutine *co : g.free_co) {

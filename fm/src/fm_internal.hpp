@@ -116,6 +116,12 @@ struct Coroutine {
     size_t stack_size = 0;
     Inbound *in = nullptr;
     bool finished = false;
+    // AddressSanitizer's view of the switches (fm_coroutine.cpp): the
+    // handler's fake stack while it is switched out, and the stack of
+    // whoever resumed it last.
+    void *asan_fake = nullptr;
+    const void *caller_bottom = nullptr;
+    size_t caller_size = 0;
 };
 
 // One VI to one peer (a self-connection is two links, one per side).

@@ -31,7 +31,7 @@ void roundtrip(size_t n, int tag, unsigned seed) {
     size_t len = 0;
     ASSERT_EQ(bip_rwait(&len), 0);
     ASSERT_EQ(len, n);
-    EXPECT_EQ(std::memcmp(in.data(), out.data(), n), 0);
+    if (n) EXPECT_EQ(std::memcmp(in.data(), out.data(), n), 0);  // (memcmp of an empty vector's null data is undefined)
     EXPECT_EQ(in[n], 0xee) << "bytes written past the message";
 }
 

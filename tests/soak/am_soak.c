@@ -282,6 +282,11 @@ int main(int argc, char **argv) {
     free(order);
     free(payload);
     free(all);
+    free(next_from);
+    free(next_reply);
+    free(next_send);
+    free(got_from);
+    free(names);
     AM_SPMDExit(errors ? 1 : 0);
     return 0;
 }
