@@ -164,7 +164,9 @@ int bip_init(void) {
                vipl_wait::kAllowed);
         return BIP_ERR_RESOURCE;
     }
-    if (vipl_boot_init() != VIPL_BOOT_OK) return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
+    // A lookup, not a reference: finalizing does not leave the job (the
+    // program's vipl_boot_finalize does), so this layer can start again.
+    if (vipl_boot_lookup() != VIPL_BOOT_OK) return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
     g.rank = unsigned(vipl_boot_rank());
     g.size = unsigned(vipl_boot_size());
     vipl_wait::init(g.wait, mode, int(g.size));

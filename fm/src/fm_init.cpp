@@ -136,7 +136,9 @@ int FM_initialize(void) {
                vipl_wait::kAllowed);
         return g.last_error = FM_ERR_BAD_ARG;
     }
-    if (vipl_boot_init() != VIPL_BOOT_OK) return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
+    // A lookup, not a reference: finalizing does not leave the job (the
+    // program's vipl_boot_finalize does), so this layer can start again.
+    if (vipl_boot_lookup() != VIPL_BOOT_OK) return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
     g.rank = unsigned(vipl_boot_rank());
     g.size = unsigned(vipl_boot_size());
     vipl_wait::init(g.wait, mode, int(g.size));

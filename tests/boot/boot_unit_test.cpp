@@ -61,6 +61,35 @@ TEST(BootUnit, JobOfOneWithoutLauncher) {
   });
 }
 
+// Reference counting: a library that finalizes its use (splitc_finalize,
+// FM_finalize, ...) leaves the job only if nobody else still uses it.
+TEST(BootUnit, FinalizeLeavesTheJobOnlyWithTheLastUser) {
+  in_child({}, [] {
+    EXPECT_EQ(vipl_boot_lookup(), VIPL_BOOT_OK);  // a provider: no reference
+    EXPECT_EQ(vipl_boot_init(), VIPL_BOOT_OK);    // the program
+    EXPECT_EQ(vipl_boot_init(), VIPL_BOOT_OK);    // a library (Split-C, AM, FM, BIP)
+    EXPECT_EQ(vipl_boot_finalize(), VIPL_BOOT_OK);  // the library is done
+    EXPECT_EQ(vipl_boot_barrier(), VIPL_BOOT_OK) << "the program's collectives must still work";
+    int v = 5;
+    EXPECT_EQ(vipl_boot_bcast(&v, sizeof v, 0), VIPL_BOOT_OK);
+    EXPECT_EQ(vipl_boot_lookup(), VIPL_BOOT_OK);
+    EXPECT_EQ(vipl_boot_finalize(), VIPL_BOOT_OK);  // the program: the last user leaves
+    EXPECT_EQ(vipl_boot_barrier(), VIPL_BOOT_ERR_NOT_INIT);
+    EXPECT_EQ(vipl_boot_finalize(), VIPL_BOOT_OK);  // afterwards: the same result
+    EXPECT_EQ(vipl_boot_init(), VIPL_BOOT_OK);      // (the first call's result) ...
+    EXPECT_EQ(vipl_boot_barrier(), VIPL_BOOT_ERR_NOT_INIT);  // ... but the job is left
+  });
+}
+
+TEST(BootUnit, LookupAloneIsLeftByOneFinalize) {
+  in_child({}, [] {
+    EXPECT_EQ(vipl_boot_lookup(), VIPL_BOOT_OK);
+    EXPECT_EQ(vipl_boot_rank(), 0);
+    EXPECT_EQ(vipl_boot_finalize(), VIPL_BOOT_OK);
+    EXPECT_EQ(vipl_boot_barrier(), VIPL_BOOT_ERR_NOT_INIT);
+  });
+}
+
 TEST(BootUnit, CallsBeforeInitFail) {
   in_child({}, [] {
     EXPECT_EQ(vipl_boot_rank(), VIPL_BOOT_ERR_NOT_INIT);
