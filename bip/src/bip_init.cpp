@@ -1,6 +1,7 @@
 // bip_init.cpp - joining the job and leaving it: the NIC, one VI per peer
 // (two for the self-connection) with its channel of registered slots sized
-// from what each receiver announces, connection by discriminator,
+// from what each receiver announces, connected by discriminator
+// (viastack/peer_vi.hpp, shared with FM),
 // bip_finalize's goodbye, the error names.
 #include <sched.h>
 
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "bip_internal.hpp"
+#include "viastack/peer_vi.hpp"
 #include "vipl_boot.h"
 #include "viastack_env.hpp"
 
@@ -55,16 +57,6 @@ int fail(int code, const char *fn, const char *fmt, ...) {
 
 namespace {
 
-// "BI", the two ranks and the side: both ends compute each other's.
-size_t discriminator(uint8_t *out, unsigned from, unsigned to, uint8_t side) {
-    out[0] = 'B';
-    out[1] = 'I';
-    std::memcpy(out + 2, &from, 4);
-    std::memcpy(out + 6, &to, 4);
-    out[10] = side;
-    return 11;
-}
-
 long env_int(const char *name, long dflt, long lo, long hi) {
     const char *v = viastack::env::raw(name);
     if (!v) return dflt;
@@ -99,54 +91,23 @@ Link *link_create(unsigned peer, uint8_t side, const Announce &me, const Announc
     lay.bufsize = bufsize;
     if (!l->region.allocate(g.nic, g.ptag, chan::Channel::region_bytes(lay), why)) return nullptr;
     l->ch.attach(lay, l->region.base(), l->region.handle());
-    VIP_VI_ATTRIBUTES va{};
-    va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
-    va.MaxTransferSize = std::max<VIP_ULONG>(bufsize, g.fragment_max);
-    va.Ptag = g.ptag;
-    va.EnableRdmaWrite = VIP_TRUE;  // long messages are written into the posted receive buffer
-    va.EnableRdmaRead = VIP_FALSE;
-    VIP_VI_HANDLE vi = nullptr;
-    VIP_RETURN rc = VipCreateVi(g.nic, &va, nullptr, g.rcq, &vi);
-    if (rc != VIP_SUCCESS) {
-        *why = std::string("VipCreateVi: ") + VipxReturnString(rc);
-        return nullptr;
-    }
-    rc = l->ch.prepost(vi);
-    if (rc != VIP_SUCCESS) {
-        *why = std::string("VipPostRecv: ") + VipxReturnString(rc);
-        return nullptr;
-    }
-    alignas(8) uint8_t lbuf[VIP_NET_ADDRESS_SIZE(64, 16)];
-    alignas(8) uint8_t rbuf[VIP_NET_ADDRESS_SIZE(64, 16)];
-    auto *la = reinterpret_cast<VIP_NET_ADDRESS *>(lbuf);
-    auto *ra = reinterpret_cast<VIP_NET_ADDRESS *>(rbuf);
-    la->HostAddressLen = me.addr_len;
-    if (me.addr_len) std::memcpy(la->HostAddress, me.addr, me.addr_len);
-    la->DiscriminatorLen = uint16_t(discriminator(la->HostAddress + la->HostAddressLen, g.rank, peer, side));
-    ra->HostAddressLen = them.addr_len;
-    if (them.addr_len) std::memcpy(ra->HostAddress, them.addr, them.addr_len);
-    const uint8_t rside = peer == g.rank ? uint8_t(1 - side) : side;
-    ra->DiscriminatorLen = uint16_t(discriminator(ra->HostAddress + ra->HostAddressLen, peer, g.rank, rside));
-    rc = VipConnectPeerRequest(vi, la, ra, VIP_ULONG(env_int("VIASTACK_BIP_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30)));
-    if (rc != VIP_SUCCESS && rc != VIP_NOT_DONE) {
-        *why = std::string("VipConnectPeerRequest: ") + VipxReturnString(rc);
-        return nullptr;
-    }
+    // Long messages are written into the posted receive buffer: RDMA write.
+    const chan::PeerViConfig cfg{{'B', 'I'},
+                                 g.nic,
+                                 g.ptag,
+                                 g.rcq,
+                                 std::max<VIP_ULONG>(bufsize, g.fragment_max),
+                                 VIP_ULONG(env_int("VIASTACK_BIP_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30)),
+                                 g.rank,
+                                 me.addr,
+                                 me.addr_len};
+    if (!chan::start_peer_vi(cfg, l->ch, peer, them.addr, them.addr_len, side, why)) return nullptr;
     return l;
 }
 
 void teardown() {
     for (Link *l : g.links) {
-        if (l->ch.vi()) {
-            VipDisconnect(l->ch.vi());
-            l->ch.drain();
-            VIP_RETURN rc = VipDestroyVi(l->ch.vi());
-            l->ch.forget_vi();
-            l->region.release(rc != VIP_SUCCESS);  // the NIC may still own descriptors: leak
-        } else {
-            l->region.release();
-        }
-        l->ch.detach();
+        chan::close_peer_vi(l->ch, l->region);
         delete l;
     }
     g.links.clear();
@@ -203,7 +164,9 @@ int bip_init(void) {
                vipl_wait::kAllowed);
         return BIP_ERR_RESOURCE;
     }
-    if (vipl_boot_init() != VIPL_BOOT_OK) return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
+    // A lookup, not a reference: finalizing does not leave the job (the
+    // program's vipl_boot_finalize does), so this layer can start again.
+    if (vipl_boot_lookup() != VIPL_BOOT_OK) return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
     g.rank = unsigned(vipl_boot_rank());
     g.size = unsigned(vipl_boot_size());
     vipl_wait::init(g.wait, mode, int(g.size));
@@ -256,12 +219,7 @@ int bip_init(void) {
     }
     for (TagQueue &q : g.queues) q.ring.assign(slots, Queued{});
     for (Link *l : g.links) {
-        VIP_VI_ATTRIBUTES remote;
-        for (;;) {
-            rc = VipConnectPeerDone(l->ch.vi(), &remote);
-            if (rc != VIP_NOT_DONE) break;
-            sched_yield();
-        }
+        rc = chan::finish_peer_vi(l->ch);
         if (rc != VIP_SUCCESS)
             return init_fail("connecting to rank " + std::to_string(l->peer) + ": " + VipxReturnString(rc));
         l->up = true;

@@ -1,6 +1,7 @@
 // fm_init.cpp - joining the job and leaving it: the NIC, one VI per peer
 // (two for the self-connection) with its channel of registered slots,
-// connection by discriminator, the handler table, FM_finalize's goodbye.
+// connected by discriminator (viastack/peer_vi.hpp, shared with BIP), the
+// handler table, FM_finalize's goodbye.
 #include <sched.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "fm_internal.hpp"
+#include "viastack/peer_vi.hpp"
 #include "vipl_boot.h"
 #include "viastack_env.hpp"
 
@@ -60,16 +62,6 @@ struct NicName {
     uint8_t addr[kMaxAddr];
 };
 
-// "FM", the two ranks and the side: both ends compute each other's.
-size_t discriminator(uint8_t *out, unsigned from, unsigned to, uint8_t side) {
-    out[0] = 'F';
-    out[1] = 'M';
-    std::memcpy(out + 2, &from, 4);
-    std::memcpy(out + 6, &to, 4);
-    out[10] = side;
-    return 11;
-}
-
 long env_int(const char *name, long dflt, long lo, long hi) {
     const char *v = viastack::env::raw(name);
     if (!v) return dflt;
@@ -89,54 +81,23 @@ Link *link_create(unsigned peer, uint8_t side, const NicName &peer_name, std::st
     g.links.push_back(l);  // torn down with the rest on failure
     if (!l->region.allocate(g.nic, g.ptag, chan::Channel::region_bytes(g.layout), why)) return nullptr;
     l->ch.attach(g.layout, l->region.base(), l->region.handle());
-    VIP_VI_ATTRIBUTES va{};
-    va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
-    va.MaxTransferSize = std::max<VIP_ULONG>(g.layout.bufsize, g.max_write);
-    va.Ptag = g.ptag;
-    va.EnableRdmaWrite = VIP_TRUE;  // layer interleaving: senders write into handlers' buffers
-    va.EnableRdmaRead = VIP_FALSE;
-    VIP_VI_HANDLE vi = nullptr;
-    VIP_RETURN rc = VipCreateVi(g.nic, &va, nullptr, g.rcq, &vi);
-    if (rc != VIP_SUCCESS) {
-        *why = std::string("VipCreateVi: ") + VipxReturnString(rc);
-        return nullptr;
-    }
-    rc = l->ch.prepost(vi);
-    if (rc != VIP_SUCCESS) {
-        *why = std::string("VipPostRecv: ") + VipxReturnString(rc);
-        return nullptr;
-    }
-    alignas(8) uint8_t lbuf[VIP_NET_ADDRESS_SIZE(kMaxAddr, 16)];
-    alignas(8) uint8_t rbuf[VIP_NET_ADDRESS_SIZE(kMaxAddr, 16)];
-    auto *la = reinterpret_cast<VIP_NET_ADDRESS *>(lbuf);
-    auto *ra = reinterpret_cast<VIP_NET_ADDRESS *>(rbuf);
-    la->HostAddressLen = g.attr.NicAddressLen;
-    if (g.attr.NicAddressLen) std::memcpy(la->HostAddress, g.attr.LocalNicAddress, g.attr.NicAddressLen);
-    la->DiscriminatorLen = uint16_t(discriminator(la->HostAddress + la->HostAddressLen, g.rank, peer, side));
-    ra->HostAddressLen = peer_name.len;
-    std::memcpy(ra->HostAddress, peer_name.addr, peer_name.len);
-    const uint8_t rside = peer == g.rank ? uint8_t(1 - side) : side;
-    ra->DiscriminatorLen = uint16_t(discriminator(ra->HostAddress + ra->HostAddressLen, peer, g.rank, rside));
-    rc = VipConnectPeerRequest(vi, la, ra, VIP_ULONG(env_int("VIASTACK_FM_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30)));
-    if (rc != VIP_SUCCESS && rc != VIP_NOT_DONE) {
-        *why = std::string("VipConnectPeerRequest: ") + VipxReturnString(rc);
-        return nullptr;
-    }
+    // Layer interleaving: senders write into handlers' buffers (RDMA write).
+    const chan::PeerViConfig cfg{{'F', 'M'},
+                                 g.nic,
+                                 g.ptag,
+                                 g.rcq,
+                                 std::max<VIP_ULONG>(g.layout.bufsize, g.max_write),
+                                 VIP_ULONG(env_int("VIASTACK_FM_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30)),
+                                 g.rank,
+                                 g.attr.LocalNicAddress,
+                                 uint16_t(g.attr.NicAddressLen)};
+    if (!chan::start_peer_vi(cfg, l->ch, peer, peer_name.addr, peer_name.len, side, why)) return nullptr;
     return l;
 }
 
 void teardown() {
     for (Link *l : g.links) {
-        if (l->ch.vi()) {
-            VipDisconnect(l->ch.vi());
-            l->ch.drain();
-            VIP_RETURN rc = VipDestroyVi(l->ch.vi());
-            l->ch.forget_vi();
-            l->region.release(rc != VIP_SUCCESS);  // the NIC may still own descriptors: leak
-        } else {
-            l->region.release();
-        }
-        l->ch.detach();
+        chan::close_peer_vi(l->ch, l->region);
         delete l;
     }
     g.links.clear();
@@ -175,7 +136,9 @@ int FM_initialize(void) {
                vipl_wait::kAllowed);
         return g.last_error = FM_ERR_BAD_ARG;
     }
-    if (vipl_boot_init() != VIPL_BOOT_OK) return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
+    // A lookup, not a reference: finalizing does not leave the job (the
+    // program's vipl_boot_finalize does), so this layer can start again.
+    if (vipl_boot_lookup() != VIPL_BOOT_OK) return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
     g.rank = unsigned(vipl_boot_rank());
     g.size = unsigned(vipl_boot_size());
     vipl_wait::init(g.wait, mode, int(g.size));
@@ -224,12 +187,7 @@ int FM_initialize(void) {
         if (r == g.rank && !link_create(r, 1, names[r], &why)) return init_fail(why.c_str());
     }
     for (Link *l : g.links) {
-        VIP_VI_ATTRIBUTES remote;
-        for (;;) {
-            rc = VipConnectPeerDone(l->ch.vi(), &remote);
-            if (rc != VIP_NOT_DONE) break;
-            sched_yield();
-        }
+        rc = chan::finish_peer_vi(l->ch);
         if (rc != VIP_SUCCESS)
             return init_fail(("connecting to node " + std::to_string(l->peer) + ": " + VipxReturnString(rc)).c_str());
         l->up = true;

@@ -16,29 +16,13 @@
 #include <cstring>
 
 #include "firmware.hpp"
+#include "packet_check.hpp"
 #include "protection.hpp"
 
 namespace nicfw {
 
 namespace {
 inline bool reliable(const ViImpl *vi) { return vi->attr.reliability != VIP_SERVICE_UNRELIABLE; }
-
-// A bulk request as it arrived (pointers into the SRAM copy of the packet).
-struct BulkReq {
-    RdmaExt x{};
-    BulkExt b{};
-    const BulkSeg *segs = nullptr;
-};
-
-bool parse(const PacketHeader *h, const unsigned char *p, bool rdma, BulkReq *q) {
-    const size_t head = (rdma ? sizeof(RdmaExt) : 0) + sizeof(BulkExt);
-    if (h->length < head) return false;
-    if (rdma) std::memcpy(&q->x, p, sizeof q->x);
-    std::memcpy(&q->b, p + head - sizeof(BulkExt), sizeof q->b);
-    if (q->b.nseg > kMaxSegments + 1 || h->length != head + size_t(q->b.nseg) * sizeof(BulkSeg)) return false;
-    q->segs = reinterpret_cast<const BulkSeg *>(p + head);
-    return true;
-}
 } // namespace
 
 bool Firmware::bulk_eligible(const ViImpl *vi, uint32_t len, const VIP_DATA_SEGMENT *segs, uint32_t nseg) const {
@@ -119,8 +103,8 @@ void Firmware::bulk_copy_failed(ViImpl *vi, VIP_DESCRIPTOR *d) {
 }
 
 bool Firmware::rx_bulk_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
-    BulkReq q;
-    if (!parse(h, p, false, &q)) {
+    BulkRequest q;
+    if (!parse_bulk_request(h->length, p, false, &q)) {
         vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true); // malformed: the initiator would wait for ever
         return true;
     }
@@ -166,8 +150,8 @@ bool Firmware::rx_bulk_send(ViImpl *vi, const PacketHeader *h, const unsigned ch
 }
 
 bool Firmware::rx_bulk_write(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
-    BulkReq q;
-    if (!parse(h, p, true, &q)) {
+    BulkRequest q;
+    if (!parse_bulk_request(h->length, p, true, &q)) {
         vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
         return true;
     }
@@ -216,8 +200,8 @@ bool Firmware::rx_bulk_write(ViImpl *vi, const PacketHeader *h, const unsigned c
 }
 
 bool Firmware::rx_bulk_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
-    BulkReq q;
-    if (!parse(h, p, true, &q)) {
+    BulkRequest q;
+    if (!parse_bulk_request(h->length, p, true, &q)) {
         vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
         return true;
     }

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "config.hpp"
+#include "dma.hpp"
 #include "wire.hpp"
 
 namespace nicfw {
@@ -37,6 +39,47 @@ inline uint64_t packet_read_bytes(const PacketHeader &h) {
 inline bool packet_fits(const PacketHeader &h, uint64_t max_payload) {
     return h.nslots >= 1 && uint64_t(h.length) <= max_payload + 8 &&
            kHeaderBytes + packet_read_bytes(h) <= uint64_t(h.nslots) * kSlotBytes;
+}
+
+// A bulk request (bulk.cpp) as it arrived: the RDMA extension (RDMA write and
+// read only), the initiator's BulkExt, and its segment list, which points into
+// the caller's copy of the payload.
+struct BulkRequest {
+    RdmaExt x{};
+    BulkExt b{};
+    const BulkSeg *segs = nullptr;
+};
+
+// Parses the `length` payload bytes at p (the SRAM copy of a packet that
+// passed packet_fits) as a bulk request and checks every field of the
+// initiator's part before the target uses any: the size is exactly the header
+// and nseg segments, at most kMaxSegments + 1 of them; the pid is a process;
+// the bytes are at most kMaxTransfer and exactly the sum of the segments; no
+// segment wraps the address space (nor its offset in a shared-memory
+// segment); a plain-memory segment names no shared-memory segment; padding is
+// zero (what tx_bulk writes).  What the segments may touch is the target's
+// own check (protection table, receive descriptor) and the copy engine's
+// (the initiator's process and its shared-memory segment's bounds).
+inline bool parse_bulk_request(uint64_t length, const unsigned char *p, bool rdma, BulkRequest *q) {
+    const size_t head = (rdma ? sizeof(RdmaExt) : 0) + sizeof(BulkExt);
+    if (length < head) return false;
+    if (rdma) std::memcpy(&q->x, p, sizeof q->x);
+    std::memcpy(&q->b, p + head - sizeof(BulkExt), sizeof q->b);
+    const BulkExt &b = q->b;
+    if (b.nseg > kMaxSegments + 1 || length != head + uint64_t(b.nseg) * sizeof(BulkSeg)) return false;
+    if (b.pid == 0 || b.pad != 0 || b.length > kMaxTransfer) return false;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < b.nseg; ++i) {
+        BulkSeg s;
+        std::memcpy(&s, p + head + size_t(i) * sizeof(BulkSeg), sizeof s);
+        if (s.pad != 0 || s.addr + s.len < s.addr) return false;
+        if (s.shm_id ? (s.shm_fd < 0 || s.shm_off + s.len < s.shm_off) : (s.shm_off != 0 || s.shm_fd != -1))
+            return false;
+        sum += s.len;
+    }
+    if (sum != b.length) return false;
+    q->segs = reinterpret_cast<const BulkSeg *>(p + head);
+    return true;
 }
 
 } // namespace nicfw

@@ -381,6 +381,78 @@ TEST(BootTcp, SomethingElseOnThePortIsNotMistakenForRank0) {
   EXPECT_LT(r.secs, 5);
 }
 
+// Connects to rank 0 on the loopback port, retrying while it starts; -1 on failure.
+int connect_rank0(int port, double limit_s = 10) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(limit_s);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(uint16_t(port));
+  while (Clock::now() < deadline) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+    close(fd);
+    std::this_thread::sleep_for(20ms);
+  }
+  return -1;
+}
+
+// Seconds until the peer closes fd (reads and discards), or -1 after limit_s.
+double seconds_until_closed(int fd, Clock::time_point t0, double limit_s) {
+  timeval tv{0, 100'000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[256];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return t;
+    if (t > limit_s) return -1;
+  }
+}
+
+// Anyone who reaches rank 0's port before the job is complete: a connection
+// claiming a huge frame, sending garbage or nothing at all is closed with a
+// log line saying why (the first two at once, the silent one after the HELLO
+// wait), rank 0 never buffers more than a small frame for it, and the job's
+// real ranks still start.
+TEST(BootTcp, UnauthenticatedConnectionsAreBoundedAndClosed) {
+  const std::string job = new_job();
+  const int port = free_port();
+  Proc r0 = start_rank(job, 0, 2, port, {"gather", "100"}, "20");
+  int huge = connect_rank0(port), garbage = connect_rank0(port), silent = connect_rank0(port);
+  ASSERT_GE(huge, 0);
+  ASSERT_GE(garbage, 0);
+  ASSERT_GE(silent, 0);
+  const auto t0 = Clock::now();
+  // A HELLO header ("VBOT", type 1) claiming a 1 GiB job id, then 1 MiB of it.
+  unsigned char h[40] = {'V', 'B', 'O', 'T', 0, 0, 0, 1};
+  h[35] = 0x40;  // payload = 0x40000000
+  ASSERT_EQ(send(huge, h, sizeof h, MSG_NOSIGNAL), ssize_t(sizeof h));
+  std::vector<char> junk(64 * 1024, 'x');
+  for (int i = 0; i < 16; ++i)
+    if (send(huge, junk.data(), junk.size(), MSG_NOSIGNAL | MSG_DONTWAIT) <= 0) break;
+  const char http[] = "GET / HTTP/1.1\r\nHost: rank0\r\nUser-Agent: probe\r\nAccept: */*\r\n\r\n";
+  ASSERT_GT(send(garbage, http, sizeof http - 1, MSG_NOSIGNAL), 0);
+  const double t_huge = seconds_until_closed(huge, t0, 10), t_garbage = seconds_until_closed(garbage, t0, 10);
+  const double t_silent = seconds_until_closed(silent, t0, 15);
+  close(huge);
+  close(garbage);
+  close(silent);
+  EXPECT_GE(t_huge, 0) << "the connection claiming 1 GiB was never closed";
+  EXPECT_LT(t_huge, 2.5);
+  EXPECT_GE(t_garbage, 0) << "the garbage connection was never closed";
+  EXPECT_LT(t_garbage, 2.5);
+  EXPECT_GE(t_silent, 2.5) << "a silent connection must get the HELLO wait";
+  EXPECT_LT(t_silent, 10) << "the silent connection was not closed after the HELLO wait";
+  Proc r1 = start_rank(job, 1, 2, port, {"gather", "100"}, "20");
+  Result a = finish(r0), b = finish(r1);
+  EXPECT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(count(a.err, "closed the connection from 127.0.0.1:"), 3) << a.err;
+  EXPECT_NE(a.err.find("claiming more than 4096 payload bytes before its HELLO"), std::string::npos) << a.err;
+  EXPECT_NE(a.err.find("no HELLO within 3000 ms"), std::string::npos) << a.err;
+}
+
 // ---- two vipl-runs, one job -------------------------------------------------------
 
 TEST(BootTcpLaunchers, EachRankGetsItsPlaceInTheWholeJob) {

@@ -116,6 +116,19 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (action == "nested") {  // a library's init/finalize inside the program's
+    init_or_die();
+    if (vipl_boot_init() != VIPL_BOOT_OK || vipl_boot_finalize() != VIPL_BOOT_OK) return 1;
+    int mine = vipl_boot_rank(), all[64] = {};
+    if (vipl_boot_barrier() != VIPL_BOOT_OK || vipl_boot_allgather(&mine, sizeof mine, all) != VIPL_BOOT_OK) {
+      std::fprintf(stderr, "rank %d: collectives failed after a library's vipl_boot_finalize\n", mine);
+      return 2;
+    }
+    for (int r = 0; r < vipl_boot_size() && r < 64; ++r)
+      if (all[r] != r) return 3;
+    if (vipl_boot_finalize() != VIPL_BOOT_OK) return 4;
+    return vipl_boot_barrier() == VIPL_BOOT_ERR_NOT_INIT ? 0 : 5;
+  }
   if (action == "gather") {
     init_or_die();
     return gather(arg(2));

@@ -133,6 +133,13 @@ TEST(Launcher, ChildExitCodePropagates) {
   EXPECT_LT(r.secs, 10);
 }
 
+// vipl_boot_init/finalize are reference counted: a library finalizing its
+// use (splitc_finalize, FM_finalize) leaves the program's collectives working.
+TEST(Launcher, LibraryFinalizeKeepsTheProgramsBootService) {
+  RunResult r = run_vipl(child({"-n", "3"}, {"nested"}));
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
 TEST(Launcher, PeersBlockedInBarrierLearnOfTheFailureAtOnce) {
   RunResult r = run_vipl(child({"-n", "3"}, {"exit", "2", "3", "wait"}));
   EXPECT_EQ(r.code, 3) << r.err;

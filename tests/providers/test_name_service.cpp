@@ -96,8 +96,9 @@ TEST(RankDirectory, RanksFindEachOther) {
         vc::RankDirectory r1("test", "dev0", job_of(1, 3, job));
         EXPECT_FALSE(r1.find(0, &got)); // not published yet
         EXPECT_FALSE(r1.wait_for(0, 0, &got));
-        r0.publish(a0);
-        r1.publish(a1);
+        std::string err;
+        ASSERT_TRUE(r0.publish(a0, &err)) << err;
+        ASSERT_TRUE(r1.publish(a1, &err)) << err;
         ASSERT_TRUE(r1.find(0, &got));
         EXPECT_EQ(got, a0);
         ASSERT_TRUE(r0.wait_for(1, 0, &got));
@@ -123,7 +124,8 @@ TEST(RankDirectory, OutsideAJobOnlyItself) {
     vc::RankDirectory self("test", "dev0", job_of(0, 1, ""));
     std::vector<uint8_t> got;
     EXPECT_FALSE(self.find(0, &got)); // nothing published yet
-    self.publish({7, 7});
+    std::string err;
+    ASSERT_TRUE(self.publish({7, 7}, &err)) << err;
     ASSERT_TRUE(self.find(0, &got));
     EXPECT_EQ(got, (std::vector<uint8_t>{7, 7}));
     EXPECT_EQ(self.rank_of({7, 7}), 0);

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "boot_segment.hpp"
+#include "name_service.hpp"
 #include "wire.hpp"
 
 namespace {
@@ -125,6 +126,98 @@ TEST(Isolation, HardLinkedFileIsRefused) {
     ASSERT_EQ(link(p.c_str(), other.c_str()), 0);
     const std::string e = boot_error(job);
     EXPECT_NE(e.find("hard links"), std::string::npos) << e;
+}
+
+// ---- the name service's rank directory (vipl/providers/common/name_service.cpp) --
+// Entries /dev/shm/viastack-<provider>-<job>-<device>-<rank>: a rank's NIC
+// address, which other ranks connect to.  A planted entry would redirect them.
+vipl::common::Job ns_job(int rank, const std::string &id) {
+    vipl::common::Job j;
+    j.rank = rank;
+    j.size = 2;
+    j.id = id;
+    return j;
+}
+std::string ns_path(const std::string &job, int rank) {
+    return "/dev/shm/viastack-isotest-" + job + "-dev-" + std::to_string(rank);
+}
+struct NsCleanup {
+    std::string job;
+    ~NsCleanup() {
+        for (int r = 0; r < 2; r++)
+            std::remove(ns_path(job, r).c_str());
+    }
+};
+
+TEST(Isolation, NameServiceEntryIsPrivateAndReplacesOnlyItsOwn) {
+    const std::string job = fresh_job("ns");
+    NsCleanup c{job};
+    const std::string p = ns_path(job, 0);
+    {   // a stale private entry of this user (a killed job) is replaced
+        std::ofstream(p) << "0000";
+        ASSERT_EQ(chmod(p.c_str(), 0600), 0);
+    }
+    vipl::common::RankDirectory r0("isotest", "dev", ns_job(0, job)), r1("isotest", "dev", ns_job(1, job));
+    std::string err;
+    ASSERT_TRUE(r0.publish({1, 2, 3}, &err)) << err;
+    struct stat st {};
+    ASSERT_EQ(lstat(p.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode));
+    EXPECT_EQ(st.st_mode & 07777, 0600u);
+    EXPECT_EQ(st.st_uid, geteuid());
+    std::vector<uint8_t> got;
+    ASSERT_TRUE(r1.find(0, &got, &err)) << err;
+    EXPECT_EQ(got, (std::vector<uint8_t>{1, 2, 3}));
+}
+
+TEST(Isolation, NameServiceSymlinkIsRefusedNotFollowed) {
+    Victim v;
+    const std::string job = fresh_job("nslink");
+    NsCleanup c{job};
+    const std::string p0 = ns_path(job, 0), p1 = ns_path(job, 1);
+    ASSERT_EQ(symlink(v.path.c_str(), p0.c_str()), 0);
+    ASSERT_EQ(symlink(v.path.c_str(), p1.c_str()), 0);
+    vipl::common::RankDirectory r0("isotest", "dev", ns_job(0, job));
+    std::string err;
+    EXPECT_FALSE(r0.publish({1, 2, 3}, &err)); // the writer refuses its own name
+    EXPECT_NE(err.find(p0), std::string::npos) << err;
+    EXPECT_NE(err.find("symbolic link"), std::string::npos) << err;
+    EXPECT_NE(err.find("rm -f " + p0), std::string::npos) << err;
+    std::vector<uint8_t> got;
+    err.clear();
+    EXPECT_FALSE(r0.wait_for(1, 5000, &got, &err)); // a reader refuses another rank's, at once
+    EXPECT_NE(err.find("symbolic link"), std::string::npos) << err;
+    EXPECT_EQ(v.text(), "untouched");
+    struct stat st {};
+    ASSERT_EQ(lstat(p0.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the planted link was replaced, not refused";
+}
+
+TEST(Isolation, NameServiceEntryOthersMayWriteIsRefused) {
+    const std::string job = fresh_job("nsmode");
+    NsCleanup c{job};
+    const std::string p0 = ns_path(job, 0), p1 = ns_path(job, 1);
+    for (const std::string &p : {p0, p1}) {
+        std::ofstream(p) << "0a0b0c"; // an address another user wants the job to use
+        ASSERT_EQ(chmod(p.c_str(), 0666), 0);
+    }
+    vipl::common::RankDirectory r0("isotest", "dev", ns_job(0, job));
+    std::string err;
+    EXPECT_FALSE(r0.publish({1, 2, 3}, &err));
+    EXPECT_NE(err.find(p0 + " refused"), std::string::npos) << err;
+    EXPECT_NE(err.find("mode is 0666"), std::string::npos) << err;
+    std::vector<uint8_t> got;
+    err.clear();
+    EXPECT_FALSE(r0.find(1, &got, &err));
+    EXPECT_NE(err.find("mode is 0666"), std::string::npos) << err;
+    EXPECT_EQ(r0.rank_of({0x0a, 0x0b, 0x0c}), -1) << "a planted entry named a rank";
+    if (geteuid() == 0) { // another user's private file: as root, chown one
+        ASSERT_EQ(chmod(p1.c_str(), 0600), 0);
+        ASSERT_EQ(chown(p1.c_str(), 65534, 65534), 0);
+        err.clear();
+        EXPECT_FALSE(r0.find(1, &got, &err));
+        EXPECT_NE(err.find("belongs to uid 65534"), std::string::npos) << err;
+    }
 }
 
 // ---- a second local user (root only) ----------------------------------------

@@ -71,6 +71,9 @@ struct State {
   int init_rc = VIPL_BOOT_ERR_NOT_INIT;
   bool finalized = false;
   int finalize_rc = VIPL_BOOT_OK;
+  // Successful vipl_boot_init calls not yet matched by vipl_boot_finalize:
+  // the job is left when the last user finalizes (vipl_boot.h).
+  int users = 0;
   JobInfo info;
   std::unique_ptr<Backend> backend;
 };
@@ -183,9 +186,8 @@ using namespace viastack::boot;
 
 extern "C" {
 
-int vipl_boot_init(void) {
-  State& st = state();
-  std::lock_guard<std::mutex> lock(st.mu);
+namespace {
+int start_locked(State& st) {
   if (!st.init_done) {
     st.init_rc = init_locked(st);
     st.init_done = true;
@@ -196,6 +198,21 @@ int vipl_boot_init(void) {
     }
   }
   return st.init_rc;
+}
+}  // namespace
+
+int vipl_boot_init(void) {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  const int rc = start_locked(st);
+  if (rc == VIPL_BOOT_OK && !st.finalized) ++st.users;
+  return rc;
+}
+
+int vipl_boot_lookup(void) {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  return start_locked(st);
 }
 
 int vipl_boot_rank(void) {
@@ -233,6 +250,11 @@ int vipl_boot_finalize(void) {
   std::lock_guard<std::mutex> lock(st.mu);
   if (st.finalized) return st.finalize_rc;
   if (!st.init_done || st.init_rc != VIPL_BOOT_OK) return VIPL_BOOT_ERR_NOT_INIT;
+  if (st.users > 1) {  // another user (AM, Split-C, the program) still needs the job
+    --st.users;
+    return VIPL_BOOT_OK;
+  }
+  st.users = 0;
   st.finalize_rc = st.backend->finalize();
   st.finalized = true;
   return st.finalize_rc;
@@ -242,7 +264,7 @@ void vipl_boot_abort(int code, const char* why) {
   // An exit status of 0 would read as success to the launcher.
   int status = code & 0xff;
   if (status == 0) status = 1;
-  vipl_boot_init();  // best effort: reach the segment so peers learn at once
+  vipl_boot_lookup();  // best effort: reach the segment so peers learn at once
   State& st = state();
   int rank = 0;
   {

@@ -79,6 +79,7 @@ class TcpBackend final : public Backend {
     bool joined = false;    // peers_: rank sent a valid HELLO
     bool left = false;      // peers_: rank said BYE
     bool launcher = false;  // pending_: a vipl-run reporting a failed rank
+    Clock::time_point since{};  // pending_: when accepted (kHelloWait)
   };
 
   // ---- shared by both roles (tcp_backend.cpp) ------------------------------
@@ -103,6 +104,10 @@ class TcpBackend final : public Backend {
   void on_hello(Conn& c, const FrameHeader& h, const std::string& job);
   void read_peer(int r);
   void step_root_locked(Clock::time_point now);
+  // Closes the pending connection i with a log line saying why.
+  void drop_pending(size_t i, const std::string& why);
+  // Pending connections past kHelloWait: read what they sent, then close them.
+  void expire_pending_locked(Clock::time_point now);
   size_t first_in() const;
   void send_to(int r, const FrameHeader& h, const void* p, size_t n);
   void complete_round_locked();

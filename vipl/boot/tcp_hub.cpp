@@ -70,9 +70,13 @@ void TcpBackend::root_loop() {
     step_root_locked(Clock::now());
     cv_.notify_all();
     if (stop_) return;
+    expire_pending_locked(Clock::now());
+    Clock::time_point first_pending = Clock::time_point::max();
+    for (const Conn& c : pending_) first_pending = std::min(first_pending, c.since + kHelloWait);
     const int ms = poll_ms_locked({{!welcomed_ && !failed_, init_deadline_},
                                    {round_started_ && !failed_, round_deadline_},
-                                   {failed_ && kill_, grace_at_}});
+                                   {failed_ && kill_, grace_at_},
+                                   {!pending_.empty(), first_pending}});
     fds.assign({{wake_fd_, POLLIN, 0}});
     who.assign({-1});
     if (listen_fd_ >= 0) fds.push_back({listen_fd_, POLLIN, 0}), who.push_back(-2);
@@ -101,11 +105,41 @@ void TcpBackend::accept_all() {
   for (;;) {
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
+    if (pending_.size() >= kMaxPendingConnections) {
+      report(0, "closed the connection from " + peer_address(fd) + ": already " +
+                    std::to_string(kMaxPendingConnections) + " connections waiting for their HELLO",
+             log::Level::warn);
+      close(fd);
+      continue;
+    }
     tune_socket(fd);
     Conn c;
     c.fd = fd;
     c.where = peer_address(fd);
+    c.since = Clock::now();
+    // Unauthenticated until its HELLO names this job: it may make rank 0
+    // hold one small frame, not a collective's worth.
+    c.reader.set_max_payload(kMaxPayloadBeforeHello);
     pending_.push_back(std::move(c));
+  }
+}
+
+void TcpBackend::drop_pending(size_t i, const std::string& why) {
+  Conn& c = pending_[i];
+  report(0, "closed the connection from " + c.where + ": " + why, log::Level::warn);
+  close(c.fd);
+  c.fd = -1;
+}
+
+void TcpBackend::expire_pending_locked(Clock::time_point now) {
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (pending_[i].fd < 0 || now < pending_[i].since + kHelloWait) continue;
+    read_pending(i);  // what it sent while rank 0 was busy counts
+    if (pending_[i].fd >= 0)
+      drop_pending(i, pending_[i].launcher
+                          ? "a vipl-run said HELLO but sent no FAIL within " + std::to_string(kHelloWait.count()) + " ms"
+                          : "no HELLO within " + std::to_string(kHelloWait.count()) +
+                                " ms (a viastack rank sends it at once: not a rank of this job?)");
   }
 }
 
@@ -127,10 +161,17 @@ void TcpBackend::read_pending(size_t i) {
     } else if (h.type == kHello && !c.launcher) {
       on_hello(c, h, std::string(p.begin(), p.end()));
     } else {
-      close(c.fd), c.fd = -1;
+      return drop_pending(i, "unexpected frame (type " + std::to_string(h.type) + ") before a HELLO");
     }
   }
-  if (c.fd >= 0 && (st != FrameReader::kOk || c.reader.garbage())) close(c.fd), c.fd = -1;
+  if (c.fd < 0) return;
+  if (c.reader.garbage())
+    drop_pending(i, "not a viastack bootstrap peer (a frame with a wrong magic, or claiming more than " +
+                        std::to_string(c.reader.max_payload()) + " payload bytes before its HELLO)");
+  else if (st == FrameReader::kError)
+    drop_pending(i, std::string("read failed: ") + std::strerror(errno));
+  else if (st != FrameReader::kOk)
+    close(c.fd), c.fd = -1;  // closed by the peer (a port probe, or a vipl-run done reporting)
 }
 
 void TcpBackend::on_hello(Conn& c, const FrameHeader& h, const std::string& job) {
@@ -165,6 +206,7 @@ void TcpBackend::on_hello(Conn& c, const FrameHeader& h, const std::string& job)
   Conn& peer = peers_[size_t(r)];
   peer = std::move(c);
   c.fd = -1;
+  peer.reader.set_max_payload(kMaxPayload);  // a rank of the job: collectives may be large
   peer.joined = true;
   ++joined_;
 }

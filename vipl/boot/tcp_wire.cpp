@@ -87,6 +87,9 @@ FrameReader::Status FrameReader::read_some(int fd) {
       buf_.clear();
       start_ = 0;
     }
+    // Holding a whole largest frame: let the caller pop it first (or find
+    // the garbage) before reading more.
+    if (buffered() >= kFrameHeaderBytes + max_payload_) return kOk;
     const size_t old = buf_.size();
     buf_.resize(old + 65536);
     ssize_t n = recv(fd, buf_.data() + old, 65536, 0);
@@ -112,7 +115,7 @@ bool FrameReader::next(FrameHeader* h, std::vector<unsigned char>* payload) {
   h->aux = static_cast<int32_t>(get32(p + 24));
   h->flags = get32(p + 28);
   h->payload = get64(p + 32);
-  if (h->payload > kMaxPayload) {
+  if (h->payload > max_payload_) {
     garbage_ = true;
     return false;
   }
@@ -249,7 +252,7 @@ bool notify_job_failed(const TcpEndpoint& ep, const std::string& job, int world,
   FrameHeader hello{kHello, 0, uint64_t(world), -1, kProtocolVersion};
   FrameHeader fail{kFail, 0, 0, exit_code, VIPL_BOOT_ERR_TIMEOUT, kFlagKill};
   bool ok = send_frame(fd, hello, job.data(), job.size(), deadline) &&
-            send_frame(fd, fail, why.data(), why.size(), deadline);
+            send_frame(fd, fail, why.data(), std::min<size_t>(why.size(), kMaxPayloadBeforeHello), deadline);
   close(fd);
   return ok;
 }

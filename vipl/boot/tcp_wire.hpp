@@ -57,21 +57,40 @@ struct FrameHeader {
 inline constexpr size_t kFrameHeaderBytes = 40;
 // A frame claiming more is garbage (or not a viastack peer): drop the peer.
 inline constexpr uint64_t kMaxPayload = uint64_t{1} << 32;
+// What rank 0 accepts from a connection that has not said a valid HELLO yet
+// (anyone who can reach the port): the HELLO's job id, or a vipl-run's FAIL
+// reason after its HELLO.  Only a joined rank may send kMaxPayload.
+inline constexpr uint64_t kMaxPayloadBeforeHello = 4096;
+// How long rank 0 keeps a connection that has not said a valid HELLO (ranks
+// send it right after connecting).
+inline constexpr std::chrono::milliseconds kHelloWait{3000};
+// Connections rank 0 keeps waiting for their HELLO at once; more are closed.
+inline constexpr size_t kMaxPendingConnections = 256;
 
-// Reassembles frames from a non-blocking socket.
+// Reassembles frames from a non-blocking socket.  It never holds more than
+// one largest frame (header + max_payload) plus one read's worth of bytes:
+// reading stops there until frames are popped (a peer that sends faster is
+// read on the next poll), and a header claiming more than max_payload is
+// garbage.
 class FrameReader {
  public:
   enum Status { kOk, kEof, kError, kGarbage };
+  explicit FrameReader(uint64_t max_payload = kMaxPayload) : max_payload_(max_payload) {}
   // Reads what the socket has now (never blocks).
   Status read_some(int fd);
   // Pops the next complete frame, if any.
   bool next(FrameHeader* h, std::vector<unsigned char>* payload);
   bool garbage() const { return garbage_; }
+  // The largest payload a frame may claim from now on.
+  void set_max_payload(uint64_t n) { max_payload_ = n; }
+  uint64_t max_payload() const { return max_payload_; }
+  size_t buffered() const { return buf_.size() - start_; }
 
  private:
   std::vector<unsigned char> buf_;
   size_t start_ = 0;
   bool garbage_ = false;
+  uint64_t max_payload_;
 };
 
 // Sends header + payload on a non-blocking socket, waiting for room until

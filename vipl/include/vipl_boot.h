@@ -34,8 +34,16 @@ extern "C" {
 /* Largest item one rank contributes to vipl_boot_allgather. */
 #define VIPL_BOOT_MAX_ITEM 4096
 
-/* Idempotent; later calls return the first result. */
+/* Joins the job (the first call) and takes a reference to it: every layer
+ * of a process that uses the bootstrap and leaves it (AM SPMD, the Split-C
+ * runtime, the program itself) calls it once and vipl_boot_finalize once.  Later
+ * calls return the first call's result; a successful one counts as a user
+ * until its vipl_boot_finalize. */
 int vipl_boot_init(void);
+/* As vipl_boot_init, but takes no reference: for code that never calls
+ * vipl_boot_finalize (the VIPL providers; FM and BIP, which stay in the job
+ * when they finalize, so that they can start again). */
+int vipl_boot_lookup(void);
 int vipl_boot_rank(void);
 int vipl_boot_size(void);
 /* The job id string ("" for a job of one started without a launcher). */
@@ -47,7 +55,11 @@ int vipl_boot_barrier(void);
 int vipl_boot_allgather(const void *mine, size_t len, void *out);
 /* Collective: root's len bytes at buf are copied to buf on every rank. */
 int vipl_boot_bcast(void *buf, size_t len, int root);
-/* Leaves the job (collective barrier first).  Idempotent. */
+/* Drops one reference taken by vipl_boot_init; the last one leaves the job
+ * (collective barrier first), so a library finalizing its use does not end
+ * the bootstrap for the rest of the process.  Called without any reference
+ * (only vipl_boot_lookup), it leaves the job too.  After the job is left,
+ * further calls return the same result. */
 int vipl_boot_finalize(void);
 /* Make the launcher kill the whole job with this exit code (never returns). */
 void vipl_boot_abort(int code, const char *why);

@@ -32,6 +32,25 @@ namespace viastack::shm {
 // Opens `path` (absolute, in /dev/shm) read-write, creating it empty with mode
 // 0600 if it does not exist.  Returns the descriptor (O_CLOEXEC), or -1 with
 // *err saying what is wrong and what to do.
+// The checks a job's file must pass once open (fd on `path`): a regular file
+// owned by this effective user, no group/other permission bits, one link.
+// "" when it passes, else why not (for "<path> refused: <why>.").
+inline std::string private_file_problem(int fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return std::string("fstat failed: ") + std::strerror(errno);
+    if (!S_ISREG(st.st_mode)) return "it is not a regular file";
+    if (st.st_uid != ::geteuid())
+        return "it belongs to uid " + std::to_string(st.st_uid) + ", not to this user (uid " +
+               std::to_string(::geteuid()) + ")";
+    if (st.st_mode & 077) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+        return std::string("its mode is ") + mode + ": other users may have it open (a job's file is 0600)";
+    }
+    if (st.st_nlink != 1) return "it has " + std::to_string(st.st_nlink) + " hard links (a job's file has one)";
+    return "";
+}
+
 inline int open_job_file(const std::string &path, std::string *err) {
     const std::string fix = " Remove it (rm -f " + path + ") if it is a stale file of yours, or give the job "
                             "another id (vipl-run picks an unpredictable one unless --job is given).";
@@ -60,19 +79,7 @@ inline int open_job_file(const std::string &path, std::string *err) {
         }
         return -1;
     }
-    struct stat st {};
-    std::string why;
-    if (::fstat(fd, &st) != 0) why = std::string("fstat failed: ") + std::strerror(errno);
-    else if (!S_ISREG(st.st_mode)) why = "it is not a regular file";
-    else if (st.st_uid != ::geteuid())
-        why = "it belongs to uid " + std::to_string(st.st_uid) + ", not to this user (uid " +
-              std::to_string(::geteuid()) + ")";
-    else if (st.st_mode & 077) {
-        char mode[8];
-        std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-        why = std::string("its mode is ") + mode + ": other users may have it open (a job's file is 0600)";
-    } else if (st.st_nlink != 1)
-        why = "it has " + std::to_string(st.st_nlink) + " hard links (a job's file has one)";
+    const std::string why = private_file_problem(fd);
     if (!why.empty()) {
         ::close(fd);
         *err = path + " refused: " + why + "." + fix;

@@ -6,7 +6,9 @@
 namespace vipl::common {
 
 bool discover_job(viastack::log::Layer layer, Job *out) {
-    if (vipl_boot_init() != VIPL_BOOT_OK) {
+    // A lookup, not a reference: the provider never calls vipl_boot_finalize,
+    // and must not keep the job alive past the program's own finalize.
+    if (vipl_boot_lookup() != VIPL_BOOT_OK) {
         viastack::log::error(layer, "job bootstrap failed (see above); start the program with vipl-run");
         return false;
     }

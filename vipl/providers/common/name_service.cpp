@@ -1,11 +1,16 @@
 // name_service.cpp - see name_service.hpp.
 #include "name_service.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
+
+#include "viastack_shm.hpp"
 
 namespace vipl::common {
 
@@ -94,35 +99,96 @@ RankDirectory::~RankDirectory() {
 
 std::string RankDirectory::path_of(int rank) const { return prefix_ + std::to_string(rank); }
 
-void RankDirectory::publish(const std::vector<uint8_t> &address) {
+// /dev/shm is writable by every user: the entry is written under a fresh
+// private name (mkostemp: O_EXCL, mode 0600) and renamed over the real one,
+// which replaces a directory entry and never follows it.  A name already there
+// is replaced only if it is this user's own private file (a killed job's);
+// anything else -- a symbolic link, another user's file, a file others may
+// open -- is refused, as viastack::shm::open_job_file refuses such names.
+bool RankDirectory::publish(const std::vector<uint8_t> &address, std::string *err) {
     mine_ = address;
     if (job_.id.empty())
-        return; // a job of one: nobody else asks
-    const std::string path = path_of(job_.rank), tmp = path + ".tmp";
-    // Written whole under another name, then renamed: a reader never sees half.
-    if (FILE *f = std::fopen(tmp.c_str(), "w")) {
-        std::fputs(to_hex(address).c_str(), f);
-        std::fclose(f);
-        if (std::rename(tmp.c_str(), path.c_str()) == 0)
-            published_ = path;
+        return true; // a job of one: nobody else asks
+    const std::string path = path_of(job_.rank);
+    const std::string fix = " Remove it (rm -f " + path + ") if it is a stale file of yours, or give the job "
+                            "another id (vipl-run picks an unpredictable one unless --job is given).";
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            *err = path + " is a symbolic link: refused (a viastack job never makes one, so someone may be "
+                          "redirecting the job's name service)." + fix;
+            return false;
+        }
+        const int old = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        const std::string why = old < 0 ? std::string(std::strerror(errno)) : viastack::shm::private_file_problem(old);
+        if (old >= 0)
+            ::close(old);
+        if (!why.empty()) {
+            *err = path + " refused: " + why + "." + fix;
+            return false;
+        }
     }
+    std::string tmp = path + ".XXXXXX";
+    const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+    if (fd < 0) {
+        *err = "cannot create " + tmp + ": " + std::strerror(errno) + " (is /dev/shm mounted and writable?)";
+        return false;
+    }
+    const std::string text = to_hex(address);
+    const bool written = ::fchmod(fd, 0600) == 0 && ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+    const int werr = errno;
+    ::close(fd);
+    if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int e = written ? errno : werr;
+        ::unlink(tmp.c_str());
+        *err = "cannot publish this NIC's address as " + path + ": " + std::strerror(e) +
+               (e == EPERM || e == EACCES ? " (the name belongs to another user)." + fix : std::string());
+        return false;
+    }
+    published_ = path;
+    return true;
 }
 
-bool RankDirectory::find(int rank, std::vector<uint8_t> *address) const {
+bool RankDirectory::find(int rank, std::vector<uint8_t> *address, std::string *err) const {
     if (rank == job_.rank && !mine_.empty()) {
         *address = mine_;
         return true;
     }
     if (job_.id.empty() || rank < 0 || rank >= job_.size)
         return false;
-    std::ifstream f(path_of(rank));
-    std::string text;
-    return bool(f >> text) && from_hex(text, address);
+    const std::string path = path_of(rank);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT && err)
+            *err = path + (errno == ELOOP ? std::string(" is a symbolic link: refused (a viastack job never makes one)")
+                                          : std::string(": ") + std::strerror(errno));
+        return false; // ENOENT: not published (yet)
+    }
+    const std::string why = viastack::shm::private_file_problem(fd);
+    char buf[2 * 64 + 2];
+    const ssize_t n = why.empty() ? ::read(fd, buf, sizeof buf) : 0;
+    ::close(fd);
+    if (!why.empty()) {
+        if (err)
+            *err = path + " refused: " + why + ". Another user may be injecting addresses into the job's "
+                          "name service; remove it (rm -f " + path + ") if it is yours.";
+        return false;
+    }
+    // A NIC's address is at most 64 bytes: anything longer is not an entry.
+    if (n <= 0 || size_t(n) == sizeof buf)
+        return false;
+    return from_hex(std::string(buf, size_t(n)), address);
 }
 
-bool RankDirectory::wait_for(int rank, int wait_ms, std::vector<uint8_t> *address) const {
+bool RankDirectory::wait_for(int rank, int wait_ms, std::vector<uint8_t> *address, std::string *err) const {
     const bool in_job = !job_.id.empty() && rank >= 0 && rank < job_.size;
-    for (int waited = 0; !find(rank, address); waited += 10) {
+    std::string why;
+    for (int waited = 0; !find(rank, address, &why); waited += 10) {
+        if (!why.empty()) { // refused: waiting would not change it
+            if (err)
+                *err = why;
+            return false;
+        }
         if (!in_job || waited >= wait_ms)
             return false; // no such rank, or it never opened its NIC
         usleep(10000);

@@ -47,7 +47,8 @@ VIP_RETURN autodiscovery(VIP_AUTODISCOVERY_LIST *l, int size,
                          const std::function<VIP_RETURN(int, VIP_NET_ADDRESS *)> &address_of);
 
 // The host addresses the ranks of one job published for one device, as files
-// /dev/shm/viastack-<provider>-<job>-<device>-<rank> (a job on one host).
+// /dev/shm/viastack-<provider>-<job>-<device>-<rank> (a job on one host),
+// private to the job's user (docs/security.md).
 // Outside a launched job (no job id) only this process's own address is known.
 class RankDirectory {
 public:
@@ -56,12 +57,18 @@ public:
     RankDirectory(const RankDirectory &) = delete;
     RankDirectory &operator=(const RankDirectory &) = delete;
 
-    // This rank's address; written for the others inside a job.
-    void publish(const std::vector<uint8_t> &address);
-    // The address `rank` published (this rank's own from memory).
-    bool find(int rank, std::vector<uint8_t> *address) const;
-    // As find, waiting up to wait_ms for a rank of the job not published yet.
-    bool wait_for(int rank, int wait_ms, std::vector<uint8_t> *address) const;
+    // This rank's address; written for the others inside a job, as a private
+    // file (mode 0600, written under a fresh name and renamed).  False, with
+    // *err naming the path and the fix, if the name is a symbolic link or a file
+    // that is not this user's own private one: such a name is never followed.
+    bool publish(const std::vector<uint8_t> &address, std::string *err);
+    // The address `rank` published (this rank's own from memory).  An entry
+    // that is a symbolic link or not this user's private file is refused:
+    // false, with *err (when given) saying why; a missing one leaves *err alone.
+    bool find(int rank, std::vector<uint8_t> *address, std::string *err = nullptr) const;
+    // As find, waiting up to wait_ms for a rank of the job not published yet
+    // (not for a refused entry).
+    bool wait_for(int rank, int wait_ms, std::vector<uint8_t> *address, std::string *err = nullptr) const;
     // The rank that published `address`, or -1.
     int rank_of(const std::vector<uint8_t> &address) const;
 

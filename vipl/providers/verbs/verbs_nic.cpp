@@ -119,7 +119,10 @@ VIP_RETURN VerbsNic::init(ibv_context *c, const char *device) {
     // Within a job on one host, the name service finds a rank's NIC by rank
     // (vipl/src/names.hpp): each NIC publishes its address for the others.
     directory_ = std::make_unique<common::RankDirectory>("verbs", name, job_);
-    directory_->publish(local_addr_bytes);
+    if (!directory_->publish(local_addr_bytes, &why)) {
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "%s", why.c_str());
+        return VIP_ERROR_RESOURCE;
+    }
     return VIP_SUCCESS;
 }
 

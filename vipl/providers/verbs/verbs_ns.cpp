@@ -24,8 +24,12 @@ VIP_RETURN VerbsNic::ns_shutdown() { return VIP_SUCCESS; }
 VIP_RETURN VerbsNic::rank_address(int r, VIP_NET_ADDRESS *out) {
     std::vector<uint8_t> b;
     HostAddr a;
-    if (!directory_->wait_for(r, 10000, &b) || !HostAddr::from_bytes(b.data(), b.size(), &a))
-        return VIP_ERROR_NAMESERVICE; // no such rank, or it never opened its NIC
+    std::string refused;
+    if (!directory_->wait_for(r, 10000, &b, &refused) || !HostAddr::from_bytes(b.data(), b.size(), &a)) {
+        if (!refused.empty()) // a planted entry (docs/security.md)
+            viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "name service: %s", refused.c_str());
+        return VIP_ERROR_NAMESERVICE; // no such rank, it never opened its NIC, or its entry was refused
+    }
     return common::put_host_address(out, b) ? VIP_SUCCESS : VIP_ERROR_NAMESERVICE;
 }
 

@@ -82,6 +82,13 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
         finish_in_software(q, s, s.info.op_status | bad);
         return VIP_SUCCESS;
     }
+    if (op == VIP_CONTROL_OP_RDMAWRITE && !remote_attr.EnableRdmaWrite && !reliable()) {
+        // A UC target drops a write its QP does not allow without telling anyone
+        // (IB class D).  The peer said at connect time that its VI takes no RDMA
+        // write: refuse it here, as RC's target would (docs/security.md).
+        finish_in_software(q, s, s.info.op_status | VIP_STATUS_RDMA_PROT_ERROR);
+        return VIP_SUCCESS;
+    }
     const bool rdma = op != VIP_CONTROL_OP_SENDRECV;
     const bool imm = ctl & VIP_CONTROL_IMMEDIATE;
 
