@@ -61,6 +61,8 @@ bool Firmware::tx_bulk(ViImpl *vi, TxEntry &e, const VIP_CONTROL_SEGMENT &cs, ui
     const bool imm = cs.Control & VIP_CONTROL_IMMEDIATE;
     const uint32_t payload =
         static_cast<uint32_t>((rdma ? sizeof(RdmaExt) : 0) + sizeof(BulkExt) + nseg * sizeof(BulkSeg));
+    const bool rel = rel_on(vi);
+    if (rel && !rel_room(vi, payload + stamp_bytes(), false)) return false; // back-pressure
     TxSlot tx;
     if (!wire_reserve(wire_, vi->peer_nic, payload + stamp_bytes(), &tx)) return false; // back-pressure
     // kFlagAckReq keeps its staged meaning (reliable reception: the Ack carries
@@ -103,6 +105,7 @@ bool Firmware::tx_bulk(ViImpl *vi, TxEntry &e, const VIP_CONTROL_SEGMENT &cs, ui
         out += sizeof s;
     }
     stamp(tx.payload + payload);
+    if (rel) rel_record(vi, tx, false); // retransmitted until acked; the target pulls once
     wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
     if (cfg_.profile.gap_ns) last_inject_ns_ = now_ns();
     e.length = cs.Length;

@@ -65,6 +65,7 @@ void make_connected(ViImpl *vi, uint16_t nic, uint16_t rvi, const VIP_VI_ATTRIBU
     vi->peer_attr = rattr;
     vi->fw.send_seq = 0;
     vi->fw.recv_seq = 0;
+    vi->hw->fw.link_connected(vi); // the reliable transport's window, when it is on
     vi->cm_result.store(ConnResult::Connected, std::memory_order_relaxed);
     vi->state.store(ViState::Connected, std::memory_order_release);
 }
