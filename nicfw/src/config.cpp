@@ -118,6 +118,9 @@ Config Config::from_env() {
         throw std::runtime_error("VIPL_NICFW_LINK_TIMEOUT_MS: '" + lt + "' is not a time in ms from 10 to 600000");
     c.link_timeout_ms = static_cast<uint32_t>(ms);
     c.progress_thread = strict_choice("VIPL_NICFW_PROGRESS", {"0", "1"}, "0", "0 or 1") == 1;
+    // A NIC that may have to resend, or acknowledge, keeps running while its
+    // host is outside VIPL (as a real NIC does): inline mode gets the progress agent.
+    if (c.transport) c.progress_thread = true;
     c.profile = parse_profile(viastack::env::str("VIPL_NICFW_PROFILE", "none"));
     c.dma_min = parse_dma_min(viastack::env::str("VIPL_NICFW_DMA_MIN", std::to_string(kDefaultDmaMin)));
     return c;

@@ -149,6 +149,7 @@ void Firmware::retransmit(ViImpl *vi, uint64_t now) {
 // End of every step (transport on): acknowledgements owed, then (every 100 us)
 // the retransmission timers and the link timeout.
 void Firmware::transport_tick() {
+    if (dead_) return;
     const uint64_t now = now_ns();
     for (size_t i = 0; i < ack_list_.size();) {
         ViImpl *vi = vis_.find(ack_list_[i]);
