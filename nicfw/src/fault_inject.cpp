@@ -12,7 +12,10 @@
 namespace nicfw {
 
 namespace {
-constexpr size_t kMaxHeld = 64; // beyond this, a packet to hold is delivered at once
+constexpr size_t kMaxHeld = 16; // beyond this, a packet to hold is delivered at once
+// Room for the largest staged packet (header, RDMA extension, 64 KiB, stamp),
+// made and touched up front so held copies never grow the process over a run.
+constexpr size_t kHeldBytes = 32 + 16 + 64 * 1024 + 8 + 64;
 
 [[noreturn]] void bad(const std::string &item, const std::string &why) {
     throw std::runtime_error("VIPL_NICFW_FAULTS: '" + item + "': " + why +
@@ -75,6 +78,11 @@ FaultInjector::FaultInjector(const FaultSpec &spec, int rank, uint64_t opened_ns
     if (spec.kill_rank == rank) kill_at_ = opened_ns + uint64_t(spec.kill_ms) * 1000000ull + 1;
     if (spec.linkdown_rank >= 0) linkdown_at_ = opened_ns + uint64_t(spec.linkdown_ms) * 1000000ull + 1;
     held_.resize(kMaxHeld);
+    for (Held &e : held_) {
+        e.bytes.resize(kHeldBytes);
+        e.bytes.clear(); // capacity kept
+    }
+    scratch_.resize(kHeldBytes);
 }
 
 uint64_t FaultInjector::next() {

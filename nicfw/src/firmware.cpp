@@ -372,6 +372,7 @@ void Firmware::link_connected(ViImpl *vi) {
     if (!cfg_.transport || vi->attr.reliability == VIP_SERVICE_UNRELIABLE) return;
     if (!vi->fw.link) vi->fw.link = std::make_unique<LinkState>();
     vi->fw.link->reset();
+    vi->fw.link->una = vi->fw.send_seq; // the connection's initial sequence number (connect.cpp)
 }
 
 // ---------------------------------------------------------------- execution

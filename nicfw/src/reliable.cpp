@@ -3,18 +3,27 @@
 
 namespace nicfw {
 
-RetransmitWindow::RetransmitWindow() : buf_(new unsigned char[kBytes]), ents_{} {}
+RetransmitWindow::RetransmitWindow() : buf_(new unsigned char[kBytes]()), ents_{} {}
+
+// Where the next copy starts: an empty window starts over at the ring's start,
+// so even the largest packet fits an empty window without padding.
+uint64_t RetransmitWindow::next_pos() const {
+    return head_ == tail_ ? (wpos_ + kBytes - 1) / kBytes * kBytes : wpos_;
+}
 
 bool RetransmitWindow::room(uint32_t bytes, bool reply) const {
     const uint64_t limit_e = reply ? kEntries : kEntries / 2;
     const uint64_t limit_b = reply ? kBytes : kBytes / 2;
-    if (tail_ - head_ >= limit_e || bytes > kBytes / 4) return false;
-    const uint64_t off = wpos_ % kBytes;
+    if (tail_ - head_ >= limit_e) return false;
+    const uint64_t w = next_pos();
+    const uint64_t r = head_ == tail_ ? w : rpos_;
+    const uint64_t off = w % kBytes;
     const uint64_t pad = off + bytes > kBytes ? kBytes - off : 0;
-    return wpos_ + pad + bytes - rpos_ <= limit_b;
+    return w + pad + bytes - r <= limit_b;
 }
 
 unsigned char *RetransmitWindow::push(uint32_t seq, uint32_t bytes, bool reply, uint64_t now) {
+    wpos_ = next_pos();
     const uint64_t off = wpos_ % kBytes;
     if (off + bytes > kBytes) wpos_ += kBytes - off; // a copy never wraps
     if (head_ == tail_) rpos_ = wpos_;

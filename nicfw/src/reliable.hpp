@@ -28,10 +28,12 @@ inline bool seq_before(uint32_t a, uint32_t b) { return static_cast<int32_t>(a -
 
 class RetransmitWindow {
 public:
-    static constexpr uint32_t kBytes = 512 * 1024;   // packet copies (header + payload)
+    static constexpr uint32_t kBytes = 256 * 1024;   // packet copies (header + payload): 4 of the largest staged packets
     static constexpr uint32_t kEntries = 256;        // packets in flight
     // Requests (data) may fill half; replies (Acks, read responses) the rest, so
     // a receiver can always answer what it takes (the FIFO's reply headroom rule).
+    // The buffer is touched once here (zero-filled), so a long run's resident
+    // memory does not creep up as the ring first reaches each page.
     RetransmitWindow();
 
     struct Entry {
@@ -54,6 +56,7 @@ public:
     void clear() { head_ = tail_ = 0; rpos_ = wpos_ = 0; }
 
 private:
+    uint64_t next_pos() const;
     std::unique_ptr<unsigned char[]> buf_;
     Entry ents_[kEntries];
     uint64_t head_ = 0, tail_ = 0;

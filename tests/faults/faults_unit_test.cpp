@@ -129,7 +129,9 @@ TEST(RetransmitWindow, HoldsRequestsToHalfAndRepliesToAll) {
             EXPECT_TRUE(q[0] == 0xab || q[0] == 0xcd);
         }
     }
-    EXPECT_FALSE(w.room(RetransmitWindow::kBytes / 4 + 1, true)); // larger than any packet
+    while (!w.empty()) w.pop();
+    EXPECT_TRUE(w.room(65592, false)); // the largest staged packet fits an empty window
+    EXPECT_FALSE(w.room(RetransmitWindow::kBytes / 2 + 1, false));
 }
 
 TEST(LinkState, Rfc6298Estimator) {
