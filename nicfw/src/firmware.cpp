@@ -50,8 +50,8 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
 
 Firmware::~Firmware() {
     stop_thread();
-    if (faults_) {
-        const auto &f = faults_->stats;
+    if (faults_ || cfg_.transport) {
+        const FaultInjector::Stats f = faults_ ? faults_->stats : FaultInjector::Stats{};
         viastack::log::info(viastack::log::Layer::nicfw,
                             "faults injected: {} dropped, {} duplicated, {} reordered, {} delayed, {} corrupted, {} "
                             "cut; recovery: {} CRC errors, {} retransmitted, {} acks sent, {} dropped by the "

@@ -48,6 +48,8 @@ void LinkState::reset() {
     owed = 0;
     owed_since = 0;
     ack_now = false;
+    gap = false;
+    fast_rtx_ns = 0;
     in_ack_list = false;
 }
 

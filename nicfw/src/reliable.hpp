@@ -76,9 +76,11 @@ struct LinkState {
     uint32_t owed = 0;           // in-order packets taken since our last ack
     uint64_t owed_since = 0;
     bool ack_now = false;        // a duplicate or a gap: ack at once
+    bool gap = false;            // ... a gap: the ack asks the peer to resend now (fast retransmit)
+    uint64_t fast_rtx_ns = 0;    // our last fast retransmission (at most one per round trip)
     bool in_ack_list = false;
     // counters
-    uint64_t retransmits = 0, timeouts = 0, dups_dropped = 0, gaps_dropped = 0;
+    uint64_t retransmits = 0, timeouts = 0, fast_retransmits = 0, dups_dropped = 0, gaps_dropped = 0;
 
     static constexpr uint64_t kInitialRto = 5'000'000;   // 5 ms
     static constexpr uint64_t kMinRto = 1'000'000;       // 1 ms

@@ -23,7 +23,7 @@ void Firmware::rel_record(ViImpl *vi, const TxSlot &tx, bool reply) {
     tx.hdr->flags |= kFlagRel;
     tx.hdr->aux = static_cast<uint16_t>(vi->fw.recv_seq); // piggybacked ack
     l.owed = 0;
-    l.ack_now = false;
+    l.ack_now = l.gap; // a gap is told by a LinkAck (it asks for a fast retransmit)
     const uint32_t bytes =
         static_cast<uint32_t>(kHeaderBytes) + tx.hdr->length + ((tx.hdr->flags & kFlagStamp) ? 8u : 0u);
     const uint64_t now = now_ns();
@@ -74,10 +74,29 @@ void Firmware::rel_acked(ViImpl *vi, uint16_t ack16) {
 bool Firmware::rel_rx(ViImpl *vi, const PacketHeader *h) {
     LinkState &l = *vi->fw.link;
     rel_acked(vi, h->aux);
-    if (h->op == Op::LinkAck) return false;
+    if (h->op == Op::LinkAck) {
+        // Fast retransmit: the peer saw a gap, so what follows our oldest
+        // unacknowledged packet is being dropped: resend from there now rather
+        // than at the timeout (once per round trip; reordering makes a
+        // needless resend, which the peer drops as duplicates).
+        if (h->imm && !l.win.empty()) {
+            const uint64_t now = now_ns();
+            if (now - l.fast_rtx_ns > (l.srtt ? l.srtt : LinkState::kMinRto)) {
+                l.fast_rtx_ns = now;
+                ++l.fast_retransmits;
+                retransmit(vi, now);
+                l.timer_ns = now + l.rto;
+            }
+        }
+        return false;
+    }
     if (h->seq != vi->fw.recv_seq) {
-        if (seq_before(h->seq, vi->fw.recv_seq)) ++l.dups_dropped; // our ack was lost or late: say it again
-        else ++l.gaps_dropped;                                      // go-back-N: the peer resends from the gap
+        if (seq_before(h->seq, vi->fw.recv_seq)) {
+            ++l.dups_dropped; // our ack was lost or late: say it again
+        } else {
+            ++l.gaps_dropped; // go-back-N: the peer resends from the gap
+            l.gap = true;
+        }
         ++rel_drops_;
         rel_owe_now(vi);
         return false;
@@ -108,14 +127,15 @@ void Firmware::rel_owe_now(ViImpl *vi) {
 bool Firmware::send_link_ack(ViImpl *vi) {
     TxSlot tx;
     if (!wire_reserve(wire_, vi->peer_nic, 0, &tx, true)) return false;
+    LinkState &l = *vi->fw.link;
     write_header(tx.hdr, static_cast<uint16_t>(rank_),
                  {.op = Op::LinkAck, .flags = kFlagRel, .dst_vi = vi->peer_vi,
-                  .src_vi = static_cast<uint16_t>(vi->index)});
+                  .src_vi = static_cast<uint16_t>(vi->index), .imm = l.gap ? 1u : 0u});
     tx.hdr->aux = static_cast<uint16_t>(vi->fw.recv_seq);
     wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
-    LinkState &l = *vi->fw.link;
     l.owed = 0;
     l.ack_now = false;
+    l.gap = false;
     ++link_acks_;
     return true;
 }
@@ -143,7 +163,7 @@ void Firmware::retransmit(ViImpl *vi, uint64_t now) {
         ++retransmits_;
     }
     l.owed = 0;
-    l.ack_now = false;
+    l.ack_now = l.gap;
 }
 
 // End of every step (transport on): acknowledgements owed, then (every 100 us)
