@@ -45,7 +45,10 @@ bool Firmware::bulk_eligible(const ViImpl *vi, uint32_t len, const VIP_DATA_SEGM
     if (!cfg_.dma_min || len < cfg_.dma_min) return false;
     // Unreliable VIs complete staged messages at transmit; they take the bulk
     // path (completion on the target's answer) only for what cannot be staged.
-    if (!reliable(vi) && len <= kMaxStagedTransfer) return false;
+    // On a faulty wire not at all: an unreliable request or answer is not resent,
+    // and a lost one would leave the descriptor waiting for ever (the transfer
+    // then fails with LENGTH_ERROR instead, docs/nicfw.md "Faults and recovery").
+    if (!reliable(vi) && (len <= kMaxStagedTransfer || faults_)) return false;
     if (dma_.cma_ok()) return true;
     for (uint32_t i = 0; i < nseg; ++i) { // no cross-memory attach here: shared memory only
         const Region *r = segs[i].Length ? protection_.lookup(segs[i].Handle) : nullptr;
