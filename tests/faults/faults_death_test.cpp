@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
             rc = VipSendWait(vi, 30000, &got);
             if (rc != VIP_SUCCESS || (got->CS.Status & VIP_STATUS_ERROR_MASK)) break;
             if (++sent >= int(kRecvs) - 2) fail("the link never went down");
-            usleep(50000);
+            usleep(100000);
         }
     }
     const double secs = since(t0);
