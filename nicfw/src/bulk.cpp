@@ -29,7 +29,10 @@ bool Firmware::bulk_eligible(const ViImpl *vi, uint32_t len, const VIP_DATA_SEGM
     if (!cfg_.dma_min || len < cfg_.dma_min) return false;
     // Unreliable VIs complete staged messages at transmit; they take the bulk
     // path (completion on the target's answer) only for what cannot be staged.
-    if (!reliable(vi) && len <= kMaxStagedTransfer) return false;
+    // On a faulty wire not at all: an unreliable request or answer is not resent,
+    // and a lost one would leave the descriptor waiting for ever (the transfer
+    // then fails with LENGTH_ERROR instead, docs/nicfw.md "Faults and recovery").
+    if (!reliable(vi) && (len <= kMaxStagedTransfer || faults_)) return false;
     if (dma_.cma_ok()) return true;
     for (uint32_t i = 0; i < nseg; ++i) { // no cross-memory attach here: shared memory only
         const Region *r = segs[i].Length ? protection_.lookup(segs[i].Handle) : nullptr;
@@ -45,6 +48,8 @@ bool Firmware::tx_bulk(ViImpl *vi, TxEntry &e, const VIP_CONTROL_SEGMENT &cs, ui
     const bool imm = cs.Control & VIP_CONTROL_IMMEDIATE;
     const uint32_t payload =
         static_cast<uint32_t>((rdma ? sizeof(RdmaExt) : 0) + sizeof(BulkExt) + nseg * sizeof(BulkSeg));
+    const bool rel = rel_on(vi);
+    if (rel && !rel_room(vi, payload + stamp_bytes(), false)) return false; // back-pressure
     TxSlot tx;
     if (!wire_reserve(wire_, vi->peer_nic, payload + stamp_bytes(), &tx)) return false; // back-pressure
     // kFlagAckReq keeps its staged meaning (reliable reception: the Ack carries
@@ -87,6 +92,7 @@ bool Firmware::tx_bulk(ViImpl *vi, TxEntry &e, const VIP_CONTROL_SEGMENT &cs, ui
         out += sizeof s;
     }
     stamp(tx.payload + payload);
+    if (rel) rel_record(vi, tx, false); // retransmitted until acked; the target pulls once
     wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
     if (cfg_.profile.gap_ns) last_inject_ns_ = now_ns();
     e.length = cs.Length;

@@ -102,8 +102,25 @@ Config Config::from_env() {
     if (end == ring.c_str() || *end || kb < 1024 || kb > 1024 * 1024)
         throw std::runtime_error("VIPL_NICFW_RING_KB: '" + ring + "' is not a size in KiB from 1024 to 1048576");
     c.ring_bytes = kb * 1024;
-    c.crc = strict_choice("VIPL_NICFW_CRC", {"0", "1"}, "0", "0 or 1") == 1;
+    c.faults = FaultSpec::parse(viastack::env::str("VIPL_NICFW_FAULTS", ""));
+    // Faults make corruption possible: the CRC must be on to catch it.
+    const int crc = strict_choice("VIPL_NICFW_CRC", {"", "0", "1"}, "", "0 or 1");
+    if (crc == 1 && c.faults.any())
+        throw std::runtime_error("VIPL_NICFW_CRC: 0 with VIPL_NICFW_FAULTS set: corrupt packets would go undetected; "
+                                 "unset VIPL_NICFW_CRC (faults turn it on)");
+    c.crc = crc == 2 || c.faults.any();
+    const int rtx = strict_choice("VIPL_NICFW_RETRANSMIT", {"auto", "0", "1"}, "auto", "auto, 0 or 1");
+    c.transport = rtx == 2 || (rtx == 0 && c.faults.any());
+    const std::string lt = viastack::env::str("VIPL_NICFW_LINK_TIMEOUT_MS", "5000");
+    end = nullptr;
+    const unsigned long ms = std::strtoul(lt.c_str(), &end, 10);
+    if (end == lt.c_str() || *end || ms < 10 || ms > 600000)
+        throw std::runtime_error("VIPL_NICFW_LINK_TIMEOUT_MS: '" + lt + "' is not a time in ms from 10 to 600000");
+    c.link_timeout_ms = static_cast<uint32_t>(ms);
     c.progress_thread = strict_choice("VIPL_NICFW_PROGRESS", {"0", "1"}, "0", "0 or 1") == 1;
+    // A NIC that may have to resend, or acknowledge, keeps running while its
+    // host is outside VIPL (as a real NIC does): inline mode gets the progress agent.
+    if (c.transport) c.progress_thread = true;
     c.profile = parse_profile(viastack::env::str("VIPL_NICFW_PROFILE", "none"));
     c.dma_min = parse_dma_min(viastack::env::str("VIPL_NICFW_DMA_MIN", std::to_string(kDefaultDmaMin)));
     return c;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "fault_inject.hpp"
+
 namespace nicfw {
 
 constexpr uint32_t kMaxVi = 1024;
@@ -55,6 +57,17 @@ struct Config {
     // byte staged through the FIFO and MaxTransferSize is kMaxStagedTransfer).
     uint32_t dma_min = kDefaultDmaMin;
     uint32_t max_transfer() const { return dma_min ? kMaxTransfer : kMaxStagedTransfer; }
+    // Faults on the wire (VIPL_NICFW_FAULTS; fault_inject.hpp).  Any fault turns
+    // the link CRC and the reliable transport on.
+    FaultSpec faults;
+    // The reliable transport (reliable.hpp): retransmission, acknowledgements,
+    // duplicate suppression for the reliable levels.  VIPL_NICFW_RETRANSMIT:
+    // auto (default: on exactly when faults are), 0 or 1.  Every rank of a job
+    // must agree.
+    bool transport = false;
+    // A connection whose oldest unacknowledged packet made no progress for this
+    // long is broken (VIPL_NICFW_LINK_TIMEOUT_MS).
+    uint32_t link_timeout_ms = 5000;
     // Unlike the other layers' settings, a bad VIPL_NICFW_* value is refused, not
     // replaced by its default: a mistyped timing profile would silently measure
     // the wrong machine.  Throws std::runtime_error naming the variable and value.

@@ -59,12 +59,27 @@ struct CmPayload {
 
 // Makes `vi` the end of a connection to (nic, vi); the caller holds the mutex and the
 // VI is not Connected, so the firmware is not touching its sequence numbers.
-void make_connected(ViImpl *vi, uint16_t nic, uint16_t rvi, const VIP_VI_ATTRIBUTES &rattr) {
+// With the reliable transport, each connection starts its sequence numbers at a
+// value both ends derive from the connection's nonces (`mine` from this end's
+// request, `theirs` from the peer's; client/server: both the client's), so a
+// packet of an earlier connection between the same VIs (a retransmission, a
+// late duplicate) cannot pass for one of this connection.
+uint32_t initial_seq(uint32_t from, uint32_t to) {
+    uint64_t z = (uint64_t(from) << 32 | to) + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return static_cast<uint32_t>(z ^ (z >> 31));
+}
+
+void make_connected(ViImpl *vi, uint16_t nic, uint16_t rvi, const VIP_VI_ATTRIBUTES &rattr, uint32_t mine,
+                    uint32_t theirs) {
     vi->peer_nic = nic;
     vi->peer_vi = rvi;
     vi->peer_attr = rattr;
-    vi->fw.send_seq = 0;
-    vi->fw.recv_seq = 0;
+    const bool transport = vi->hw->cfg.transport;
+    vi->fw.send_seq = transport ? initial_seq(mine, theirs) : 0;
+    vi->fw.recv_seq = transport ? initial_seq(theirs, mine) : 0;
+    vi->hw->fw.link_connected(vi); // the reliable transport's window, when it is on
     vi->cm_result.store(ConnResult::Connected, std::memory_order_relaxed);
     vi->state.store(ViState::Connected, std::memory_order_release);
 }
@@ -176,7 +191,7 @@ VIP_RETURN ConnectionManager::accept(const ConnImpl &c, ViImpl *vi) {
     {
         std::lock_guard<std::mutex> g(mu_);
         if (vi->state.load() != ViState::Idle) return VIP_INVALID_STATE;
-        make_connected(vi, c.client_nic, c.client_vi, c.client_attr);
+        make_connected(vi, c.client_nic, c.client_vi, c.client_attr, c.nonce, c.nonce);
         forget_request(c.client_nic, c.nonce);
     }
     CmHeader ch{};
@@ -217,7 +232,7 @@ VIP_RETURN ConnectionManager::peer_request(ViImpl *vi, const VIP_NET_ADDRESS *lo
                 if (it->attr.ReliabilityLevel != vi->attr.reliability) {
                     vi->cm_result.store(ConnResult::ReliabilityMismatch);
                 } else {
-                    make_connected(vi, it->src_nic, it->src_vi, it->attr);
+                    make_connected(vi, it->src_nic, it->src_vi, it->attr, vi->cm_nonce, it->nonce);
                 }
                 peer_requests_.erase(it);
                 matched = true;
@@ -342,7 +357,7 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
     case Op::ConnAck:
         if (vi && vi->state.load() == ViState::Pending && vi->cm_nonce == ch.nonce &&
             vi->cm_result.load() == ConnResult::Pending) {
-            make_connected(vi, h->src_nic, h->src_vi, from_wire(ch.attr));
+            make_connected(vi, h->src_nic, h->src_vi, from_wire(ch.attr), ch.nonce, ch.nonce);
         } else { // the client gave up meanwhile: tear the server's end down
             fw_.send_ctl_reliably(h->src_nic, Op::Disc, h->src_vi, h->dst_vi, 0);
         }
@@ -359,7 +374,7 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
             if (it->remote_nic == h->src_nic && it->my_disc == want && it->their_disc == theirs) {
                 ViImpl *lv = it->vi;
                 if (lv->attr.reliability != rattr.ReliabilityLevel) lv->cm_result.store(ConnResult::ReliabilityMismatch);
-                else make_connected(lv, h->src_nic, h->src_vi, rattr);
+                else make_connected(lv, h->src_nic, h->src_vi, rattr, it->nonce, ch.nonce);
                 local_peers_.erase(it);
                 return;
             }

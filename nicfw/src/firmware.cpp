@@ -6,13 +6,16 @@
 // quiescing it while the host changes tables).
 #include "firmware.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "connection.hpp"
 #include "errors.hpp"
+#include "packet_check.hpp"
 #include "protection.hpp"
 #include "vi_table.hpp"
 #include "vipl_instr.h"
+#include "viastack_log.hpp"
 
 namespace nicfw {
 
@@ -36,14 +39,27 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
                    const ProtectionTable &protection, const ViTable &vis, ErrorQueue &errors, ConnectionManager &cm)
     : cfg_(cfg), wire_(job, nprocs, cfg.ring_bytes), rank_(rank), protection_(protection), vis_(vis),
       errors_(errors), cm_(cm), sram_tx_(new unsigned char[kMaxStagedTransfer + 64]),
-      sram_rx_(new unsigned char[wire_.max_payload() + 64]), dma_(rank) {
+      sram_rx_(new unsigned char[wire_.max_payload() + 64]), dma_(rank), peers_(wire_, rank) {
     rx_head_ = wire_.ctl(rank_).head.load(std::memory_order_acquire);
+    if (cfg_.faults.any()) faults_ = std::make_unique<FaultInjector>(cfg_.faults, rank, now_ns());
+    ack_list_.reserve(kMaxVi);
     // Every rank of a job has the same configuration, so every consumer of the
     // job's FIFOs sleeps or none does.
     wire_.consumers_may_sleep = cfg_.mode == Mode::Thread || cfg_.progress_thread;
 }
 
-Firmware::~Firmware() { stop_thread(); }
+Firmware::~Firmware() {
+    stop_thread();
+    if (faults_ || cfg_.transport) {
+        const FaultInjector::Stats f = faults_ ? faults_->stats : FaultInjector::Stats{};
+        viastack::log::info(viastack::log::Layer::nicfw,
+                            "faults injected: {} dropped, {} duplicated, {} reordered, {} delayed, {} corrupted, {} "
+                            "cut; recovery: {} CRC errors, {} retransmitted, {} acks sent, {} dropped by the "
+                            "transport, {} connections broken",
+                            f.dropped, f.duplicated, f.reordered, f.delayed, f.corrupted, f.cut, crc_errors_,
+                            retransmits_, link_acks_, rel_drops_, links_broken_);
+    }
+}
 
 void Firmware::vi_added(uint32_t index) {
     if (index / 64 + 1 > vi_words_.load()) vi_words_.store(index / 64 + 1);
@@ -96,7 +112,7 @@ inline void Firmware::fetch_tx_tokens(ViImpl *vi) {
     auto &c = vi->fw;
     Token t;
     while (c.tx_tail - c.tx_head < kMaxQueue && vi->bell_sq.pop(&t)) {
-        c.txq[c.tx_tail % kMaxQueue] = TxEntry{t.desc, t.mh, 0, 0, false, false};
+        c.txq[c.tx_tail % kMaxQueue] = TxEntry{t.desc, t.mh, 0, 0, false, false, false, 0};
         ++c.tx_tail;
     }
 }
@@ -111,6 +127,7 @@ void Firmware::flush_vi(ViImpl *vi) {
             e.status |= VIP_STATUS_DESC_FLUSHED_ERROR;
             e.ready = true;
             e.awaiting = false;
+            e.tack = false;
         }
     }
     c.tx_next = c.tx_tail;
@@ -191,6 +208,7 @@ void Firmware::retry_backlog() {
 
 void Firmware::step() {
     if (__builtin_expect(backlog_pending_.load(std::memory_order_relaxed), 0)) retry_backlog();
+    if (__builtin_expect(--housekeeping_in_ == 0, 0)) housekeeping();
     // Doorbells: round-robin over the VIs marked active.
     const uint32_t kWords = vi_words_.load(std::memory_order_relaxed);
     uint32_t w = rr_cursor_ < kWords ? rr_cursor_ : 0;
@@ -238,12 +256,123 @@ void Firmware::step() {
         }
         if (h->op != Op::Pad) {
             VIPL_INSTR_BEGIN(t2);
-            const bool consumed = rx_packet_try(h);
+            const bool consumed = __builtin_expect(faults_ != nullptr, 0) ? rx_faulty(h) : rx_packet_try(h);
             VIPL_INSTR_END(c_fw_rx, t2);
-            if (!consumed) break; // needs to answer but the peer's FIFO is full: retry later
+            if (!consumed) {
+                // Needs to answer but the peer's FIFO is full: retry later.  With the
+                // transport, no window room for the answer: drop it, the peer resends.
+                if (!drop_instead_) break;
+                drop_instead_ = false;
+                ++rel_drops_;
+            }
         }
         __atomic_store_n(&rx_head_, wire_consume(wire_, rank_, rx_head_, h), __ATOMIC_RELAXED); // read by rx_mark()
     }
+    if (__builtin_expect(cfg_.transport || faults_, 0)) {
+        if (faults_ && faults_->held_count()) release_held();
+        if (cfg_.transport) transport_tick();
+    }
+}
+
+// ---------------------------------------------------------------- faults and recovery
+void Firmware::housekeeping() {
+    housekeeping_in_ = kHousekeepingSteps;
+    const uint64_t now = now_ns();
+    if (faults_ && !dead_ && faults_->dead(now)) {
+        // Killed by the fault injector: every VI breaks, nothing is answered any more.
+        dead_ = true;
+        viastack::log::warn(viastack::log::Layer::nicfw, "the fault injector killed this NIC (VIPL_NICFW_FAULTS kill=)");
+        const uint32_t n = vi_words_.load(std::memory_order_relaxed) * 64;
+        for (uint32_t i = 0; i < n; ++i)
+            if (ViImpl *vi = vis_.get(i); vi && vi->state.load() != ViState::Error &&
+                                          vi->state.load() != ViState::Idle)
+                vi_error(vi, VIP_ERROR_CATASTROPHIC, nullptr, false);
+    }
+    if (now < next_watch_ns_) return;
+    next_watch_ns_ = now + 100'000'000; // every 100 ms
+    // A peer whose process is gone: its VIs here break, once everything it sent
+    // before it died has been taken off our FIFO.
+    if (wire_peek(wire_, rank_, rx_head_)) {
+        next_watch_ns_ = now; // drain first, look again at the next housekeeping
+        return;
+    }
+    const uint32_t n = vi_words_.load(std::memory_order_relaxed) * 64;
+    for (uint32_t i = 0; i < n; ++i) {
+        ViImpl *vi = vis_.get(i);
+        if (vi && vi->state.load(std::memory_order_acquire) == ViState::Connected && peers_.dead(vi->peer_nic))
+            peer_died(vi->peer_nic);
+    }
+}
+
+void Firmware::peer_died(uint16_t nic) {
+    viastack::log::info(viastack::log::Layer::nicfw, "rank {} is gone (its process exited): its connections break",
+                        nic);
+    const uint32_t n = vi_words_.load(std::memory_order_relaxed) * 64;
+    for (uint32_t i = 0; i < n; ++i) {
+        ViImpl *vi = vis_.get(i);
+        if (vi && vi->peer_nic == nic && vi->state.load(std::memory_order_acquire) == ViState::Connected) {
+            ++links_broken_;
+            vi_error(vi, VIP_ERROR_CONN_LOST, nullptr, false);
+        }
+    }
+}
+
+// A data-path packet on a faulty wire.  Connection management passes untouched
+// (unless the link is cut or the NIC dead).  Returns whether it was consumed.
+bool Firmware::rx_faulty(const PacketHeader *h) {
+    const uint64_t now = now_ns();
+    if (dead_ || faults_->cut(now, h->src_nic)) {
+        ++faults_->stats.cut;
+        return true;
+    }
+    faults_->packet_taken();
+    if (h->op >= Op::ConnReq && h->op != Op::LinkAck) return rx_packet_try(h);
+    switch (faults_->decide()) {
+    case Fate::Deliver: return rx_packet_try(h);
+    case Fate::Drop: ++faults_->stats.dropped; return true;
+    case Fate::Duplicate:
+        if (!rx_packet_try(h)) return false;
+        if (faults_->hold(h, 0, 0)) ++faults_->stats.duplicated;
+        return true;
+    case Fate::Reorder:
+        if (!faults_->hold(h, 0, 1)) return rx_packet_try(h);
+        ++faults_->stats.reordered;
+        return true;
+    case Fate::Delay:
+        if (!faults_->hold(h, now + uint64_t(faults_->spec().delay_us) * 1000, 0)) return rx_packet_try(h);
+        ++faults_->stats.delayed;
+        return true;
+    case Fate::Corrupt: {
+        const size_t n = std::min<size_t>(kHeaderBytes + packet_read_bytes(*h), size_t(h->nslots) * kSlotBytes);
+        unsigned char *c = faults_->scratch(n);
+        std::memcpy(c, h, n);
+        faults_->corrupt(c, n);
+        ++faults_->stats.corrupted;
+        rx_packet_try(reinterpret_cast<const PacketHeader *>(c)); // the CRC drops it
+        drop_instead_ = false;
+        return true;
+    }
+    }
+    return true;
+}
+
+// Held packets that are due: taken as if they had just arrived.  A packet that
+// cannot be taken now (no room to answer) is lost, as on a real link.
+void Firmware::release_held() {
+    const uint64_t now = now_ns();
+    for (auto &e : faults_->held()) {
+        if (!e.used || e.after || now < e.release_ns) continue;
+        rx_packet_try(reinterpret_cast<const PacketHeader *>(e.bytes.data()));
+        drop_instead_ = false;
+        faults_->released(e);
+    }
+}
+
+void Firmware::link_connected(ViImpl *vi) {
+    if (!cfg_.transport || vi->attr.reliability == VIP_SERVICE_UNRELIABLE) return;
+    if (!vi->fw.link) vi->fw.link = std::make_unique<LinkState>();
+    vi->fw.link->reset();
+    vi->fw.link->una = vi->fw.send_seq; // the connection's initial sequence number (connect.cpp)
 }
 
 // ---------------------------------------------------------------- execution

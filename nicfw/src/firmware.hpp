@@ -25,7 +25,10 @@
 
 #include "config.hpp"
 #include "dma.hpp"
+#include "fault_inject.hpp"
 #include "objects.hpp"
+#include "peer_watch.hpp"
+#include "reliable.hpp"
 #include "wire.hpp"
 
 namespace nicfw {
@@ -131,6 +134,9 @@ public:
     // diagnostics
     uint64_t dropped() const { return dropped_; }
     uint64_t crc_errors() const { return crc_errors_; }
+    // The reliable transport's state for a new connection of `vi` (connect.cpp,
+    // while the VI is not Connected): made on first use, reset on reconnection.
+    void link_connected(ViImpl *vi);
 
 private:
     // firmware.cpp: the loop, completions, errors
@@ -143,6 +149,32 @@ private:
     void report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc, VIP_ERROR_CODE ec);
     void retry_backlog();
     void wake_thread();
+    // Every kHousekeepingSteps steps: peers that died, a NIC killed by the fault
+    // injector (firmware.cpp).
+    void housekeeping();
+    void peer_died(uint16_t nic);
+
+    // fault_inject.hpp: a packet's fate on a faulty wire, and held packets.
+    bool rx_faulty(const PacketHeader *h);
+    void release_held();
+
+    // transport.cpp: the reliable transport (reliable.hpp).  rel_room: whether
+    // the window takes a packet of `bytes` (checked before the FIFO slot is
+    // reserved); rel_record: stamps the ack and copies the packet into the
+    // window (before wire_publish); rel_rx: the ack and sequence checks of a
+    // received packet, false to drop it.
+    bool rel_on(const ViImpl *vi) const {
+        return cfg_.transport && vi->attr.reliability != VIP_SERVICE_UNRELIABLE && vi->fw.link;
+    }
+    bool rel_room(ViImpl *vi, uint32_t payload, bool reply);
+    void rel_record(ViImpl *vi, const TxSlot &tx, bool reply);
+    bool rel_rx(ViImpl *vi, const PacketHeader *h);
+    void rel_acked(ViImpl *vi, uint16_t ack16);
+    void rel_delivered(ViImpl *vi);
+    void rel_owe_now(ViImpl *vi);
+    bool send_link_ack(ViImpl *vi);
+    void transport_tick();
+    void retransmit(ViImpl *vi, uint64_t now);
 
     // tx.cpp: the send side
     bool tx_one(ViImpl *vi, TxEntry &e);
@@ -176,7 +208,7 @@ private:
     bool rx_bulk_write(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
     bool rx_bulk_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
     void bulk_copy_failed(ViImpl *vi, VIP_DESCRIPTOR *d);
-    bool reserve_reply(const ViImpl *vi, uint32_t len, Reply *r);
+    bool reserve_reply(ViImpl *vi, uint32_t len, Reply *r);
     void publish_reply(ViImpl *vi, Reply *r, Op op, uint32_t status, uint32_t len);
 
     // Wire-latency profile (L): data packets carry their send time after the payload.
@@ -233,6 +265,18 @@ private:
 
     // counters (diagnostics)
     uint64_t dropped_ = 0, crc_errors_ = 0;
+
+    // faults and recovery (docs/nicfw.md "Faults and recovery")
+    static constexpr uint32_t kHousekeepingSteps = 1024;
+    uint32_t housekeeping_in_ = kHousekeepingSteps; // steps until the next housekeeping
+    uint64_t next_watch_ns_ = 0;
+    PeerWatch peers_;
+    std::unique_ptr<FaultInjector> faults_;  // null: a perfect wire (the default)
+    bool dead_ = false;                      // killed by the fault injector
+    bool drop_instead_ = false;              // rx: no window room for the answer: drop, the peer resends
+    uint64_t next_tick_ns_ = 0;              // transport timers
+    std::vector<uint32_t> ack_list_;         // VIs that owe their peer an ack
+    uint64_t retransmits_ = 0, link_acks_ = 0, rel_drops_ = 0, links_broken_ = 0;
 };
 
 } // namespace nicfw

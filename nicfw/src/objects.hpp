@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "config.hpp"
@@ -24,6 +25,7 @@ namespace nicfw {
 
 class NicHw;
 class ViImpl;
+struct LinkState;
 class CqImpl;
 
 // Connection state of a VI (VIP_VI_STATE as the firmware keeps it).  Written by
@@ -55,6 +57,8 @@ struct TxEntry {
     uint32_t length;   // bytes transferred
     bool ready;        // may complete (once every earlier entry has)
     bool awaiting;     // waiting for an Ack / read response
+    bool tack;         // reliable transport: waiting for the peer NIC's acknowledgement of `seq`
+    uint32_t seq;
 };
 
 struct CqEntry {
@@ -128,6 +132,7 @@ public:
         SpscRing<Token> rxq{kMaxQueue}; // receive descriptors the firmware holds
         uint32_t send_seq = 0;
         uint32_t recv_seq = 0;
+        std::unique_ptr<LinkState> link; // reliable transport (reliable.hpp), when on
     } fw;
 
     // connection (connect.cpp; the firmware reads the peer of a Connected VI)

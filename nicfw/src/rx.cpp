@@ -26,7 +26,11 @@ TxEntry *next_awaiting(ViImpl *vi) {
 }
 } // namespace
 
-bool Firmware::reserve_reply(const ViImpl *vi, uint32_t len, Reply *r) {
+bool Firmware::reserve_reply(ViImpl *vi, uint32_t len, Reply *r) {
+    if (rel_on(vi) && !rel_room(vi, len, true)) { // no window room: drop the request, the peer resends
+        drop_instead_ = true;
+        return r->held = false;
+    }
     r->held = wire_reserve(wire_, vi->peer_nic, len, &r->tx, true);
     return r->held;
 }
@@ -39,6 +43,7 @@ void Firmware::publish_reply(ViImpl *vi, Reply *r, Op op, uint32_t status, uint3
                   .seq = vi->fw.send_seq++,
                   .length = len,
                   .imm = status});
+    if (rel_on(vi)) rel_record(vi, r->tx, true);
     wire_publish(wire_, vi->peer_nic, r->tx, cfg_.crc);
     r->held = false;
 }
@@ -58,9 +63,12 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
         if (now_ns() < t + cfg_.profile.wire_ns) return false;
     }
     ViImpl *vi = vis_.find(h->dst_vi);
-    if (__builtin_expect(!packet_crc_ok(h, payload), 0)) {
+    if (__builtin_expect(!packet_crc_ok(h, payload), 0) ||
+        (faults_ && !(h->flags & kFlagCrc))) { // on a faulty wire every packet must carry its CRC
         ++crc_errors_;
-        if (vi && h->op < Op::ConnReq && reliable(vi) &&
+        // With the transport the packet is simply lost (and resent); without it a
+        // reliable connection cannot recover.
+        if (!cfg_.transport && vi && h->op < Op::ConnReq && reliable(vi) &&
             vi->state.load() == ViState::Connected)
             vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
         return true;
@@ -68,7 +76,7 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
     // link DMA: wire -> SRAM
     if (len) std::memcpy(sram_rx_.get(), payload, len);
     const unsigned char *p = sram_rx_.get();
-    if (h->op >= Op::ConnReq) {
+    if (h->op >= Op::ConnReq && h->op != Op::LinkAck) {
         cm_.on_packet(h, p);
         return true;
     }
@@ -77,9 +85,18 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
         ++dropped_; // not for a live connection (stale, or the VI went away)
         return true;
     }
-    if (h->seq != vi->fw.recv_seq) {
+    if (h->flags & kFlagRel) { // reliable transport: acks, duplicates, gaps (transport.cpp)
+        if (!rel_on(vi) || !rel_rx(vi, h)) {
+            if (!rel_on(vi)) ++dropped_; // the ranks disagree on VIPL_NICFW_RETRANSMIT
+            return true;
+        }
+    } else if (h->seq != vi->fw.recv_seq) {
         if (reliable(vi)) {
             vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
+            return true;
+        }
+        if (seq_before(h->seq, vi->fw.recv_seq)) { // unreliable: at most once (a duplicate or a late packet)
+            ++dropped_;
             return true;
         }
         vi->fw.recv_seq = h->seq; // unreliable: accept and resynchronise
@@ -93,7 +110,10 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
     case Op::Ack: rx_ack(vi, h); break;
     default: ++dropped_; break;
     }
-    if (consumed) vi->fw.recv_seq = h->seq + 1;
+    if (consumed) {
+        vi->fw.recv_seq = h->seq + 1;
+        if (h->flags & kFlagRel) rel_delivered(vi);
+    }
     return consumed;
 }
 

@@ -67,9 +67,13 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     if (cs.Length > kMaxStagedTransfer) return fail(ops | VIP_STATUS_LENGTH_ERROR);
     const uint32_t data_len = op == VIP_CONTROL_OP_RDMAREAD ? 0 : cs.Length;
     const uint32_t payload = (rdma ? sizeof(RdmaExt) : 0) + data_len;
+    // Reliable transport: the packet's copy must fit the retransmit window.
+    const bool rel = rel_on(vi);
+    if (rel && !rel_room(vi, payload + stamp_bytes(), false)) return false; // back-pressure
     TxSlot tx;
     if (!wire_reserve(wire_, vi->peer_nic, payload + stamp_bytes(), &tx)) return false; // back-pressure
 
+    const uint32_t seq = vi->fw.send_seq;
     const bool ack = vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION && op != VIP_CONTROL_OP_RDMAREAD;
     write_header(tx.hdr, static_cast<uint16_t>(rank_),
                  {.op = op == VIP_CONTROL_OP_SENDRECV    ? Op::Send
@@ -99,6 +103,7 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
         std::memcpy(out, sram_tx_.get(), data_len);
     }
     stamp(tx.payload + payload);
+    if (rel) rel_record(vi, tx, false);
     wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
     if (cfg_.profile.gap_ns) last_inject_ns_ = now_ns();
 
@@ -106,6 +111,9 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     e.status = ops;
     if (op == VIP_CONTROL_OP_RDMAREAD || ack) {
         e.awaiting = true;   // completes on the read response / the Ack
+    } else if (rel) {
+        e.tack = true;       // reliable delivery over the transport: once the peer NIC has it
+        e.seq = seq;
     } else {
         e.ready = true;      // unreliable and reliable delivery: done once on the wire
     }
@@ -114,6 +122,7 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
 
 bool Firmware::send_ctl(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm,
                         const void *payload, uint32_t len) {
+    if (__builtin_expect(dead_, 0)) return true; // a NIC killed by the fault injector says nothing
     TxSlot tx;
     if (!wire_reserve(wire_, dst_nic, len, &tx, true)) return false;
     write_header(tx.hdr, static_cast<uint16_t>(rank_),

@@ -42,6 +42,7 @@ enum class Op : uint8_t {
     PeerCancel = 11,
     Disc = 12,      // orderly disconnect
     ConnErr = 13,   // the peer's VI went to the error state: connection broken
+    LinkAck = 14,   // reliable transport: a cumulative acknowledgement alone (reliable.hpp)
 };
 
 constexpr uint8_t kFlagImm = 0x01;      // immediate data present
@@ -49,6 +50,7 @@ constexpr uint8_t kFlagAckReq = 0x02;   // sender waits for an Ack (reliable rec
 constexpr uint8_t kFlagStamp = 0x04;    // 8-byte send time follows the payload (wire-latency profile)
 constexpr uint8_t kFlagBulk = 0x08;     // bulk request: payload names the initiator's memory (dma.hpp)
 constexpr uint8_t kFlagCrc = 0x10;      // `crc` holds the packet's CRC-32C (VIPL_NICFW_CRC=1 at the sender)
+constexpr uint8_t kFlagRel = 0x20;      // reliable transport: retransmitted until acked; `aux` = sender's ack (reliable.hpp)
 
 // The first 32 bytes of a packet.  `tag` is written last (release).
 struct PacketHeader {
@@ -59,7 +61,7 @@ struct PacketHeader {
     uint16_t src_nic;   // rank of the sending NIC
     uint16_t dst_vi;    // VI index at the destination NIC
     uint16_t src_vi;    // VI index at the source NIC
-    uint16_t aux;       // op-specific (e.g. Ack status bits, high half)
+    uint16_t aux;       // with kFlagRel: the sender's cumulative ack (low 16 bits); else 0
     uint32_t seq;       // per-connection sequence number
     uint32_t length;    // payload bytes after the header
     uint32_t imm;       // immediate data / op-specific word
@@ -108,7 +110,8 @@ struct alignas(64) RingCtl {
     char pad1[56];
     std::atomic<uint32_t> sleeping;  // consumer is (about to be) blocked on this word
     std::atomic<uint32_t> doorbell;  // futex word bumped by producers that wake it
-    char pad2[56];
+    std::atomic<uint32_t> pid;       // the owning NIC's process (peer_watch.hpp), 0 until it opens
+    char pad2[52];
 };
 static_assert(sizeof(RingCtl) == 192);
 

@@ -25,7 +25,7 @@ namespace {
 
 // The settings a test changes; the others (mode, doorbell, progress) come from
 // the environment ctest gives the binary, so the suite runs in every firmware mode.
-const char *const kVars[] = {"VIPL_NICFW_PROFILE", "VIPL_NICFW_RING_KB", "VIPL_NICFW_CRC"};
+const char *const kVars[] = {"VIPL_NICFW_PROFILE", "VIPL_NICFW_RING_KB", "VIPL_NICFW_CRC", "VIPL_NICFW_FAULTS", "VIPL_NICFW_RETRANSMIT"};
 std::string g_mode = [] {
     const char *m = std::getenv("VIPL_NICFW_MODE");
     return std::string(m ? m : "");
@@ -164,6 +164,19 @@ TEST_F(NicfwFault, BadSettingIsRefusedAtOpenAndTheNextOpenWorks) {
     setenv("VIPL_NICFW_PROFILE", "synthetic:Q=1", 1);
     NT_EXPECT_RC(VIP_ERROR_RESOURCE, VipOpenNic("nicfw0", &nic));
     unsetenv("VIPL_NICFW_PROFILE");
+    // Faults: a probability out of range, an unknown key, and the CRC turned off under faults.
+    for (const char *bad : {"drop=1.5", "drop=0.1,bogus=1", "kill=1", "drop=0.6,dup=0.6"}) {
+        setenv("VIPL_NICFW_FAULTS", bad, 1);
+        NT_EXPECT_RC(VIP_ERROR_RESOURCE, VipOpenNic("nicfw0", &nic)) << bad;
+    }
+    setenv("VIPL_NICFW_FAULTS", "drop=0.1", 1);
+    setenv("VIPL_NICFW_CRC", "0", 1);
+    NT_EXPECT_RC(VIP_ERROR_RESOURCE, VipOpenNic("nicfw0", &nic));
+    unsetenv("VIPL_NICFW_CRC");
+    unsetenv("VIPL_NICFW_FAULTS");
+    setenv("VIPL_NICFW_RETRANSMIT", "yes", 1);
+    NT_EXPECT_RC(VIP_ERROR_RESOURCE, VipOpenNic("nicfw0", &nic));
+    unsetenv("VIPL_NICFW_RETRANSMIT");
     NT_ASSERT_OK(VipOpenNic("nicfw0", &nic));
     NT_EXPECT_RC(VIP_SUCCESS, VipCloseNic(nic));
 }

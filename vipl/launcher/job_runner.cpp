@@ -157,7 +157,8 @@ class JobRunner {
       // An inherited VIASTACK_BOOT would send a single-host job to TCP.
       return is("VIASTACK_JOB") || is("VIASTACK_RANK") || is("VIASTACK_SIZE") || is("VIASTACK_BOOT") ||
              (!opts_.provider.empty() && is("VIPL_PROVIDER")) ||
-             (!opts_.mode.empty() && is("VIPL_NICFW_MODE"));
+             (!opts_.mode.empty() && is("VIPL_NICFW_MODE")) ||
+             (!opts_.faults.empty() && is("VIPL_NICFW_FAULTS"));
     };
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e)
@@ -182,6 +183,7 @@ class JobRunner {
     }
     if (!opts_.provider.empty()) env.push_back("VIPL_PROVIDER=" + opts_.provider);
     if (!opts_.mode.empty()) env.push_back("VIPL_NICFW_MODE=" + opts_.mode);
+    if (!opts_.faults.empty()) env.push_back("VIPL_NICFW_FAULTS=" + opts_.faults);
     return env;
   }
 

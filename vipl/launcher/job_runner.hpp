@@ -13,6 +13,7 @@ struct LaunchOptions {
   int nprocs = 0;
   std::string provider;  // VIPL_PROVIDER for the children ("" = leave as is)
   std::string mode;      // VIPL_NICFW_MODE for the children ("" = leave as is)
+  std::string faults;    // VIPL_NICFW_FAULTS for the children ("" = leave as is)
   bool tag_output = false;
   double timeout_s = 0;  // 0 = no timeout
   std::vector<std::string> command;  // program and its arguments

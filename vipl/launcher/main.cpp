@@ -1,6 +1,6 @@
 // vipl-run - starts an N-process viastack job on this host, or this host's
 // share of a job across hosts (--boot).
-//   vipl-run -n N [--provider nicfw|verbs] [--mode thread|inline] [--tag-output]
+//   vipl-run -n N [--provider nicfw|verbs] [--mode thread|inline] [--faults SPEC] [--tag-output]
 //            [--timeout SECONDS]
 //            [--boot tcp:HOST:PORT --job ID [--world W] [--first-rank R]] PROGRAM ARGS...
 // See docs/launcher.md for the environment, exit codes and shm naming.
@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"nicfw", "verbs"}));
   app.add_option("--mode", opts.mode, "nicfw firmware mode (sets VIPL_NICFW_MODE)")
       ->check(CLI::IsMember({"thread", "inline"}));
+  app.add_option("--faults", opts.faults,
+                 "faults on the nicfw wire for every rank (sets VIPL_NICFW_FAULTS), e.g. "
+                 "drop=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7 (docs/nicfw.md)");
   app.add_flag("--tag-output", opts.tag_output, "prefix every output line with \"[rank] \"");
   app.add_option("--timeout", opts.timeout_s,
                  "kill the whole job after SECONDS (exit code 124)")
