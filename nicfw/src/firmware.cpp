@@ -36,7 +36,7 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
                    const ProtectionTable &protection, const ViTable &vis, ErrorQueue &errors, ConnectionManager &cm)
     : cfg_(cfg), wire_(job, nprocs, cfg.ring_bytes), rank_(rank), protection_(protection), vis_(vis),
       errors_(errors), cm_(cm), sram_tx_(new unsigned char[kMaxStagedTransfer + 64]),
-      sram_rx_(new unsigned char[wire_.max_payload() + 64]), dma_(rank) {
+      sram_rx_(new unsigned char[wire_.max_payload() + 64]), cost_(cfg.profile.cost), dma_(rank) {
     rx_head_ = wire_.ctl(rank_).head.load(std::memory_order_acquire);
     // Every rank of a job has the same configuration, so every consumer of the
     // job's FIFOs sleeps or none does.
@@ -46,10 +46,14 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
 Firmware::~Firmware() { stop_thread(); }
 
 void Firmware::vi_added(uint32_t index) {
+    nvis_.fetch_add(1, std::memory_order_relaxed);
     if (index / 64 + 1 > vi_words_.load()) vi_words_.store(index / 64 + 1);
 }
 
-void Firmware::vi_removed(uint32_t index) { active_[index / 64].fetch_and(~(1ull << (index % 64))); }
+void Firmware::vi_removed(uint32_t index) {
+    active_[index / 64].fetch_and(~(1ull << (index % 64)));
+    nvis_.fetch_sub(1, std::memory_order_relaxed);
+}
 
 // ---------------------------------------------------------------- completions
 void Firmware::report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc, VIP_ERROR_CODE ec) {
@@ -151,6 +155,10 @@ inline void Firmware::process_vi(ViImpl *vi) {
     while (vi->bell_rq.pop(&t)) c.rxq.push(t);
     VIPL_INSTR_END(c_fw_bell, t0);
     while (c.tx_next < c.tx_tail) {
+        if (__builtin_expect(cost_.on(), 0) && !cost_.nic_free_now()) { // cost model: the NIC is busy
+            tx_waited_ = true;
+            break;
+        }
         VIPL_INSTR_BEGIN(t1);
         const bool sent = tx_one(vi, c.txq[c.tx_next % kMaxQueue]);
         VIPL_INSTR_END(c_fw_tx, t1);
@@ -237,6 +245,7 @@ void Firmware::step() {
             continue;
         }
         if (h->op != Op::Pad) {
+            if (__builtin_expect(cost_.on(), 0) && !rx_due(h)) break; // cost model: still receiving it
             VIPL_INSTR_BEGIN(t2);
             const bool consumed = rx_packet_try(h);
             VIPL_INSTR_END(c_fw_rx, t2);
