@@ -63,7 +63,7 @@ bool Firmware::tx_bulk(ViImpl *vi, TxEntry &e, const VIP_CONTROL_SEGMENT &cs, ui
         static_cast<uint32_t>((rdma ? sizeof(RdmaExt) : 0) + sizeof(BulkExt) + nseg * sizeof(BulkSeg));
     TxSlot tx;
     if (!wire_reserve(wire_, vi->peer_nic, payload + stamp_bytes(), &tx)) return false; // back-pressure
-    if (__builtin_expect(cost_.on(), 0)) cost_tx(vi, cs.Length);
+    if (__builtin_expect(cost_.on(), 0)) cost_tx(vi, e, cs.Length);
     // kFlagAckReq keeps its staged meaning (reliable reception: the Ack carries
     // the target's errors); every bulk request is answered regardless.
     const bool ack = vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION && op != VIP_CONTROL_OP_RDMAREAD;

@@ -11,9 +11,9 @@
 
 namespace nicfw {
 
-void Firmware::cost_tx(const ViImpl *vi, uint32_t bytes) {
-    tx_arrival_ = cost_.nic_tx(bytes, nvis_.load(std::memory_order_relaxed), tx_waited_, vi->send_cq != nullptr);
-    tx_waited_ = false;
+void Firmware::cost_tx(const ViImpl *vi, TxEntry &e, uint32_t bytes) {
+    tx_arrival_ = cost_.nic_tx(bytes, nvis_.load(std::memory_order_relaxed), vi->send_cq != nullptr);
+    e.due = cost_.nic_free_at();
 }
 
 bool Firmware::rx_due(const PacketHeader *wire_h) {

@@ -272,10 +272,9 @@ uint64_t CostModel::loop_ns(uint64_t start, bool tx) {
     return p_.fw_loop_ns;
 }
 
-uint64_t CostModel::nic_tx(uint32_t bytes, uint32_t nvis, bool back_to_back, bool send_cq) {
+uint64_t CostModel::nic_tx(uint32_t bytes, uint32_t nvis, bool send_cq) {
     const uint64_t t = now(), free = nic_free_.load(std::memory_order_relaxed);
-    // Queued while the NIC was busy: it went straight on to it when free.
-    const uint64_t start = back_to_back && free < t ? free : t;
+    const uint64_t start = free > t ? free : t; // a busy NIC goes straight on to it
     const uint64_t loop = loop_ns(start, true), poll = uint64_t(p_.fw_vi_poll_ns) * nvis;
     const uint64_t dma = dma_ns(p_.desc_bytes) + (pio_path(bytes) || !bytes ? 0 : dma_ns(bytes));
     const uint64_t link = link_ns(bytes);

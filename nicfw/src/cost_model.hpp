@@ -121,11 +121,12 @@ public:
     // ---- NIC side (the stepping thread) ----
     bool nic_free_now() const { return now() >= nic_free_.load(std::memory_order_relaxed); }
     // Books a transmit of `bytes` of data (0 for an RDMA read request) on a
-    // NIC polling `nvis` VIs: now, or when the NIC became free if the send was
-    // queued while it was busy (`back_to_back`).  A send on the host-PIO path
-    // (pio_path) has its data in NIC memory already.  Returns the time its last
-    // byte reaches the peer NIC.  `send_cq`: the send completion goes to a CQ.
-    uint64_t nic_tx(uint32_t bytes, uint32_t nvis, bool back_to_back, bool send_cq);
+    // NIC polling `nvis` VIs: now, or when the NIC is free if it is busy (it
+    // then goes straight on to it).  A send on the host-PIO path (pio_path)
+    // has its data in NIC memory already.  Returns the time its last byte
+    // reaches the peer NIC; nic_free_at() is then when its status is written.
+    // `send_cq`: the send completion goes to a CQ.
+    uint64_t nic_tx(uint32_t bytes, uint32_t nvis, bool send_cq);
     // A packet with `bytes` of data that reached this NIC at `arrival`: the
     // time at which its receive processing ends (booked once per packet: the
     // same `key` returns the same time).  `recv_cq`: the completion goes to a CQ.

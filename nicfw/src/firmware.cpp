@@ -83,6 +83,7 @@ void Firmware::complete_tx(ViImpl *vi) {
     while (c.tx_head < c.tx_next) {
         TxEntry &e = c.txq[c.tx_head % kMaxQueue];
         if (!e.ready) break;
+        if (__builtin_expect(cost_.on(), 0) && cost_.now() < e.due) break; // cost model: not sent yet
         complete_desc(vi, e.desc, e.status, e.length, false);
         ++c.tx_head;
     }
@@ -155,10 +156,6 @@ inline void Firmware::process_vi(ViImpl *vi) {
     while (vi->bell_rq.pop(&t)) c.rxq.push(t);
     VIPL_INSTR_END(c_fw_bell, t0);
     while (c.tx_next < c.tx_tail) {
-        if (__builtin_expect(cost_.on(), 0) && !cost_.nic_free_now()) { // cost model: the NIC is busy
-            tx_waited_ = true;
-            break;
-        }
         VIPL_INSTR_BEGIN(t1);
         const bool sent = tx_one(vi, c.txq[c.tx_next % kMaxQueue]);
         VIPL_INSTR_END(c_fw_tx, t1);
@@ -216,7 +213,9 @@ void Firmware::step() {
             }
             process_vi(vi);
             // Idle again?  Clear the bit, then re-check (the host may have rung meanwhile).
+            // (Under the cost model a VI stays active until its sends completed: e.due.)
             if (vi->bell_sq.empty() && vi->bell_rq.empty() && vi->fw.tx_next == vi->fw.tx_tail &&
+                (!cost_.on() || vi->fw.tx_head == vi->fw.tx_next) &&
                 vi->flush_req.load(std::memory_order_relaxed) == vi->flush_done.load(std::memory_order_relaxed)) {
                 if (cfg_.mode == Mode::Inline && !shared_step_.load(std::memory_order_relaxed)) {
                     // Only this thread rings and serves doorbells: no atomic RMW needed.

@@ -195,9 +195,11 @@ private:
         }
     }
     // cost_fw.cpp: the cost model's hooks.  cost_tx books a transmit of `bytes`
-    // of data whose wire slot is reserved; rx_due books a received packet's
-    // processing and says whether it has ended (the packet may be used).
-    void cost_tx(const ViImpl *vi, uint32_t bytes);
+    // of data whose wire slot is reserved (the packet leaves at once, stamped
+    // with its arrival time; its send completes once the NIC's time for it has
+    // passed, e.due); rx_due books a received packet's processing and says
+    // whether it has ended (the packet may be used).
+    void cost_tx(const ViImpl *vi, TxEntry &e, uint32_t bytes);
     bool rx_due(const PacketHeader *h);
 
     const Config cfg_;
@@ -222,7 +224,6 @@ private:
     uint64_t last_inject_ns_ = 0;        // gap profile (g)
     CostModel cost_;                     // the hardware-cost model (off: profile none / synthetic)
     uint64_t tx_arrival_ = 0;            // cost model: the packet being sent reaches the peer then
-    bool tx_waited_ = false;             // cost model: a send waited for the busy NIC
     std::atomic<uint32_t> nvis_{0};      // VIs the firmware polls
     DmaEngine dma_;                      // the bulk path's copy engine
     iovec iov_[kMaxSegments + 1];        // a receive's scatter list, for dma_

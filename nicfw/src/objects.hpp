@@ -55,6 +55,7 @@ struct TxEntry {
     uint32_t length;   // bytes transferred
     bool ready;        // may complete (once every earlier entry has)
     bool awaiting;     // waiting for an Ack / read response
+    uint64_t due = 0;  // cost model: the NIC has sent it (and written its status) at this time
 };
 
 struct CqEntry {

@@ -69,7 +69,7 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     const uint32_t payload = (rdma ? sizeof(RdmaExt) : 0) + data_len;
     TxSlot tx;
     if (!wire_reserve(wire_, vi->peer_nic, payload + stamp_bytes(), &tx)) return false; // back-pressure
-    if (__builtin_expect(cost_.on(), 0)) cost_tx(vi, data_len);
+    if (__builtin_expect(cost_.on(), 0)) cost_tx(vi, e, data_len);
 
     const bool ack = vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION && op != VIP_CONTROL_OP_RDMAREAD;
     write_header(tx.hdr, static_cast<uint16_t>(rank_),

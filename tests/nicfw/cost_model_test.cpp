@@ -113,7 +113,7 @@ TEST(CostModel, TransmitAndReceiveOccupyTheNic) {
     // 100 bytes, 1 VI polled, idle NIC: loop 300 + poll 400 + descriptor DMA
     // 2500 + data DMA 3000 + firmware 3000 + link (108 B) 540 = 9740 to the
     // wire, + switch 700; then the status DMA (2040) keeps the NIC busy.
-    const uint64_t arrive = m.nic_tx(100, 1, false, true);
+    const uint64_t arrive = m.nic_tx(100, 1, true);
     EXPECT_EQ(arrive, t0 + 9740 + 700);
     EXPECT_EQ(m.nic_free_at(), t0 + 9740 + 2040);
     EXPECT_FALSE(m.nic_free_now());
@@ -136,8 +136,8 @@ TEST(CostModel, TransmitAndReceiveOccupyTheNic) {
 TEST(CostModel, MorePolledVisCostMore) {
     FakeClock a, b;
     CostModel one(simple(), a.clock()), three(simple(), b.clock());
-    const uint64_t d1 = one.nic_tx(16, 1, false, false) - a.t;
-    const uint64_t d3 = three.nic_tx(16, 3, false, false) - b.t;
+    const uint64_t d1 = one.nic_tx(16, 1, false) - a.t;
+    const uint64_t d3 = three.nic_tx(16, 3, false) - b.t;
     EXPECT_EQ(d3 - d1, 2u * 400u); // [Begel01] section 7.1: each active VI is polled
 }
 
@@ -147,11 +147,11 @@ TEST(CostModel, StreamedLoopPaysOncePerBurst) {
         CostParams p = simple();
         p.loop = loop;
         CostModel m(p, fc.clock());
-        m.nic_tx(16, 1, false, false);
-        fc.t += 100000;             // later, two sends queued while the NIC was busy
-        m.nic_tx(16, 1, false, false);
-        m.nic_tx(16, 1, true, false);
-        m.nic_tx(16, 1, true, false);
+        m.nic_tx(16, 1, false);
+        fc.t += 100000;             // later, three sends posted at once: the NIC is busy for the 2nd and 3rd
+        m.nic_tx(16, 1, false);
+        m.nic_tx(16, 1, false);
+        m.nic_tx(16, 1, false);
         EXPECT_EQ(m.charged(kCostNicLoop), loop == FwLoop::Streamed ? 2u * 300u : 4u * 300u);
     }
 }
@@ -171,7 +171,7 @@ TEST(CostModel, HostCqMovesTheCostToNicDma) {
 TEST(CostModel, EmulatedDoorbellWaitsForTheNic) {
     FakeClock fc;
     CostModel m(simple(), fc.clock());
-    m.nic_tx(100, 1, false, false);
+    m.nic_tx(100, 1, false);
     const uint64_t busy = m.nic_free_at();
     m.host_doorbell(true); // waits for the NIC, reads the slot, writes the token
     EXPECT_EQ(fc.t, busy + 1000 + 200);
@@ -183,10 +183,9 @@ TEST(CostModel, EmulatedDoorbellWaitsForTheNic) {
 TEST(CostModel, Lanai7ShortMessageOccupancyIsTable5s) {
     FakeClock fc;
     CostModel m(lanai7(), fc.clock());
-    m.nic_tx(32, 1, false, false);
+    m.nic_tx(32, 1, false);
     const uint64_t t1 = m.nic_free_at();
-    fc.t = t1 + 1;
-    m.nic_tx(32, 1, true, false);
+    m.nic_tx(32, 1, false); // posted while the NIC was busy: streamed
     EXPECT_NEAR(double(m.nic_free_at() - t1), 14500.0, 150.0);
     const uint64_t t2 = m.nic_free_at();
     m.nic_rx(1, t2, 32, false);
