@@ -24,6 +24,7 @@ bool Firmware::rx_due(const PacketHeader *wire_h) {
     const auto *payload = reinterpret_cast<const unsigned char *>(wire_h) + kHeaderBytes;
     uint64_t arrival;
     std::memcpy(&arrival, payload + h.length, 8);
+    if (cost_.now() < arrival) return false; // still on the link: the NIC is free to send meanwhile
     // The data this receive moves to the host (none for an RDMA read request).
     const uint32_t ext = h.op == Op::Send ? 0 : sizeof(RdmaExt);
     uint32_t bytes = h.op == Op::ReadReq || h.length < ext ? 0 : h.length - ext;
