@@ -243,10 +243,11 @@ void CostModel::spin(int item, uint64_t ns) {
 
 void CostModel::host_doorbell(bool emulated) {
     if (emulated) {
-        // The LANai 4 firmware takes a token only between its operations: the
-        // host polls the token slot (a PIO read) until the NIC is free.
-        const uint64_t t = now(), free = nic_free_.load(std::memory_order_relaxed);
-        if (free > t) spin(kCostBellWait, free - t);
+        // The LANai 4 firmware takes a token when it starts on that send: the
+        // host polls the token slot (a PIO read) until the NIC has started the
+        // last one it was given, so it runs at most one message ahead.
+        const uint64_t t = now(), taken = tx_start_.load(std::memory_order_relaxed);
+        if (taken > t) spin(kCostBellWait, taken - t);
         spin(kCostPioRead, p_.pio_read_ns);
     }
     spin(kCostPioWrite, uint64_t(p_.pio_write_ns) * p_.doorbell_writes);
@@ -275,6 +276,7 @@ uint64_t CostModel::loop_ns(uint64_t start, bool tx) {
 uint64_t CostModel::nic_tx(uint32_t bytes, uint32_t nvis, bool send_cq) {
     const uint64_t t = now(), free = nic_free_.load(std::memory_order_relaxed);
     const uint64_t start = free > t ? free : t; // a busy NIC goes straight on to it
+    tx_start_.store(start, std::memory_order_relaxed);
     const uint64_t loop = loop_ns(start, true), poll = uint64_t(p_.fw_vi_poll_ns) * nvis;
     const uint64_t dma = dma_ns(p_.desc_bytes) + (pio_path(bytes) || !bytes ? 0 : dma_ns(bytes));
     const uint64_t link = link_ns(bytes);

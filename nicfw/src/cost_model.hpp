@@ -108,8 +108,8 @@ public:
 
     // ---- host side (spun on the calling thread) ----
     // A doorbell token written to the NIC; with the emulated doorbell the host
-    // first waits until the NIC has taken the previous one (it is free) and
-    // reads the token slot back.
+    // first waits until the NIC has taken the previous token (it has started
+    // the last transmit it was given) and reads the token slot back.
     void host_doorbell(bool emulated);
     // send_data = pio: the host writes a short send's data into NIC memory.
     void host_send_data(uint32_t bytes);
@@ -155,7 +155,8 @@ private:
     const CostParams p_;
     const CostClock clock_;
     const bool on_;
-    std::atomic<uint64_t> nic_free_{0};   // the NIC's timeline: busy until then (read by host doorbells)
+    std::atomic<uint64_t> nic_free_{0};   // the NIC's timeline: busy until then
+    std::atomic<uint64_t> tx_start_{0};   // the last transmit's start: its token taken (read by host doorbells)
     uint64_t last_end_ = 0;               // end of the NIC's last operation
     bool last_tx_ = false;                // ... and whether it was a transmit
     uint64_t rx_key_ = ~0ull, rx_end_ = 0; // the packet whose receive is booked

@@ -171,11 +171,18 @@ TEST(CostModel, HostCqMovesTheCostToNicDma) {
 TEST(CostModel, EmulatedDoorbellWaitsForTheNic) {
     FakeClock fc;
     CostModel m(simple(), fc.clock());
-    m.nic_tx(100, 1, false);
+    m.nic_tx(100, 1, false); // taken at once: the NIC was idle
+    uint64_t t0 = fc.t;
+    m.host_doorbell(true);   // no wait: reads the slot, writes the token
+    EXPECT_EQ(fc.t - t0, 1000u + 200u);
     const uint64_t busy = m.nic_free_at();
-    m.host_doorbell(true); // waits for the NIC, reads the slot, writes the token
+    m.nic_tx(100, 1, false); // queued behind the first: taken when the NIC is free
+    t0 = fc.t;
+    m.host_doorbell(true);   // waits until then
     EXPECT_EQ(fc.t, busy + 1000 + 200);
-    EXPECT_EQ(m.charged(kCostBellWait), busy - 1000000u);
+    EXPECT_EQ(m.charged(kCostBellWait), busy - t0);
+    m.host_doorbell(false);  // the FIFO doorbell never waits
+    EXPECT_EQ(fc.t, busy + 1000 + 200 + 200);
 }
 
 // The lanai7 fit: a short send streamed back to back occupies the NIC for
