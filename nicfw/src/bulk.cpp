@@ -52,6 +52,7 @@ bool Firmware::tx_bulk(ViImpl *vi, TxEntry &e, const VIP_CONTROL_SEGMENT &cs, ui
     if (rel && !rel_room(vi, payload + stamp_bytes(), false)) return false; // back-pressure
     TxSlot tx;
     if (!wire_reserve(wire_, vi->peer_nic, payload + stamp_bytes(), &tx)) return false; // back-pressure
+    if (__builtin_expect(cost_.on(), 0)) cost_tx(vi, e, cs.Length);
     // kFlagAckReq keeps its staged meaning (reliable reception: the Ack carries
     // the target's errors); every bulk request is answered regardless.
     const bool ack = vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION && op != VIP_CONTROL_OP_RDMAREAD;
@@ -60,7 +61,7 @@ bool Firmware::tx_bulk(ViImpl *vi, TxEntry &e, const VIP_CONTROL_SEGMENT &cs, ui
                         : op == VIP_CONTROL_OP_RDMAWRITE ? Op::RdmaWrite
                                                          : Op::ReadReq,
                   .flags = static_cast<uint8_t>(kFlagBulk | (imm ? kFlagImm : 0) | (ack ? kFlagAckReq : 0) |
-                                                (cfg_.profile.wire_ns ? kFlagStamp : 0)),
+                                                (stamping() ? kFlagStamp : 0)),
                   .dst_vi = vi->peer_vi,
                   .src_vi = static_cast<uint16_t>(vi->index),
                   .seq = vi->fw.send_seq++,

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fault_inject.hpp"
+#include "cost_model.hpp"
 
 namespace nicfw {
 
@@ -31,10 +32,13 @@ constexpr uint32_t kMaxPtags = 4096;
 enum class Mode { Inline, Thread };
 enum class Doorbell { Fifo, Emulated };
 
-// Timing profile: delays the firmware adds to model a slower NIC (or a synthetic
-// one with known LogP parameters for checking the LogP extraction).
+// Timing profile (VIPL_NICFW_PROFILE): the hardware-cost model of a LANai
+// board (lanai4, lanai7, file:PATH; cost_model.hpp), or a synthetic machine
+// with known LogP parameters for checking the LogP extraction (synthetic:...).
 struct Profile {
     std::string name = "none";
+    CostParams cost;        // the cost model (enabled for lanai4, lanai7, file:)
+    // synthetic: LogP delays
     uint32_t send_ns = 0;   // host send overhead added to each post (o_s)
     uint32_t recv_ns = 0;   // host receive overhead added to each receive completion (o_r)
     uint32_t wire_ns = 0;   // latency added between transmit and delivery (L)

@@ -39,7 +39,7 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
                    const ProtectionTable &protection, const ViTable &vis, ErrorQueue &errors, ConnectionManager &cm)
     : cfg_(cfg), wire_(job, nprocs, cfg.ring_bytes), rank_(rank), protection_(protection), vis_(vis),
       errors_(errors), cm_(cm), sram_tx_(new unsigned char[kMaxStagedTransfer + 64]),
-      sram_rx_(new unsigned char[wire_.max_payload() + 64]), dma_(rank), peers_(wire_, rank) {
+      sram_rx_(new unsigned char[wire_.max_payload() + 64]), cost_(cfg.profile.cost), dma_(rank), peers_(wire_, rank) {
     rx_head_ = wire_.ctl(rank_).head.load(std::memory_order_acquire);
     if (cfg_.faults.any()) faults_ = std::make_unique<FaultInjector>(cfg_.faults, rank, now_ns());
     ack_list_.reserve(kMaxVi);
@@ -62,10 +62,14 @@ Firmware::~Firmware() {
 }
 
 void Firmware::vi_added(uint32_t index) {
+    nvis_.fetch_add(1, std::memory_order_relaxed);
     if (index / 64 + 1 > vi_words_.load()) vi_words_.store(index / 64 + 1);
 }
 
-void Firmware::vi_removed(uint32_t index) { active_[index / 64].fetch_and(~(1ull << (index % 64))); }
+void Firmware::vi_removed(uint32_t index) {
+    active_[index / 64].fetch_and(~(1ull << (index % 64)));
+    nvis_.fetch_sub(1, std::memory_order_relaxed);
+}
 
 // ---------------------------------------------------------------- completions
 void Firmware::report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc, VIP_ERROR_CODE ec) {
@@ -95,6 +99,7 @@ void Firmware::complete_tx(ViImpl *vi) {
     while (c.tx_head < c.tx_next) {
         TxEntry &e = c.txq[c.tx_head % kMaxQueue];
         if (!e.ready) break;
+        if (__builtin_expect(cost_.on(), 0) && cost_.now() < e.due) break; // cost model: not sent yet
         complete_desc(vi, e.desc, e.status, e.length, false);
         ++c.tx_head;
     }
@@ -226,7 +231,9 @@ void Firmware::step() {
             }
             process_vi(vi);
             // Idle again?  Clear the bit, then re-check (the host may have rung meanwhile).
+            // (Under the cost model a VI stays active until its sends completed: e.due.)
             if (vi->bell_sq.empty() && vi->bell_rq.empty() && vi->fw.tx_next == vi->fw.tx_tail &&
+                (!cost_.on() || vi->fw.tx_head == vi->fw.tx_next) &&
                 vi->flush_req.load(std::memory_order_relaxed) == vi->flush_done.load(std::memory_order_relaxed)) {
                 if (cfg_.mode == Mode::Inline && !shared_step_.load(std::memory_order_relaxed)) {
                     // Only this thread rings and serves doorbells: no atomic RMW needed.
@@ -255,6 +262,7 @@ void Firmware::step() {
             continue;
         }
         if (h->op != Op::Pad) {
+            if (__builtin_expect(cost_.on(), 0) && !rx_due(h)) break; // cost model: still receiving it
             VIPL_INSTR_BEGIN(t2);
             const bool consumed = __builtin_expect(faults_ != nullptr, 0) ? rx_faulty(h) : rx_packet_try(h);
             VIPL_INSTR_END(c_fw_rx, t2);

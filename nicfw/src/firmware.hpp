@@ -131,6 +131,10 @@ public:
     // The VI goes to the error state: report, optionally tell the peer, flush.
     void vi_error(ViImpl *vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *d, bool tell_peer);
 
+    // The hardware-cost model (cost_model.hpp): host calls charge their PIO
+    // and uncached reads through it; the firmware books the NIC's time on it.
+    CostModel &cost() { return cost_; }
+
     // diagnostics
     uint64_t dropped() const { return dropped_; }
     uint64_t crc_errors() const { return crc_errors_; }
@@ -211,14 +215,24 @@ private:
     bool reserve_reply(ViImpl *vi, uint32_t len, Reply *r);
     void publish_reply(ViImpl *vi, Reply *r, Op op, uint32_t status, uint32_t len);
 
-    // Wire-latency profile (L): data packets carry their send time after the payload.
-    uint32_t stamp_bytes() const { return cfg_.profile.wire_ns ? 8 : 0; }
+    // Data packets carry a time after the payload: their send time (synthetic
+    // wire latency L), or under the cost model the time their last byte
+    // reaches the peer NIC (cost_tx).
+    bool stamping() const { return cfg_.profile.wire_ns || cost_.on(); }
+    uint32_t stamp_bytes() const { return stamping() ? 8 : 0; }
     void stamp(unsigned char *p) const {
-        if (cfg_.profile.wire_ns) {
-            const uint64_t t = now_ns();
+        if (stamping()) {
+            const uint64_t t = cost_.on() ? tx_arrival_ : now_ns();
             std::memcpy(p, &t, 8);
         }
     }
+    // cost_fw.cpp: the cost model's hooks.  cost_tx books a transmit of `bytes`
+    // of data whose wire slot is reserved (the packet leaves at once, stamped
+    // with its arrival time; its send completes once the NIC's time for it has
+    // passed, e.due); rx_due books a received packet's processing and says
+    // whether it has ended (the packet may be used).
+    void cost_tx(const ViImpl *vi, TxEntry &e, uint32_t bytes);
+    bool rx_due(const PacketHeader *h);
 
     const Config cfg_;
     Wire wire_;          // the link: owned here, read on every step (no indirection)
@@ -240,6 +254,9 @@ private:
     std::unique_ptr<unsigned char[]> sram_rx_;
     VIP_DESCRIPTOR_SEGMENT desc_cache_[kMaxSegments + 1];
     uint64_t last_inject_ns_ = 0;        // gap profile (g)
+    CostModel cost_;                     // the hardware-cost model (off: profile none / synthetic)
+    uint64_t tx_arrival_ = 0;            // cost model: the packet being sent reaches the peer then
+    std::atomic<uint32_t> nvis_{0};      // VIs the firmware polls
     DmaEngine dma_;                      // the bulk path's copy engine
     iovec iov_[kMaxSegments + 1];        // a receive's scatter list, for dma_
 

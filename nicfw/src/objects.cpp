@@ -39,6 +39,7 @@ VIP_RETURN ViImpl::post(WorkRing<> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR
     if (hostq.full()) return VIP_ERROR_RESOURCE; // work queue full
     hostq.claim(d);                              // clears Status
     hostq.publish();
+    if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_doorbell(hw->cfg.doorbell == Doorbell::Emulated);
     // Emulated doorbell (LANai 4): one token slot; wait until the firmware took the last.
     while (!bell.push(Token{d, mh})) {
         if (hw->cfg.mode == Mode::Inline) hw->host_poll();
@@ -53,6 +54,7 @@ VIP_RETURN ViImpl::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     const ViState st = state.load(std::memory_order_relaxed);
     if (st == ViState::Idle || st == ViState::Pending) return VIP_INVALID_STATE;
     if (hw->cfg.profile.send_ns) spin_ns(hw->cfg.profile.send_ns);
+    if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_send_data(d->CS.Length); // hybrid path
     return post(host_sq, bell_sq, d, mh);
 }
 
@@ -70,6 +72,7 @@ VIP_RETURN ViImpl::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     if (host_rq.full()) return VIP_ERROR_RESOURCE; // work queue full
     host_rq.claim(d);                              // clears Status
     host_rq.publish();
+    if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_doorbell(hw->cfg.doorbell == Doorbell::Emulated);
     bool pushed = bell_rq.push(Token{d, mh});
     if (__builtin_expect(!pushed || state.load(std::memory_order_relaxed) == ViState::Error, 0)) {
         hw->fw.ring(index);
@@ -84,6 +87,7 @@ VIP_RETURN ViImpl::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
 }
 
 VIP_RETURN ViImpl::done(WorkRing<> &hostq, VIP_DESCRIPTOR **d) {
+    if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_desc_status(); // an uncached status read
     if (hostq.reap(d, [this] { hw->host_poll(); }) == VIP_SUCCESS) return VIP_SUCCESS;
     if (hostq.empty()) hw->host_poll(); // a Done drives the NIC even with nothing posted here
     hw->idle_poll();
@@ -117,6 +121,7 @@ VIP_RETURN ViImpl::wait(WorkRing<> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR 
         }))
         return VIP_TIMEOUT;
     if (gave_up) return VIP_INVALID_STATE;
+    if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_desc_status();
     return hostq.reap(d, [] {}); // the oldest is complete: VIP_SUCCESS
 }
 
@@ -179,15 +184,21 @@ inline bool CqImpl::pop_live(vipl::prov::Vi **vi, bool *recv) {
 
 VIP_RETURN CqImpl::done(vipl::prov::Vi **vi, bool *recv) {
     for (int pass = 0; pass < 2; ++pass) {
-        if (pop_live(vi, recv)) return VIP_SUCCESS;
+        if (pop_live(vi, recv)) {
+            if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_cq_check(true); // read and clear
+            return VIP_SUCCESS;
+        }
         if (pass == 0) hw->host_poll();
     }
+    if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_cq_check(false); // the head read: empty
     hw->idle_poll();
     return VIP_NOT_DONE;
 }
 
 VIP_RETURN CqImpl::wait(VIP_ULONG timeout_ms, vipl::prov::Vi **vi, bool *recv) {
-    return poll_until(*hw, timeout_ms, [&] { return pop_live(vi, recv); }) ? VIP_SUCCESS : VIP_TIMEOUT;
+    if (!poll_until(*hw, timeout_ms, [&] { return pop_live(vi, recv); })) return VIP_TIMEOUT;
+    if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_cq_check(true);
+    return VIP_SUCCESS;
 }
 
 VIP_RETURN CqImpl::resize(VIP_ULONG entries) {

@@ -59,6 +59,7 @@ struct TxEntry {
     bool awaiting;     // waiting for an Ack / read response
     bool tack;         // reliable transport: waiting for the peer NIC's acknowledgement of `seq`
     uint32_t seq;
+    uint64_t due = 0;  // cost model: the NIC has sent it (and written its status) at this time
 };
 
 struct CqEntry {

@@ -384,3 +384,25 @@ TEST(Tables, FmAndBipRowsSitOverTheirPapersFigures) {
     EXPECT_EQ(alone->level, 0);
     EXPECT_EQ(row_named(table(plain, "table2"), "paper [BIP]"), nullptr);
 }
+
+// Under a cost-model profile (nicfw lanai7) Table 2 gets the relative error of
+// each figure against the modelled board's paper row, Table 1 a note with the
+// errors of RTT/2 and the peak; under another profile neither.
+TEST(Tables, CostModelProfileGetsErrorsAgainstItsBoard) {
+    Report r = full_report();
+    r.provider.profile = "lanai7";
+    r.logp[1].rtt_half_us = 35.6 * 1.1;  // am-v3: 10% over the paper's 35.6
+    r.logp[1].g_us = 30.0 * 0.5;         // 50% under its 30.0
+    r.vi_baseline.rtt_half_min_us = 30.2;
+    ReportDocument d = build_document(finalized(r));
+    const Table &t2 = table(d, "table2");
+    const Row *err = row_named(t2, "error vs paper");
+    ASSERT_NE(err, nullptr);
+    EXPECT_EQ(err->cells[1].text, "+10%");
+    EXPECT_EQ(err->cells[7].text, "-50%");
+    bool noted = false;
+    for (const auto &n : table(d, "table1").notes) noted = noted || n.find("RTT/2 min +0%") != std::string::npos;
+    EXPECT_TRUE(noted) << "Table 1 names the error against the LANai 7 column";
+    r.provider.profile = "none";
+    EXPECT_EQ(row_named(table(build_document(finalized(r)), "table2"), "error vs paper"), nullptr);
+}

@@ -117,25 +117,28 @@ TEST_F(ConfigEnv, Progress) {
     EXPECT_TRUE(refused("VIPL_NICFW_PROGRESS", "01"));
 }
 
+// lanai4 and lanai7 are the hardware-cost model (cost_model.hpp), not LogP
+// delays: no synthetic delay, the model on, the board's doorbell by default.
 TEST_F(ConfigEnv, ProfileNamedModels) {
     nicfw::Profile p = with("VIPL_NICFW_PROFILE", "none").profile;
     EXPECT_EQ(p.send_ns + p.recv_ns + p.wire_ns + p.gap_ns, 0u);
-    p = with("VIPL_NICFW_PROFILE", "lanai4").profile;
-    EXPECT_EQ(p.name, "lanai4");
-    EXPECT_EQ(p.send_ns, 8000u);
-    EXPECT_EQ(p.recv_ns, 8000u);
-    EXPECT_EQ(p.wire_ns, 16000u);
-    EXPECT_EQ(p.gap_ns, 12000u);
-    p = with("VIPL_NICFW_PROFILE", "lanai7").profile;
-    EXPECT_EQ(p.send_ns, 3000u);
-    EXPECT_EQ(p.recv_ns, 3000u);
-    EXPECT_EQ(p.wire_ns, 8000u);
-    EXPECT_EQ(p.gap_ns, 6000u);
-    // The faster board has the smaller costs everywhere.
-    const nicfw::Profile l4 = with("VIPL_NICFW_PROFILE", "lanai4").profile;
-    EXPECT_LT(p.send_ns, l4.send_ns);
-    EXPECT_LT(p.wire_ns, l4.wire_ns);
-    EXPECT_LT(p.gap_ns, l4.gap_ns);
+    EXPECT_FALSE(p.cost.enabled);
+    Config c = with("VIPL_NICFW_PROFILE", "lanai7");
+    p = c.profile;
+    EXPECT_EQ(p.name, "lanai7");
+    EXPECT_EQ(p.send_ns + p.recv_ns + p.wire_ns + p.gap_ns, 0u);
+    EXPECT_TRUE(p.cost.enabled);
+    EXPECT_EQ(p.cost.dma_setup_ns, 2500u); // [Begel01] section 8: a null DMA takes 2-3 us
+    EXPECT_EQ(c.doorbell, nicfw::Doorbell::Fifo);
+    c = with("VIPL_NICFW_PROFILE", "lanai4");
+    EXPECT_TRUE(c.profile.cost.enabled);
+    EXPECT_EQ(c.doorbell, nicfw::Doorbell::Emulated); // the LANai 4 emulates its doorbells
+    EXPECT_LT(c.profile.cost.dma_mb_s, p.cost.dma_mb_s); // 32-bit PCI
+    // An explicit VIPL_NICFW_DOORBELL wins over the profile's.
+    setenv("VIPL_NICFW_DOORBELL", "fifo", 1);
+    EXPECT_EQ(with("VIPL_NICFW_PROFILE", "lanai4").doorbell, nicfw::Doorbell::Fifo);
+    // synthetic: leaves the cost model off.
+    EXPECT_FALSE(with("VIPL_NICFW_PROFILE", "synthetic:os=5").profile.cost.enabled);
 }
 
 TEST_F(ConfigEnv, ProfileSynthetic) {
@@ -168,6 +171,7 @@ TEST_F(ConfigEnv, ProfileRefusesBadValues) {
     EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os=-5", "-5"));
     EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:L=100000001", "100000001")); // over 0.1 s
     EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os=1,,g=2", ""));
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "file:/nonexistent/profile.txt", "/nonexistent/profile.txt"));
 }
 
 // The bulk path's crossover: a byte count (K/M suffix) or off; MaxTransferSize follows.

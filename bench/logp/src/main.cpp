@@ -49,6 +49,7 @@ struct Options {
     std::string json_path;
     std::string layers = "vi,am-v3,am-v1,fm,bip,splitc";
     std::string synthetic;
+    std::string profile;   // --profile: VIPL_NICFW_PROFILE for the job
     int iterations = 0, warmup = 0;
     bool no_peers = false;
     int rounds = 0;  // interleaved comparison rounds (0: 5, quick 3)
@@ -320,7 +321,8 @@ int run_job(const Options &o) {
     r.provider.device = facts.device;
     const char *profile = std::getenv("VIPL_NICFW_PROFILE");
     r.provider.profile = profile && *profile ? profile : "none";
-    r.provider.profile_source = profile && *profile ? "VIPL_NICFW_PROFILE" : "default";
+    const char *source = std::getenv("LOGP_PROFILE_SOURCE");
+    r.provider.profile_source = !(profile && *profile) ? "default" : source && *source ? source : "VIPL_NICFW_PROFILE";
     if (!facts.error.empty()) r.warnings.push_back("provider: " + facts.error);
 
     const std::vector<std::string> wanted = split_list(o.layers);
@@ -486,6 +488,9 @@ int main(int argc, char **argv) {
     app.add_option("--synthetic", o.synthetic,
                    "measure only a synthetic LogP machine with known parameters, in one process: "
                    "'default' or o_s=US,o_r=US,g=US,L=US,window=N,t0=US,r_inf=MBPS");
+    app.add_option("--profile", o.profile,
+                   "nicfw timing profile for the job (sets VIPL_NICFW_PROFILE): none, lanai4, lanai7, file:PATH "
+                   "(the cost model, docs/cost-model.md) or synthetic:os=NS,or=NS,L=NS,g=NS");
     app.add_option("--iterations", o.iterations, "timed round trips per series (default 20000, quick 200)")->check(CLI::Range(1, 10000000));
     app.add_option("--warmup", o.warmup, "untimed iterations before each series")->check(CLI::Range(1, 1000000));
     app.add_flag("--no-peers", o.no_peers, "do not run the peers (ucx_perftest, fi_shm_bench, mpi_shm_bench; perftest over verbs)");
@@ -510,6 +515,10 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (!o.synthetic.empty()) return run_synthetic(o);
+        if (!o.profile.empty()) {  // the job (and vipl-run) inherit it; nicfw refuses a bad one at VipOpenNic
+            setenv("VIPL_NICFW_PROFILE", o.profile.c_str(), 1);
+            setenv("LOGP_PROFILE_SOURCE", "--profile", 1);
+        }
         for (const auto &l : split_list(o.layers)) {
             bool known = false;
             for (const auto &f : layer_factories()) known |= f.id == l;

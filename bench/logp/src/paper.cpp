@@ -1,6 +1,8 @@
 // paper.cpp - see paper.hpp.
 #include "paper.hpp"
 
+#include <cmath>
+
 #include "results.hpp"
 
 #include <cctype>
@@ -67,6 +69,17 @@ std::string normalize_operation(const std::string &name_in) {
         if (std::isalnum(static_cast<unsigned char>(c))) s += char(std::tolower(static_cast<unsigned char>(c)));
     for (std::size_t p; (p = s.find("receive")) != std::string::npos;) s.replace(p, 7, "recv");
     return s;
+}
+
+std::string profile_board(const std::string &profile) {
+    if (profile == "lanai7") return "LANai 7";
+    if (profile == "lanai4") return "LANai 4";
+    return "";
+}
+
+double relative_error_pct(double ours, double paper) {
+    if (!std::isfinite(ours) || !std::isfinite(paper) || paper == 0) return std::nan("");
+    return 100.0 * (ours - paper) / paper;
 }
 
 }  // namespace logp

@@ -28,6 +28,12 @@ const nlohmann::json *paper_logp_row(const std::string &layer);
 // Number at key in obj, NaN when missing or null.
 double paper_number(const nlohmann::json &obj, const char *key);
 
+// The board a nicfw cost-model profile models ("LANai 7" for lanai7, "LANai 4"
+// for lanai4, else ""): the paper's figures of that board get an error row.
+std::string profile_board(const std::string &profile);
+// (ours - paper) / paper in percent; NaN unless both are finite and paper != 0.
+double relative_error_pct(double ours, double paper);
+
 // Names compared case- and punctuation-insensitively, "receive" == "recv".
 std::string normalize_operation(const std::string &name);
 

@@ -130,6 +130,10 @@ Table breakdown_table(const Report &r, const std::string &name) {
                                                           Cell::number(it.percent, 1), Cell::number(it.paper_percent, 1),
                                                           Cell::number(it.count_per_op, 2)}));
     }
+    std::string diff;
+    for (const auto &c : bd->categories)
+        if (std::isfinite(c.paper_percent)) diff += fmt::format("{}{} {:+.1f}", diff.empty() ? "" : ", ", c.category, c.percent - c.paper_percent);
+    if (!diff.empty()) t.notes.push_back("ours - paper, percentage points: " + diff);
     if (!bd->inner.empty()) {
         t.rows.push_back({RowKind::heading, 0, {}, "inside those (lower layers; already included above, not added):"});
         for (const auto &it : bd->inner)

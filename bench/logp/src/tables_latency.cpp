@@ -68,6 +68,21 @@ Table vi_baseline_table(const Report &r) {
         peak.cells.push_back(Cell::number(paper_number(p, "throughput_mb_s"), 1));
     }
     t.rows = {min, r16, peak};
+    // Under a cost-model profile: our figures' relative error against the modelled board's.
+    const std::string board = profile_board(r.provider.profile);
+    for (std::size_t i = 0; i < systems.size() && !board.empty(); ++i) {
+        const auto &p = systems[i];
+        if (p.value("system", "") != board + " VI") continue;
+        const double p16 = board == "LANai 7" ? paper_number(paper, "vi_rtt_half_16B_us") : kNaN;
+        const double errs[3] = {relative_error_pct(b.rtt_half_min_us, paper_number(p, "rtt_half_us")),
+                                relative_error_pct(b.rtt_half_16_us, p16),
+                                relative_error_pct(b.peak_mb_s, paper_number(p, "throughput_mb_s"))};
+        const char *what[3] = {"RTT/2 min", "RTT/2 16 B", "peak"};
+        std::string note = "error vs " + board + " VI (profile " + r.provider.profile + "):";
+        for (int k = 0; k < 3; ++k)
+            if (std::isfinite(errs[k])) note += fmt::format(" {} {:+.0f}%", what[k], errs[k]);
+        t.notes.push_back(note);
+    }
     t.notes.push_back("paper: the columns after ours are Table 1 of Begel et al.; its 16-byte RTT/2 is the text's figure for the LANai 7");
     return t;
 }
@@ -118,6 +133,18 @@ Table logp_table(const Report &r) {
                                   Cell::number(paper_number(pr, "delta_us"), 1), Cell::number(paper_number(pr, "L_us"), 1),
                                   Cell::number(paper_number(pr, "o_s_us"), 1), Cell::number(paper_number(pr, "o_r_us"), 1),
                                   Cell::blank(), Cell::number(paper_number(pr, "g_us"), 1)}));
+            // Under a cost-model profile, the relative error against the modelled board's row.
+            const std::string board = profile_board(r.provider.profile);
+            if (x.status.measured() && !board.empty() && pr.value("row", "").find(board) != std::string::npos) {
+                auto err = [&](double ours, const char *key) {
+                    const double e = relative_error_pct(ours, paper_number(pr, key));
+                    return std::isfinite(e) ? Cell{fmt::format("{:+.0f}%", e), e} : Cell::blank();
+                };
+                t.rows.push_back(row(RowKind::detail, 2,
+                                     {Cell::label("error vs paper"), err(x.rtt_half_us, "rtt_half_us"),
+                                      err(x.delta_us, "delta_us"), err(x.L_us, "L_us"), err(x.o_s_us, "o_s_us"),
+                                      err(x.o_r_us, "o_r_us"), Cell::blank(), err(x.g_us, "g_us")}));
+            }
         }
         // The layer's own paper (FM 1.x, BIP) gives only a short-message latency (fm_metrics_note).
         for (const nlohmann::json *pr : paper_layer_rows(x.layer)) {

@@ -1,0 +1,239 @@
+// cost_smoke_test.cpp - the cost model's design-space switches seen through
+// vipl.h (one process, two VIs of one NIC connected to each other): each
+// switch moves the component it models in the expected direction.  The
+// switched cost is made large (0.1-0.3 ms) and every figure is the minimum of
+// a few repetitions, and timed waits spin rather than yield, so a loaded machine
+// (which only adds time) does not turn a direction around.
+#include <gtest/gtest.h>
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "nicfw_vipl_util.hpp"
+
+using namespace nt;
+
+namespace {
+
+uint64_t now() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+constexpr int kReps = 6;
+
+// Spins on VipSendDone (which never gives the CPU away, unlike VipSendWait) so a
+// timed wait is not stretched by a trip through the scheduler.
+VIP_RETURN spin_send_done(VIP_VI_HANDLE vi) {
+    const uint64_t deadline = now() + uint64_t(kWaitMs) * 1000000ull;
+    VIP_DESCRIPTOR *d;
+    for (;;) {
+        const VIP_RETURN rc = VipSendDone(vi, &d);
+        if (rc != VIP_NOT_DONE || now() > deadline) return rc;
+    }
+}
+
+// A NIC opened under a profile file, with VI a -> VI b connected; b's receives
+// complete into a CQ.
+class Rig {
+public:
+    explicit Rig(const std::string &profile_text) {
+        path_ = ::testing::TempDir() + "cost_smoke_" + std::to_string(getpid()) + ".txt";
+        std::ofstream(path_) << profile_text;
+        setenv("VIPL_NICFW_PROFILE", ("file:" + path_).c_str(), 1);
+        ok = VipOpenNic("nicfw0", &nic) == VIP_SUCCESS;
+        unsetenv("VIPL_NICFW_PROFILE");
+        if (!ok) return;
+        ok = VipCreatePtag(nic, &tag) == VIP_SUCCESS && VipCreateCQ(nic, 64, &cq) == VIP_SUCCESS;
+        ba = std::make_unique<Buffers>(nic, tag, 16, 64);
+        bb = std::make_unique<Buffers>(nic, tag, 16, 64);
+        VIP_VI_ATTRIBUTES attr = vi_attr(tag, VIP_SERVICE_RELIABLE_DELIVERY);
+        ok = ok && ba->rc() == VIP_SUCCESS && bb->rc() == VIP_SUCCESS &&
+             VipCreateVi(nic, &attr, nullptr, nullptr, &a) == VIP_SUCCESS &&
+             VipCreateVi(nic, &attr, nullptr, cq, &b) == VIP_SUCCESS && connect_loopback(nic, a, nic, b);
+    }
+    ~Rig() {
+        for (VIP_VI_HANDLE v : {a, b})
+            if (v) {
+                VipDisconnect(v);
+                VIP_DESCRIPTOR *d;
+                while (VipSendDone(v, &d) == VIP_SUCCESS || VipRecvDone(v, &d) == VIP_SUCCESS) {
+                }
+                VipDestroyVi(v);
+            }
+        ba.reset();
+        bb.reset();
+        if (cq) VipDestroyCQ(cq);
+        if (tag) VipDestroyPtag(nic, tag);
+        if (nic) VipCloseNic(nic);
+        std::remove(path_.c_str());
+    }
+    // Posts n sends of 16 bytes a -> b (receives first).
+    void send(int n) {
+        for (int i = 0; i < n; ++i) ASSERT_EQ(VipPostRecv(b, bb->recv(i), bb->mh()), VIP_SUCCESS);
+        for (int i = 0; i < n; ++i) ASSERT_EQ(VipPostSend(a, ba->send(i, 16), ba->mh()), VIP_SUCCESS);
+    }
+    // Waits for n sends and n receives (and their CQ entries).
+    void drain(int n) {
+        VIP_DESCRIPTOR *d;
+        VIP_VI_HANDLE vi;
+        VIP_BOOLEAN recv;
+        for (int i = 0; i < n; ++i) {
+            ASSERT_EQ(VipSendWait(a, kWaitMs, &d), VIP_SUCCESS);
+            ASSERT_EQ(VipCQWait(cq, kWaitMs, &vi, &recv), VIP_SUCCESS);
+            ASSERT_EQ(VipRecvWait(b, kWaitMs, &d), VIP_SUCCESS);
+        }
+    }
+
+    bool ok = false;
+    VIP_NIC_HANDLE nic = nullptr;
+    VIP_PROTECTION_HANDLE tag = nullptr;
+    VIP_CQ_HANDLE cq = nullptr;
+    std::unique_ptr<Buffers> ba, bb;
+    VIP_VI_HANDLE a = nullptr, b = nullptr;
+
+private:
+    std::string path_;
+};
+
+// The smallest of kReps measurements, each on a fresh rig.
+double min_over_reps(const std::string &profile, const std::function<double(Rig &)> &measure) {
+    double best = 1e18;
+    for (int r = 0; r < kReps; ++r) {
+        Rig rig(profile);
+        if (!rig.ok) {
+            ADD_FAILURE() << "rig set-up failed for profile:\n" << profile;
+            return 0;
+        }
+        best = std::min(best, measure(rig));
+    }
+    return best;
+}
+
+} // namespace
+
+// CQ on the NIC: VipCQDone reads (and clears) it by PIO; in host memory it is a
+// cache miss.  PIO read = 200 us.
+TEST(CostSwitches, HostResidentCqMakesCqDoneCheap) {
+    auto cq_done = [](Rig &rig) {
+        rig.send(1);
+        VIP_VI_HANDLE vi;
+        VIP_BOOLEAN recv;
+        for (;;) {
+            const uint64_t t0 = now();
+            const VIP_RETURN rc = VipCQDone(rig.cq, &vi, &recv);
+            const uint64_t t1 = now();
+            if (rc == VIP_SUCCESS) {
+                VIP_DESCRIPTOR *d;
+                EXPECT_EQ(VipSendWait(rig.a, kWaitMs, &d), VIP_SUCCESS);
+                EXPECT_EQ(VipRecvWait(rig.b, kWaitMs, &d), VIP_SUCCESS);
+                return double(t1 - t0);
+            }
+            EXPECT_EQ(rc, VIP_NOT_DONE);
+            if (rc != VIP_NOT_DONE) return 0.0;
+        }
+    };
+    const std::string base = "base = lanai7\npio_read_ns = 200000\n";
+    const double on_nic = min_over_reps(base + "cq = nic\n", cq_done);
+    const double in_host = min_over_reps(base + "cq = host\n", cq_done);
+    std::printf("[ cq ] successful VipCQDone, min of %d: nic %.1f us, host %.1f us\n", kReps, on_nic / 1e3, in_host / 1e3);
+    EXPECT_GE(on_nic, 200000.0);
+    EXPECT_LT(in_host, on_nic - 150000.0);
+}
+
+// Emulated doorbell (LANai 4): the host waits for the NIC to take the last
+// token, i.e. to start the send it names; the FIFO doorbell does not.  A send
+// keeps the NIC busy 300 us, so the third post waits for the first to finish.
+TEST(CostSwitches, EmulatedDoorbellWaitsForTheBusyNic) {
+    auto second_post = [](Rig &rig) {
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(VipPostRecv(rig.b, rig.bb->recv(i), rig.bb->mh()), VIP_SUCCESS);
+        EXPECT_EQ(VipPostSend(rig.a, rig.ba->send(0, 16), rig.ba->mh()), VIP_SUCCESS);
+        EXPECT_EQ(VipPostSend(rig.a, rig.ba->send(1, 16), rig.ba->mh()), VIP_SUCCESS);
+        const uint64_t t0 = now();
+        EXPECT_EQ(VipPostSend(rig.a, rig.ba->send(2, 16), rig.ba->mh()), VIP_SUCCESS);
+        const double ns = double(now() - t0);
+        rig.drain(3);
+        return ns;
+    };
+    const std::string base = "base = lanai7\nfw_send_ns = 300000\n";
+    const double fifo = min_over_reps(base + "doorbell = fifo\n", second_post);
+    const double emulated = min_over_reps(base + "doorbell = emulated\n", second_post);
+    std::printf("[ doorbell ] VipPostSend behind a busy NIC, min of %d: fifo %.1f us, emulated %.1f us\n", kReps,
+                fifo / 1e3, emulated / 1e3);
+    EXPECT_GT(emulated, fifo + 150000.0);
+}
+
+// Baseline loop: a pass of the main loop per message; streamed: once for
+// messages queued back to back.  Loop pass = 100 us; four sends.
+TEST(CostSwitches, StreamedLoopSendsABurstSooner) {
+    auto burst = [](Rig &rig) {
+        const uint64_t t0 = now();
+        rig.send(4);
+        VIP_DESCRIPTOR *d;
+        for (int i = 0; i < 4; ++i) EXPECT_EQ(spin_send_done(rig.a), VIP_SUCCESS);
+        const double ns = double(now() - t0);
+        VIP_VI_HANDLE vi;
+        VIP_BOOLEAN recv;
+        for (int i = 0; i < 4; ++i) {
+            EXPECT_EQ(VipCQWait(rig.cq, kWaitMs, &vi, &recv), VIP_SUCCESS);
+            EXPECT_EQ(VipRecvWait(rig.b, kWaitMs, &d), VIP_SUCCESS);
+        }
+        return ns;
+    };
+    const std::string base = "base = lanai7\nfw_loop_ns = 100000\n";
+    const double streamed = min_over_reps(base + "loop = streamed\n", burst);
+    const double baseline = min_over_reps(base + "loop = baseline\n", burst);
+    std::printf("[ loop ] 4 sends to their completion, min of %d: streamed %.1f us, baseline %.1f us\n", kReps,
+                streamed / 1e3, baseline / 1e3);
+    EXPECT_GT(baseline, streamed + 150000.0); // three more loop passes (300 us)
+}
+
+// Hybrid (host PIO) data path: the host writes the data (VipPostSend grows),
+// the NIC saves the data DMA (the send completes sooner after the post).
+// PIO at 0.1 MB/s (160 us for 16 bytes); a DMA set-up of 100 us.
+TEST(CostSwitches, PioDataPathMovesCostFromNicToHost) {
+    struct Split {
+        double post = 1e18, nic = 1e18;
+    };
+    auto run = [](const std::string &profile) {
+        Split s;
+        for (int r = 0; r < kReps; ++r) {
+            Rig rig(profile);
+            if (!rig.ok) {
+                ADD_FAILURE() << "rig set-up failed";
+                return s;
+            }
+            EXPECT_EQ(VipPostRecv(rig.b, rig.bb->recv(0), rig.bb->mh()), VIP_SUCCESS);
+            const uint64_t t0 = now();
+            EXPECT_EQ(VipPostSend(rig.a, rig.ba->send(0, 16), rig.ba->mh()), VIP_SUCCESS);
+            const uint64_t t1 = now();
+            EXPECT_EQ(spin_send_done(rig.a), VIP_SUCCESS);
+            const uint64_t t2 = now();
+            VIP_DESCRIPTOR *d;
+            VIP_VI_HANDLE vi;
+            VIP_BOOLEAN recv;
+            EXPECT_EQ(VipCQWait(rig.cq, kWaitMs, &vi, &recv), VIP_SUCCESS);
+            EXPECT_EQ(VipRecvWait(rig.b, kWaitMs, &d), VIP_SUCCESS);
+            s.post = std::min(s.post, double(t1 - t0));
+            s.nic = std::min(s.nic, double(t2 - t1));
+        }
+        return s;
+    };
+    const std::string base = "base = lanai7\ndma_setup_ns = 100000\npio_data_mb_s = 0.1\npio_max_bytes = 64\n";
+    const Split dma = run(base + "send_data = dma\n");
+    const Split pio = run(base + "send_data = pio\n");
+    std::printf("[ send data ] min of %d: VipPostSend dma %.1f us, pio %.1f us; post to send completion dma %.1f us, "
+                "pio %.1f us\n", kReps, dma.post / 1e3, pio.post / 1e3, dma.nic / 1e3, pio.nic / 1e3);
+    EXPECT_GE(pio.post, 160000.0);
+    EXPECT_LT(dma.post, pio.post - 100000.0);
+    EXPECT_GT(dma.nic, pio.nic + 50000.0); // one DMA set-up (100 us) fewer on the NIC
+}
