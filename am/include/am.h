@@ -30,7 +30,7 @@ extern "C" {
 #define AMVIA 1
 #define AMVIA_MAX_SHORT 16            /* 32-bit handler arguments, >= 8 */
 #define AMVIA_MAX_MEDIUM 65536        /* medium payload bytes: 4096 inline (the paper's 4K), larger by RDMA */
-#define AMVIA_MAX_LONG 65536          /* long (RDMA) payload bytes per message */
+#define AMVIA_MAX_LONG 1048576        /* long payload bytes per message: one RDMA write where the NIC allows */
 #define AMVIA_MAX_NUMHANDLERS 256     /* handler-table entries */
 #define AMVIA_MAX_NUMTRANSLATIONS 256 /* default translation-table entries */
 #define AMVIA_MAX_TRANSLATIONS_LIMIT 16384 /* AM_SetNumTranslations upper bound */
