@@ -3,6 +3,7 @@
 // address everywhere), lay out descriptors and buffers, connect one VI per
 // peer with the peer-to-peer calls.
 #include <link.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -415,6 +416,16 @@ int splitc_init(int *argc, char ***argv) {
     // A job of one has no peers: every access is local and no NIC is needed.
     bool pins = false;
     if (g.procs > 1 && !open_nic(&pins)) return -1;
+    // Bulk transfers register the caller's buffers through a cache
+    // (rt_bulk.cpp).  Where registration pins pages (verbs), an entry for
+    // memory free() gave back to the kernel and malloc() mapped again would
+    // move stale bytes: keep the C heap mapped, as AM does
+    // (VIASTACK_AM_KEEP_HEAP) and MPI libraries' leave-pinned modes do.
+    // SPLITC_KEEP_HEAP=0|1 overrides.
+    if (g.procs > 1 && viastack::env::integer(kLayer, "SPLITC_KEEP_HEAP", pins ? 1 : 0, 0, 1)) {
+        mallopt(M_TRIM_THRESHOLD, -1);
+        mallopt(M_MMAP_MAX, 0);
+    }
     if (!map_heap(pins)) return -1;
     if (g.procs > 1 && !init_network()) return -1;
     place_static_objects();
