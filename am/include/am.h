@@ -30,7 +30,7 @@ extern "C" {
 #define AMVIA 1
 #define AMVIA_MAX_SHORT 16            /* 32-bit handler arguments, >= 8 */
 #define AMVIA_MAX_MEDIUM 65536        /* medium payload bytes: 4096 inline (the paper's 4K), larger by RDMA */
-#define AMVIA_MAX_LONG 65536          /* long (RDMA) payload bytes per message */
+#define AMVIA_MAX_LONG 1048576        /* long payload bytes per message: one RDMA write where the NIC allows */
 #define AMVIA_MAX_NUMHANDLERS 256     /* handler-table entries */
 #define AMVIA_MAX_NUMTRANSLATIONS 256 /* default translation-table entries */
 #define AMVIA_MAX_TRANSLATIONS_LIMIT 16384 /* AM_SetNumTranslations upper bound */
@@ -202,6 +202,17 @@ extern int AMVIA_VerboseErrors;
 #define AMUDP_VerboseErrors AMVIA_VerboseErrors /* AMUDP's older spelling */
 /* The VIPL NIC handle AM uses (VIP_NIC_HANDLE), for programs that also use VIPL. */
 void *AMVIA_NicHandle(void);
+/* Memory for segments and long-message sources that the NIC moves cheaply
+ * (as UCX's ucp_mem_map): on nicfw a shared-memory segment the peer's NIC maps
+ * once, so a long message (an RDMA write) from it is one memcpy instead of one
+ * cross-memory-attach copy (docs/am.md, "Data path").  Zeroed and page aligned;
+ * any memory works as a segment or source, this is only faster.  Between
+ * AM_Init and AM_Terminate; NULL (with a verbose-mode message) for nbytes 0,
+ * before AM_Init, or when no memory is left.  AMVIA_FreeMem frees it (after
+ * AM_SetSeg moved off it, before AM_Terminate): AM_OK, or AM_ERR_BAD_ARG for
+ * memory that is not from AMVIA_AllocMem. */
+void *AMVIA_AllocMem(size_t nbytes);
+int AMVIA_FreeMem(void *addr);
 /* Name of an AM_ERR_* return code / E* status ("AM_ERR_BAD_ARG", "EBADTAG"). */
 const char *AMVIA_ErrorName(int rc);
 const char *AMVIA_StatusName(int status);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ctime>
 #include <new>
+#include <unordered_map>
 
 #include "am_internal.hpp"
 #include "viastack_env.hpp"
@@ -140,6 +141,57 @@ int AMVIA_SetLayout(int version) {
 int AMVIA_GetLayout(void) { return g.layout; }
 void *AMVIA_NicHandle(void) { return g.nic; }
 
+// AMVIA_AllocMem's live allocations (address -> length): AMVIA_FreeMem checks
+// no segment still lies in one and drops its cached registrations.
+static std::unordered_map<void *, size_t> &am_allocs() {
+    static auto *m = new std::unordered_map<void *, size_t>;
+    return *m;
+}
+// AM_Terminate: what was not freed stays mapped until the process exits (the
+// NIC is about to close; VipxFreeMem needs it open).
+static void forget_allocations() { am_allocs().clear(); }
+
+void *AMVIA_AllocMem(size_t nbytes) {
+    if (!g.init_count || !g.nic) {
+        fail(AM_ERR_NOT_INIT, "AMVIA_AllocMem", "call AM_Init first");
+        return nullptr;
+    }
+    if (nbytes == 0 || nbytes > size_t(VIP_ULONG(-1))) {
+        fail(AM_ERR_BAD_ARG, "AMVIA_AllocMem", "nbytes %zu: want 1 or more", nbytes);
+        return nullptr;
+    }
+    void *p = nullptr;
+    if (VIP_RETURN rc = VipxAllocMem(g.nic, VIP_ULONG(nbytes), &p); rc != VIP_SUCCESS) {
+        fail(AM_ERR_RESOURCE, "AMVIA_AllocMem", "%zu bytes: VipxAllocMem: %s", nbytes, VipxReturnString(rc));
+        return nullptr;
+    }
+    am_allocs()[p] = nbytes;
+    return p;
+}
+
+int AMVIA_FreeMem(void *addr) {
+    if (!g.init_count || !g.nic) return fail(AM_ERR_NOT_INIT, "AMVIA_FreeMem", "call AM_Init first");
+    auto it = am_allocs().find(addr);
+    if (!addr || it == am_allocs().end())
+        return fail(AM_ERR_BAD_ARG, "AMVIA_FreeMem", "%p is not memory from AMVIA_AllocMem", addr);
+    const uintptr_t lo = uintptr_t(addr), hi = lo + it->second;
+    auto overlaps = [&](const void *b, uintptr_t n) { return uintptr_t(b) < hi && lo < uintptr_t(b) + n; };
+    for (eb_t eb : g.bundles)
+        for (ep_t ep : eb->eps) {
+            bool in_use = ep->seg && overlaps(ep->seg, ep->seglen);
+            for (const RetiredSeg &r : ep->retired) in_use |= overlaps(r.base, r.len);
+            if (in_use)
+                return fail(AM_ERR_RESOURCE, "AMVIA_FreeMem",
+                            "%p holds an endpoint's segment: AM_SetSeg it elsewhere first", addr);
+        }
+    // Long-message sources in it are cached registrations: drop them first.
+    regcache_forget(addr, it->second);
+    if (VipxFreeMem(g.nic, addr) != VIP_SUCCESS)
+        return fail(AM_ERR_BAD_ARG, "AMVIA_FreeMem", "%p is not memory from AMVIA_AllocMem", addr);
+    am_allocs().erase(it);
+    return AM_OK;
+}
+
 int AM_MaxSegLength(uintptr_t *nbytes) {
     if (!nbytes) return fail(AM_ERR_BAD_ARG, "AM_MaxSegLength", "nbytes is NULL");
     // One registration; the NIC's limit when AM is initialized.
@@ -215,6 +267,7 @@ int AM_Terminate(void) {
     while (!g.bundles.empty()) AM_FreeBundle(g.bundles.back());
     spmd_forget();
     regcache_clear();
+    forget_allocations();
     if (g.ptag) VipDestroyPtag(g.nic, g.ptag);
     if (g.nic) {
         if (VIP_RETURN rc = VipCloseNic(g.nic); rc != VIP_SUCCESS)

@@ -239,15 +239,22 @@ void bundle_check_connecting(eb_t eb) {
 
 bool bounce_allocate(Link *l, uint32_t ring) {
     size_t len = size_t(2) * ring * kBounceSlot;
-    auto *p = static_cast<uint8_t *>(std::aligned_alloc(4096, len));
-    if (!p) return false;
+    // VipxAllocMem: a medium reply sent from a request's slot here is the
+    // source of an RDMA write, which the NIC then moves with one memcpy.
+    void *mem = nullptr;
+    if (VIP_RETURN rc = VipxAllocMem(g.nic, VIP_ULONG(len), &mem); rc != VIP_SUCCESS) {
+        report("a peer's medium messages above %u bytes need a %zu-byte bounce ring: "
+               "VipxAllocMem: %s", kInlineMedium, len, VipxReturnString(rc));
+        return false;
+    }
+    auto *p = static_cast<uint8_t *>(mem);
     VIP_MEM_ATTRIBUTES ma{g.ptag, VIP_TRUE, VIP_FALSE}; // the peer RDMA-writes here
     VIP_MEM_HANDLE mh;
     VIP_RETURN rc = VipRegisterMem(g.nic, p, len, &ma, &mh);
     if (rc != VIP_SUCCESS) {
         report("a peer's medium messages above %u bytes need a %zu-byte bounce ring: "
                "VipRegisterMem: %s", kInlineMedium, len, VipxReturnString(rc));
-        std::free(p);
+        VipxFreeMem(g.nic, p);
         return false;
     }
     l->bounce = p;
@@ -261,7 +268,7 @@ void bounce_free(Link *l) {
     if (!l->bounce) return;
     regcache_forget(l->bounce, l->bounce_len);
     VipDeregisterMem(g.nic, l->bounce, l->bounce_mh);
-    std::free(l->bounce);
+    VipxFreeMem(g.nic, l->bounce);
     l->bounce = nullptr;
     l->bounce_ring = 0;
 }

@@ -176,8 +176,8 @@ static int unreachable(ep_t ep, const Translation &t, Category cat, handler_t h,
 static int post_rdma(Channel *c, const SegInfo &seg, const void *src, size_t nbytes,
                      uintptr_t off, bool wait_read) {
     eb_t eb = c->link->ep->eb;
-    Slot *posted[AMVIA_MAX_LONG / 64 + 1];
-    int nposted = 0;
+    // A VI completes its sends in order: once the last piece is done, all are.
+    Slot *last = nullptr;
     VIP_MEM_HANDLE lmh;
     int ent = regcache_acquire(eb, src, nbytes, &lmh); // held until all chunks are posted
     if (ent == -1) return AM_ERR_RESOURCE;
@@ -213,17 +213,16 @@ static int post_rdma(Channel *c, const SegInfo &seg, const void *src, size_t nby
             link_fail(c->link, VipxReturnString(vrc));
             rc = AM_ERR_NOT_SENT;
         } else {
-            posted[nposted++] = s;
+            last = s;
         }
         done += n;
     }
     if (ent >= 0) regcache_release(ent);
     // A slot is a plain send slot again (rdma == 0) once its RDMA completed.
-    for (int i = 0; wait_read && i < nposted; i++)
-        while (posted[i]->rdma && c->link->state != LinkState::Dead) {
-            reap_sends(eb, int(c->nsend()));
-            if (posted[i]->rdma) poll_bundle(eb, g.handler_depth == 0);
-        }
+    while (wait_read && last && last->rdma && c->link->state != LinkState::Dead) {
+        reap_sends(eb, int(c->nsend()));
+        if (last->rdma) poll_bundle(eb, g.handler_depth == 0);
+    }
     if (wait_read && c->link->state == LinkState::Dead) rc = AM_ERR_NOT_SENT;
     return rc;
 }
@@ -393,6 +392,9 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
             no_data = !seg_fits(l->seg, nbytes, off);
         }
         int slots = no_data ? 1 : 1 + int((nbytes + g.max_chunk - 1) / g.max_chunk);
+        // More pieces than the channel has slots (a NIC with a small
+        // MaxTransferSize): post_rdma waits for slots as pieces complete.
+        slots = std::min(slots, int(c->nsend()));
         if (async && (!c->has_credit() || c->free_sends() < uint32_t(slots))) {
             poll_bundle(ep->eb, true);
             if (l->state != LinkState::Up || !c->has_credit() || c->free_sends() < uint32_t(slots)) {

@@ -3,6 +3,7 @@
 // address everywhere), lay out descriptors and buffers, connect one VI per
 // peer with the peer-to-peer calls.
 #include <link.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -57,11 +58,13 @@ void make_address(VIP_NET_ADDRESS *a, int r, int pair_lo, int pair_hi) {
     std::memcpy(a->HostAddress + a->HostAddressLen, disc, sizeof disc);
 }
 
+// The heap and the static data: peers RDMA-write and RDMA-read them (bulk
+// transfers, rt_bulk.cpp), within the same ranges their requests may name.
 bool register_region(void *p, size_t n, VIP_MEM_HANDLE *mh, const char *what) {
     VIP_MEM_ATTRIBUTES ma{};
     ma.Ptag = g.ptag;
-    ma.EnableRdmaWrite = VIP_FALSE;
-    ma.EnableRdmaRead = VIP_FALSE;
+    ma.EnableRdmaWrite = VIP_TRUE;
+    ma.EnableRdmaRead = VIP_TRUE;
     VIP_RETURN rc = VipRegisterMem(g.nic, p, VIP_ULONG(n), &ma, mh);
     if (rc != VIP_SUCCESS) {
         report(SPLITC_ERR_INIT, "VipRegisterMem(%s, %zu bytes) failed: %s", what, n, VipxReturnString(rc));
@@ -156,11 +159,11 @@ bool setup_vis() {
     }
     VIP_VI_ATTRIBUTES va{};
     va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
-    va.MaxTransferSize = g.max_msg;
+    va.MaxTransferSize = g.rdma_chunk > g.max_msg ? g.rdma_chunk : g.max_msg;
     va.QoS = nullptr;
     va.Ptag = g.ptag;
-    va.EnableRdmaWrite = VIP_FALSE;
-    va.EnableRdmaRead = VIP_FALSE;
+    va.EnableRdmaWrite = VIP_TRUE;  // bulk transfers (rt_bulk.cpp)
+    va.EnableRdmaRead = VIP_TRUE;
     for (int r = 0; r < g.procs; ++r) {
         if (r == g.me) continue;
         Peer &p = g.peers[size_t(r)];
@@ -230,6 +233,9 @@ bool open_nic(bool *pins) {
     }
     if (na.MaxTransferSize && na.MaxTransferSize < g.max_msg) g.max_msg = uint32_t(na.MaxTransferSize);
     g.max_payload = g.max_msg - uint32_t(sizeof(MsgHdr));
+    // Bulk RDMA pieces: as large as the NIC moves in one descriptor, at most 1 GiB.
+    g.rdma_chunk = na.MaxTransferSize ? uint32_t(std::min<VIP_ULONG>(na.MaxTransferSize, VIP_ULONG(1) << 30)) : (1u << 30);
+    if (!(na.RDMAReadSupport & VIP_SERVICE_RELIABLE_DELIVERY)) g.rdma_chunk = 0;  // no RDMA read: bulk stays on messages
     int nic_rank = VipxNicRank(g.nic);
     if (nic_rank >= 0 && nic_rank != g.me) {
         report(SPLITC_ERR_INIT, "NIC address says rank %d but the job says %d; start the job with vipl-run", nic_rank, g.me);
@@ -245,7 +251,7 @@ bool init_network() {
     if (rc != VIP_SUCCESS) return init_fail("VipCreatePtag", rc);
     if (!register_region(reinterpret_cast<void *>(g.heap.lo), g.heap.hi - g.heap.lo, &g.heap.mh, "symmetric heap"))
         return false;
-    if (!(setup_statics() && setup_buffers() && setup_vis())) return false;
+    if (!(setup_statics() && setup_buffers() && setup_vis() && bulk_setup())) return false;
     g.net_up = true;
     return true;
 }
@@ -263,6 +269,10 @@ bool read_config() {
     }
     g.max_msg = uint32_t(m);
     g.max_payload = g.max_msg - uint32_t(sizeof(MsgHdr));
+    // SPLITC_RDMA_MIN: bulk transfers of at least this many bytes go by RDMA
+    // (rt_bulk.cpp); "off" (or 0) keeps every byte on messages.
+    const char *rm = viastack::env::raw("SPLITC_RDMA_MIN");
+    g.rdma_min = rm && (std::strcmp(rm, "off") == 0) ? 0 : uint32_t(std::min<size_t>(viastack::env::bytes(kLayer, "SPLITC_RDMA_MIN", 16384), 1u << 30));
     g.check_collectives = viastack::env::flag("SPLITC_CHECK_COLLECTIVES");
     // Waiting (vipl_wait.h): long spins only pay when every process can have
     // a core of its own; the window adapts unless SPLITC_SPIN fixes it.
@@ -406,6 +416,16 @@ int splitc_init(int *argc, char ***argv) {
     // A job of one has no peers: every access is local and no NIC is needed.
     bool pins = false;
     if (g.procs > 1 && !open_nic(&pins)) return -1;
+    // Bulk transfers register the caller's buffers through a cache
+    // (rt_bulk.cpp).  Where registration pins pages (verbs), an entry for
+    // memory free() gave back to the kernel and malloc() mapped again would
+    // move stale bytes: keep the C heap mapped, as AM does
+    // (VIASTACK_AM_KEEP_HEAP) and MPI libraries' leave-pinned modes do.
+    // SPLITC_KEEP_HEAP=0|1 overrides.
+    if (g.procs > 1 && viastack::env::integer(kLayer, "SPLITC_KEEP_HEAP", pins ? 1 : 0, 0, 1)) {
+        mallopt(M_TRIM_THRESHOLD, -1);
+        mallopt(M_MMAP_MAX, 0);
+    }
     if (!map_heap(pins)) return -1;
     if (g.procs > 1 && !init_network()) return -1;
     place_static_objects();
@@ -446,6 +466,7 @@ void splitc_finalize(void) {
         if (g.send_cq) VipDestroyCQ(g.send_cq);
         g.recv_cq = g.send_cq = nullptr;
         g.slots.release();
+        bulk_shutdown();
         if (g.statics.lo) VipDeregisterMem(g.nic, reinterpret_cast<void *>(g.statics.lo), g.statics.mh);
         if (g.heap.lo) VipDeregisterMem(g.nic, reinterpret_cast<void *>(g.heap.lo), g.heap.mh);
         if (g.ptag) VipDestroyPtag(g.nic, g.ptag);

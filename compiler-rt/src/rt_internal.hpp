@@ -33,6 +33,8 @@ enum MsgType : uint8_t {
     kStoreReq,      // MsgHdr + data; no reply (counted)
     kCollUp,        // MsgHdr + CollPayload; no reply (counted)
     kCollDown,      // MsgHdr + CollPayload; no reply (counted)
+    kStoreRdma,     // MsgHdr, no data: len bytes at addr were RDMA-written before it
+                    // (a bulk store); no reply (counted)
     // replies (free: their buffer was reserved by the request's credit)
     kGetRep = 16,   // MsgHdr + data, addr = initiator's destination
     kReadRep,
@@ -90,7 +92,14 @@ using chan::Slot;
 // acknowledgements, which go out without a credit.
 struct Peer : chan::Channel {
     int rank = -1;
+    // The peer's registrations of the symmetric heap and the static data, for
+    // RDMA straight into or out of them (bulk transfers, rt_bulk.cpp).
+    VIP_MEM_HANDLE heap_mh = 0;
+    VIP_MEM_HANDLE statics_mh = 0;
 };
+// Slot::rdma of a send slot posted as an RDMA read: its completion retires a
+// split-phase get or a blocking read (1 is a plain gather or RDMA write).
+enum : uint8_t { kSlotRdmaReadSplit = 2, kSlotRdmaReadBlocking = 3 };
 constexpr uint32_t kExtraSendSlots = 2;
 
 inline Peer &peer_of(Slot *s) { return *static_cast<Peer *>(s->ch); }
@@ -132,6 +141,12 @@ struct Runtime {
     uint32_t store_ack_every = 4;   // k/2 (chan::Channel::credit_batch)
     uint32_t max_msg = 4096;        // header + payload
     uint32_t max_payload = 4096 - sizeof(MsgHdr);
+    // Bulk transfers of at least rdma_min bytes go as RDMA writes/reads
+    // straight between the two processes' memory (SPLITC_RDMA_MIN; 0: never),
+    // in pieces of at most rdma_chunk bytes (the NIC's MaxTransferSize).
+    uint32_t rdma_min = 16384;
+    uint32_t rdma_chunk = 0;
+    uint64_t rdma_reads = 0;          // RDMA read descriptors not yet reaped
     chan::Layout layout;            // slots and buffers per peer
     chan::Region slots;             // every peer's slots, registered once
     Segment heap;                   // symmetric heap
@@ -190,10 +205,36 @@ void wait_step();
 // possible, else copied into the message.
 void send_request(int p, uint8_t type, uint16_t op, uint64_t addr, const void *payload,
                   uint32_t len, uint64_t reply_to);
+// A request of a header only whose len field is `len` (no payload): the
+// notice after a bulk transfer's RDMA writes.
+void send_notice(int p, uint8_t type, uint64_t addr, uint32_t len);
 // Waits until every send posted so far towards p has completed (source
 // buffers reusable).
 void drain_sends(int p);
 void drain_all_sends();
+// Reaps completed sends towards every peer without waiting; true if any.
+bool reap_all_sends();
+// Takes a send slot towards p, waiting for one (never dispatches: callable
+// anywhere).  The caller builds and posts its descriptor.
+Slot *take_send_slot(int p);
+void post_built(Peer &p, Slot *s);
+
+// ---- bulk transfers by RDMA (rt_bulk.cpp) ------------------------------------------------
+// Exchanges the heap/static-data handles (collective, at start-up).
+bool bulk_setup();
+void bulk_shutdown();
+// Whether an n-byte bulk transfer to or from `proc` goes by RDMA.
+inline bool bulk_by_rdma(size_t n) { return g.rdma_min && n >= g.rdma_min && g.rdma_chunk; }
+// RDMA-write [src, src+n) to addr on proc (posted; the caller then sends the
+// notice that follows the data).  RDMA-read addr on proc into dst, each piece
+// counted in *pending until its descriptor is reaped.
+// Both return false, having posted nothing, when the local buffer cannot be
+// registered (the caller then takes the message path).
+bool rdma_write(int proc, uint64_t addr, const void *src, size_t n);
+bool rdma_read(int proc, void *dst, uint64_t addr, size_t n, bool split_phase);
+// A reaped RDMA read or write: releases its cached registration, and retires
+// the get or read it carried.
+void rdma_retired(Slot *s);
 
 // ---- collectives (rt_coll.cpp) ------------------------------------------------------
 // Handlers called from dispatch.

@@ -45,7 +45,9 @@ constexpr uint32_t kGatherMin = 128;
 inline void retire_send(int rank, Peer &p, VIP_DESCRIPTOR *d) {
     p.recycle_send(chan::slot_of(d), kInstr, [rank](Slot *s) {
         if (__builtin_expect(s->desc.CS.Status & VIP_STATUS_ERROR_MASK, 0))
-            fatal_status("send", rank, s->desc.CS.Status);
+            fatal_status(s->rdma > 1 ? "RDMA read" : "send", rank, s->desc.CS.Status);
+        // A bulk RDMA descriptor (rt_bulk.cpp): its pin, the get it carried.
+        if (__builtin_expect(s->pin >= 0 || s->rdma > 1, 0)) rdma_retired(s);
     });
 }
 
@@ -56,7 +58,8 @@ int rank_of_vi(VIP_VI_HANDLE vi) {
     __builtin_unreachable();
 }
 
-// Reaps completed sends without waiting; returns true if any towards `rank`.
+// Reaps completed sends without waiting; returns true if any towards `rank`
+// (with a send CQ, rank -1: any).
 bool reap_sends(int rank) {
     bool got = false;
     VIP_DESCRIPTOR *d;
@@ -70,7 +73,7 @@ bool reap_sends(int rank) {
             rc = chan::Channel::send_done(vi, &d, kInstr);
             if (rc != VIP_SUCCESS) fatal_vip("VipSendDone after a send CQ entry", rc);
             retire_send(r, g.peers[r], d);
-            got |= r == rank;
+            got |= r == rank || rank < 0;
         }
         return got;
     }
@@ -84,6 +87,19 @@ bool reap_sends(int rank) {
     }
     return got;
 }
+
+}  // namespace
+
+bool reap_all_sends() {
+    if (!g.net_up) return false;
+    if (g.send_cq) return reap_sends(-1);  // the CQ names every peer
+    bool got = false;
+    for (int r = 0; r < g.procs; ++r)
+        if (r != g.me) got |= reap_sends(r);
+    return got;
+}
+
+namespace {
 
 // Waits for a free send slot.  Never dispatches incoming messages (it can be
 // called from dispatch, for a reply); it only steps the NIC, which drains the
@@ -211,6 +227,17 @@ inline void dispatch(int from, Peer &p, const uint8_t *msg, uint32_t msglen) {
         count_replyless(from, p);
         break;
     }
+    case kStoreRdma: {
+        // The bytes were RDMA-written before this notice (VIs deliver in order).
+        VIPL_INSTR_BEGIN(ta);
+        bool ok = remote_addressable(h->addr, h->len);
+        VIPL_INSTR_END(c_act, ta);
+        if (__builtin_expect(!ok, 0)) bad_request(from, h);
+        g.store_recv += h->len;
+        g.store_avail += h->len;
+        count_replyless(from, p);
+        break;
+    }
     case kCollUp:
     case kCollDown: {
         CollPayload v;
@@ -295,12 +322,13 @@ int poll(int max) {
 void wait_step() {
     // One message at a time: the caller's condition is rechecked as soon as
     // it may have changed, without a further (empty) VipCQDone.
-    if (poll(1)) {
+    if (poll(1) || (g.rdma_reads && reap_all_sends())) {
         vipl_wait::progress(g.wait);
         return;
     }
     if (!vipl_wait::idle(g.wait)) return;
-    if (g.wait.mode == vipl_wait::Mode::block && g.net_up) {
+    // An RDMA read completes on the send queue: no receive would wake a block-mode wait.
+    if (g.wait.mode == vipl_wait::Mode::block && g.net_up && !g.rdma_reads) {
         if (g.direct_vi) {
             VIP_DESCRIPTOR *d;
             if (VipRecvWait(g.direct_vi, 1, &d) == VIP_SUCCESS) serve(d);
@@ -342,6 +370,33 @@ void send_request(int rank, uint8_t type, uint16_t op, uint64_t addr, const void
         h.addr = addr;
         post_message(rank, p, &h, sizeof h, payload, len, true);
     }
+}
+
+void send_notice(int rank, uint8_t type, uint64_t addr, uint32_t len) {
+    Peer &p = g.peers[size_t(rank)];
+    while (!p.has_credit()) wait_step();
+    p.take_credit();
+    MsgHdr h;
+    h.type = type;
+    h.credits = 0;
+    h.op = 0;
+    h.len = len;
+    h.addr = addr;
+    post_message(rank, p, &h, sizeof h, nullptr, 0, false);
+}
+
+Slot *take_send_slot(int rank) {
+    Peer &p = g.peers[size_t(rank)];
+    if (!p.has_free_send()) {
+        reap_sends(rank);
+        if (!p.has_free_send()) wait_send_slot(rank);
+    }
+    return p.take_send();
+}
+
+void post_built(Peer &p, Slot *s) {
+    VIP_RETURN rc = p.post_send(s, kInstr);
+    if (__builtin_expect(rc != VIP_SUCCESS, 0)) fatal_vip("VipPostSend", rc);
 }
 
 void drain_sends(int rank) {

@@ -1,9 +1,12 @@
 // rt_ops.cpp - Split-C memory operations: read/write, get/put, store, their
 // bulk forms, and the sync family.  Local targets are served with plain
-// loads and stores; remote ones become requests (rt_msg.cpp).  The scalar
+// loads and stores; remote ones become requests (rt_msg.cpp), and bulk ones
+// from SPLITC_RDMA_MIN bytes RDMA writes/reads (rt_bulk.cpp).  The scalar
 // read/write/get/put here are the out-of-line halves (splitc_*_N_slow) of the
 // inline functions in splitc_rt.h: they see every remote access and every bad
 // pointer, and local accesses the inline test did not take.
+#include <algorithm>
+
 #include "rt_internal.hpp"
 
 using namespace splitc::rt;
@@ -166,6 +169,10 @@ void splitc_bulk_read(void *dst, splitc_gptr_t src, size_t n) {
         std::memmove(dst, reinterpret_cast<const void *>(addr_of(src)), n);
         return;
     }
+    if (bulk_by_rdma(n) && rdma_read(proc, dst, addr_of(src), n, false)) {
+        wait_blocking();
+        return;
+    }
     for_each_fragment(n, [&](size_t off, uint32_t len) {
         ++g.blocking_pending;
         send_request(proc, kReadReq, 0, addr_of(src) + off, nullptr, len,
@@ -179,6 +186,13 @@ void splitc_bulk_write(splitc_gptr_t dst, const void *src, size_t n) {
     int proc = proc_of(dst);
     if (proc == g.me) {
         std::memmove(reinterpret_cast<void *>(addr_of(dst)), src, n);
+        return;
+    }
+    if (bulk_by_rdma(n) && rdma_write(proc, addr_of(dst), src, n)) {
+        // The acknowledgement of the request behind the data: it is in place.
+        ++g.blocking_pending;
+        send_notice(proc, kWriteReq, addr_of(dst), 0);
+        wait_blocking();
         return;
     }
     for_each_fragment(n, [&](size_t off, uint32_t len) {
@@ -195,6 +209,7 @@ void splitc_bulk_get(void *dst, splitc_gptr_t src, size_t n) {
         std::memmove(dst, reinterpret_cast<const void *>(addr_of(src)), n);
         return;
     }
+    if (bulk_by_rdma(n) && rdma_read(proc, dst, addr_of(src), n, true)) return;
     for_each_fragment(n, [&](size_t off, uint32_t len) {
         ++g.splitphase_pending;
         send_request(proc, kGetReq, 0, addr_of(src) + off, nullptr, len, reinterpret_cast<uint64_t>(dst) + off);
@@ -206,6 +221,13 @@ void splitc_bulk_put(splitc_gptr_t dst, const void *src, size_t n) {
     int proc = proc_of(dst);
     if (proc == g.me) {
         std::memmove(reinterpret_cast<void *>(addr_of(dst)), src, n);
+        return;
+    }
+    if (bulk_by_rdma(n) && rdma_write(proc, addr_of(dst), src, n)) {
+        // One acknowledged request behind the data: sync waits for it, and
+        // then the data is in place and the source was read.
+        ++g.splitphase_pending;
+        send_notice(proc, kPutReq, addr_of(dst), 0);
         return;
     }
     // Fragments from registered memory go out as gather segments, without a
@@ -224,6 +246,15 @@ void splitc_bulk_store(splitc_gptr_t dst, const void *src, size_t n) {
         return;
     }
     g.store_sent += int64_t(n);
+    if (bulk_by_rdma(n) && rdma_write(proc, addr_of(dst), src, n)) {
+        // Notices count the bytes at the target (at most 1 GiB each: len is 32 bits).
+        for (size_t off = 0; off < n; off += size_t(1) << 30)
+            send_notice(proc, kStoreRdma, addr_of(dst) + off, uint32_t(std::min(n - off, size_t(1) << 30)));
+        // Nothing acknowledges a store: wait for the RDMA writes themselves
+        // (complete once the target has the data), so src may be reused.
+        drain_sends(proc);
+        return;
+    }
     for_each_fragment(n, [&](size_t off, uint32_t len) {
         send_request(proc, kStoreReq, 0, addr_of(dst) + off, static_cast<const uint8_t *>(src) + off, len, 0);
     });
@@ -251,6 +282,7 @@ void splitc_poll(void) {
 }
 
 size_t splitc_max_payload(void) { return g.max_payload; }
+size_t splitc_rdma_min(void) { return g.rdma_chunk ? g.rdma_min : 0; }
 int splitc_credits(void) { return int(g.credits); }
 int splitc_store_ack_interval(void) { return int(g.store_ack_every); }
 

@@ -267,6 +267,69 @@ TEST_F(AmMp, LongMessagesLandAtTheirOffsets) {
     EXPECT_EQ(replies, 0);
 }
 
+// Long messages across nicfw's single-copy crossover (VIPL_NICFW_DMA_MIN,
+// default 64 KiB: 1 byte below, at, above) and at AM_MaxLong(), at odd
+// offsets, from plain memory (cross-memory attach) and from AMVIA_AllocMem
+// memory (one memcpy), blocking and asynchronous; each handler replies with a
+// long message of the same bytes back into the sender's segment, from the
+// received data in its own segment.
+TEST_F(AmMp, LongMessagesAcrossTheBulkCrossover) {
+    const int right = (me + 1) % np, left = (me + np - 1) % np;
+    const char *env = std::getenv("VIPL_NICFW_DMA_MIN");
+    const size_t dma_min = env && std::strtoul(env, nullptr, 0) ? std::strtoul(env, nullptr, 0) : 65536;
+    const size_t sizes[] = {dma_min - 1, dma_min, dma_min + 1, size_t(AM_MaxLong()) - 5, size_t(AM_MaxLong())};
+    constexpr size_t kSizes = sizeof sizes / sizeof sizes[0];
+    const size_t half = kSegLen / 2; // requests land in [0, half), replies in [half, kSegLen)
+    int got = 0, replies = 0, errors = 0;
+    g_on[kBulkReq] = [&](const Received &r) {
+        uintptr_t off = uintptr_t(static_cast<uint8_t *>(r.buf) - g_seg);
+        errors += off != uintptr_t(uint32_t(r.args[1])) || r.nbytes != size_t(r.args[2]);
+        errors += mismatches(r.buf, r.nbytes, uint32_t(r.args[0] ^ left)) != 0;
+        got++;
+        errors += AM_ReplyXfer3(r.token, off + half, kHBulkRep + 3, r.buf, r.nbytes, r.args[0], r.args[1],
+                                r.args[2]) != AM_OK;
+    };
+    g_on[kBulkRep] = [&](const Received &r) {
+        uintptr_t off = uintptr_t(static_cast<uint8_t *>(r.buf) - g_seg);
+        errors += off != uintptr_t(uint32_t(r.args[1])) + half || r.nbytes != size_t(r.args[2]);
+        errors += mismatches(r.buf, r.nbytes, uint32_t(r.args[0] ^ me)) != 0;
+        replies++;
+    };
+    start();
+    std::vector<uint8_t> plain(AM_MaxLong() + 64);
+    auto *shm = static_cast<uint8_t *>(AMVIA_AllocMem(AM_MaxLong() + 64));
+    ASSERT_NE(shm, nullptr);
+    int sent = 0;
+    for (int from_shm = 0; from_shm < 2; from_shm++)
+        for (size_t k = 0; k < kSizes; k++) {
+            const size_t nb = sizes[k];
+            uint8_t *src = (from_shm ? shm : plain.data()) + 1 + k; // odd source offsets
+            const uintptr_t off = k == kSizes - 1 ? half - nb : 3 + 8 * k + size_t(from_shm) * 7; // odd target offsets
+            const int32_t seed = int32_t(k + 16 * size_t(from_shm));
+            fill(src, nb, uint32_t(seed ^ me));
+            if (k % 2 == 0) {
+                ASSERT_EQ(AM_RequestXfer3(ep, right, off, kHBulkReq + 3, src, nb, seed, int32_t(off), int32_t(nb)), AM_OK);
+            } else {
+                int rc;
+                while ((rc = AM_RequestXferAsync3(ep, right, off, kHBulkReq + 3, src, nb, seed, int32_t(off),
+                                                  int32_t(nb))) == AM_ERR_IN_USE)
+                    AM_Poll(eb);
+                ASSERT_EQ(rc, AM_OK);
+            }
+            sent++;
+            // The reply proves the handler ran: an asynchronous source is free again.
+            ASSERT_TRUE(poll_until(eb, [&] { return replies >= sent; }))
+                << (from_shm ? "AMVIA_AllocMem" : "plain") << " source, " << nb << " bytes at " << off << ": "
+                << replies << " replies of " << sent << ", " << errors << " errors";
+        }
+    ASSERT_TRUE(poll_until(eb, [&] { return got == sent; }));
+    ASSERT_EQ(AM_SPMDBarrier(), AM_OK);
+    EXPECT_EQ(errors, 0);
+    EXPECT_EQ(AMVIA_FreeMem(shm), AM_OK);
+    EXPECT_EQ(AMVIA_FreeMem(shm), AM_ERR_BAD_ARG); // not AMVIA_AllocMem memory any more
+    EXPECT_EQ(AMVIA_FreeMem(g_seg), AM_ERR_BAD_ARG);
+}
+
 // Refusals between processes: wrong tag, AM_NONE, missing handler, segment
 // overflow (sender-side), unmapped index.
 TEST_F(AmMp, RefusedMessagesGetTheRightStatus) {

@@ -33,8 +33,10 @@
 #define H_LREP 100
 #define H_WAKE 130
 
-#define SEGLEN (4u << 20)
-#define STRIDE (70u * 1024u) /* > AM_MaxLong(): one long message per argument count */
+#define SEGLEN (8u << 20)
+/* One long message per argument count, n * 1000 + 3 bytes (< STRIDE), the
+ * 16-argument one AM_MaxLong() bytes at the end of its half. */
+#define STRIDE (70u * 1024u)
 
 static uint8_t *seg;
 static ep_t the_ep;
@@ -301,7 +303,7 @@ int main(int argc, char **argv) {
 
     /* The segment comes after start-up: every peer learns of it only now. */
     seg = (uint8_t *)malloc(SEGLEN);
-    src = (uint8_t *)malloc(STRIDE);
+    src = (uint8_t *)malloc((size_t)AM_MaxLong() > STRIDE ? (size_t)AM_MaxLong() : STRIDE);
     if (!seg || !src) return 1;
     memset(seg, 0, SEGLEN);
     if (AM_SetSeg(the_ep, seg, SEGLEN) != AM_OK) error("AM_SetSeg", 0);

@@ -20,7 +20,7 @@ using namespace amtest;
 namespace {
 
 constexpr tag_t kTag = 0x1234abcd5678ull;
-constexpr size_t kSegLen = 256 * 1024;
+constexpr size_t kSegLen = 4 << 20; // room for AM_MaxLong() (1 MiB) and its reply
 
 TEST(AmConstants, MatchTheAm2Headers) {
     EXPECT_EQ(AM_OK, 0);

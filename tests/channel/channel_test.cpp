@@ -6,8 +6,10 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "viastack/channel.hpp"
+#include "viastack/regcache.hpp"
 #include "vipl_test_util.hpp"
 
 namespace {
@@ -255,6 +257,58 @@ TEST_F(ChannelPair, DrainTakesBackWhatTheViHeld) {
     a.drain([&](Slot *) { seen++; });
     EXPECT_EQ(seen, 1);
     EXPECT_EQ(a.free_sends(), layout.nsend);
+}
+
+// The registration cache (regcache.hpp) on this process's NIC: a range inside
+// a cached registration is a hit on the same handle; misses register whole
+// pages; only unpinned entries are evicted (least recently used first), and
+// with every entry pinned the caller's wait runs until one is released;
+// forget() drops what overlaps; a registration the NIC refuses says why.
+TEST_F(ChannelPair, RegistrationCacheHitsPinsEvictsAndForgets) {
+    using viastack::channel::RegCache;
+    RegCache cache;
+    cache.init(vt::nic(), ptag);
+    const size_t page = 4096, n = RegCache::kEntries + 1;
+    std::vector<uint8_t> mem((n + 1) * page);
+    auto *base = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(mem.data()) + page - 1) & ~(page - 1));
+    int waits = 0;
+    auto no_wait = [&] { waits++; };
+    VIP_MEM_HANDLE h0, h;
+    int e0 = cache.acquire(base + 10, 100, &h0, no_wait);
+    ASSERT_GE(e0, 0) << cache.last_error();
+    EXPECT_EQ(cache.acquire(base + 4000, 96, &h, no_wait), e0); // same page: a hit
+    EXPECT_EQ(h, h0);
+    cache.release(e0);
+    cache.release(e0);
+    // Fill every entry with one page each, all pinned.
+    std::vector<int> es{e0};
+    cache.pin(e0);
+    for (size_t i = 1; i < size_t(RegCache::kEntries); i++) {
+        int e = cache.acquire(base + i * page, 1, &h, no_wait);
+        ASSERT_GE(e, 0) << cache.last_error();
+        es.push_back(e);
+    }
+    EXPECT_EQ(waits, 0);
+    // A miss with every entry pinned waits; releasing page 1's entry in the
+    // wait makes room, and that entry (the only unpinned one) is reused.
+    int got = cache.acquire(base + n * page, 1, &h, [&] {
+        if (waits++ == 2) cache.release(es[1]);
+    });
+    EXPECT_EQ(waits, 3);
+    EXPECT_EQ(got, es[1]);
+    // forget() drops page 0's entry even while pinned (the memory is going).
+    cache.forget(base, 1);
+    // Its entry is free again: the next miss takes it without waiting.
+    int waited = 0;
+    int again = cache.acquire(base + 10, 1, &h, [&] { waited++; });
+    EXPECT_EQ(again, e0);
+    EXPECT_EQ(waited, 0);
+    // Memory the NIC cannot register (a NULL range) fails with a reason.
+    RegCache bad;
+    bad.init(nullptr, nullptr);
+    EXPECT_EQ(bad.acquire(base, 1, &h, no_wait), RegCache::kNone);
+    EXPECT_NE(std::string(bad.last_error()).find("VIP_INVALID_PARAMETER"), std::string::npos) << bad.last_error();
+    cache.clear();
 }
 
 }  // namespace

@@ -154,3 +154,18 @@ TEST(PeerRounds, TableIsRenderedEveryWayAndSurvivesJson) {
     Report none;
     EXPECT_NE(interleaved_table(none).status.find("skipped"), std::string::npos);
 }
+
+namespace logp {
+// One-sided puts are set against every layer that moves bulk data by RDMA
+// (issue #15's bar for AM long and Split-C bulk_put); message streams against AM.
+TEST(PeerRounds, PutBandwidthPairsWithEveryRdmaLayer) {
+    for (const char *layer : {"vi", "am-v3", "splitc"}) {
+        EXPECT_TRUE(compares_bandwidth("ucp_put_bw", layer)) << layer;
+        EXPECT_TRUE(compares_bandwidth("fi_write", layer)) << layer;
+    }
+    EXPECT_FALSE(compares_bandwidth("ucp_put_bw", "fm"));
+    EXPECT_TRUE(compares_bandwidth("ucp_am_bw", "am-v3"));
+    EXPECT_FALSE(compares_bandwidth("ucp_am_bw", "vi"));
+    EXPECT_FALSE(compares_bandwidth("MPI_Isend", "splitc"));
+}
+}  // namespace logp

@@ -190,6 +190,71 @@ INSTANTIATE_TEST_SUITE_P(Sizes, BulkOps,
                                            size_t(129), size_t(1000), size_t(4079), size_t(4080), size_t(4081),
                                            size_t(12245), size_t(70001)));
 
+// Across the RDMA crossover (splitc_rdma_min(); 1 byte below, at, above) and
+// at 1 MiB, every form from and into memory the runtime did not register (the
+// registration cache) and into/out of the heap, at odd offsets on both sides,
+// with guard bytes around every target.
+TEST(BulkOps, RdmaCrossoverMovesExactlyTheBytes) {
+    const size_t rm = splitc_rdma_min();
+    std::vector<size_t> sizes{size_t(1) << 20, (size_t(1) << 20) + 3};
+    if (rm) sizes.insert(sizes.begin(), {rm - 1, rm, rm + 1});
+    const unsigned char kGuard = 0x5A;
+    auto byte = [](int proc, size_t i, int salt) { return (unsigned char)(proc * 31 + salt * 11 + i * 13 + 1); };
+    for (size_t n : sizes) {
+        const size_t area = n + 256;
+        spread_ptr<unsigned char> mem = all_spread_malloc<unsigned char>(size_t(procs()), 6 * area);
+        unsigned char *mine = (mem + myproc()).local();
+        global_ptr<unsigned char> r = (mem + right()).to_global();
+        std::memset(mine, kGuard, 6 * area);
+        for (size_t i = 0; i < n; ++i) mine[67 + i] = byte(myproc(), i, 0);  // region 0: read source
+        barrier();
+        // get/read into unregistered memory, and get into the heap (region 5)
+        std::vector<unsigned char> buf(n + 8, kGuard);
+        bulk_get(buf.data() + 3, r + 67, n);
+        splitc::sync();
+        bool ok = buf[2] == kGuard && buf[n + 3] == kGuard;
+        for (size_t i = 0; i < n && ok; ++i) ok = buf[i + 3] == byte(right(), i, 0);
+        EXPECT_TRUE(ok) << "bulk_get into unregistered memory, " << n << " bytes";
+        std::fill(buf.begin(), buf.end(), kGuard);
+        bulk_read(buf.data() + 5, r + 67, n);
+        ok = buf[4] == kGuard && buf[n + 5] == kGuard;
+        for (size_t i = 0; i < n && ok; ++i) ok = buf[i + 5] == byte(right(), i, 0);
+        EXPECT_TRUE(ok) << "bulk_read, " << n << " bytes";
+        unsigned char *heap_dst = mine + 5 * area + 65;
+        bulk_get(heap_dst, r + 67, n);
+        splitc::sync();
+        ok = heap_dst[-1] == kGuard && heap_dst[n] == kGuard;
+        for (size_t i = 0; i < n && ok; ++i) ok = heap_dst[i] == byte(right(), i, 0);
+        EXPECT_TRUE(ok) << "bulk_get into the heap, " << n << " bytes";
+        // write/put/store from unregistered memory (salts 1..3), put from the heap (salt 0)
+        std::vector<unsigned char> src(n + 1);
+        for (int region = 1; region <= 4; ++region) {
+            for (size_t i = 0; i < n; ++i) src[i + 1] = byte(myproc(), i, region == 4 ? 0 : region);
+            global_ptr<unsigned char> d = r + ptrdiff_t(size_t(region) * area + 65);
+            if (region == 1) bulk_write(d, src.data() + 1, n);
+            if (region == 2) bulk_put(d, src.data() + 1, n);
+            if (region == 3) bulk_store(d, src.data() + 1, n);
+            if (region == 4) bulk_put(d, mine + 67, n);
+            // The source is the caller's again after sync (put) or the call (write, store).
+            splitc::sync();
+            std::fill(src.begin(), src.end(), 0);
+        }
+        store_sync(n);
+        barrier();
+        for (int region = 1; region <= 4; ++region) {
+            const unsigned char *d = mine + size_t(region) * area;
+            bool good = true;
+            for (size_t i = 0; i < 65 && good; ++i) good = d[i] == kGuard;
+            for (size_t i = 65 + n; i < area && good; ++i) good = d[i] == kGuard;
+            for (size_t i = 0; i < n && good; ++i) good = d[65 + i] == byte(left(), i, region == 4 ? 0 : region);
+            EXPECT_TRUE(good) << "region " << region << " (1 write, 2 put, 3 store, 4 put from the heap) of " << n
+                              << " bytes, RDMA from " << rm;
+        }
+        barrier();
+        all_spread_free(mem);
+    }
+}
+
 TEST(BulkOps, FragmentBoundariesFollowMaxPayload) {
     const size_t mp = splitc_max_payload();
     EXPECT_GE(mp, size_t(200));

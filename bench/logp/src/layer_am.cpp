@@ -7,9 +7,11 @@
 //   burst message     AM_Request4 to an empty handler (the layer returns the
 //                     credit with its own reply), confirmed by one request back
 //   o_r               the one AM_Poll that runs the waiting request's handler
-//   bulk              AM_RequestXfer4 of n bytes into the peer's segment; above
-//                     AM_MaxLong() (64 KB) a message is several requests of
-//                     AM_MaxLong() bytes at consecutive segment offsets
+//   bulk              AM_RequestXfer4 of n bytes into the peer's segment, from
+//                     AMVIA_AllocMem memory (on nicfw one memcpy from the
+//                     single-copy crossover on); above AM_MaxLong() (1 MB) a
+//                     message is several requests of AM_MaxLong() bytes at
+//                     consecutive segment offsets
 //   breakdown         the round trip above (Table 3: a short request-reply)
 #include "am.h"
 #include "breakdown.hpp"
@@ -131,7 +133,7 @@ public:
         std::uint64_t t0 = ticks();
         for (int i = 0; i < count; ++i)
             for (std::size_t off = 0; off < bytes; off += chunk)
-                check(AM_RequestXfer4(ep_, kPeer, off, kXfer, src_.data() + off, std::min(chunk, bytes - off), 1, 2, 3, 4),
+                check(AM_RequestXfer4(ep_, kPeer, off, kXfer, src_ + off, std::min(chunk, bytes - off), 1, 2, 3, 4),
                       "AM_RequestXfer4");
         wait_for(g_confirms, confirms_ + 1, "confirmation");
         ++confirms_;
@@ -162,12 +164,15 @@ private:
     eb_t eb_ = nullptr;
     ep_t ep_ = nullptr;
     bool init_ = false;
-    std::vector<char> seg_, src_;
+    std::vector<char> seg_;
+    char *src_ = nullptr;          // AMVIA_AllocMem memory, else src_plain_
+    bool src_allocated_ = false;
+    std::vector<char> src_plain_;
     long confirms_ = 0, sunk_ = 0, xfers_ = 0;
     double reply_ns_ = 0;  // send path inside the last timed probe receive (instrumented series)
 };
 
-AmLayer::AmLayer(const Job &job, const LayerOptions &opt, int layout) : layout_(layout), seg_(kSegBytes), src_(kBulkMax, 'x') {
+AmLayer::AmLayer(const Job &job, const LayerOptions &opt, int layout) : layout_(layout), seg_(kSegBytes) {
     if (!opt.device.empty()) setenv("VIASTACK_AM_NIC", opt.device.c_str(), 0);  // the NIC AM_Init opens
     g_sunk = 0;
     g_echoed = 0;
@@ -182,6 +187,17 @@ AmLayer::AmLayer(const Job &job, const LayerOptions &opt, int layout) : layout_(
         en_t mine{};
         check(AM_AllocateEndpoint(eb_, &ep_, &mine), "AM_AllocateEndpoint");
         check(AM_SetSeg(ep_, seg_.data(), seg_.size()), "AM_SetSeg");
+        // The bulk source: memory the NIC moves with one memcpy (as ucp_mem_map'd
+        // memory is for UCX's puts); plain memory if the provider has none.
+        // LOGP_AM_PLAIN_SOURCE=1: plain heap memory instead (cross-memory attach on nicfw).
+        const char *plain = std::getenv("LOGP_AM_PLAIN_SOURCE");
+        if (!plain || std::strcmp(plain, "1") != 0) src_ = static_cast<char *>(AMVIA_AllocMem(kBulkMax));
+        src_allocated_ = src_ != nullptr;
+        if (!src_) {
+            src_plain_.assign(kBulkMax, 'x');
+            src_ = src_plain_.data();
+        }
+        std::memset(src_, 'x', kBulkMax);
         const tag_t tag = 0x6c6f6770 + tag_t(layout);  // "logp"
         check(AM_SetTag(ep_, tag), "AM_SetTag");
         check(AM_SetHandler(ep_, kSink, sink_handler), "AM_SetHandler");
@@ -205,6 +221,8 @@ AmLayer::~AmLayer() {
     if (eb_) AM_FreeBundle(eb_);
     ep_ = nullptr;
     eb_ = nullptr;
+    if (src_allocated_) AMVIA_FreeMem(src_);
+    src_allocated_ = false;
     if (init_) AM_Terminate();
     init_ = false;
 }

@@ -46,6 +46,11 @@ std::string layer_for_bandwidth_test(const std::string &test) {
     return "am-v3";
 }
 
+bool compares_bandwidth(const std::string &test, const std::string &layer) {
+    if (layer_for_bandwidth_test(test) == "vi") return layer == "vi" || layer == "am-v3" || layer == "splitc";
+    return layer == "am-v3";
+}
+
 void add_round(Interleaved &cmp, int round, const std::vector<OurFigure> &ours, const std::string &peer_tool,
                const std::vector<PeerMetric> &peer_metrics) {
     for (const PeerMetric &m : peer_metrics) {
@@ -55,7 +60,7 @@ void add_round(Interleaved &cmp, int round, const std::vector<OurFigure> &ours, 
         if (!bandwidth && metric != "rtt_half_us" && metric != "g_us") continue;
         for (const OurFigure &f : ours) {
             if (f.metric != metric) continue;
-            if (bandwidth && (f.bytes != m.bytes || f.layer != layer_for_bandwidth_test(m.test))) continue;
+            if (bandwidth && (f.bytes != m.bytes || !compares_bandwidth(m.test, f.layer))) continue;
             RoundComparison &c = comparison_for(cmp, peer_tool, m, f.layer);
             const double ratio = finite(f.value) && finite(m.peer) && m.peer > 0 ? f.value / m.peer : kNaN;
             set_at(c.ours, round, f.value);

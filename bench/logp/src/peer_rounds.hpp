@@ -28,6 +28,11 @@ const std::vector<std::size_t> &comparison_sizes();
 // writes (ucp_put_bw, fi_write, ib_write_bw) against VI's RDMA-write stream,
 // message streams (ucp_am_bw, MPI_Isend) against AM's bulk transfer.
 std::string layer_for_bandwidth_test(const std::string &test);
+// Whether a peer's bandwidth test is set against this layer's bulk curve in
+// the interleaved rounds: one-sided writes against every layer that moves
+// bulk data by RDMA (VI's RDMA write, AM long, Split-C bulk_put: the bar of
+// issue #15), message streams against AM.
+bool compares_bandwidth(const std::string &test, const std::string &layer);
 
 // Records round `round` (0-based) of one peer against our figures of the
 // same round.  RTT/2 and g are set against every layer of ours in `ours`.

@@ -1,0 +1,86 @@
+// regcache.hpp - a registration cache for user buffers that RDMA descriptors
+// name directly (AM long-message sources, Split-C bulk get/put buffers).
+//
+// An RDMA write from (or read into) a user's buffer needs registered memory.
+// Registering is expensive (a NIC table update; on a real NIC a kernel call
+// and page pinning), so registrations are kept and reused: a transfer from
+// pages already covered costs a short table scan.  Entries are pinned while a
+// descriptor using them is in flight and only unpinned entries are evicted
+// (least recently used first).
+//
+// Like every registration cache, this one cannot see the application unmap
+// and remap memory at the same address: the layer forgets ranges it frees
+// itself (forget), and documents that ranges the program munmap()s must not
+// be sent from again before the layer is shut down.  Memory the layer has
+// registered itself (segments, heaps, rings) should never go through the
+// cache: the layer checks those first and uses their own handles.
+//
+// Not thread-safe (one per layer instance, used from its progress thread).
+// Only vipl.h: the layer below's public header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "vipl.h"
+
+namespace viastack::channel {
+
+class RegCache {
+public:
+    static constexpr int kEntries = 64;
+    static constexpr int kNone = -1;
+
+    // The NIC and protection tag registrations are made with.  Entries are
+    // registered without RDMA enabled: they are the local side of a layer's
+    // RDMA writes (gather list) and reads (scatter list), which VI checks as
+    // it checks a send's or receive's buffers.
+    void init(VIP_NIC_HANDLE nic, VIP_PROTECTION_HANDLE ptag) {
+        nic_ = nic;
+        ptag_ = ptag;
+    }
+
+    // Finds or makes a registration covering [addr, addr+len) and pins it
+    // once; returns the entry (release it with release()), or kNone on
+    // failure (last_error() says why).  wait() is called, repeatedly, while
+    // every entry is pinned: it should reap completed descriptors (whose
+    // release() frees an entry).
+    template <class Wait>
+    int acquire(const void *addr, size_t len, VIP_MEM_HANDLE *mh, Wait &&wait) {
+        for (;;) {
+            int r = try_acquire(addr, len, mh);
+            if (r != kAllPinned) return r;
+            wait();
+        }
+    }
+    const char *last_error() const { return last_error_; }
+    void pin(int entry) {
+        if (entry >= 0) entries_[entry].pins++;
+    }
+    void release(int entry) {
+        if (entry >= 0 && entries_[entry].pins > 0) entries_[entry].pins--;
+    }
+    // Drops entries overlapping [addr, addr+len): memory about to be freed.
+    void forget(const void *addr, size_t len);
+    // Deregisters everything (the layer shuts down; the NIC is still open).
+    void clear();
+
+private:
+    static constexpr int kAllPinned = -3;
+    int try_acquire(const void *addr, size_t len, VIP_MEM_HANDLE *mh);
+
+    struct Entry {
+        uintptr_t base = 0;
+        size_t len = 0;  // 0: free
+        VIP_MEM_HANDLE mh = 0;
+        int pins = 0;
+        uint64_t last_use = 0;
+    };
+    VIP_NIC_HANDLE nic_ = nullptr;
+    VIP_PROTECTION_HANDLE ptag_ = nullptr;
+    Entry entries_[kEntries];
+    uint64_t use_clock_ = 0;
+    char last_error_[200] = "registration cache error";
+};
+
+}  // namespace viastack::channel

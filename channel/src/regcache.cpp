@@ -1,0 +1,82 @@
+// regcache.cpp - the registration cache (regcache.hpp): lookups and misses.
+// Not on a message's path: a hit is a scan of 64 entries, a miss registers.
+#include "viastack/regcache.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace viastack::channel {
+
+namespace {
+uintptr_t page_size() {
+    static const uintptr_t ps = uintptr_t(sysconf(_SC_PAGESIZE));
+    return ps;
+}
+}  // namespace
+
+int RegCache::try_acquire(const void *addr, size_t len, VIP_MEM_HANDLE *mh) {
+    const uintptr_t a = uintptr_t(addr);
+    if (len == 0) len = 1;
+    for (int i = 0; i < kEntries; i++) {
+        Entry &e = entries_[i];
+        if (e.len && a >= e.base && a + len <= e.base + e.len) {
+            e.pins++;
+            e.last_use = ++use_clock_;
+            *mh = e.mh;
+            return i;
+        }
+    }
+    // Miss: register the whole pages, in a free or the least recently used
+    // unpinned entry.
+    int victim = -1;
+    for (int i = 0; i < kEntries; i++) {
+        if (!entries_[i].len) {
+            victim = i;
+            break;
+        }
+        if (!entries_[i].pins && (victim < 0 || entries_[i].last_use < entries_[victim].last_use)) victim = i;
+    }
+    if (victim < 0) return kAllPinned;
+    Entry &e = entries_[victim];
+    if (e.len) VipDeregisterMem(nic_, reinterpret_cast<void *>(e.base), e.mh);
+    e = Entry{};
+    const uintptr_t base = a & ~(page_size() - 1);
+    const uintptr_t end = (a + len + page_size() - 1) & ~(page_size() - 1);
+    VIP_MEM_ATTRIBUTES ma{ptag_, VIP_FALSE, VIP_FALSE};
+    VIP_RETURN rc = VipRegisterMem(nic_, reinterpret_cast<void *>(base), end - base, &ma, &e.mh);
+    if (rc != VIP_SUCCESS) {
+        // The caller reports it, naming its own call.
+        std::snprintf(last_error_, sizeof last_error_, "registering the buffer's pages [%#lx, %#lx) failed: %s",
+                      (unsigned long)base, (unsigned long)end, VipxReturnString(rc));
+        e = Entry{};
+        return kNone;
+    }
+    e.base = base;
+    e.len = end - base;
+    e.pins = 1;
+    e.last_use = ++use_clock_;
+    *mh = e.mh;
+    return victim;
+}
+
+void RegCache::forget(const void *addr, size_t len) {
+    const uintptr_t a = uintptr_t(addr), end = a + len;
+    for (Entry &e : entries_)
+        if (e.len && e.base < end && a < e.base + e.len) {
+            // Registration pins the pages that were mapped then (verbs); once
+            // the range is freed and mapped again, the entry would move stale
+            // bytes.  Pinned entries belong to descriptors on VIs that are gone.
+            if (nic_) VipDeregisterMem(nic_, reinterpret_cast<void *>(e.base), e.mh);
+            e = Entry{};
+        }
+}
+
+void RegCache::clear() {
+    for (Entry &e : entries_) {
+        if (e.len && nic_) VipDeregisterMem(nic_, reinterpret_cast<void *>(e.base), e.mh);
+        e = Entry{};
+    }
+}
+
+}  // namespace viastack::channel
