@@ -10,6 +10,7 @@
 #pragma once
 
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -56,9 +57,24 @@ public:
     // firmware has its own thread.
     void host_step() {
         if (cfg_.mode == Mode::Inline) {
+            note_host_thread();
             if (!shared_step_.load(std::memory_order_relaxed)) step();
             else locked_step();
         }
+    }
+    // Inline mode: the thread that opened the NIC drives it alone (plain
+    // doorbell writes, steps without the lock) until a VIPL call comes from
+    // another thread: from then on stepping is shared.  The VI spec lets
+    // several threads use one NIC (a server thread in VipConnectWait while
+    // another connects; a receive thread in VipRecvWait); two threads stepping
+    // an unshared firmware at once read one packet twice and skipped the next
+    // (a lost VipConnectReject, found by badinput's reject test under load).
+    // The check is one compare of pthread_self() per call.
+    void note_host_thread() {
+        if (__builtin_expect(cfg_.mode == Mode::Inline && !shared_step_.load(std::memory_order_relaxed) &&
+                                 !pthread_equal(pthread_self(), owner_thread_),
+                             0))
+            share_stepping();
     }
     // A host poll found nothing.  With the firmware on its own thread, give the
     // CPU away now and then: on a machine with fewer cores than busy threads a
@@ -103,6 +119,7 @@ public:
     void ring(uint32_t index) {
         const uint32_t w = index / 64;
         const uint64_t bit = 1ull << (index % 64);
+        note_host_thread();
         if (cfg_.mode == Mode::Inline && !shared_step_.load(std::memory_order_relaxed)) {
             // Only this thread runs the firmware: a plain read-modify-write suffices.
             const uint64_t v = active_[w].load(std::memory_order_relaxed);
@@ -273,6 +290,7 @@ private:
 
     // execution
     std::atomic<bool> shared_step_{false};  // someone besides the host steps (agent)
+    pthread_t owner_thread_ = pthread_self();  // inline: the host thread that drives it alone (note_host_thread)
     std::atomic<bool> step_lock_{false};
     std::atomic<bool> stop_{false};
     std::atomic<bool> pause_req_{false};

@@ -68,6 +68,7 @@ VIP_RETURN ViImpl::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
 // doorbell is rung as for a send: the VI may break between our state check and
 // our token, and only a doorbell would then have the firmware flush it.
 VIP_RETURN ViImpl::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    hw->fw.note_host_thread();
     if (hw->cfg.mode != Mode::Inline || hw->fw.stepping_shared()) return post(host_rq, bell_rq, d, mh);
     if (host_rq.full()) return VIP_ERROR_RESOURCE; // work queue full
     host_rq.claim(d);                              // clears Status
