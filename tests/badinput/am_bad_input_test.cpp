@@ -125,6 +125,9 @@ TEST(AmBeforeInit, EveryCallIsRefusedWithNotInit) {
     EXPECT_EQ(AM_GetDestEndpoint(nullptr, &ep), AM_ERR_BAD_ARG);
     EXPECT_EQ(AM_GetMsgTag(nullptr, &t), AM_ERR_BAD_ARG);
     EXPECT_EQ(AMVIA_NicHandle(), nullptr);
+    EXPECT_EQ(AMVIA_AllocMem(4096), nullptr);
+    int stack_byte = 0;
+    EXPECT_EQ(AMVIA_FreeMem(&stack_byte), AM_ERR_NOT_INIT);
     EXPECT_EQ(AM_MaxSegLength(&len), AM_OK) << "answers before AM_Init too";
 }
 
@@ -472,6 +475,26 @@ TEST_F(Am, SegmentArguments) {
     EXPECT_EQ(g_returned.status, EBADSEGOFF);
     EXPECT_EQ(g_returned.opcode, AM_REQUEST_XFER_M);
     for (uint8_t v : seg) ASSERT_EQ(v, 0) << "a refused long message wrote the segment";
+}
+
+// AMVIA_AllocMem / AMVIA_FreeMem: a zero size, memory not from AMVIA_AllocMem
+// (NULL, the stack, the heap, an interior pointer, freed twice), memory that
+// still holds the endpoint's segment.
+TEST_F(Am, AllocMemArguments) {
+    EXPECT_EQ(AMVIA_AllocMem(0), nullptr);
+    EXPECT_EQ(AMVIA_FreeMem(nullptr), AM_ERR_BAD_ARG);
+    int stack_byte = 0;
+    EXPECT_EQ(AMVIA_FreeMem(&stack_byte), AM_ERR_BAD_ARG);
+    EXPECT_EQ(AMVIA_FreeMem(seg.data()), AM_ERR_BAD_ARG);
+    auto *m = static_cast<uint8_t *>(AMVIA_AllocMem(8192));
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m[0] | m[8191], 0) << "zeroed";
+    EXPECT_EQ(AMVIA_FreeMem(m + 64), AM_ERR_BAD_ARG) << "an interior pointer";
+    ASSERT_EQ(AM_SetSeg(ep, m, 8192), AM_OK);
+    EXPECT_EQ(AMVIA_FreeMem(m), AM_ERR_RESOURCE) << "it holds the endpoint's segment";
+    ASSERT_EQ(AM_SetSeg(ep, seg.data(), kSegLen), AM_OK);
+    EXPECT_EQ(AMVIA_FreeMem(m), AM_OK);
+    EXPECT_EQ(AMVIA_FreeMem(m), AM_ERR_BAD_ARG) << "freed twice";
 }
 
 // ---- tags and events ---------------------------------------------------------------------------
