@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "host_dma.hpp"
+
 namespace nicfw {
 
 namespace {
@@ -195,8 +197,8 @@ int DmaEngine::move(bool pull, int peer_rank, uint32_t pid, const BulkSeg *rs, u
             rp = m->base + s.shm_off + roff;
         }
         if (rp) {
-            if (pull) std::memcpy(lp, rp, n);
-            else std::memcpy(rp, lp, n);
+            if (pull) dma_to_host(lp, rp, n);
+            else dma_to_host(rp, lp, n);
         } else {
             void *raddr = reinterpret_cast<void *>(s.addr + roff);
             if (nb_ && static_cast<unsigned char *>(lv_[nb_ - 1].iov_base) + lv_[nb_ - 1].iov_len == lp &&

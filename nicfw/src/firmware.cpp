@@ -6,6 +6,8 @@
 // quiescing it while the host changes tables).
 #include "firmware.hpp"
 
+#include <linux/membarrier.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -35,6 +37,15 @@ void spin_ns(uint32_t ns) {
     while (now_ns() < end) __builtin_ia32_pause();
 }
 
+namespace {
+// membarrier(2), private expedited: registered once per process; false where
+// the kernel lacks it (then every inline NIC steps shared from the start).
+bool membarrier_ready() {
+    static const bool ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    return ok;
+}
+} // namespace
+
 Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int nprocs,
                    const ProtectionTable &protection, const ViTable &vis, ErrorQueue &errors, ConnectionManager &cm)
     : cfg_(cfg), wire_(job, nprocs, cfg.ring_bytes), rank_(rank), protection_(protection), vis_(vis),
@@ -43,6 +54,8 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
     rx_head_ = wire_.ctl(rank_).head.load(std::memory_order_acquire);
     if (cfg_.faults.any()) faults_ = std::make_unique<FaultInjector>(cfg_.faults, rank, now_ns());
     ack_list_.reserve(kMaxVi);
+    // Inline: the switch to shared stepping needs membarrier (share_stepping).
+    if (cfg_.mode == Mode::Inline && !membarrier_ready()) shared_step_.store(true, std::memory_order_relaxed);
     // Every rank of a job has the same configuration, so every consumer of the
     // job's FIFOs sleeps or none does.
     wire_.consumers_may_sleep = cfg_.mode == Mode::Thread || cfg_.progress_thread;
@@ -377,8 +390,9 @@ void Firmware::release_held() {
 }
 
 void Firmware::link_connected(ViImpl *vi) {
-    if (!cfg_.transport || vi->attr.reliability == VIP_SERVICE_UNRELIABLE) return;
-    if (!vi->fw.link) vi->fw.link = std::make_unique<LinkState>();
+    // Made with the VI (objects.cpp); the VI is not Connected yet, so the
+    // firmware does not read it (it looks at a VI's link only when Connected).
+    if (!vi->fw.link || vi->attr.reliability == VIP_SERVICE_UNRELIABLE) return;
     vi->fw.link->reset();
     vi->fw.link->una = vi->fw.send_seq; // the connection's initial sequence number (connect.cpp)
 }
@@ -415,6 +429,15 @@ Firmware::Quiesce::~Quiesce() {
         while (fw_->paused_.load(std::memory_order_acquire)) __builtin_ia32_pause();
     } else {
         fw_->step_lock_.store(false, std::memory_order_release);
+    }
+}
+
+void Firmware::share_stepping() {
+    if (cfg_.mode != Mode::Inline || shared_step_.load(std::memory_order_relaxed)) return;
+    shared_step_.store(true, std::memory_order_seq_cst);
+    if (membarrier_ready()) {
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+        while (owner_busy_.load(std::memory_order_acquire)) __builtin_ia32_pause();
     }
 }
 

@@ -58,8 +58,14 @@ public:
     void host_step() {
         if (cfg_.mode == Mode::Inline) {
             note_host_thread();
-            if (!shared_step_.load(std::memory_order_relaxed)) step();
-            else locked_step();
+            if (!shared_step_.load(std::memory_order_relaxed)) {
+                OwnerSection owner(this);
+                if (owner.alone()) {
+                    step();
+                    return;
+                }
+            }
+            locked_step();
         }
     }
     // Inline mode: the thread that opened the NIC drives it alone (plain
@@ -70,6 +76,32 @@ public:
     // an unshared firmware at once read one packet twice and skipped the next
     // (a lost VipConnectReject, found by badinput's reject test under load).
     // The check is one compare of pthread_self() per call.
+    //
+    // The switch must not let the owner's step (or doorbell write) that is
+    // already running unlocked overlap the new thread's first locked one.
+    // The owner marks each unlocked section (owner_busy_) and then re-reads
+    // shared_step_, with only a compiler barrier between: the rare side, the
+    // thread that switches stepping to shared, pays for the ordering with
+    // membarrier(2), which makes every thread of the process pass a full
+    // barrier; after it, either the owner's mark is visible (and is waited
+    // out) or the owner's re-read sees the switch and takes the lock.
+    // Without membarrier, stepping is shared from the start.
+    class OwnerSection {
+    public:
+        explicit OwnerSection(Firmware *fw) : fw_(fw) {
+            fw_->owner_busy_.store(true, std::memory_order_relaxed);
+            std::atomic_signal_fence(std::memory_order_seq_cst);
+            alone_ = !fw_->shared_step_.load(std::memory_order_relaxed);
+        }
+        ~OwnerSection() { fw_->owner_busy_.store(false, std::memory_order_release); }
+        bool alone() const { return alone_; }
+        OwnerSection(const OwnerSection &) = delete;
+        OwnerSection &operator=(const OwnerSection &) = delete;
+
+    private:
+        Firmware *fw_;
+        bool alone_;
+    };
     void note_host_thread() {
         if (__builtin_expect(cfg_.mode == Mode::Inline && !shared_step_.load(std::memory_order_relaxed) &&
                                  !pthread_equal(pthread_self(), owner_thread_),
@@ -91,9 +123,7 @@ public:
     void locked_step();   // one iteration, unless another thread is running one
     // Inline mode: from now on another thread (the agent, a second host thread)
     // steps the firmware too, so steps take the lock and doorbells use atomics.
-    void share_stepping() {
-        if (cfg_.mode == Mode::Inline) shared_step_.store(true, std::memory_order_seq_cst);
-    }
+    void share_stepping();  // firmware.cpp (the membarrier handshake above)
     bool stepping_shared() const { return shared_step_.load(std::memory_order_relaxed); }
     // Stops the firmware from running until the guard goes (thread mode: parks
     // the firmware thread; inline with an agent: holds the step lock).
@@ -121,10 +151,13 @@ public:
         const uint64_t bit = 1ull << (index % 64);
         note_host_thread();
         if (cfg_.mode == Mode::Inline && !shared_step_.load(std::memory_order_relaxed)) {
-            // Only this thread runs the firmware: a plain read-modify-write suffices.
-            const uint64_t v = active_[w].load(std::memory_order_relaxed);
-            if (!(v & bit)) active_[w].store(v | bit, std::memory_order_relaxed);
-            return;
+            OwnerSection owner(this);
+            if (owner.alone()) {
+                // Only this thread runs the firmware: a plain read-modify-write suffices.
+                const uint64_t v = active_[w].load(std::memory_order_relaxed);
+                if (!(v & bit)) active_[w].store(v | bit, std::memory_order_relaxed);
+                return;
+            }
         }
         active_[w].fetch_or(bit, std::memory_order_seq_cst);
         if (cfg_.mode == Mode::Thread) {
@@ -291,6 +324,7 @@ private:
     // execution
     std::atomic<bool> shared_step_{false};  // someone besides the host steps (agent)
     pthread_t owner_thread_ = pthread_self();  // inline: the host thread that drives it alone (note_host_thread)
+    std::atomic<bool> owner_busy_{false};      // the owner is in an unlocked step or doorbell write (OwnerSection)
     std::atomic<bool> step_lock_{false};
     std::atomic<bool> stop_{false};
     std::atomic<bool> pause_req_{false};

@@ -2,6 +2,7 @@
 // posting descriptors (doorbells), reaping completions in order, waits and
 // notifies; the VI's connection calls go to the connection manager.
 #include "nic.hpp"
+#include "reliable.hpp"
 
 namespace nicfw {
 
@@ -14,6 +15,12 @@ ViImpl::ViImpl(NicHw *hw, uint32_t index, const vipl::prov::ViAttr &a, CqImpl *s
     static_assert((kMaxQueue & (kMaxQueue - 1)) == 0, "WorkRing depth is a power of two");
     host_sq.reset(kMaxQueue);
     host_rq.reset(kMaxQueue);
+    // The reliable transport's state exists for the VI's whole life, so the
+    // firmware (another thread with the agent or in thread mode) never sees
+    // the pointer change; a connection only resets it (link_connected), before
+    // the VI is published Connected.  (Made at every level: VipSetViAttributes
+    // may still change it; rel_on() looks at the level the VI has then.)
+    if (hw->cfg.transport) fw.link = std::make_unique<LinkState>();
 }
 
 ViImpl::~ViImpl() = default;

@@ -3,6 +3,7 @@
 // (SRAM -> host DMA) into a posted receive descriptor or an RDMA target region.
 #include <cstring>
 
+#include "host_dma.hpp"
 #include "connection.hpp"
 #include "descriptor_check.hpp"
 #include "firmware.hpp"
@@ -138,7 +139,7 @@ bool Firmware::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p
         for (uint32_t i = 0; i < nseg && left; ++i) {
             const VIP_DATA_SEGMENT &sg = desc_cache_[i].Local;
             const uint32_t n = sg.Length < left ? sg.Length : left;
-            std::memcpy(sg.Data.Address, s, n);
+            dma_to_host(sg.Data.Address, s, n);
             s += n;
             left -= n;
         }
@@ -178,7 +179,7 @@ bool Firmware::rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned c
         }
         return true;
     }
-    if (n) std::memcpy(reinterpret_cast<void *>(x.raddr), p + sizeof x, n); // SRAM -> host
+    if (n) dma_to_host(reinterpret_cast<void *>(x.raddr), p + sizeof x, n); // SRAM -> host
     uint32_t status = 0;
     if (h->flags & kFlagImm) { // consumes a receive descriptor that carries the immediate
         Token t;
@@ -238,7 +239,7 @@ void Firmware::rx_read_resp(ViImpl *vi, const PacketHeader *h, const unsigned ch
         for (uint32_t i = 0; i < nseg && left; ++i) {
             const VIP_DATA_SEGMENT &sg = d->DS[1 + i].Local;
             const uint32_t n = sg.Length < left ? sg.Length : left;
-            std::memcpy(sg.Data.Address, p, n);
+            dma_to_host(sg.Data.Address, p, n);
             p += n;
             left -= n;
         }

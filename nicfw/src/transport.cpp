@@ -174,7 +174,7 @@ void Firmware::transport_tick() {
     for (size_t i = 0; i < ack_list_.size();) {
         ViImpl *vi = vis_.find(ack_list_[i]);
         bool done = true;
-        if (vi && vi->fw.link && vi->state.load(std::memory_order_relaxed) == ViState::Connected) {
+        if (vi && vi->state.load(std::memory_order_acquire) == ViState::Connected && vi->fw.link) {
             LinkState &l = *vi->fw.link;
             if (l.owed || l.ack_now) {
                 if (!l.owed_since) l.owed_since = now;
@@ -184,9 +184,9 @@ void Firmware::transport_tick() {
                     done = false;
             }
             if (done) l.in_ack_list = false;
-        } else if (vi && vi->fw.link) {
-            vi->fw.link->in_ack_list = false;
         }
+        // (A VI no longer connected just leaves the list: its link is reset,
+        // in_ack_list included, by the next connection, on a host thread.)
         if (done) {
             ack_list_[i] = ack_list_.back();
             ack_list_.pop_back();
@@ -200,7 +200,7 @@ void Firmware::transport_tick() {
     const uint32_t n = vi_words_.load(std::memory_order_relaxed) * 64;
     for (uint32_t i = 0; i < n; ++i) {
         ViImpl *vi = vis_.get(i);
-        if (!vi || !vi->fw.link || vi->state.load(std::memory_order_relaxed) != ViState::Connected) continue;
+        if (!vi || vi->state.load(std::memory_order_acquire) != ViState::Connected || !vi->fw.link) continue;
         LinkState &l = *vi->fw.link;
         if (l.win.empty()) continue;
         if (now - l.progress_ns > link_timeout) {
