@@ -200,6 +200,11 @@ TEST_F(AmMp, AllToAllWithCreditsExhausted) {
             sent_sum += val;
         }
     ASSERT_TRUE(poll_until(eb, [&] { return replies == sent_medium; }, 120));
+    // Every rank knows how many requests it is owed: wait for them all.  (The
+    // short ones have no reply, so passing the barrier does not mean they were
+    // delivered: on a lossy wire a dropped one is resent after the barrier's
+    // release has arrived.)
+    EXPECT_TRUE(poll_until(eb, [&] { return requests == per_peer * (np - 1); }, 120));
     ASSERT_EQ(AM_SPMDBarrier(), AM_OK); // everyone's requests have all been served
     EXPECT_EQ(requests, per_peer * (np - 1));
     // Sum of what everyone sent me = what my handlers saw.
