@@ -21,18 +21,7 @@ namespace bip {
 
 State g;
 
-namespace {
-VIASTACK_CHANNEL_COUNTER(c_post_send, "bip.VipPostSend", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_send_done, "bip.VipSendDone", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_recycle_send, "bip.recycle send descriptor", VIPL_INSTR_FLOW_CONTROL);
-VIASTACK_CHANNEL_COUNTER(c_recv_done, "bip.VipRecvDone", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_cq_recv, "bip.VipCQDone (Receive)", VIPL_INSTR_EVENT);
-VIASTACK_CHANNEL_COUNTER(c_recycle_recv, "bip.recycle receive descriptor", VIPL_INSTR_FLOW_CONTROL);
-VIASTACK_CHANNEL_COUNTER(c_post_recv, "bip.VipPostRecv", VIPL_INSTR_BASE_VI);
-}  // namespace
-
-const chan::Instr kInstr = {&c_post_send, &c_send_done, nullptr,         &c_recycle_send,
-                            &c_recv_done, &c_cq_recv,   &c_recycle_recv, &c_post_recv};
+VIASTACK_CHANNEL_INSTR_NO_SEND_CQ(kInstr, "bip");
 
 void report(const char *fmt, ...) {
     std::fprintf(stderr, "viastack BIP: ");

@@ -44,6 +44,24 @@ struct Instr {
     vipl_instr_counter *post_recv;     // VipPostRecv
 };
 
+// The counters of a layer that reaps its sends from the send queue (no send
+// CQ), named "<layer>.VipPostSend" and so on, and the Instr over them:
+// `VIASTACK_CHANNEL_INSTR_NO_SEND_CQ(kInstr, "fm");` inside the layer's namespace.
+#define VIASTACK_CHANNEL_INSTR_NO_SEND_CQ(instr, layer)                                                      \
+    namespace {                                                                                              \
+    VIASTACK_CHANNEL_COUNTER(instr##_post_send, layer ".VipPostSend", VIPL_INSTR_BASE_VI);                   \
+    VIASTACK_CHANNEL_COUNTER(instr##_send_done, layer ".VipSendDone", VIPL_INSTR_BASE_VI);                   \
+    VIASTACK_CHANNEL_COUNTER(instr##_recycle_send, layer ".recycle send descriptor", VIPL_INSTR_FLOW_CONTROL); \
+    VIASTACK_CHANNEL_COUNTER(instr##_recv_done, layer ".VipRecvDone", VIPL_INSTR_BASE_VI);                   \
+    VIASTACK_CHANNEL_COUNTER(instr##_cq_recv, layer ".VipCQDone (Receive)", VIPL_INSTR_EVENT);               \
+    VIASTACK_CHANNEL_COUNTER(instr##_recycle_recv, layer ".recycle receive descriptor",                      \
+                             VIPL_INSTR_FLOW_CONTROL);                                                       \
+    VIASTACK_CHANNEL_COUNTER(instr##_post_recv, layer ".VipPostRecv", VIPL_INSTR_BASE_VI);                   \
+    }                                                                                                        \
+    const ::viastack::channel::Instr instr = {&instr##_post_send,   &instr##_send_done, nullptr,             \
+                                              &instr##_recycle_send, &instr##_recv_done, &instr##_cq_recv,   \
+                                              &instr##_recycle_recv, &instr##_post_recv}
+
 // Times a step on one of the Instr counters; free when instrumentation is off.
 #if VIASTACK_INSTR_COMPILED
 #define VIASTACK_CHANNEL_TIME_END(ctr, t)                                          \
