@@ -3,18 +3,9 @@
 
 #include <algorithm>
 
-#include "viastack_log.hpp"
+#include "async_error.hpp"
 
 namespace nicfw {
-
-namespace {
-const char *error_name(VIP_ERROR_CODE c) {
-    static const char *names[] = {"POST_DESC",  "CONN_LOST",  "RECVQ_EMPTY", "VI_OVERRUN",
-                                  "RDMAW_PROT", "RDMAW_DATA", "RDMAW_ABORT", "RDMAR_PROT",
-                                  "COMP_PROT",  "RDMA_TRANSPORT", "CATASTROPHIC"};
-    return (c >= 0 && c <= VIP_ERROR_CATASTROPHIC) ? names[c] : "?";
-}
-} // namespace
 
 void ErrorQueue::report(VIP_ERROR_DESCRIPTOR e, vipl::prov::Nic *handle) {
     std::lock_guard<std::mutex> g(mu_);
@@ -48,12 +39,8 @@ void ErrorQueue::deliver() {
                 }
         }
         if (!live) continue; // the handle was closed: nobody to tell
-        if (h) h(ctx, &qe.e);
-        else if (qe.e.ErrorCode != VIP_ERROR_CONN_LOST)
-            // The line carries "[rank R] " from the facility (the job's rank).
-            viastack::log::error(viastack::log::Layer::nicfw,
-                                 "asynchronous error VIP_ERROR_{} on {} (register VipErrorCallback to handle it)",
-                                 error_name(qe.e.ErrorCode), qe.e.ViHandle ? "a VI" : "the NIC");
+        // A log line carries "[rank R] " from the facility (the job's rank).
+        vipl::common::deliver_error(h, ctx, qe.e, viastack::log::Layer::nicfw, "");
     }
     delivering = false;
 }

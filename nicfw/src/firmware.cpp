@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "async_error.hpp"
 #include "connection.hpp"
 #include "errors.hpp"
 #include "packet_check.hpp"
@@ -86,14 +87,10 @@ void Firmware::vi_removed(uint32_t index) {
 
 // ---------------------------------------------------------------- completions
 void Firmware::report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc, VIP_ERROR_CODE ec) {
-    VIP_ERROR_DESCRIPTOR e{};
-    e.ViHandle = vi ? vi->api_handle : nullptr;
-    e.CQHandle = cq ? cq->api_handle : nullptr;
-    e.DescriptorPtr = d;
-    e.OpCode = d ? (d->CS.Control & VIP_CONTROL_OP_MASK) : 0;
-    e.ResourceCode = rc;
-    e.ErrorCode = ec;
-    errors_.report(e, vi ? vi->owner : cq ? cq->owner : nullptr);
+    // The NIC handle is filled in by the error queue (the handle the VI or CQ was made through).
+    errors_.report(vipl::common::make_error_descriptor(nullptr, vi ? vi->api_handle : nullptr,
+                                                       cq ? cq->api_handle : nullptr, d, rc, ec),
+                   vi ? vi->owner : cq ? cq->owner : nullptr);
 }
 
 // Writes a completed descriptor back to the host and posts the CQ entry.

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "async_error.hpp"
 #include "fake_provider.hpp"
 #include "viastack_log.hpp"
 
@@ -92,26 +93,11 @@ void Switchboard::stop_agent() {
     if (agent_.joinable() && agent_.get_id() != std::this_thread::get_id()) agent_.join();
 }
 
-namespace {
-const char *error_name(VIP_ERROR_CODE c) {
-    static const char *names[] = {"POST_DESC",  "CONN_LOST",  "RECVQ_EMPTY", "VI_OVERRUN",
-                                  "RDMAW_PROT", "RDMAW_DATA", "RDMAW_ABORT", "RDMAR_PROT",
-                                  "COMP_PROT",  "RDMA_TRANSPORT", "CATASTROPHIC"};
-    return (c >= 0 && c <= VIP_ERROR_CATASTROPHIC) ? names[c] : "?";
-}
-} // namespace
-
 void Switchboard::report(FakeVi *vi, FakeCq *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc, VIP_ERROR_CODE ec) {
     NicHandle *h = vi ? vi->owner : cq ? cq->owner : nullptr;
     if (!h) return;
-    VIP_ERROR_DESCRIPTOR e{};
-    e.NicHandle = h->api_handle;
-    e.ViHandle = vi ? vi->api_handle : nullptr;
-    e.CQHandle = cq ? cq->api_handle : nullptr;
-    e.DescriptorPtr = d;
-    e.OpCode = d ? (d->CS.Control & VIP_CONTROL_OP_MASK) : 0;
-    e.ResourceCode = rc;
-    e.ErrorCode = ec;
+    const VIP_ERROR_DESCRIPTOR e = vipl::common::make_error_descriptor(
+        h->api_handle, vi ? vi->api_handle : nullptr, cq ? cq->api_handle : nullptr, d, rc, ec);
     Device *dev = h->dev;
     run_on_agent([this, e, h, dev] {
         VIP_ERROR_HANDLER fn = nullptr;
@@ -124,12 +110,7 @@ void Switchboard::report(FakeVi *vi, FakeCq *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE
             fn = h->err_h;
             ctx = h->err_ctx;
         }
-        VIP_ERROR_DESCRIPTOR copy = e;
-        if (fn) fn(ctx, &copy);
-        else if (e.ErrorCode != VIP_ERROR_CONN_LOST)
-            viastack::log::error(viastack::log::Layer::vipl,
-                                 "fake: asynchronous error VIP_ERROR_{} on {} (register VipErrorCallback to handle it)",
-                                 error_name(e.ErrorCode), e.ViHandle ? "a VI" : "the NIC");
+        vipl::common::deliver_error(fn, ctx, e, viastack::log::Layer::vipl, "fake: ");
     });
 }
 
