@@ -91,23 +91,38 @@ bool all_agree(int ok) {
     return true;
 }
 
+// Gives the heap's pages back: to the NIC they came from, or to the kernel.
+void release_heap_pages(uintptr_t lo, size_t bytes, VIP_NIC_HANDLE nic) {
+    if (nic) VipxFreeMem(nic, reinterpret_cast<void *>(lo));
+    else munmap(reinterpret_cast<void *>(lo), bytes);
+}
+
 }  // namespace
 
 bool heap_map(size_t bytes, bool quiet) {
     std::vector<uintptr_t> cands(std::begin(kCandidates), std::end(kCandidates));
     if (const char *e = std::getenv("SPLITC_HEAP_ADDR")) cands.assign(1, uintptr_t(std::strtoull(e, nullptr, 0)));
     for (uintptr_t want : cands) {
-        void *p = mmap(reinterpret_cast<void *>(want), bytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE, -1, 0);
-        int ok = p == reinterpret_cast<void *>(want);
-        if (p != MAP_FAILED && !ok) munmap(p, bytes);  // a kernel that ignored the hint
+        int ok = 0;
+        if (g.nic) {
+            // The NIC's own memory (VipxAllocMemAt): on nicfw a shared-memory
+            // segment the peers' NICs map once, so bulk transfers into and out
+            // of the heap are one memcpy instead of a cross-memory-attach call.
+            ok = VipxAllocMemAt(g.nic, reinterpret_cast<void *>(want), bytes) == VIP_SUCCESS;
+        } else {
+            void *p = mmap(reinterpret_cast<void *>(want), bytes, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE, -1, 0);
+            ok = p == reinterpret_cast<void *>(want);
+            if (p != MAP_FAILED && !ok) munmap(p, bytes);  // a kernel that ignored the hint
+        }
         if (all_agree(ok)) {
             g.heap.lo = want;
             g.heap.hi = want + bytes;
+            g.heap_nic = g.nic;
             heap_allocator_reset(g.heap.lo, g.heap.hi);
             return true;
         }
-        if (ok) munmap(p, bytes);
+        if (ok) release_heap_pages(want, bytes, g.nic);
     }
     if (quiet) return false;
     report(SPLITC_ERR_INIT,
@@ -118,8 +133,9 @@ bool heap_map(size_t bytes, bool quiet) {
 }
 
 void heap_unmap() {
-    if (g.heap.lo) munmap(reinterpret_cast<void *>(g.heap.lo), g.heap.hi - g.heap.lo);
+    if (g.heap.lo) release_heap_pages(g.heap.lo, g.heap.hi - g.heap.lo, g.heap_nic);
     g.heap = Segment{};
+    g.heap_nic = nullptr;
     free_blocks.clear();
     used_blocks.clear();
     scope_top = 0;

@@ -390,6 +390,7 @@ extern "C" {
 
 int splitc_init(int *argc, char ***argv) {
     if (g.initialized) return 0;
+    g_closing.store(false, std::memory_order_release);  // a program may init again after finalize
     int rc = vipl_boot_init();
     if (rc != VIPL_BOOT_OK) {
         report(SPLITC_ERR_INIT, "vipl_boot_init failed (%d); start the program with vipl-run -n N", rc);
@@ -469,6 +470,7 @@ void splitc_finalize(void) {
         bulk_shutdown();
         if (g.statics.lo) VipDeregisterMem(g.nic, reinterpret_cast<void *>(g.statics.lo), g.statics.mh);
         if (g.heap.lo) VipDeregisterMem(g.nic, reinterpret_cast<void *>(g.heap.lo), g.heap.mh);
+        heap_unmap();  // VipxAllocMemAt memory goes back before its NIC closes
         if (g.ptag) VipDestroyPtag(g.nic, g.ptag);
         VipCloseNic(g.nic);
         g.nic = nullptr;

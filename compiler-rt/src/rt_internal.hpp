@@ -150,6 +150,7 @@ struct Runtime {
     chan::Layout layout;            // slots and buffers per peer
     chan::Region slots;             // every peer's slots, registered once
     Segment heap;                   // symmetric heap
+    VIP_NIC_HANDLE heap_nic = nullptr; // the heap is VipxAllocMemAt memory of this NIC (else plain mmap)
     Segment statics;                // .data/.bss when at one address everywhere
 
     std::vector<Peer> peers;        // by rank; peers[me].vi stays null

@@ -46,7 +46,7 @@ SharedMemory::~SharedMemory() {
     }
 }
 
-void *SharedMemory::alloc(size_t len) {
+void *SharedMemory::alloc(size_t len, void *at) {
     if (len == 0 || len > (size_t(1) << 40)) {
         errno = EINVAL;
         return nullptr;
@@ -64,9 +64,11 @@ void *SharedMemory::alloc(size_t len) {
         errno = e;
         return nullptr;
     }
-    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-        const int e = errno;
+    const int fixed = at ? MAP_FIXED_NOREPLACE | MAP_NORESERVE : 0;
+    void *p = mmap(at, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | fixed, fd, 0);
+    if (p == MAP_FAILED || (at && p != at)) { // (a kernel without MAP_FIXED_NOREPLACE took it as a hint)
+        const int e = p == MAP_FAILED ? errno : EEXIST;
+        if (p != MAP_FAILED) munmap(p, bytes);
         close(fd);
         errno = e;
         return nullptr;

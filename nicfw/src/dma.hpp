@@ -68,8 +68,10 @@ public:
     SharedMemory(const SharedMemory &) = delete;
     SharedMemory &operator=(const SharedMemory &) = delete;
 
-    // A page-aligned, zeroed segment of at least `len` bytes, or nullptr (errno set).
-    void *alloc(size_t len);
+    // A page-aligned, zeroed segment of at least `len` bytes, anywhere (at ==
+    // nullptr) or exactly at `at` without replacing a mapping; nullptr (errno
+    // set) if not.  Pages are committed as they are touched.
+    void *alloc(size_t len, void *at = nullptr);
     // false if `p` is not the start of a live segment.
     bool free(void *p);
     // The segment holding [p, p+len), if any.

@@ -172,8 +172,8 @@ public:
     }
 
     // Shared memory (dma.hpp): the peers' NICs map it, a bulk transfer is one memcpy.
-    VIP_RETURN alloc_mem(VIP_ULONG len, void **out) override {
-        void *p = shared_memory().alloc(len);
+    VIP_RETURN alloc_mem(VIP_ULONG len, void *at, void **out) override {
+        void *p = shared_memory().alloc(len, at);
         if (!p) return VIP_ERROR_RESOURCE;
         *out = p;
         return VIP_SUCCESS;

@@ -4,6 +4,8 @@
 // local stores are counted by store_sync and all_store_sync.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -102,3 +104,44 @@ TEST(LocalFastPath, LocalBadPointersAreStillReported) {
 }
 
 }  // namespace
+
+namespace {
+
+// The /proc/self/maps line of the mapping that holds `p` ("" if none).
+std::string mapping_of(const void *p) {
+    std::FILE *f = std::fopen("/proc/self/maps", "r");
+    if (!f) return "";
+    char line[512];
+    std::string out;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    while (std::fgets(line, sizeof line, f)) {
+        unsigned long lo = 0, hi = 0;
+        if (std::sscanf(line, "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi) {
+            out = line;
+            break;
+        }
+    }
+    std::fclose(f);
+    return out;
+}
+
+// In a job of several processes on the nicfw emulator the symmetric heap is
+// the NIC's own memory (VipxAllocMemAt): a shared-memory segment the peers'
+// NICs map, so bulk transfers into and out of it are one memcpy.  Alone, or on
+// another provider, it is private memory.
+TEST(Heap, IsTheNicsSharedMemoryOnNicfw) {
+    spread_ptr<int> mem = all_spread_malloc<int>(size_t(procs()), 1024);
+    const int *mine = (mem + myproc()).local();
+    const std::string map = mapping_of(mine);
+    ASSERT_FALSE(map.empty()) << "the heap block is not mapped";
+    const char *prov = std::getenv("VIPL_PROVIDER");
+    const bool nicfw = !prov || !*prov || std::string(prov) == "nicfw";
+    if (procs() > 1 && nicfw)
+        EXPECT_NE(map.find("memfd:viastack-mem-"), std::string::npos) << map;
+    else
+        EXPECT_EQ(map.find("memfd:"), std::string::npos) << map;
+    barrier();
+    all_spread_free(mem);
+}
+
+} // namespace

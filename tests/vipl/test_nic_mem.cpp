@@ -1,4 +1,6 @@
 // test_nic_mem.cpp - NIC open/query, handles, protection tags, memory registration.
+#include <sys/mman.h>
+
 #include <cstring>
 
 #include "vipl_test_util.hpp"
@@ -277,6 +279,56 @@ TEST(NicMem, VipxAllocMemRefusesBadArguments) {
     VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxFreeMem(forged_handle(), p));
     VT_EXPECT_OK(VipxFreeMem(nic(), p));
     VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxFreeMem(nic(), p)) << "freed twice";
+}
+
+} // namespace
+
+namespace {
+
+// A free, page-aligned range of `len` bytes in this process (found by mapping
+// it once and giving it back).
+void *free_range(size_t len) {
+    void *p = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    munmap(p, len);
+    return p;
+}
+
+// VipxAllocMemAt: memory exactly where asked (a Split-C heap sits at one
+// address in every process), sparse, zeroed, registrable; never over a mapping.
+TEST(NicMem, VipxAllocMemAtMapsExactlyThereAndSparsely) {
+    const size_t big = size_t(1) << 30; // 1 GiB reserved; only what is touched costs memory
+    void *want = free_range(big);
+    ASSERT_NE(want, nullptr);
+    VT_ASSERT_OK(VipxAllocMemAt(nic(), want, big));
+    auto *b = static_cast<uint8_t *>(want);
+    EXPECT_EQ(b[0], 0);
+    EXPECT_EQ(b[big - 1], 0);
+    b[0] = 1;
+    b[big / 2] = 2;
+    b[big - 1] = 3;
+    VIP_MEM_ATTRIBUTES a{nullptr, VIP_TRUE, VIP_TRUE};
+    VIP_MEM_HANDLE mh;
+    VT_EXPECT_OK(VipRegisterMem(nic(), b + 4096, 1 << 20, &a, &mh));
+    VT_EXPECT_OK(VipDeregisterMem(nic(), b + 4096, mh));
+    // The range is taken now: a second allocation over any page of it is refused.
+    VT_EXPECT_RC(VIP_ERROR_RESOURCE, VipxAllocMemAt(nic(), b + big / 2, 4096));
+    VT_EXPECT_OK(VipxFreeMem(nic(), want));
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxFreeMem(nic(), want)) << "freed twice";
+}
+
+TEST(NicMem, VipxAllocMemAtRefusesBadArguments) {
+    void *want = free_range(1 << 16);
+    ASSERT_NE(want, nullptr);
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxAllocMemAt(nic(), nullptr, 4096));
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxAllocMemAt(nic(), static_cast<char *>(want) + 8, 4096)) << "unaligned";
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxAllocMemAt(nic(), want, 0));
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipxAllocMemAt(forged_handle(), want, 4096));
+    // Over memory the program already has (its own stack page): refused, and the stack is untouched.
+    int on_stack = 42;
+    void *page = reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(&on_stack) & ~uintptr_t(4095));
+    VT_EXPECT_RC(VIP_ERROR_RESOURCE, VipxAllocMemAt(nic(), page, 4096));
+    EXPECT_EQ(on_stack, 42);
 }
 
 } // namespace

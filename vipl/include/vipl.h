@@ -437,8 +437,17 @@ VIP_RETURN VipxProgress(VIP_NIC_HANDLE NicHandle);
  * VipRegisterMem as any memory.  VIP_INVALID_PARAMETER for a bad handle, a NULL
  * Address or Length 0; VIP_ERROR_RESOURCE when no memory is left. */
 VIP_RETURN VipxAllocMem(VIP_NIC_HANDLE NicHandle, VIP_ULONG Length, VIP_PVOID *Address);
-/* Frees memory from VipxAllocMem on this NIC (deregister it first, free it
- * before VipCloseNic).  VIP_INVALID_PARAMETER if Address is not such memory. */
+/* VipxAllocMem at a fixed address: the pages [Address, Address+Length) (Address
+ * page aligned), for memory that must sit at the same address in every
+ * process of a job (a Split-C heap).  The range is only reserved: a page
+ * costs memory once it is touched, so a sparse heap of gigabytes is cheap.
+ * Never replaces an existing mapping.  VIP_INVALID_PARAMETER for a bad handle,
+ * a NULL or unaligned Address or Length 0; VIP_ERROR_RESOURCE when any page of
+ * the range is already mapped or no memory is left. */
+VIP_RETURN VipxAllocMemAt(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_ULONG Length);
+/* Frees memory from VipxAllocMem or VipxAllocMemAt on this NIC (deregister it
+ * first, free it before VipCloseNic).  VIP_INVALID_PARAMETER if Address is not
+ * such memory. */
 VIP_RETURN VipxFreeMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address);
 
 #ifdef __cplusplus

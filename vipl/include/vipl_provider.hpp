@@ -140,10 +140,12 @@ public:
     virtual bool ns_other_addr(const VIP_NET_ADDRESS *, std::string *) { return false; }
     virtual VIP_RETURN query_system_management(VIP_ULONG info_type, VIP_PVOID out) = 0;
 
-    // Memory for data buffers (VipxAllocMem/VipxFreeMem).  The default is
-    // page-aligned zeroed heap memory (verbs, fake); nicfw overrides it with
-    // shared memory its peers map for the single-copy bulk path.
-    virtual VIP_RETURN alloc_mem(VIP_ULONG len, void **out);
+    // Memory for data buffers (VipxAllocMem/VipxAllocMemAt/VipxFreeMem),
+    // page aligned and zeroed, anywhere (at == nullptr) or exactly at `at`
+    // (never replacing a mapping: VIP_ERROR_RESOURCE).  The default is private
+    // memory (verbs, fake); nicfw overrides it with shared memory its peers
+    // map for the single-copy bulk path.
+    virtual VIP_RETURN alloc_mem(VIP_ULONG len, void *at, void **out);
     virtual VIP_RETURN free_mem(void *p); // VIP_INVALID_PARAMETER if not from alloc_mem
 
     virtual int rank() const = 0;   // this NIC's address as an integer, or -1

@@ -1,7 +1,11 @@
 // api_mem.cpp - memory registration and attributes; VipxAllocMem/VipxFreeMem
 // and the providers' default allocator for them.
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
+
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -40,32 +44,54 @@ VIP_RETURN resolve(NicEntry *e, const VIP_MEM_ATTRIBUTES *a, vipl::prov::MemAttr
     out->rdma_read = a->EnableRdmaRead != VIP_FALSE;
     return VIP_SUCCESS;
 }
-// Live allocations of the default allocator (address -> length): VipxFreeMem
-// refuses anything else.  Not a hot path.
+// Live allocations of the default allocator (address -> length, and whether
+// it is a fixed-address mapping): VipxFreeMem refuses anything else.  Not a
+// hot path.
+struct DefaultAlloc {
+    size_t bytes;
+    bool mapped; // mmap (VipxAllocMemAt) rather than posix_memalign
+};
 std::mutex g_alloc_mu;
-std::unordered_map<void *, size_t> &default_allocs() {
-    static auto *m = new std::unordered_map<void *, size_t>;
+std::unordered_map<void *, DefaultAlloc> &default_allocs() {
+    static auto *m = new std::unordered_map<void *, DefaultAlloc>;
     return *m;
 }
 } // namespace
 
-VIP_RETURN vipl::prov::Nic::alloc_mem(VIP_ULONG len, void **out) {
+VIP_RETURN vipl::prov::Nic::alloc_mem(VIP_ULONG len, void *at, void **out) {
     void *p = nullptr;
     const size_t bytes = (size_t(len) + 4095) & ~size_t(4095);
-    if (bytes < len || posix_memalign(&p, 4096, bytes) != 0) return VIP_ERROR_RESOURCE;
-    std::memset(p, 0, bytes);
+    if (bytes < len) return VIP_ERROR_RESOURCE;
+    if (at) {
+        // Reserved, not committed: fresh anonymous pages read as zero.
+        p = mmap(at, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE,
+                 -1, 0);
+        if (p == MAP_FAILED) return VIP_ERROR_RESOURCE;
+        if (p != at) { // a kernel without MAP_FIXED_NOREPLACE took it as a hint
+            munmap(p, bytes);
+            return VIP_ERROR_RESOURCE;
+        }
+    } else {
+        if (posix_memalign(&p, 4096, bytes) != 0) return VIP_ERROR_RESOURCE;
+        std::memset(p, 0, bytes);
+    }
     std::lock_guard<std::mutex> g(g_alloc_mu);
-    default_allocs().emplace(p, bytes);
+    default_allocs().emplace(p, DefaultAlloc{bytes, at != nullptr});
     *out = p;
     return VIP_SUCCESS;
 }
 
 VIP_RETURN vipl::prov::Nic::free_mem(void *p) {
+    DefaultAlloc a;
     {
         std::lock_guard<std::mutex> g(g_alloc_mu);
-        if (default_allocs().erase(p) == 0) return VIP_INVALID_PARAMETER;
+        auto it = default_allocs().find(p);
+        if (it == default_allocs().end()) return VIP_INVALID_PARAMETER;
+        a = it->second;
+        default_allocs().erase(it);
     }
-    std::free(p);
+    if (a.mapped) munmap(p, a.bytes);
+    else std::free(p);
     return VIP_SUCCESS;
 }
 
@@ -131,7 +157,15 @@ VIP_RETURN VipSetMemAttributes(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_
 VIP_RETURN VipxAllocMem(VIP_NIC_HANDLE NicHandle, VIP_ULONG Length, VIP_PVOID *Address) {
     NicEntry *e = nics().lookup(NicHandle);
     if (!e || Length == 0 || !Address) return VIP_INVALID_PARAMETER;
-    return e->nic->alloc_mem(Length, Address);
+    return e->nic->alloc_mem(Length, nullptr, Address);
+}
+
+VIP_RETURN VipxAllocMemAt(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_ULONG Length) {
+    NicEntry *e = nics().lookup(NicHandle);
+    if (!e || Length == 0 || !Address || (reinterpret_cast<uintptr_t>(Address) & 4095) != 0)
+        return VIP_INVALID_PARAMETER;
+    void *out = nullptr;
+    return e->nic->alloc_mem(Length, Address, &out);
 }
 
 VIP_RETURN VipxFreeMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address) {

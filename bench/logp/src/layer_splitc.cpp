@@ -10,7 +10,9 @@
 //   Figure 2          read, write, get, put, store of an int, single sender
 // The target of a series serves with splitc_poll until the sender writes the
 // series' epoch into its stop flag (a synchronous write, so it has landed).
-// splitc_finalize leaves the job, so this layer must be the last one measured.
+// splitc_finalize leaves the job's boot service only when logp itself no longer
+// holds it (vipl_boot_init/finalize count their users), so the layer can be
+// opened and closed again for each round of the comparison with the peers.
 #include "breakdown.hpp"
 #include "layers.hpp"
 #include "stats.hpp"

@@ -186,7 +186,7 @@ std::vector<std::function<PeerResult()>> peer_runners(const Options &o) {
     return out;
 }
 
-// Rounds of (ours, every peer): our figures on VI and AM (each layer opened
+// Rounds of (ours, every peer): our figures on VI, AM and Split-C (each layer opened
 // for its half and closed again, so no emulated NIC runs while a peer is
 // measured), then rank 0 runs the peers while rank 1 waits in a barrier.
 void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, const LayerOptions &lopt, Report &r,
@@ -199,7 +199,7 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
     const std::vector<LayerFactory> factories = layer_factories();
     std::vector<const LayerFactory *> ours;
     for (const auto &f : factories) {
-        if (f.id != "vi" && f.id != "am-v3") continue;
+        if (f.id != "vi" && f.id != "am-v3" && f.id != "splitc") continue;
         bool measured = false;
         for (const auto &l : r.layers) measured |= l.layer == f.id && l.status.measured();  // known on rank 0
         if (job.bcast_double(measured ? 1 : 0, 0) != 0) ours.push_back(&f);
@@ -332,9 +332,10 @@ int run_job(const Options &o) {
     int to_measure = 0, measuring = -1;
     for (const auto &f : layer_factories()) to_measure += f.built && is_asked(f);
     progress.plan(to_measure);
-    // The comparison with the peers needs the job's boot service, and
-    // splitc_finalize ends it (compiler-rt calls vipl_boot_finalize), so it
-    // runs before the Split-C layer, or after the last layer when there is none.
+    // The comparison with the peers runs after every layer, so it knows which
+    // layers came up.  It needs the job's boot service: the Split-C runtime's
+    // splitc_finalize leaves that to logp, which holds its own reference
+    // (vipl_boot_init/finalize count their users).
     bool compared = false;
     auto compare = [&] {
         if (compared) return;
@@ -352,7 +353,6 @@ int run_job(const Options &o) {
     };
     for (const auto &f : layer_factories()) {
         bool asked = is_asked(f);
-        if (f.id == "splitc" && f.built && asked) compare();
         LogPRow row;
         row.layer = f.id;
         if (!f.built) {
