@@ -48,7 +48,7 @@ namespace {
 constexpr size_t kMaxAddr = 64;
 // The smallest piece sent as a data segment rather than copied (measured:
 // docs/fm.md, "Gather").
-constexpr long kGatherMinDefault = 8192;
+constexpr long kGatherMinDefault = 262144;
 struct NicName {
     uint16_t len;
     uint8_t addr[kMaxAddr];
