@@ -13,8 +13,8 @@
 //           the bytes it received in place
 //
 // Node 0 prints the median half round trip ("RTT/2 = <ns> ns"), the 10th and
-// 90th percentiles, and the cost of one handler suspend + resume (a
-// swapcontext pair, the mechanism FM uses when FM_receive must wait).
+// 90th percentiles, and the cost of a glibc swapcontext pair (FM's handler
+// suspend + resume before its own x86-64 switch; docs/fm.md "Cost").
 // Every reply's words are checked; a mismatch prints ERROR.
 #include <ucontext.h>
 
@@ -76,8 +76,10 @@ double now_ns() {
                       .count());
 }
 
-// A suspend + resume pair, as FM does it (swapcontext to the handler's
-// context and back), on a context of its own.
+// A glibc swapcontext pair (to a context and back), on a context of its
+// own: what FM's suspend + resume cost before its x86-64 switch without the
+// signal-mask system call (fm_coroutine.cpp; other architectures and
+// ThreadSanitizer builds still use swapcontext).
 ucontext_t g_main, g_co;
 void bounce() {
     for (;;) swapcontext(&g_co, &g_main);
@@ -174,7 +176,7 @@ int main(int argc, char **argv) {
         auto pct = [&](double p) { return rtt[size_t(p * double(rtt.size() - 1))]; };
         std::printf("fm_pingpong %s: %zu round trips\n", stream ? "stream" : "send4", rtt.size());
         std::printf("RTT/2 = %.0f ns (p10 %.0f, p90 %.0f)\n", pct(0.5), pct(0.1), pct(0.9));
-        std::printf("handler suspend+resume (swapcontext pair) = %.0f ns\n", context_pair_ns());
+        std::printf("glibc swapcontext pair (FM's switch off x86-64) = %.0f ns\n", context_pair_ns());
     }
     if (g_bad) std::printf("ERROR: %d bad replies\n", g_bad);
     return g_bad ? 1 : 0;

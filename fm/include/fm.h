@@ -115,6 +115,10 @@ unsigned FM_suspended_handlers(void);
 /* Message bytes this node has received by RDMA straight into the buffers
  * handlers named with FM_receive (layer interleaving; docs/fm.md). */
 unsigned long long FM_rdma_bytes(void);
+/* Message bytes this node has sent as descriptor data segments naming the
+ * caller's pieces in place, not copied into packet buffers (gather;
+ * VIASTACK_FM_GATHER_MIN, docs/fm.md "Gather"). */
+unsigned long long FM_gathered_bytes(void);
 /* Times a wait of this node gave its CPU away by sleeping in VipCQWait
  * (VIASTACK_WAIT=block; docs/fm.md "Waiting"); 0 under spin and yield. */
 unsigned long long FM_blocked_waits(void);

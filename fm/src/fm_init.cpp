@@ -46,6 +46,9 @@ int fail(int code, const char *fn, const char *fmt, ...) {
 namespace {
 
 constexpr size_t kMaxAddr = 64;
+// The smallest piece sent as a data segment rather than copied (measured:
+// docs/fm.md, "Gather").
+constexpr long kGatherMinDefault = 262144;
 struct NicName {
     uint16_t len;
     uint8_t addr[kMaxAddr];
@@ -69,6 +72,8 @@ Link *link_create(unsigned peer, uint8_t side, const NicName &peer_name, std::st
     l->side = side;
     g.links.push_back(l);  // torn down with the rest on failure
     if (!l->region.allocate(g.nic, g.ptag, chan::Channel::region_bytes(g.layout), why)) return nullptr;
+    if (g.gather_min && !l->gather.allocate(g.nic, g.ptag, size_t(g.layout.nsend) * g.gather_stride, why))
+        return nullptr;
     l->ch.attach(g.layout, l->region.base(), l->region.handle());
     // Layer interleaving: senders write into handlers' buffers (RDMA write).
     const chan::PeerViConfig cfg{{'F', 'M'},
@@ -86,7 +91,19 @@ Link *link_create(unsigned peer, uint8_t side, const NicName &peer_name, std::st
 
 void teardown() {
     for (Link *l : g.links) {
+        if (l->gather.allocated() && l->ch.vi()) {
+            // Gathered packets still on the VI come back here: the channel's
+            // drain knows only the slots' own descriptors.
+            VipDisconnect(l->ch.vi());
+            VIP_DESCRIPTOR *d, *posted;
+            while (VipSendDone(l->ch.vi(), &d) == VIP_SUCCESS) {
+                chan::Slot *s = slot_of_send(l, d, &posted);
+                if (s->rdma) l->ch.restore_plain(s);
+                l->ch.untake_send(s);
+            }
+        }
         chan::close_peer_vi(l->ch, l->region);
+        l->gather.release();
         delete l;
     }
     g.links.clear();
@@ -94,6 +111,7 @@ void teardown() {
     for (Inbound *in : g.free_inbound) delete in;
     g.free_inbound.clear();
     co_free_all();
+    g.regcache.clear();
     if (g.rcq) VipDestroyCQ(g.rcq);
     if (g.ptag) VipDestroyPtag(g.nic, g.ptag);
     if (g.nic) VipCloseNic(g.nic);
@@ -155,6 +173,18 @@ int FM_initialize(void) {
     if (g.attr.MaxTransferSize && g.attr.MaxTransferSize < packet)
         return init_fail("VIASTACK_FM_PACKET exceeds the NIC's MaxTransferSize");
     if (g.attr.NicAddressLen > kMaxAddr) return init_fail("NIC address too long");
+    g.regcache.init(g.nic, g.ptag);
+    // Gather: pieces of at least VIASTACK_FM_GATHER_MIN bytes become data
+    // segments of the packet's descriptor (docs/fm.md, "Gather"), up to
+    // VIASTACK_FM_GATHER_SEGMENTS segments (header included) and the NIC's
+    // limit (less the address segment, which sends do not use but some
+    // providers count); 0 turns it off.
+    g.gather_min = uint32_t(env_int("VIASTACK_FM_GATHER_MIN", kGatherMinDefault, 0, FM_MAX_MESSAGE));
+    long segs = env_int("VIASTACK_FM_GATHER_SEGMENTS", 16, 2, kMaxGatherSegs);
+    if (g.attr.MaxSegmentsPerDesc) segs = std::min<long>(segs, long(g.attr.MaxSegmentsPerDesc) - 1);
+    if (segs < 2) g.gather_min = 0;
+    g.gather_segs = int(segs);
+    g.gather_stride = uint32_t((offsetof(VIP_DESCRIPTOR, DS) + size_t(segs) * sizeof(VIP_DESCRIPTOR_SEGMENT) + 63) & ~size_t(63));
     // RDMA writes straight from a sender's piece: as large as the NIC takes, up to 256 KB.
     g.max_write = uint32_t(g.attr.MaxTransferSize ? std::min<VIP_ULONG>(g.attr.MaxTransferSize, 256 * 1024) : 256 * 1024);
     const size_t nlinks = g.size + 1;  // one per peer, two for ourselves

@@ -13,6 +13,7 @@
 #include "vipl.h"
 #include "vipl_wait.h"
 #include "viastack/channel.hpp"
+#include "viastack/regcache.hpp"
 
 namespace fm {
 namespace chan = viastack::channel;
@@ -49,6 +50,16 @@ struct PacketHeader {
 static_assert(sizeof(PacketHeader) == 16, "one 16-byte header per packet");
 
 constexpr int kStreams = 16;  // outbound messages one node may have open at once
+constexpr int kMaxGatherSegs = 64;  // data segments of a gathered packet's descriptor (VIASTACK_FM_GATHER_SEGMENTS caps it)
+
+// One data segment of a packet being gathered: the slot's own buffer (the
+// header and pieces copied into it) or a caller's piece in place.
+struct Seg {
+    const void *addr;
+    VIP_MEM_HANDLE mh;
+    uint32_t len;
+    bool slot_buf;  // lies in the slot's buffer (copied bytes can extend it)
+};
 
 struct Link;
 struct Coroutine;
@@ -71,7 +82,11 @@ struct Outbound : FM_stream {
     uint32_t length = 0;      // announced by FM_begin_message
     uint32_t sent = 0;        // bytes given by FM_send_piece so far
     chan::Slot *slot = nullptr;  // the packet being filled (a credit is held for it)
-    uint32_t fill = 0;        // message bytes in slot
+    uint32_t fill = 0;        // message bytes in the packet (copied or gathered)
+    uint32_t copied = 0;      // of them, bytes copied into the slot's buffer (after the header)
+    int nseg = 0;             // 0: the packet is the slot's buffer alone; else segs[0..nseg) (gather)
+    bool ended = false;       // the last packet went out already (FM_send_piece of the final bytes, gathered)
+    Seg segs[kMaxGatherSegs];
     // Layer interleaving: the receiver's buffer for message bytes [.., rdma_end).
     bool rdma = false;
     bool rdma_started = false;
@@ -110,6 +125,11 @@ struct Inbound : FM_stream {
 
 // A user-level context with its own stack, reused for handler after handler.
 struct Coroutine {
+    // x86-64 (fm_coroutine.cpp): the saved stack pointers of the handler and
+    // of whoever resumed it last; elsewhere (and under ThreadSanitizer) the
+    // ucontext_t pair.
+    void *sp = nullptr;
+    void *caller_sp = nullptr;
     ucontext_t ctx;     // the handler's
     ucontext_t caller;  // whoever resumed it last
     void *stack = nullptr;
@@ -128,6 +148,10 @@ struct Coroutine {
 struct Link {
     chan::Region region;
     chan::Channel ch;
+    // Gathered packets' descriptors (send slot i posts gather descriptor i
+    // when its packet names a caller's piece): the slot's own descriptor has
+    // room for two segments only.  Not allocated when gather is off.
+    chan::Region gather;
     unsigned peer = 0;
     uint8_t side = 0;
     bool up = false;
@@ -154,6 +178,10 @@ struct State {
     uint32_t credit_every = 1;  // credits returned in batches of this many
     uint32_t max_write = 0;     // bytes per RDMA write descriptor
     uint32_t rdma_min = 0;      // FM_receive of at least this many missing bytes names its buffer (0: never)
+    uint32_t gather_min = 0;    // FM_send_piece pieces of at least this many bytes go as data segments (0: never)
+    int gather_segs = 0;        // data segments per gathered packet (header segment included)
+    uint32_t gather_stride = 0; // bytes per gather descriptor
+    chan::RegCache regcache;    // callers' pieces (gather segments, RDMA write sources)
     size_t stack_size = 0;
     std::vector<Link *> links;  // every link
     std::vector<Link *> tx;     // tx[dest]: the link messages to dest go out on
@@ -169,6 +197,7 @@ struct State {
     unsigned suspended = 0;
     unsigned long long blocked_waits = 0;  // VipCQWait sleeps (FM_blocked_waits)
     unsigned long long rdma_bytes = 0;  // received in place by RDMA
+    unsigned long long gathered_bytes = 0;  // sent as data segments naming callers' pieces
     std::vector<Inbound *> free_inbound;
     std::vector<Coroutine *> free_co;
     Coroutine *starting = nullptr;
@@ -186,7 +215,9 @@ void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // fm_send.cpp
 chan::Slot *acquire(Link *l);  // a send slot with a credit (waits, extracting)
+chan::Slot *slot_of_send(Link *l, VIP_DESCRIPTOR *d, VIP_DESCRIPTOR **posted);  // a send completion's slot
 void flush(Outbound *o, bool last);
+void post_gather(Outbound *o, uint8_t flags);  // o's packet as a gather list (o->nseg segments)
 // len goes in the header; payload (default: len) is what the packet carries.
 void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_t stream, uint32_t msg_len,
                  uint32_t len, uint32_t payload);

@@ -26,14 +26,28 @@ int handler_id(const void *fn, bool buffer, unsigned *id) {
     return FM_ERR_UNKNOWN_HANDLER;
 }
 
+// The send slot a completed descriptor belongs to: its own descriptor, or
+// the gather descriptor of the same index (*posted: the one the NIC
+// completed, whose status counts).
+chan::Slot *slot_of_send(Link *l, VIP_DESCRIPTOR *d, VIP_DESCRIPTOR **posted) {
+    *posted = d;
+    const auto a = reinterpret_cast<uintptr_t>(d);
+    const auto base = reinterpret_cast<uintptr_t>(l->gather.base());
+    if (l->gather.allocated() && a >= base && a < base + l->gather.size())
+        return l->ch.send_slot(uint32_t((a - base) / g.gather_stride));
+    return chan::slot_of(d);
+}
+
 void reap_sends(Link *l) {
     VIP_DESCRIPTOR *d;
     while (l->ch.in_flight() && chan::Channel::send_done(l->ch.vi(), &d, kInstr) == VIP_SUCCESS) {
-        l->ch.recycle_send(chan::slot_of(d), kInstr, [l](chan::Slot *s) {
-            if ((s->desc.CS.Status & VIP_STATUS_ERROR_MASK) && !l->dead && !g.finalizing) {
+        VIP_DESCRIPTOR *posted;
+        chan::Slot *slot = slot_of_send(l, d, &posted);
+        l->ch.recycle_send(slot, kInstr, [l, posted](chan::Slot *) {
+            if ((posted->CS.Status & VIP_STATUS_ERROR_MASK) && !l->dead && !g.finalizing) {
                 char why[128];
                 l->dead = true;
-                report("send to node %u failed: %s", l->peer, VipxStatusString(s->desc.CS.Status, why, sizeof why));
+                report("send to node %u failed: %s", l->peer, VipxStatusString(posted->CS.Status, why, sizeof why));
             }
         });
     }
@@ -43,10 +57,15 @@ void reap_sends(Link *l) {
 // full: the receiver never sees packet boundaries.
 void flush(Outbound *o, bool last) {
     uint8_t flags = uint8_t((o->first ? kFirst : 0) | (last ? kLast : 0));
-    post_packet(o->link, o->slot, o->handler, flags, o->id, o->length, o->fill);
+    if (o->nseg)
+        post_gather(o, flags);
+    else
+        post_packet(o->link, o->slot, o->handler, flags, o->id, o->length, o->fill);
     o->first = false;
     o->slot = nullptr;
     o->fill = 0;
+    o->copied = 0;
+    o->nseg = 0;
 }
 
 namespace {
@@ -75,8 +94,9 @@ chan::Slot *acquire(Link *l) {
     return l->ch.take_send();
 }
 
-void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_t stream, uint32_t msg_len,
-                 uint32_t len, uint32_t payload) {
+namespace {
+void write_header(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_t stream, uint32_t msg_len,
+                  uint32_t len) {
     auto *h = reinterpret_cast<PacketHeader *>(s->buf);
     h->handler = handler;
     h->flags = flags;
@@ -89,10 +109,46 @@ void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_
     }
     h->msg_len = msg_len;
     h->len = len;
+}
+}  // namespace
+
+void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_t stream, uint32_t msg_len,
+                 uint32_t len, uint32_t payload) {
+    write_header(l, s, handler, flags, stream, msg_len, len);
     chan::Channel::set_message(s, uint32_t(sizeof(PacketHeader)) + payload);
     VIP_RETURN rc = l->ch.post_send(s, kInstr);
     if (rc != VIP_SUCCESS) {
         report("VipPostSend to node %u: %s", l->peer, VipxReturnString(rc));
+        l->dead = true;
+        l->ch.untake_send(s);
+    }
+}
+
+// Posts o's packet as a gather list: the slot's buffer (header and copied
+// pieces) and the callers' pieces in place, o->segs in message order, on the
+// gather descriptor paired with o's send slot.
+void post_gather(Outbound *o, uint8_t flags) {
+    Link *l = o->link;
+    chan::Slot *s = o->slot;
+    write_header(l, s, o->handler, flags, o->id, o->length, o->fill);
+    const uint32_t idx = uint32_t(s - l->ch.send_slot(0));
+    auto *d = reinterpret_cast<VIP_DESCRIPTOR *>(l->gather.base() + size_t(idx) * g.gather_stride);
+    // DS past the declared DS[2]: the descriptor was allocated with room for gather_segs (vipl.h).
+    auto *ds = reinterpret_cast<VIP_DESCRIPTOR_SEGMENT *>(reinterpret_cast<uint8_t *>(d) + offsetof(VIP_DESCRIPTOR, DS));
+    std::memset(&d->CS, 0, sizeof d->CS);
+    d->CS.Control = VIP_CONTROL_OP_SENDRECV;
+    d->CS.SegCount = uint16_t(o->nseg);
+    d->CS.Length = uint32_t(sizeof(PacketHeader)) + o->fill;
+    for (int i = 0; i < o->nseg; i++) {
+        ds[i].Local.Data.Address = const_cast<void *>(o->segs[i].addr);
+        ds[i].Local.Handle = o->segs[i].mh;
+        ds[i].Local.Length = o->segs[i].len;
+    }
+    VIPL_INSTR_BEGIN(t);
+    VIP_RETURN rc = VipPostSend(l->ch.vi(), d, l->gather.handle());
+    VIASTACK_CHANNEL_TIME_END(kInstr.post_send, t);
+    if (rc != VIP_SUCCESS) {
+        report("VipPostSend (gathered packet) to node %u: %s", l->peer, VipxReturnString(rc));
         l->dead = true;
         l->ch.untake_send(s);
     }
@@ -186,12 +242,9 @@ void wait_sends(Link *l) {
 // the buffer then).  Returns the bytes taken, 0 if registration failed.
 uint32_t write_registered(Outbound *o, const uint8_t *p, uint32_t n) {
     Link *l = o->link;
-    VIP_MEM_ATTRIBUTES ma{};
-    ma.Ptag = g.ptag;
-    ma.EnableRdmaWrite = VIP_FALSE;
-    ma.EnableRdmaRead = VIP_FALSE;
     VIP_MEM_HANDLE mh;
-    if (VipRegisterMem(g.nic, const_cast<uint8_t *>(p), n, &ma, &mh) != VIP_SUCCESS) return 0;
+    const int entry = g.regcache.acquire(p, n, &mh, [l] { reap_sends(l); });
+    if (entry == chan::RegCache::kNone) return 0;
     uint32_t done = 0;
     while (done < n) {
         const uint32_t c = std::min<uint32_t>(n - done, g.max_write);
@@ -200,11 +253,41 @@ uint32_t write_registered(Outbound *o, const uint8_t *p, uint32_t n) {
         done += c;
     }
     wait_sends(l);
-    VipDeregisterMem(g.nic, const_cast<uint8_t *>(p), mh);
+    g.regcache.release(entry);
     return done;
 }
 
 }  // namespace
+
+// Appends a segment to o's packet (the slot's buffer at the copy position
+// when slot_buf); false when the descriptor has no segment left.
+bool add_segment(Outbound *o, const void *addr, VIP_MEM_HANDLE mh, uint32_t n, bool slot_buf) {
+    if (o->nseg == 0) {  // the packet so far: the header and what was copied after it
+        o->segs[0] = {o->slot->buf, o->link->ch.mem_handle(), uint32_t(sizeof(PacketHeader)) + o->copied, true};
+        o->nseg = 1;
+    }
+    Seg &last = o->segs[o->nseg - 1];
+    if (slot_buf && last.slot_buf) {  // copied bytes follow copied bytes in the buffer
+        last.len += n;
+        return true;
+    }
+    if (o->nseg == g.gather_segs) return false;
+    o->segs[o->nseg++] = {addr, mh, n, slot_buf};
+    if (!slot_buf) g.gathered_bytes += n;
+    return true;
+}
+
+// A piece the caller may reuse once FM_send_piece returns went (in part) as
+// segments: the packet still naming it goes now (as the message's last if
+// nothing remains), and every send naming it completes before we return.
+void finish_gathered_piece(Outbound *o) {
+    if (o->slot && o->nseg) {
+        const bool last = o->sent == o->length;
+        flush(o, last);
+        o->ended = last;
+    }
+    wait_sends(o->link);
+}
 
 // Sends up to len bytes of o at o->sent by RDMA write into the receiver's
 // named buffer: large pieces from the caller's memory, small ones copied
@@ -305,6 +388,9 @@ FM_stream *FM_begin_message(unsigned dest, unsigned length, FM_handler handler) 
     o->sent = 0;
     o->slot = nullptr;
     o->fill = 0;
+    o->copied = 0;
+    o->nseg = 0;
+    o->ended = false;
     o->rdma = false;
     return o;
 }
@@ -318,20 +404,38 @@ int FM_send_piece(FM_stream *stream, const void *buf, unsigned len) {
         return fail(FM_ERR_TOO_LONG, "FM_send_piece", "%u bytes, but only %u of the announced %u remain", len,
                     o->length - o->sent, o->length);
     auto *p = static_cast<const uint8_t *>(buf);
+    // Zero-copy gather: a piece of at least gather_min bytes goes into the
+    // packets as data segments naming the caller's memory (registered
+    // through the cache), not copied into the slots' buffers.
+    VIP_MEM_HANDLE umh = 0;
+    int entry = chan::RegCache::kNone;
+    if (g.gather_min && len >= g.gather_min)
+        entry = g.regcache.acquire(p, len, &umh, [o] { reap_sends(o->link); });
+    const bool gathered = entry != chan::RegCache::kNone;  // else (small, or registration failed) copied
     while (len) {
         if (o->rdma && o->sent >= o->rdma_offset) {
             uint32_t n = rdma_piece(o, p, len);
-            if (!n) return fail(FM_ERR_RESOURCE, "FM_send_piece", "the connection to node %u has failed", o->link->peer);
+            if (!n) break;
             p += n;
             len -= n;
             continue;
         }
         if (!o->slot) {
             o->slot = acquire(o->link);
-            if (!o->slot) return fail(FM_ERR_RESOURCE, "FM_send_piece", "the connection to node %u has failed", o->link->peer);
+            if (!o->slot) break;
         }
         uint32_t n = std::min<uint32_t>(len, g.payload_max - o->fill);
-        std::memcpy(o->slot->buf + sizeof(PacketHeader) + o->fill, p, n);
+        if (gathered || o->nseg) {
+            if (!add_segment(o, gathered ? static_cast<const void *>(p) : o->slot->buf + sizeof(PacketHeader) + o->copied,
+                             gathered ? umh : o->link->ch.mem_handle(), n, !gathered)) {
+                flush(o, false);  // no segment left: the packet goes as it is, the rest in the next
+                continue;
+            }
+        }
+        if (!gathered) {
+            std::memcpy(o->slot->buf + sizeof(PacketHeader) + o->copied, p, n);
+            o->copied += n;
+        }
         o->fill += n;
         o->sent += n;
         p += n;
@@ -339,6 +443,11 @@ int FM_send_piece(FM_stream *stream, const void *buf, unsigned len) {
         // A full packet goes out unless it may be the last (FM_end_message marks it).
         if (o->fill == g.payload_max && o->sent < o->length) flush(o, false);
     }
+    if (gathered) {
+        finish_gathered_piece(o);
+        g.regcache.release(entry);
+    }
+    if (len) return fail(FM_ERR_RESOURCE, "FM_send_piece", "the connection to node %u has failed", o->link->peer);
     return FM_OK;
 }
 
@@ -348,6 +457,10 @@ int FM_end_message(FM_stream *stream) {
     if (!o) return rc;
     if (o->sent != o->length)
         return fail(FM_ERR_STATE, "FM_end_message", "%u of the announced %u bytes were sent", o->sent, o->length);
+    if (o->ended) {  // the final bytes were a gathered piece: their packet was the last
+        close_stream(o);
+        return FM_OK;
+    }
     if (!o->slot) {
         o->slot = acquire(o->link);  // an empty message (or nothing since the last full packet: not reached)
         if (!o->slot) {
@@ -384,5 +497,7 @@ int FM_send_4(unsigned dest, FM_buffer_handler handler, int i0, int i1, int i2, 
 }
 
 unsigned FM_max_buffer_message(void) { return g.init ? g.payload_max : 0; }
+
+unsigned long long FM_gathered_bytes(void) { return g.gathered_bytes; }
 
 }  // extern "C"

@@ -67,6 +67,8 @@ const std::set<std::string> kSchemaV1 = {
     "peers[].metrics[].bytes", "peers[].metrics[].peer", "peers[].metrics[].ours", "peers[].metrics[].ratio",
     "peers[].bandwidth", "peers[].bandwidth[].bytes", "peers[].bandwidth[].us_per_msg", "peers[].bandwidth[].mb_s",
     "peers[].bandwidth[].spread", "interleaved", "interleaved.status", "interleaved.status.state",
+    "layering", "layering.status", "layering.status.state", "layering.status.note", "layering.rounds",
+    "layering.mbytes", "layering.bip_eager", "layering.rows", "layering.pairs",
     "interleaved.status.note", "interleaved.rounds", "interleaved.comparisons", "interleaved.comparisons[].peer",
     "interleaved.comparisons[].metric", "interleaved.comparisons[].test", "interleaved.comparisons[].layer",
     "interleaved.comparisons[].bytes", "interleaved.comparisons[].ours", "interleaved.comparisons[].peer_values",

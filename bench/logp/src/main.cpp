@@ -12,6 +12,7 @@
 #include "breakdown.hpp"
 #include "job.hpp"
 #include "layer_synthetic.hpp"
+#include "layering_study.hpp"
 #include "layers.hpp"
 #include "measure.hpp"
 #include "paper.hpp"
@@ -52,6 +53,7 @@ struct Options {
     std::string profile;   // --profile: VIPL_NICFW_PROFILE for the job
     int iterations = 0, warmup = 0;
     bool no_peers = false;
+    bool no_layering = false;  // the layering study runs when fm is in --layers
     int rounds = 0;  // interleaved comparison rounds (0: 5, quick 3)
     std::string device;
     double max_spread = 0.25;
@@ -299,6 +301,24 @@ int run_synthetic(const Options &o) {
     std::_Exit(3);  // vipl_boot_abort does not return; this keeps [[noreturn]] honest if it ever did
 }
 
+std::string find_vipl_run(const Options &o);
+
+// The layering study (layering_study.hpp), once, beside the peers' phase.
+void run_layering(const Job &job, const Options &o, Report &r, Progress &progress) {
+    const std::vector<std::string> wanted = split_list(o.layers);
+    if (o.no_layering || std::find(wanted.begin(), wanted.end(), "fm") == wanted.end()) {
+        r.layering.status = {"skipped", o.no_layering ? "--no-layering" : "fm not in --layers"};
+        return;
+    }
+    LayeringPlan plan;
+    plan.vipl_run = find_vipl_run(o);
+    plan.layering_bw = find_layering_bw(self_exe());
+    plan.rounds = o.quick ? 1 : 5;
+    plan.mbytes = o.quick ? 0.05 : 4;
+    if (const char *e = std::getenv("VIASTACK_BIP_EAGER"); e && *e) plan.bip_eager = std::strtoul(e, nullptr, 0);
+    run_layering_phase(job, plan, r, progress);
+}
+
 int run_job(const Options &o) {
     Job job = Job::join();
     if (job.size() != 2) {
@@ -342,6 +362,7 @@ int run_job(const Options &o) {
         compared = true;
         try {
             run_comparison(job, o, cfg, lopt, r, progress);
+            run_layering(job, o, r, progress);
         } catch (const std::exception &e) {
             progress.clear();
             if (root) {
@@ -494,6 +515,7 @@ int main(int argc, char **argv) {
     app.add_option("--iterations", o.iterations, "timed round trips per series (default 20000, quick 200)")->check(CLI::Range(1, 10000000));
     app.add_option("--warmup", o.warmup, "untimed iterations before each series")->check(CLI::Range(1, 1000000));
     app.add_flag("--no-peers", o.no_peers, "do not run the peers (ucx_perftest, fi_shm_bench, mpi_shm_bench; perftest over verbs)");
+    app.add_flag("--no-layering", o.no_layering, "do not run the layering study (bench/layering's jobs; run when fm is in --layers)");
     app.add_option("--rounds", o.rounds, "rounds of the interleaved comparison with the peers (default 5, quick 3)")
         ->check(CLI::Range(1, 100));
     app.add_option("--device", o.device, "VIPL NIC name (default: $VIPL_PROVIDER / nicfw)");

@@ -1,6 +1,7 @@
 // report_files.cpp - the report directory: gnuplot data + scripts + SVG/PNG
 // plots, report.md (render_markdown of the table model) embedding them, and
 // logp.json (see report.hpp).
+#include "layering_study.hpp"
 #include "paper.hpp"
 #include "render.hpp"
 #include "report.hpp"
@@ -155,6 +156,13 @@ std::vector<Plot> write_plot_sources(const Report &r, const fs::path &dir) {
                                              "set key left top\nset grid\nset xrange [0.8:80]\n" + plot));
             plots.push_back({"rate", "Message rate by window, ours beside ucp_am_bw"});
         }
+    }
+
+    // The layering study: % of the layer below delivered upward, per pairing.
+    if (const std::string body = layering_plot_body(r.layering); !body.empty()) {
+        write_text(dir / "layering.dat", layering_plot_data(r.layering));
+        write_text(dir / "layering.gp", two_terminals("layering", body));
+        plots.push_back({"layering", "Layering study: % of the layer below delivered upward"});
     }
 
     // LogP bars: ours per layer, and the paper's LANai 7 rows.

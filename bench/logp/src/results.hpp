@@ -204,6 +204,31 @@ struct Interleaved {
     std::vector<RoundComparison> comparisons;
 };
 
+// The layering study (layering_study.hpp): layering_bw's raw rows and the
+// pairings made of them.
+struct LayeringRow {
+    std::string layer;  // "fm", "mp-fm2", "vi-send", ...
+    std::size_t bytes = 0;
+    int round = 0;
+    double mb_s = kNaN;
+};
+struct LayeringPair {
+    std::string layer, below;  // "mp-fm2" over "fm"; below "vi" picks vi-send or vi-rdma by size
+    std::string label;         // for the table and the plot
+    std::vector<std::size_t> bytes;
+    std::vector<std::string> below_used;   // per size: the row of the layer below it was set against
+    std::vector<double> layer_mb_s, below_mb_s, fraction;  // medians; fraction 1 = all of it
+    std::vector<int> rounds;               // rounds with both measured
+};
+struct LayeringStudy {
+    Status status{"skipped", "not run"};
+    int rounds = 0;
+    double mbytes = 0;
+    std::size_t bip_eager = 16384;
+    std::vector<LayeringRow> rows;
+    std::vector<LayeringPair> pairs;  // derived (tabulate_layering)
+};
+
 struct Report {
     RunInfo run;
     ProviderInfo provider;
@@ -217,6 +242,7 @@ struct Report {
     BulkDifference bulk_difference;
     std::vector<PeerResult> peers;
     Interleaved interleaved;
+    LayeringStudy layering;
     std::vector<std::string> warnings;
 };
 

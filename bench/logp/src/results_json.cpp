@@ -3,6 +3,7 @@
 
 #include "render.hpp"
 #include "tables.hpp"
+#include "layering_study.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -198,6 +199,7 @@ json to_json(const Report &r) {
                         {"ratio_min", num(c.ratio_min)}, {"ratio_max", num(c.ratio_max)}});
     j["interleaved"] = {{"status", status_json(r.interleaved.status)}, {"rounds", r.interleaved.rounds},
                         {"comparisons", cmps}};
+    j["layering"] = layering_to_json(r.layering);
     j["warnings"] = r.warnings;
     return j;
 }
@@ -366,6 +368,7 @@ Report report_from_json(const json &j) {
             r.interleaved.comparisons.push_back(rc);
         }
     }
+    if (j.contains("layering")) r.layering = layering_from_json(j["layering"]);  // absent before the layering study
     r.warnings = get_or<std::vector<std::string>>(j, "warnings", {});
     return r;
 }

@@ -4,6 +4,7 @@
 #include "paper.hpp"
 #include "report.hpp"
 #include "tables.hpp"
+#include "layering_study.hpp"
 
 #include <fmt/format.h>
 
@@ -207,6 +208,7 @@ ReportDocument build_document(const Report &r) {
                 bandwidth_table(r),
                 fm_metrics_table(r),
                 rate_table(r),
+                layering_table(r),
                 breakdown_table(r, "am-request-reply"),
                 breakdown_table(r, "splitc-get"),
                 bulk_difference_table(r),
