@@ -24,38 +24,25 @@ State g;
 VIASTACK_CHANNEL_INSTR_NO_SEND_CQ(kInstr, "bip");
 
 void report(const char *fmt, ...) {
-    std::fprintf(stderr, "viastack BIP: ");
     va_list ap;
     va_start(ap, fmt);
-    std::vfprintf(stderr, fmt, ap);
+    viastack::log::vlogf(viastack::log::Layer::bip, viastack::log::Level::error, fmt, ap);
     va_end(ap);
-    std::fputc('\n', stderr);
 }
 
 int fail(int code, const char *fn, const char *fmt, ...) {
-    if (viastack::env::flag("VIASTACK_BIP_VERBOSE")) {
-        std::fprintf(stderr, "viastack BIP: %s returns %s: ", fn, bip_error_name(code));
-        va_list ap;
-        va_start(ap, fmt);
-        std::vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        std::fputc('\n', stderr);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    viastack::log::vlog_failure(viastack::log::Layer::bip, "VIASTACK_BIP_VERBOSE", fn, bip_error_name(code), fmt, ap);
+    va_end(ap);
     return code;
 }
 
 namespace {
 
+// VIASTACK_BIP_* integers (a bad value is logged, naming the variable, and the default kept).
 long env_int(const char *name, long dflt, long lo, long hi) {
-    const char *v = viastack::env::raw(name);
-    if (!v) return dflt;
-    char *end;
-    long n = std::strtol(v, &end, 0);
-    if (*end || n < lo || n > hi) {
-        report("%s=%s is not an integer in [%ld, %ld]; using %ld", name, v, lo, hi, dflt);
-        return dflt;
-    }
-    return n;
+    return viastack::env::integer(viastack::log::Layer::bip, name, dflt, lo, hi);
 }
 
 constexpr uint32_t round64(uint32_t n) { return (n + 63) & ~uint32_t(63); }

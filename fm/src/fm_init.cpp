@@ -22,24 +22,18 @@ State g;
 VIASTACK_CHANNEL_INSTR_NO_SEND_CQ(kInstr, "fm");
 
 void report(const char *fmt, ...) {
-    std::fprintf(stderr, "viastack FM: ");
     va_list ap;
     va_start(ap, fmt);
-    std::vfprintf(stderr, fmt, ap);
+    viastack::log::vlogf(viastack::log::Layer::fm, viastack::log::Level::error, fmt, ap);
     va_end(ap);
-    std::fputc('\n', stderr);
 }
 
 int fail(int code, const char *fn, const char *fmt, ...) {
     g.last_error = code;
-    if (viastack::env::flag("VIASTACK_FM_VERBOSE")) {
-        std::fprintf(stderr, "viastack FM: %s returns %s: ", fn, FM_error_name(code));
-        va_list ap;
-        va_start(ap, fmt);
-        std::vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        std::fputc('\n', stderr);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    viastack::log::vlog_failure(viastack::log::Layer::fm, "VIASTACK_FM_VERBOSE", fn, FM_error_name(code), fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -54,16 +48,9 @@ struct NicName {
     uint8_t addr[kMaxAddr];
 };
 
+// VIASTACK_FM_* integers (a bad value is logged, naming the variable, and the default kept).
 long env_int(const char *name, long dflt, long lo, long hi) {
-    const char *v = viastack::env::raw(name);
-    if (!v) return dflt;
-    char *end;
-    long n = std::strtol(v, &end, 0);
-    if (*end || n < lo || n > hi) {
-        report("%s=%s is not an integer in [%ld, %ld]; using %ld", name, v, lo, hi, dflt);
-        return dflt;
-    }
-    return n;
+    return viastack::env::integer(viastack::log::Layer::fm, name, dflt, lo, hi);
 }
 
 Link *link_create(unsigned peer, uint8_t side, const NicName &peer_name, std::string *why) {

@@ -31,11 +31,12 @@ constexpr int kLayers = VIASTACK_LOG_NLAYERS;
 // Logger names ($VIASTACK_LOG's LAYER=LEVEL) and each layer's established
 // tag, the start of its lines ("viastack AM: ...").  The boot layer's lines
 // carry their own "vipl_boot[rank R]" tag; the launcher is no rank.
-constexpr std::array<const char *, kLayers> kNames = {"vipl",     "nicfw", "verbs",  "boot",
-                                                      "launcher", "am",    "splitc", "logp"};
-constexpr std::array<const char *, kLayers> kTags = {"viastack", "viastack nicfw", "vipl verbs", "",
-                                                     "vipl-run", "viastack AM",    "splitc",     "logp"};
-constexpr std::array<bool, kLayers> kRankPrefix = {true, true, true, false, false, true, true, true};
+constexpr std::array<const char *, kLayers> kNames = {"vipl",     "nicfw", "verbs",  "boot", "launcher",
+                                                      "am",       "splitc", "logp",  "fm",   "bip"};
+constexpr std::array<const char *, kLayers> kTags = {"viastack",    "viastack nicfw", "vipl verbs",  "",
+                                                     "vipl-run",    "viastack AM",    "splitc",      "logp",
+                                                     "viastack FM", "viastack BIP"};
+constexpr std::array<bool, kLayers> kRankPrefix = {true, true, true, false, false, true, true, true, true, true};
 constexpr std::array<const char *, 6> kLevels = {"trace", "debug", "info", "warn", "error", "off"};
 constexpr Level kDefault = Level::warn;
 
@@ -197,6 +198,17 @@ void vlogf(Layer layer, Level level, const char *fmt, va_list ap) {
     size_t len = size_t(n) < sizeof line ? size_t(n) : sizeof line - 1;
     while (len > 0 && line[len - 1] == '\n') --len;  // the facility ends the line
     detail::emit(layer, level, std::string_view(line, len));
+}
+
+void vlog_failure(Layer layer, const char *verbose_env, const char *fn, const char *code_name, const char *fmt,
+                  va_list ap) {
+    const char *v = std::getenv(verbose_env);
+    if (!v || !std::strcmp(v, "0") || !std::strcmp(v, "no") || !std::strcmp(v, "off") || !std::strcmp(v, "false"))
+        return;
+    if (!enabled(layer, Level::error)) return;
+    char why[1536];
+    if (std::vsnprintf(why, sizeof why, fmt, ap) < 0) why[0] = 0;
+    detail::emit(layer, Level::error, fmt::format("{} returns {}: {}", fn, code_name, why));
 }
 
 void set_rank(int rank) {

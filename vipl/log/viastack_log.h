@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-/* Layers: the logger names vipl, nicfw, verbs, boot, launcher, am, splitc, logp. */
+/* Layers: the logger names vipl, nicfw, verbs, boot, launcher, am, splitc, logp, fm, bip. */
 enum {
     VIASTACK_LOG_VIPL = 0,
     VIASTACK_LOG_NICFW,
@@ -22,6 +22,8 @@ enum {
     VIASTACK_LOG_AM,
     VIASTACK_LOG_SPLITC,
     VIASTACK_LOG_LOGP,
+    VIASTACK_LOG_FM,
+    VIASTACK_LOG_BIP,
     VIASTACK_LOG_NLAYERS
 };
 /* Levels, most verbose first (the spdlog order). */

@@ -34,6 +34,8 @@ enum class Layer : unsigned char {
     am = VIASTACK_LOG_AM,
     splitc = VIASTACK_LOG_SPLITC,
     logp = VIASTACK_LOG_LOGP,
+    fm = VIASTACK_LOG_FM,
+    bip = VIASTACK_LOG_BIP,
 };
 enum class Level : unsigned char {
     trace = VIASTACK_LOG_TRACE,
@@ -84,6 +86,12 @@ inline void debug(Layer layer, fmt::format_string<A...> f, A &&...a) {
 
 // printf-style, for code that already builds its text that way (am's report()).
 void vlogf(Layer layer, Level level, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+
+// A failing call's reason, "FN returns CODE: reason" at level error, printed
+// only when the environment variable `verbose_env` is set (VIASTACK_FM_VERBOSE,
+// VIASTACK_BIP_VERBOSE: layers whose calls return codes and say why on request).
+void vlog_failure(Layer layer, const char *verbose_env, const char *fn, const char *code_name, const char *fmt,
+                  va_list ap) __attribute__((format(printf, 5, 0)));
 
 // The job rank for the "[rank R] " prefix; -1 removes it.
 void set_rank(int rank);
