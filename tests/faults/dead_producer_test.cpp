@@ -36,8 +36,11 @@ using namespace nt;
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kMsgs = 3000;      // rank 1 -> rank 0
-constexpr int kBatch = 32;       // rank 1 waits for a batch's completions before the next
-constexpr size_t kRecvs = 2 * kBatch;
+constexpr int kBatch = 32;       // rank 1 sends in batches...
+constexpr size_t kRecvs = 2 * kBatch;  // ...into rank 0's receives, which it reposts:
+// before batch k (k >= 2) rank 1 waits for rank 0's credit saying batch k-2 is
+// reposted (its host may lag the NIC, which completes receives on its own).
+constexpr int kBatches = (kMsgs + kBatch - 1) / kBatch;
 constexpr uint32_t kLen = 128;
 constexpr double kLimitS = 10.0; // the survivors end within this after the go
 
@@ -97,12 +100,13 @@ int run() {
     }
 
     if (rank_ == 1) {
-        Buffers bufs(nic, tag, kBatch + 1, 1024);
-        // One receive posted: rank 0's go.
+        Buffers bufs(nic, tag, kBatch + 2, 1024);
+        // Two receives posted: rank 0's go, then its credits (at most two in flight).
         VIP_VI_ATTRIBUTES at = vi_attr(tag, VIP_SERVICE_RELIABLE_RECEPTION);
         VIP_VI_HANDLE vi;
         if (VIP_RETURN rc = VipCreateVi(nic, &at, nullptr, nullptr, &vi); rc != VIP_SUCCESS) fail("VipCreateVi", rc);
-        if (VIP_RETURN rc = VipPostRecv(vi, bufs.recv(kBatch), bufs.mh()); rc != VIP_SUCCESS) fail("VipPostRecv", rc);
+        for (size_t r : {size_t(kBatch), size_t(kBatch + 1)})
+            if (VIP_RETURN rc = VipPostRecv(vi, bufs.recv(r), bufs.mh()); rc != VIP_SUCCESS) fail("VipPostRecv", rc);
         auto local = net_addr(nic, 1, "dp-1-0");
         auto remote = net_addr(nic, 0, "dp-0-1");
         if (VIP_RETURN rc = VipConnectPeerRequest(vi, as_addr(local), as_addr(remote), kWaitMs); rc != VIP_SUCCESS)
@@ -111,8 +115,15 @@ int run() {
         vipl_boot_barrier();
         if (VIP_RETURN rc = VipRecvWait(vi, 20000, &got); rc != VIP_SUCCESS || (got->CS.Status & VIP_STATUS_ERROR_MASK))
             fail("rank 0's go", rc);
+        if (VIP_RETURN rc = VipPostRecv(vi, got, bufs.mh()); rc != VIP_SUCCESS) fail("VipPostRecv", rc);
         const auto t0 = Clock::now();
         for (int sent = 0; sent < kMsgs; sent += kBatch) {
+            if (sent / kBatch >= 2) {
+                VIP_RETURN rc = VipRecvWait(vi, 8000, &got);
+                if (rc != VIP_SUCCESS || (got->CS.Status & VIP_STATUS_ERROR_MASK))
+                    fail("rank 0's credit did not come within 8 s: rank 0's FIFO is blocked", rc);
+                if ((rc = VipPostRecv(vi, got, bufs.mh())) != VIP_SUCCESS) fail("VipPostRecv", rc);
+            }
             const int n = std::min(kBatch, kMsgs - sent);
             for (int k = 0; k < n; ++k) {
                 VIP_DESCRIPTOR *d = bufs.send(size_t(k), kLen);
@@ -163,6 +174,8 @@ int run() {
             _exit(1);
         }
         if (VIP_RETURN r = VipPostRecv(v1, b1.recv(slot), b1.mh()); r != VIP_SUCCESS) fail("VipPostRecv", r);
+        // Batch i / kBatch reposted: rank 1 may send batch i / kBatch + 2.
+        if (i % kBatch == kBatch - 1 && i / kBatch + 2 < kBatches) send_wait(v1, b1, kRecvs, 16, "a credit to rank 1");
     }
     const double secs = since(t0);
     // The VI to the dead rank breaks (its posted receive completes flushed).
