@@ -67,6 +67,10 @@ FaultSpec FaultSpec::parse(const std::string &s) {
         else if (k == "seed") f.seed = number(item, v, UINT64_MAX);
         else if (k == "kill") rank_at(item, v, &f.kill_rank, &f.kill_ms);
         else if (k == "linkdown") rank_at(item, v, &f.linkdown_rank, &f.linkdown_ms);
+        else if (k == "die_reserved") {
+            rank_at(item, v, &f.die_reserved_rank, &f.die_reserved_n);
+            if (f.die_reserved_n == 0) bad(item, "N counts data packets from 1");
+        }
         else bad(item, "unknown key");
     }
     if (f.drop + f.dup + f.reorder + f.delay + f.corrupt > 1.0) bad(s, "the probabilities add up to more than 1");

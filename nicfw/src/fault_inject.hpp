@@ -12,6 +12,11 @@
 //                 answers nothing (its peers find out by their retry limit)
 //   linkdown=R@MS rank R's link goes down MS ms after opening: nothing reaches
 //                 R and nothing from R reaches anyone (every rank applies it)
+//   die_reserved=R@N  test hook: rank R's process raises SIGKILL right after
+//                 reserving the FIFO slot of its Nth data packet, before writing
+//                 or publishing it (the consumer must skip the stuck slot; it
+//                 is not a wire fault, so it alone turns on neither the CRC nor
+//                 the transport)
 //
 // Probabilities are drawn from a generator seeded with `seed` and the rank, so a
 // run is repeatable up to scheduling.  Connection-management packets are not
@@ -38,6 +43,8 @@ struct FaultSpec {
     uint32_t kill_ms = 0;
     int linkdown_rank = -1;    // linkdown=R@MS
     uint32_t linkdown_ms = 0;
+    int die_reserved_rank = -1; // die_reserved=R@N (wire.hpp Wire::die_after_reserves)
+    uint32_t die_reserved_n = 0;
     bool any() const {
         return drop > 0 || dup > 0 || reorder > 0 || delay > 0 || corrupt > 0 || kill_rank >= 0 || linkdown_rank >= 0;
     }

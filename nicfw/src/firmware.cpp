@@ -60,6 +60,8 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
     // Every rank of a job has the same configuration, so every consumer of the
     // job's FIFOs sleeps or none does.
     wire_.consumers_may_sleep = cfg_.mode == Mode::Thread || cfg_.progress_thread;
+    wire_.self = static_cast<uint16_t>(rank_);
+    if (cfg_.faults.die_reserved_rank == rank_) wire_.die_after_reserves.store(cfg_.faults.die_reserved_n);
 }
 
 Firmware::~Firmware() {
@@ -312,6 +314,19 @@ void Firmware::housekeeping() {
     // before it died has been taken off our FIFO.
     if (wire_peek(wire_, rank_, rx_head_)) {
         next_watch_ns_ = now; // drain first, look again at the next housekeeping
+        return;
+    }
+    // Nothing published at head, but a slot reserved there by a producer that
+    // died before publishing it: skip it, or every packet the live senders put
+    // behind it would wait forever.  Only a slot that names a dead owner is
+    // skipped (wire.hpp claim_of): a slow, live producer publishes in time.
+    uint64_t stuck_slots = 0;
+    if (const int owner = wire_stuck_owner(wire_, rank_, rx_head_, &stuck_slots); owner >= 0 && peers_.dead(owner)) {
+        viastack::log::warn(viastack::log::Layer::nicfw,
+                            "rank {} died holding {} reserved slot(s) of this NIC's FIFO: skipped", owner, stuck_slots);
+        ++dropped_;
+        __atomic_store_n(&rx_head_, wire_skip(wire_, rank_, rx_head_, stuck_slots), __ATOMIC_RELAXED); // read by rx_mark()
+        next_watch_ns_ = now; // drain what follows, then look again
         return;
     }
     const uint32_t n = vi_words_.load(std::memory_order_relaxed) * 64;

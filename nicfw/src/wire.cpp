@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -105,6 +106,17 @@ bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
             out->hdr = reinterpret_cast<PacketHeader *>(&s[out->pos & (cap - 1)]);
             out->payload = reinterpret_cast<unsigned char *>(out->hdr) + kHeaderBytes;
             out->hdr->nslots = static_cast<uint16_t>(need);
+            // The claim: should this process die before publishing, the consumer
+            // finds its rank here and skips the slot once the rank is known dead.
+            // It is stored right after nslots (release: the consumer that sees it
+            // reads a valid nslots).  The remaining window: a death between the
+            // CAS above and this store (a few stores, no call, no loop) leaves a
+            // slot that names nobody, which still blocks the FIFO.
+            reinterpret_cast<std::atomic<uint32_t> *>(&out->hdr->tag)
+                ->store(claim_of(out->pos, w.self), std::memory_order_release);
+            if (__builtin_expect(w.die_after_reserves.load(std::memory_order_relaxed) != 0, 0) && !reply &&
+                w.die_after_reserves.fetch_sub(1, std::memory_order_relaxed) == 1)
+                raise(SIGKILL); // test hook: killed holding a reserved, unpublished slot
             return true;
         }
     }
@@ -148,6 +160,29 @@ uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h) {
     for (uint64_t i = 0; i < n; ++i)
         reinterpret_cast<std::atomic<uint32_t> *>(&s[(head + i) & (cap - 1)])
             ->store(0, std::memory_order_relaxed);
+    w.ctl(me).head.store(head + n, std::memory_order_release);
+    return head + n;
+}
+
+int wire_stuck_owner(Wire &w, int me, uint64_t head, uint64_t *nslots) {
+    const uint64_t cap = w.ring_slots();
+    if (w.ctl(me).tail.load(std::memory_order_acquire) == head) return -1; // nothing reserved
+    auto *h = reinterpret_cast<PacketHeader *>(&w.slots(me)[head & (cap - 1)]);
+    const uint32_t tag = reinterpret_cast<std::atomic<uint32_t> *>(&h->tag)->load(std::memory_order_acquire);
+    if (!(tag & 0x80000000u) || (tag & 0x7FFF) != (head & 0x7FFF)) return -1;
+    const uint16_t n = __atomic_load_n(&h->nslots, __ATOMIC_RELAXED); // written before the claim (release)
+    // nslots is the reserver's own count; clamp it to the ring's end all the same
+    // (a skip never goes past what a packet can occupy).
+    const uint64_t off = head & (cap - 1);
+    *nslots = (n >= 1 && off + n <= cap) ? n : 1;
+    return static_cast<int>((tag >> 15) & 0xFFFF);
+}
+
+uint64_t wire_skip(Wire &w, int me, uint64_t head, uint64_t n) {
+    const uint64_t cap = w.ring_slots();
+    Slot *s = w.slots(me);
+    for (uint64_t i = 0; i < n; ++i)
+        reinterpret_cast<std::atomic<uint32_t> *>(&s[(head + i) & (cap - 1)])->store(0, std::memory_order_relaxed);
     w.ctl(me).head.store(head + n, std::memory_order_release);
     return head + n;
 }

@@ -7,9 +7,12 @@
 // travels in one cache line: the sender writes it, the receiver reads it, and
 // that is the only cross-core transfer on the data path.
 //
-// Producers reserve slots with a CAS on the ring's tail, write the packet, and
-// publish it by storing the header's `tag` (= slot position + 1) last, with
-// release order.  The single consumer (the owning NIC's firmware) spins on the
+// Producers reserve slots with a CAS on the ring's tail, mark the header slot
+// with a claim naming themselves (claim_of: the reserving rank and the
+// position), write the packet, and publish it by storing the header's `tag`
+// (= slot position + 1) last, with release order.  The claim lets the consumer
+// skip a slot whose producer died between reserving and publishing it
+// (wire_stuck_owner, wire_skip; docs/nicfw.md "A producer killed mid-packet").  The single consumer (the owning NIC's firmware) spins on the
 // tag of the slot at its head, copies the packet out, zeroes the tags of the
 // slots it consumed and advances head.  Zero-filled memory is a valid empty
 // ring, so the segment needs no initialisation: every process maps the same
@@ -139,6 +142,12 @@ public:
     // Producers' private copy of each FIFO's head: reloaded (a cross-core read)
     // only when the FIFO looks full, so a small message costs one line transfer.
     std::atomic<uint64_t> &head_hint(int nic) { return hints_[nic]; }
+    // This process's rank: the owner written in the claims of the slots it reserves.
+    uint16_t self = 0;
+    // Test hook (VIPL_NICFW_FAULTS die_reserved=R@N): when nonzero, counts this
+    // process's data-packet reservations down and raises SIGKILL on the one that
+    // reaches 0, after the reservation and before the packet is written.
+    std::atomic<uint32_t> die_after_reserves{0};
     // Whether consumers may block on the FIFO's futex (firmware thread or agent);
     // when none can, publishing skips the fence and the sleeping check.
     bool consumers_may_sleep = true;
@@ -155,8 +164,15 @@ private:
 };
 
 // The publication mark of the packet whose header sits at slot position `pos`.
-// Never 0 (what a consumed slot holds), even when the 32-bit value wraps.
-inline uint32_t tag_of(uint64_t pos) { return static_cast<uint32_t>(pos % 0xFFFFFFFFull) + 1u; }
+// Never 0 (what a consumed slot holds), even when the value wraps, and never
+// has the top bit set (that marks a claim).
+inline uint32_t tag_of(uint64_t pos) { return static_cast<uint32_t>(pos % 0x7FFFFFFFull) + 1u; }
+// What the tag word holds between reservation and publication: the top bit, the
+// reserving rank (16 bits) and the position's low 15 bits.  Never equal to a
+// tag_of(), so wire_peek does not see a claimed slot as published.
+inline uint32_t claim_of(uint64_t pos, uint16_t owner) {
+    return 0x80000000u | (uint32_t(owner) << 15) | static_cast<uint32_t>(pos & 0x7FFF);
+}
 
 // Producer side: a packet being built in a reserved run of slots.
 struct TxSlot {
@@ -193,6 +209,15 @@ inline const PacketHeader *wire_peek(Wire &w, int me, uint64_t head) {
 bool wire_header_sane(const Wire &w, uint64_t head, const PacketHeader *h);
 // Consumes the packet at head (whose header is h): zeroes its tags, advances head.
 uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h);
+// Recovery of a slot whose producer died between reserving and publishing it
+// (called rarely: by the firmware's housekeeping, when nothing is published at
+// head).  Returns the rank that claimed the slot at head, with the slots its
+// packet occupies in *nslots, or -1 when head holds no claim for this position
+// (nothing reserved there, or published meanwhile).  Only a claim whose owner is
+// known dead may be skipped: a live producer publishes its slot eventually.
+int wire_stuck_owner(Wire &w, int me, uint64_t head, uint64_t *nslots);
+// Skips n slots at head (their tags cleared, as consumed); returns the new head.
+uint64_t wire_skip(Wire &w, int me, uint64_t head, uint64_t n);
 
 uint32_t packet_crc(const PacketHeader *h, const unsigned char *payload);
 inline bool packet_crc_ok(const PacketHeader *h, const unsigned char *payload) {

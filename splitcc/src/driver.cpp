@@ -45,7 +45,8 @@ const char *kUsage =
     "  -L DIR, -l LIB, -Wl,OPTS\n"
     "                   linker options\n"
     "  -O*, -g*, -W*, -f*, -m*, -w, -pthread\n"
-    "                   passed to the C compiler (default optimisation: -O2)\n"
+    "                   passed to the C compiler (default optimisation: -O2);\n"
+    "                   -fsanitize=... to the linker too\n"
     "  --cc=COMPILER    the system C compiler (default: $SPLITCC_CC, $CC, or the one viastack was built with)\n"
     "  -Werror          also makes translator warnings errors\n"
     "  -v               print each command before running it\n"
@@ -238,6 +239,10 @@ Options parse_args(int argc, char **argv) {
             o.nowarn = true;
             o.cc.push_back(a);
         } else if (a == "-pthread") {
+            o.cc.push_back(a);
+            o.ld.push_back(a);
+        } else if (a.rfind("-fsanitize", 0) == 0) {
+            // A sanitizer needs its runtime at the link too (as for cc).
             o.cc.push_back(a);
             o.ld.push_back(a);
         } else if (a.rfind("-O", 0) == 0) {

@@ -126,8 +126,7 @@ Symbol *Parser::declare(const std::string &name, SymKind k, Type *t, Loc l) {
         s->type = t;
         return s;
     }
-    auto *s = new Symbol;
-    symbols_.push_back(s);
+    Symbol *s = new_symbol();
     s->name = name;
     s->kind = k;
     s->type = t;
@@ -351,7 +350,7 @@ Type *Parser::record_spec(bool is_union, Specs &s) {
             // guard): C reports it; we take the new body.
             r->fields.clear();
         }
-        auto *body = new Node(NK::RecordBody);
+        auto *body = own(new Node(NK::RecordBody));
         body->b = tix();
         take();
         while (!is("}") && !at_end()) {
@@ -362,7 +361,7 @@ Type *Parser::record_spec(bool is_union, Specs &s) {
                 continue;
             }
             Specs ms = specs(false);
-            Decl *md = declaration(ms, false, true);
+            Decl *md = inner_declaration(ms, true);
             body->kids.push_back(md);
             for (InitDecl *d : md->decls) {
                 Field f;
@@ -410,7 +409,7 @@ Type *Parser::enum_spec(Specs &s) {
         if (!tag.empty()) tags_.back()[tag] = t;
     }
     if (is("{")) {
-        auto *body = new Node(NK::RecordBody);
+        auto *body = own(new Node(NK::RecordBody));
         body->b = tix();
         take();
         while (!is("}") && !at_end()) {
@@ -674,8 +673,8 @@ void Parser::declare_from(InitDecl *d, Decl *decl, const Specs &s) {
         diag_.error(d->loc, "spread array '" + d->name + "' needs the extent of its first dimension");
 }
 
-Decl *Parser::declaration(Specs &s, bool file_scope, bool member) {
-    auto *d = new Decl;
+Node *Parser::declaration(Specs &s, bool file_scope, bool member) {
+    auto *d = own(new Decl);
     d->b = s.sb;
     d->sb = s.sb;
     d->se = s.se;
@@ -689,7 +688,7 @@ Decl *Parser::declaration(Specs &s, bool file_scope, bool member) {
     if (s.body) d->kids.push_back(s.body);
     if (!accept(";")) {
         for (;;) {
-            auto *id = new InitDecl;
+            auto *id = own(new InitDecl);
             id->b = tix();
             id->db = tix();
             std::vector<Param> fparams;
@@ -720,7 +719,7 @@ Decl *Parser::declaration(Specs &s, bool file_scope, bool member) {
                 id->e = prev_end();
                 d->decls.push_back(id);
                 d->kids.push_back(id);
-                return static_cast<Decl *>(function_def(d, id, fparams, s));
+                return function_def(d, id, fparams, s);
             }
             if (accept("=")) {
                 if (s.is_typedef) diag_.error(id->loc, "typedef '" + id->name + "' is initialized");
@@ -754,7 +753,7 @@ Node *Parser::initializer(Type *t) {
         if (e->ek == EK::Literal && toks_[e->b].kind == Tok::String && is_array(t)) return e;
         return convert_init(rvalue(e), t);
     }
-    auto *il = new InitList;
+    auto *il = own(new InitList);
     il->b = tix();
     il->type = t;
     take();
@@ -820,7 +819,7 @@ Expr *Parser::convert_init(Expr *e, Type *t) {
 }
 
 Node *Parser::function_def(Decl *decl, InitDecl *d, std::vector<Param> &fparams, Specs &s) {
-    auto *f = new FuncDef;
+    auto *f = own(new FuncDef);
     f->b = decl->b;
     f->decl = decl;
     f->d = d;
@@ -840,7 +839,7 @@ Node *Parser::function_def(Decl *decl, InitDecl *d, std::vector<Param> &fparams,
             while (!at_end() && !is("{")) take();
             break;
         }
-        Decl *kd = declaration(ks, false);
+        Decl *kd = inner_declaration(ks);
         for (InitDecl *id : kd->decls) {
             bool found = false;
             for (Param &p : params)
@@ -888,7 +887,7 @@ Node *Parser::function_def(Decl *decl, InitDecl *d, std::vector<Param> &fparams,
         f->sys = true;
         int b = tix();
         skip_balanced();
-        auto *blk = new Block;
+        auto *blk = own(new Block);
         blk->b = b;
         blk->e = prev_end();
         f->body = blk;
@@ -904,14 +903,14 @@ Node *Parser::function_def(Decl *decl, InitDecl *d, std::vector<Param> &fparams,
 
 Node *Parser::external_decl() {
     if (is(";")) {  // stray semicolon at file scope
-        auto *n = new Node(NK::Stmt);
+        auto *n = own(new Node(NK::Stmt));
         n->b = tix();
         take();
         n->e = prev_end();
         return n;
     }
     if (is("_Static_assert") || skip_asm_label()) {
-        auto *n = new Node(NK::Stmt);
+        auto *n = own(new Node(NK::Stmt));
         n->b = tix();
         if (is("_Static_assert")) { take(); skip_balanced(); }
         accept(";");
@@ -923,7 +922,7 @@ Node *Parser::external_decl() {
     if (!s.any && !(peek().kind == Tok::Ident || is("*") || is("("))) {
         diag_.error(loc(), "expected a declaration before '" + peek().text + "'");
         take();
-        auto *n = new Node(NK::Stmt);
+        auto *n = own(new Node(NK::Stmt));
         n->b = b;
         n->e = prev_end();
         return n;
@@ -933,7 +932,7 @@ Node *Parser::external_decl() {
 }
 
 Node *Parser::parse_unit() {
-    auto *u = new Node(NK::Unit);
+    auto *u = own(new Node(NK::Unit));
     u->b = 0;
     try {
         while (!at_end()) {

@@ -9,7 +9,7 @@
 namespace splitcc {
 
 Expr *Parser::mk(EK k, int b, Loc l) {
-    auto *e = new Expr(k);
+    auto *e = own(new Expr(k));
     e->b = b;
     e->loc = l;
     return e;
@@ -27,7 +27,7 @@ void Parser::fin(Expr *e) {
 }
 
 Expr *Parser::wrap(EK k, Expr *inner, Type *t, const char *op) {
-    auto *w = new Expr(k);
+    auto *w = own(new Expr(k));
     w->b = inner->b;
     w->e = inner->e;
     w->loc = inner->loc;
@@ -748,8 +748,7 @@ Expr *Parser::primary() {
                 Type ft;
                 ft.kind = TK::Function;
                 ft.ret = ty_.builtin(TK::Int);
-                s = new Symbol;
-                symbols_.push_back(s);
+                s = new_symbol();
                 s->name = w;
                 s->kind = SymKind::Func;
                 s->type = ty_.make(ft);

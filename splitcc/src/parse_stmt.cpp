@@ -30,7 +30,7 @@ Expr *Parser::paren_condition() {
 }
 
 Block *Parser::compound(bool new_scope) {
-    auto *blk = new Block;
+    auto *blk = own(new Block);
     blk->b = tix();
     expect("{");
     if (new_scope) push_scope();
@@ -52,11 +52,11 @@ Node *Parser::statement() {
     if (t.is("{")) return compound(true);
     if (t.is(";")) {
         take();
-        Node *n = stmt_node(b);
+        Node *n = own(stmt_node(b));
         n->e = prev_end();
         return n;
     }
-    Node *n = stmt_node(b);
+    Node *n = own(stmt_node(b));
     if (t.kind == Tok::Ident) {
         const std::string w = t.text;
         if (is(":", 1) && !is_typedef_name(t) && w != "default") {  // label
@@ -97,7 +97,7 @@ Node *Parser::statement() {
             push_scope();
             if (starts_decl()) {
                 Specs s = specs(true);
-                Decl *d = declaration(s, false);
+                Decl *d = inner_declaration(s);
                 d->for_init = true;
                 n->kids.push_back(d);
             } else {
@@ -193,7 +193,7 @@ Node *Parser::statement() {
         }
         if (starts_decl() && !(is_typedef_name(t) && (is("(", 1) && false))) {
             Specs s = specs(true);
-            Decl *d = declaration(s, false);
+            Decl *d = inner_declaration(s);
             return d;
         }
     }

@@ -5,6 +5,7 @@
 // has to print what this file decided.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +29,9 @@ struct Specs {
 class Parser {
 public:
     Parser(std::vector<Token> &toks, Types &types, Diag &diag);
+    Parser(const Parser &) = delete;
+    Parser &operator=(const Parser &) = delete;
+    // The tree parse_unit() returns lives as long as the parser (nodes_, symbols_).
     Node *parse_unit();
     const std::vector<Token> &tokens() const { return toks_; }
 
@@ -40,7 +44,13 @@ private:
     size_t p_ = 0;
     std::vector<std::unordered_map<std::string, Symbol *>> scopes_;
     std::vector<std::unordered_map<std::string, Type *>> tags_;
-    std::vector<Symbol *> symbols_;  // owned
+    std::vector<std::unique_ptr<Symbol>> symbols_;  // every symbol made (scopes_ only point to them)
+    std::vector<std::unique_ptr<Node>> nodes_;      // every node made (the tree only points to them)
+    template <class T> T *own(T *n) {
+        nodes_.emplace_back(n);
+        return n;
+    }
+    Symbol *new_symbol() { return symbols_.emplace_back(std::make_unique<Symbol>()).get(); }
     Type *cur_ret_ = nullptr;        // return type of the function being parsed
     int stmt_expr_depth_ = 0;
     std::vector<Expr *> pending_sizes_;  // array extents met in the declarator being parsed
@@ -81,7 +91,12 @@ private:
     Type *suffixes(Type *base, std::vector<Param> *fparams);
     Type *param_list(Type *ret, std::vector<Param> *fparams);
     Type *type_name(int *tb = nullptr, int *te = nullptr);
-    Decl *declaration(Specs &s, bool file_scope, bool member = false);
+    // A Decl, or at file scope a FuncDef (a function definition).
+    Node *declaration(Specs &s, bool file_scope, bool member = false);
+    // A declaration in a block, a struct or a K&R parameter list: always a Decl.
+    Decl *inner_declaration(Specs &s, bool member = false) {
+        return static_cast<Decl *>(declaration(s, false, member));
+    }
     Node *initializer(Type *t);
     Expr *convert_init(Expr *e, Type *t);
     void declare_from(InitDecl *d, Decl *decl, const Specs &s);

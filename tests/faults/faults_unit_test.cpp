@@ -30,11 +30,16 @@ TEST(FaultSpec, ParsesEveryKey) {
     EXPECT_FALSE(FaultSpec::parse("").any());
     EXPECT_FALSE(FaultSpec::parse("off").any());
     EXPECT_FALSE(FaultSpec::parse("seed=3").any());
+    // The dead-producer test hook is not a wire fault: alone it turns nothing on.
+    const FaultSpec d = FaultSpec::parse("die_reserved=2@5");
+    EXPECT_EQ(d.die_reserved_rank, 2);
+    EXPECT_EQ(d.die_reserved_n, 5u);
+    EXPECT_FALSE(d.any());
 }
 
 TEST(FaultSpec, RefusesBadItemsNamingThem) {
     for (const char *bad : {"drop", "drop=", "drop=x", "drop=1.5", "drop=-0.1", "bogus=1", "kill=1", "kill=a@1",
-                            "linkdown=1@", "seed=-1", "drop=0.6,dup=0.5", "delay_us=99999999"}) {
+                            "linkdown=1@", "seed=-1", "die_reserved=1", "die_reserved=1@0", "drop=0.6,dup=0.5", "delay_us=99999999"}) {
         try {
             FaultSpec::parse(bad);
             ADD_FAILURE() << "accepted " << bad;

@@ -326,6 +326,39 @@ TEST(WireFifo, TagWrapAt32BitsDoesNotRedeliverAStalePacket) {
     }
 }
 
+// Between reservation and publication the header slot names its producer (the
+// claim), which the consumer can read to skip the slot of a dead producer; a
+// claim never looks published, and a published packet is no longer a claim.
+TEST(WireFifo, ReservedSlotNamesItsOwnerUntilPublished) {
+    Wire w("", 1, kRingBytes);
+    w.self = 5;
+    uint64_t head = 0, n = 0;
+    EXPECT_EQ(wire_stuck_owner(w, kMe, head, &n), -1) << "nothing reserved";
+    TxSlot stuck;
+    ASSERT_TRUE(wire_reserve(w, kMe, 100, &stuck));
+    EXPECT_EQ(wire_peek(w, kMe, head), nullptr) << "a claim looks published";
+    ASSERT_EQ(wire_stuck_owner(w, kMe, head, &n), 5);
+    EXPECT_EQ(n, slots_for(100));
+    // A live producer behind it publishes; the consumer still waits at head...
+    ASSERT_TRUE(send_packet(w, 16, 1));
+    EXPECT_EQ(wire_peek(w, kMe, head), nullptr);
+    // ...until the stuck slot is skipped: then the packet behind it is next.
+    head = wire_skip(w, kMe, head, n);
+    EXPECT_EQ(w.ctl(kMe).head.load(), head);
+    const PacketHeader *h = next_packet(w, &head);
+    ASSERT_NE(h, nullptr);
+    EXPECT_TRUE(payload_ok(h, 16, 1));
+    EXPECT_EQ(wire_stuck_owner(w, kMe, head, &n), -1) << "a published packet is not a claim";
+    head = wire_consume(w, kMe, head, h);
+    // Claims and tags never collide, over the whole position range.
+    for (uint64_t pos : {uint64_t(0), uint64_t(0x7FFF), uint64_t(0x7FFFFFFE), uint64_t(0x7FFFFFFF),
+                         (uint64_t(1) << 32) - 1, uint64_t(1) << 40})
+        for (uint16_t owner : {uint16_t(0), uint16_t(1), uint16_t(0xFFFF)}) {
+            EXPECT_NE(claim_of(pos, owner), tag_of(pos));
+            EXPECT_NE(tag_of(pos), 0u);
+        }
+}
+
 TEST(WireCrc, IsCrc32cOverHeaderFieldsAndPayload) {
     // Standard CRC-32C check value.
     EXPECT_EQ(crc32c(0, "123456789", 9), 0xE3069283u);

@@ -34,11 +34,12 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "splitcc \\(viastack\\)")
 endif()
 
 # Separate compilation: -c, then link the object; run as a job of one.
-execute_process(COMMAND ${SPLITCC} -c hello.sc -o hello.o WORKING_DIRECTORY ${WORK} RESULT_VARIABLE rc ERROR_VARIABLE err)
+# SAN_FLAGS: the sanitizer of the tree (its runtime is instrumented), if any.
+execute_process(COMMAND ${SPLITCC} ${SAN_FLAGS} -c hello.sc -o hello.o WORKING_DIRECTORY ${WORK} RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0 OR NOT EXISTS ${WORK}/hello.o)
   message(FATAL_ERROR "splitcc -c: exit ${rc}\n${err}")
 endif()
-execute_process(COMMAND ${SPLITCC} -o hello hello.o WORKING_DIRECTORY ${WORK} RESULT_VARIABLE rc ERROR_VARIABLE err)
+execute_process(COMMAND ${SPLITCC} ${SAN_FLAGS} -o hello hello.o WORKING_DIRECTORY ${WORK} RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "splitcc link: exit ${rc}\n${err}")
 endif()

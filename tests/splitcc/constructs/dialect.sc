@@ -57,6 +57,7 @@ across lines";
     cp = vp;
     bcopy("abc", cp, 4);
     CHECK(cp[1] == 'b');
+    free(cp);
     srandom(7 + MYPROC);
     i = random() % 10;
     CHECK(i >= 0 && i < 10);
