@@ -8,6 +8,7 @@
 #include "firmware.hpp"
 #include "packet_check.hpp"
 #include "vi_table.hpp"
+#include "vipl_instr.h"
 
 namespace nicfw {
 
@@ -35,7 +36,29 @@ bool Firmware::rx_due(const PacketHeader *wire_h) {
     }
     const ViImpl *vi = vis_.find(h.dst_vi);
     const bool cq = vi && vi->recv_cq && (h.op == Op::Send || (h.flags & kFlagImm));
-    return cost_.now() >= cost_.nic_rx(rx_head_, arrival, bytes, cq);
+    rx_visible_ = cost_.nic_rx(rx_head_, arrival, bytes, cq);
+    return cost_.now() >= rx_visible_;
+}
+
+void Firmware::cost_arrived(const ViImpl *vi, const VIP_DESCRIPTOR *d, bool recv) {
+    // When the NIC wrote the completion under the model, on the TSC clock of
+    // the instrumentation; and when the host's check that finds it began: the
+    // completion is being handed over now, inside a host call, and a Done has
+    // read the descriptor status (objects.cpp) just before - on the hardware
+    // the poll that finds it pays that read after the arrival, so it stays
+    // overhead.  A CQ entry is read and cleared after it was found: its check
+    // begins now.
+    const uint64_t visible = recv ? rx_visible_ : tx_visible_, now = cost_.now();
+    const double cyc = vipl_instr_cycles_per_ns();
+    const uint64_t tsc = vipl_instr_now();
+    auto ago = [&](uint64_t ns) {
+        const uint64_t c = uint64_t(double(ns) * cyc);
+        return c < tsc ? tsc - c : 1;
+    };
+    const uint64_t at = ago(now > visible ? now - visible : 0);
+    vipl_instr_arrived(d, at, ago(cost_.params().uncached_read_ns));
+    if (const CqImpl *cq = recv ? vi->recv_cq : vi->send_cq)
+        vipl_instr_arrived(static_cast<const vipl::prov::Cq *>(cq), at, tsc);
 }
 
 } // namespace nicfw

@@ -99,6 +99,7 @@ void Firmware::report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOU
 void Firmware::complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv) {
     if (recv) d->CS.Length = length;
     vipl::common::complete_descriptor(d, status);
+    if (__builtin_expect(cost_.on(), 0) && vipl_instr_enabled()) cost_arrived(vi, d, recv);
     CqImpl *cq = recv ? vi->recv_cq : vi->send_cq;
     if (cq && !cq->ring.push(CqEntry{vi->index, recv})) {
         // The spec makes CQ overrun a catastrophic error of the CQ.
@@ -112,6 +113,7 @@ void Firmware::complete_tx(ViImpl *vi) {
         TxEntry &e = c.txq[c.tx_head % kMaxQueue];
         if (!e.ready) break;
         if (__builtin_expect(cost_.on(), 0) && cost_.now() < e.due) break; // cost model: not sent yet
+        tx_visible_ = e.due;
         complete_desc(vi, e.desc, e.status, e.length, false);
         ++c.tx_head;
     }

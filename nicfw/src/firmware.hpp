@@ -283,6 +283,10 @@ private:
     // whether it has ended (the packet may be used).
     void cost_tx(const ViImpl *vi, TxEntry &e, uint32_t bytes);
     bool rx_due(const PacketHeader *h);
+    // With instrumentation on: tells it when the completion of d (and its CQ
+    // entry) became visible to the host under the model, so that the part of
+    // a host call spent before that is counted as waiting (vipl_instr.h).
+    void cost_arrived(const ViImpl *vi, const VIP_DESCRIPTOR *d, bool recv);
 
     const Config cfg_;
     Wire wire_;          // the link: owned here, read on every step (no indirection)
@@ -306,6 +310,8 @@ private:
     uint64_t last_inject_ns_ = 0;        // gap profile (g)
     CostModel cost_;                     // the hardware-cost model (off: profile none / synthetic)
     uint64_t tx_arrival_ = 0;            // cost model: the packet being sent reaches the peer then
+    uint64_t tx_visible_ = 0;            // cost model: the send being completed was written back then
+    uint64_t rx_visible_ = 0;            // cost model: the receive being completed was written back then
     std::atomic<uint32_t> nvis_{0};      // VIs the firmware polls
     DmaEngine dma_;                      // the bulk path's copy engine
     iovec iov_[kMaxSegments + 1];        // a receive's scatter list, for dma_

@@ -318,3 +318,55 @@ int main(int argc, char **argv) {
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }
+
+// Waiting is not overhead: a Done call that finds nothing is all waiting; one
+// whose completion arrived during the call waited until the host's check that
+// saw it began; one whose completion had arrived before it began waited not at
+// all.  Every timed interval - also one enclosing the call - leaves the waits out.
+TEST(InstrWait, SplitsACallAtTheCheckThatSawTheArrival) {
+    InstrOn on;
+    VIPL_INSTR_DEFINE(outer, "test.wait.outer", VIPL_INSTR_OTHER);
+    int key_found = 0, key_early = 0;
+    const uint64_t waited0 = vipl_instr_waited;
+    vipl_instr_sample w0{};
+    const bool had = vipl_instr_find("vipl.wait (not arrived)", &w0) == 0;
+
+    VIPL_INSTR_BEGIN(to);
+    // 1. nothing found: the whole call (>= 20000 cycles) is waiting.
+    VIPL_INSTR_BEGIN(t1);
+    spin_cycles(20000);
+    VIPL_INSTR_WAITED(t1, nullptr, 0);
+    const uint64_t w1 = vipl_instr_waited - waited0;
+    EXPECT_GE(w1, 20000u);
+    // 2. found, arrived 10000 cycles into the call, seen by a check 15000 in:
+    //    exactly 15000 cycles of waiting.
+    VIPL_INSTR_BEGIN(t2);
+    const uint64_t start2 = t2 + vipl_instr_waited;
+    spin_cycles(30000);
+    vipl_instr_arrived(&key_found, start2 + 10000, start2 + 15000);
+    VIPL_INSTR_WAITED(t2, &key_found, 1);
+    EXPECT_EQ(vipl_instr_waited - waited0 - w1, 15000u);
+    // 3. found, arrived before the call began: no waiting.
+    VIPL_INSTR_BEGIN(t3);
+    const uint64_t start3 = t3 + vipl_instr_waited;
+    vipl_instr_arrived(&key_early, start3 - 5000, start3 - 4000);
+    spin_cycles(5000);
+    VIPL_INSTR_WAITED(t3, &key_early, 1);
+    EXPECT_EQ(vipl_instr_waited - waited0 - w1, 15000u);
+    // The arrivals were taken: found again, nothing to take.
+    uint64_t at, seen;
+    EXPECT_EQ(vipl_instr_take_arrival(&key_found, &at, &seen), 0);
+    EXPECT_EQ(vipl_instr_take_arrival(&key_early, &at, &seen), 0);
+    VIPL_INSTR_END(outer, to);
+
+    const uint64_t waited = vipl_instr_waited - waited0;
+    vipl_instr_sample w{}, o{};
+    ASSERT_EQ(vipl_instr_find("vipl.wait (not arrived)", &w), 0);
+    ASSERT_EQ(vipl_instr_find("test.wait.outer", &o), 0);
+    EXPECT_EQ(w.category, VIPL_INSTR_WAIT);
+    EXPECT_EQ(w.cycles - (had ? w0.cycles : 0), waited);
+    // The enclosing interval spun >= 55000 cycles, of which `waited` were waits.
+    EXPECT_GE(o.cycles, 55000u - waited);
+    EXPECT_LT(o.cycles + waited, 55000u + 50000000u);  // the waits are not in it
+    EXPECT_STREQ(vipl_instr_category_name(VIPL_INSTR_WAIT), "Waiting");
+}

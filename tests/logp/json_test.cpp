@@ -51,7 +51,7 @@ const std::set<std::string> kSchemaV1 = {
     "bandwidth[].fm.n_half_from_model", "bandwidth[].fm.r_peak_mb_s", "bandwidth[].fm.fit_r2", "breakdown",
     "breakdown[].name", "breakdown[].layer", "breakdown[].status", "breakdown[].status.state",
     "breakdown[].status.note", "breakdown[].operations", "breakdown[].host_ns", "breakdown[].host_cycles",
-    "breakdown[].firmware_ns", "breakdown[].categories", "breakdown[].categories[].category",
+    "breakdown[].firmware_ns", "breakdown[].wait_ns", "breakdown[].categories", "breakdown[].categories[].category",
     "breakdown[].categories[].ns", "breakdown[].categories[].cycles", "breakdown[].categories[].percent",
     "breakdown[].categories[].paper_percent", "breakdown[].items", "breakdown[].items[].operation",
     "breakdown[].items[].category", "breakdown[].items[].count_per_op", "breakdown[].items[].ns",

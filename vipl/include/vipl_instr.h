@@ -7,6 +7,17 @@
  * Semantics; plus Firmware and Other).  Each counter accumulates, per process,
  * the number of timed intervals and their total TSC cycles.
  *
+ * Waiting is not overhead ([Begel01] §7.3 breaks down host overhead; the time
+ * a host spends waiting for a message that has not arrived is latency).  Every
+ * timed interval is measured on a per-thread overhead clock,
+ * vipl_instr_clock() = TSC - the cycles this thread has spent waiting, so an
+ * interval never includes a wait, however it nests.  Waits are declared where
+ * they are known: the VIPL front declares a Done that finds nothing (the whole
+ * call), and the part of a successful Done or Wait that ran before its
+ * completion became visible, which a provider reports with
+ * vipl_instr_arrived() (nicfw's cost model: the modelled time the NIC wrote
+ * it).  The waits are counted on "vipl.wait (not arrived)" (category Waiting).
+ *
  * Switches:
  *   compile time  VIASTACK_INSTR_COMPILED (CMake option VIASTACK_INSTR); when 0
  *                 every macro below expands to nothing.
@@ -42,7 +53,8 @@ typedef enum {
     VIPL_INSTR_SEMANTICS = 3,   /* build descriptors, copy data, run handlers */
     VIPL_INSTR_FIRMWARE = 4,    /* NIC firmware phases (not host overhead) */
     VIPL_INSTR_OTHER = 5,
-    VIPL_INSTR_NCATEGORIES = 6
+    VIPL_INSTR_WAIT = 6,        /* waiting for what has not arrived (not host overhead) */
+    VIPL_INSTR_NCATEGORIES = 7
 } vipl_instr_category;
 
 typedef struct vipl_instr_counter {
@@ -79,12 +91,31 @@ static inline uint64_t vipl_instr_now(void) {
 #endif
 }
 
+/* Cycles this thread has spent waiting (see the top); only grows, only while enabled. */
+extern __thread uint64_t vipl_instr_waited;
+/* The overhead clock every timed interval is measured on. */
+static inline uint64_t vipl_instr_clock(void) { return vipl_instr_now() - vipl_instr_waited; }
+
 void vipl_instr_register(vipl_instr_counter *c);
 static inline void vipl_instr_add(vipl_instr_counter *c, uint64_t cycles) {
     if (__builtin_expect(!c->registered, 0)) vipl_instr_register(c);
     __atomic_fetch_add(&c->count, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->cycles, cycles, __ATOMIC_RELAXED);
 }
+
+/* This thread waited `cycles` (TSC) for something that had not arrived. */
+void vipl_instr_wait(uint64_t cycles);
+/* A provider made a completion visible to this thread: `key` names what
+ * completed (the VIP_DESCRIPTOR*, or the provider's vipl::prov::Cq* for a CQ
+ * entry), `at` (TSC) is when it arrived, `seen` when the host's check that
+ * finds it began (its cost from then on is overhead).  Kept in a small
+ * per-thread ring (the last 16). */
+void vipl_instr_arrived(const void *key, uint64_t at, uint64_t seen);
+/* The oldest remembered arrival of `key` (removed): 1, or 0 if none. */
+int vipl_instr_take_arrival(const void *key, uint64_t *at, uint64_t *seen);
+/* A VIPL call that began at overhead-clock time `t` returned `key` (rc: found
+ * or not): declares the call's waiting part.  Only with instrumentation on. */
+void vipl_instr_call_waited(uint64_t t, const void *key, int found);
 
 void vipl_instr_enable(int on);
 void vipl_instr_reset(void);                 /* zero every counter */
@@ -99,13 +130,17 @@ int vipl_instr_dump_json(const char *path);  /* machine-readable; 0 on success *
 
 #if VIASTACK_INSTR_COMPILED
 #define VIPL_INSTR_DEFINE(var, name, cat) static vipl_instr_counter var = {name, cat, 0, 0, 0, 0}
-#define VIPL_INSTR_BEGIN(t) uint64_t t = vipl_instr_enabled() ? vipl_instr_now() : 0
+#define VIPL_INSTR_BEGIN(t) uint64_t t = vipl_instr_enabled() ? vipl_instr_clock() : 0
 #define VIPL_INSTR_END(var, t) \
-    do { if (vipl_instr_enabled()) vipl_instr_add(&(var), vipl_instr_now() - (t)); } while (0)
+    do { if (vipl_instr_enabled()) vipl_instr_add(&(var), vipl_instr_clock() - (t)); } while (0)
+/* A Done/Wait call begun at t returned key (found) or nothing: declare its waiting part. */
+#define VIPL_INSTR_WAITED(t, key, found) \
+    do { if (vipl_instr_enabled() && (t)) vipl_instr_call_waited((t), (key), (found)); } while (0)
 #else
 #define VIPL_INSTR_DEFINE(var, name, cat) static const int var##_unused_ = 0
 #define VIPL_INSTR_BEGIN(t) do {} while (0)
 #define VIPL_INSTR_END(var, t) do {} while (0)
+#define VIPL_INSTR_WAITED(t, key, found) do {} while (0)
 #endif
 
 #ifdef __cplusplus
@@ -116,8 +151,8 @@ namespace vipl::instr {
 class Scope {
 public:
     explicit Scope(vipl_instr_counter &c) noexcept
-        : c_(c), t0_(vipl_instr_enabled() ? vipl_instr_now() : 0) {}
-    ~Scope() { if (vipl_instr_enabled()) vipl_instr_add(&c_, vipl_instr_now() - t0_); }
+        : c_(c), t0_(vipl_instr_enabled() ? vipl_instr_clock() : 0) {}
+    ~Scope() { if (vipl_instr_enabled()) vipl_instr_add(&c_, vipl_instr_clock() - t0_); }
     Scope(const Scope &) = delete;
     Scope &operator=(const Scope &) = delete;
 private:

@@ -33,6 +33,7 @@
 
 extern "C" {
 int vipl_instr_on = 0;
+__thread uint64_t vipl_instr_waited = 0;
 }
 
 namespace {
@@ -44,7 +45,19 @@ std::once_flag g_calibrate_once;
 double g_cycles_per_ns = 1.0;
 
 const char *const kCategoryNames[VIPL_INSTR_NCATEGORIES] = {
-    "Base VI", "Event Notification", "Flow Control", "Semantics", "Firmware", "Other"};
+    "Base VI", "Event Notification", "Flow Control", "Semantics", "Firmware", "Other", "Waiting"};
+
+// Waits (vipl_instr.h): their counter, and the per-thread ring of the
+// completions a provider made visible (what, when it arrived, from when the
+// host's check that found it counts as overhead).
+vipl_instr_counter g_wait = {"vipl.wait (not arrived)", VIPL_INSTR_WAIT, 0, 0, 0, 0};
+constexpr unsigned kArrivals = 16;
+struct Arrival {
+    const void *key;
+    uint64_t at, seen;
+};
+__thread Arrival t_arrivals[kArrivals];
+__thread unsigned t_arrival_next = 0;
 
 uint64_t monotonic_ns() {
     timespec ts;
@@ -164,6 +177,46 @@ void vipl_instr_register(vipl_instr_counter *c) {
     __atomic_store_n(&c->registered, 1, __ATOMIC_RELEASE);
 }
 
+void vipl_instr_wait(uint64_t cycles) {
+    if (!cycles) return;
+    vipl_instr_waited += cycles;
+    vipl_instr_add(&g_wait, cycles);
+}
+
+void vipl_instr_arrived(const void *key, uint64_t at, uint64_t seen) {
+    t_arrivals[t_arrival_next++ % kArrivals] = Arrival{key, at, seen};
+}
+
+int vipl_instr_take_arrival(const void *key, uint64_t *at, uint64_t *seen) {
+    // Oldest first: a CQ's entries are taken in the order they arrived.
+    for (unsigned i = 0; i < kArrivals; ++i) {
+        Arrival &a = t_arrivals[(t_arrival_next + i) % kArrivals];
+        if (a.key == key && a.at) {
+            *at = a.at;
+            *seen = a.seen;
+            a = Arrival{nullptr, 0, 0};
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void vipl_instr_call_waited(uint64_t t, const void *key, int found) {
+    // t is on the overhead clock: back to TSC time at the call's start.
+    const uint64_t now = vipl_instr_now(), start = t + vipl_instr_waited;
+    if (now <= start) return;
+    if (!found) {
+        vipl_instr_wait(now - start); // nothing had arrived: all of it
+        return;
+    }
+    // Arrived after the call began: the call waited until the host's check
+    // that saw it (anything before - spinning, or the thread not running -
+    // is waiting; the check itself and what follows are overhead).
+    uint64_t at, seen;
+    if (vipl_instr_take_arrival(key, &at, &seen) && at > start && seen > start)
+        vipl_instr_wait((seen < now ? seen : now) - start);
+}
+
 void vipl_instr_enable(int on) { __atomic_store_n(&vipl_instr_on, on ? 1 : 0, __ATOMIC_RELAXED); }
 
 void vipl_instr_reset(void) {
@@ -224,11 +277,12 @@ void vipl_instr_print_table(FILE *f) {
     if (!f) return;
     std::vector<Merged> all = collect();
     double rate = vipl_instr_cycles_per_ns();
-    // Host overhead excludes the Firmware category: that time is spent by the
-    // (emulated) NIC, not by the host CPU the breakdown tables are about.
+    // Host overhead excludes the Firmware category (that time is spent by the
+    // (emulated) NIC, not by the host CPU the breakdown tables are about) and
+    // the waits (latency, not overhead).
     uint64_t host_cycles = 0;
     for (const Merged &m : all)
-        if (m.category != VIPL_INSTR_FIRMWARE) host_cycles += m.cycles;
+        if (m.category != VIPL_INSTR_FIRMWARE && m.category != VIPL_INSTR_WAIT) host_cycles += m.cycles;
     std::string s = fmt::format("viastack instrumentation (rank {}, TSC {:.3f} GHz{})\n", env_rank(), rate,
                                 vipl_instr_enabled() ? "" : ", switch off");
     s += fmt::format("  {:<34} {:>10} {:>14} {:>10} {:>10} {:>7}\n", "primitive", "count", "total ns",
@@ -243,7 +297,7 @@ void vipl_instr_print_table(FILE *f) {
             s += fmt::format("{} ({:.0f} ns total)\n", vipl_instr_category_name(cat), double(cat_cycles) / rate);
         }
         double mean_cyc = m.count ? double(m.cycles) / double(m.count) : 0.0;
-        std::string pct = (m.category == VIPL_INSTR_FIRMWARE || host_cycles == 0)
+        std::string pct = (m.category == VIPL_INSTR_FIRMWARE || m.category == VIPL_INSTR_WAIT || host_cycles == 0)
                               ? std::string("-")
                               : fmt::format("{:.1f}", 100.0 * double(m.cycles) / double(host_cycles));
         s += fmt::format("  {:<34} {:>10} {:>14.0f} {:>10.1f} {:>10.1f} {:>7}\n", m.name, m.count,

@@ -48,6 +48,7 @@ VIP_RETURN VipCQDone(VIP_CQ_HANDLE CQHandle, VIP_VI_HANDLE *ViHandle, VIP_BOOLEA
     vipl::prov::Vi *vi = nullptr;
     bool recv = false;
     const VIP_RETURN rc = cq->done(&vi, &recv);
+    VIPL_INSTR_WAITED(t, cq, rc != VIP_NOT_DONE);
     if (rc == VIP_SUCCESS) {
         *ViHandle = vi->api_handle;
         *RecvQueue = recv ? VIP_TRUE : VIP_FALSE;
@@ -63,6 +64,7 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE CQHandle, VIP_ULONG Timeout, VIP_VI_HANDLE *V
     vipl::prov::Vi *vi = nullptr;
     bool recv = false;
     const VIP_RETURN rc = cq->wait(Timeout, &vi, &recv);
+    if (rc == VIP_SUCCESS) VIPL_INSTR_WAITED(t, cq, 1); // the part before its arrival
     if (rc == VIP_SUCCESS) {
         *ViHandle = vi->api_handle;
         *RecvQueue = recv ? VIP_TRUE : VIP_FALSE;

@@ -71,6 +71,7 @@ VIP_RETURN VipSendDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (__builtin_expect(!vi || !DescriptorPtr, 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->send_done(DescriptorPtr);
+    VIPL_INSTR_WAITED(t, rc == VIP_SUCCESS ? *DescriptorPtr : nullptr, rc != VIP_NOT_DONE);
     if (rc == VIP_SUCCESS) {
         mark_returned(*DescriptorPtr);
         VIPL_INSTR_END(c_send_done, t);
@@ -83,6 +84,7 @@ VIP_RETURN VipRecvDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (__builtin_expect(!vi || !DescriptorPtr, 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->recv_done(DescriptorPtr);
+    VIPL_INSTR_WAITED(t, rc == VIP_SUCCESS ? *DescriptorPtr : nullptr, rc != VIP_NOT_DONE);
     if (rc == VIP_SUCCESS) {
         mark_returned(*DescriptorPtr);
         VIPL_INSTR_END(c_recv_done, t);
@@ -95,6 +97,7 @@ VIP_RETURN VipSendWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (!vi || !DescriptorPtr) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->send_wait(Timeout, DescriptorPtr);
+    if (rc == VIP_SUCCESS) VIPL_INSTR_WAITED(t, *DescriptorPtr, 1); // the part before its arrival
     if (rc == VIP_SUCCESS) mark_returned(*DescriptorPtr);
     VIPL_INSTR_END(c_send_wait, t);
     return rc;
@@ -105,6 +108,7 @@ VIP_RETURN VipRecvWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (!vi || !DescriptorPtr) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->recv_wait(Timeout, DescriptorPtr);
+    if (rc == VIP_SUCCESS) VIPL_INSTR_WAITED(t, *DescriptorPtr, 1); // the part before its arrival
     if (rc == VIP_SUCCESS) mark_returned(*DescriptorPtr);
     VIPL_INSTR_END(c_recv_wait, t);
     return rc;

@@ -84,6 +84,10 @@ Breakdown make_breakdown(const std::string &name, const std::string &layer, cons
         it.cycles = cyc;
         it.ns = cyc / cycles_per_ns;
         if (c.category == VIPL_INSTR_FIRMWARE) b.firmware_ns += it.ns;
+        if (c.category == VIPL_INSTR_WAIT) {  // latency, not overhead: excluded from every interval
+            b.wait_ns += it.ns;
+            continue;
+        }
         if (c.category == VIPL_INSTR_FIRMWARE || (prefixed && c.name.rfind(prefix, 0) != 0)) {
             b.inner.push_back(it);
             continue;

@@ -29,7 +29,7 @@
 namespace logp {
 namespace {
 
-constexpr handler_t kSink = 1, kEchoRequest = 2, kEchoReply = 3, kXfer = 4, kConfirm = 5;
+constexpr handler_t kSink = 1, kEchoRequest = 2, kEchoReply = 3, kXfer = 4, kConfirm = 5, kSinkAck = 6;
 constexpr std::size_t kBulkMax = 1 << 20;  // largest bulk message
 constexpr std::size_t kSegBytes = kBulkMax;
 constexpr int kPeer = 0;  // translation-table index of the other rank
@@ -37,7 +37,16 @@ constexpr int kPeer = 0;  // translation-table index of the other rank
 // Handlers see no user context: the one live AM layer's counters are globals.
 volatile long g_sunk = 0, g_echoed = 0, g_replies = 0, g_xfers = 0, g_confirms = 0;
 
-void sink_handler(void *, int32_t, int32_t, int32_t, int32_t) { g_sunk = g_sunk + 1; }
+// LOGP_AM_REPLY_EACH=1: the burst's sink acknowledges
+// every request with a reply, the paper's workload ([Begel01] §7.4: "In AM,
+// send requests must be acknowledged by a reply"; the sender's NIC receives one
+// short message per message sent).  Otherwise AM returns the credits in batches.
+bool g_reply_each = false;
+void sink_handler(void *token, int32_t, int32_t, int32_t, int32_t) {
+    g_sunk = g_sunk + 1;
+    if (g_reply_each) AM_Reply4(token, kSinkAck, 0, 0, 0, 0);
+}
+void sink_ack_handler(void *, int32_t, int32_t, int32_t, int32_t) {}
 void echo_request_handler(void *token, int32_t a0, int32_t a1, int32_t a2, int32_t a3) {
     g_echoed = g_echoed + 1;
     AM_Reply4(token, kEchoReply, a0, a1, a2, a3);
@@ -205,6 +214,9 @@ AmLayer::AmLayer(const Job &job, const LayerOptions &opt, int layout) : layout_(
         check(AM_SetHandler(ep_, kEchoReply, echo_reply_handler), "AM_SetHandler");
         check(AM_SetHandler(ep_, kXfer, xfer_handler), "AM_SetHandler");
         check(AM_SetHandler(ep_, kConfirm, confirm_handler), "AM_SetHandler");
+        check(AM_SetHandler(ep_, kSinkAck, sink_ack_handler), "AM_SetHandler");
+        const char *each = std::getenv("LOGP_AM_REPLY_EACH");
+        g_reply_each = each && std::strcmp(each, "1") == 0;
         auto all = job.allgather(&mine, sizeof mine);
         en_t peer;
         std::memcpy(&peer, all.data() + sizeof(en_t) * std::size_t(1 - job.rank()), sizeof peer);

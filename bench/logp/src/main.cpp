@@ -540,6 +540,13 @@ int main(int argc, char **argv) {
         if (!o.profile.empty()) {  // the job (and vipl-run) inherit it; nicfw refuses a bad one at VipOpenNic
             setenv("VIPL_NICFW_PROFILE", o.profile.c_str(), 1);
             setenv("LOGP_PROFILE_SOURCE", "--profile", 1);
+            // Against the paper under the cost model, Split-C/VI reaps through
+            // completion queues as the paper's did ([Begel01] Table 4, §8.1;
+            // docs/cost-model.md).  An explicit setting wins.
+            if (o.profile != "none" && o.profile.rfind("synthetic:", 0) != 0) {
+                setenv("SPLITC_RECV_CQ", "1", 0);
+                setenv("SPLITC_SEND_CQ", "1", 0);
+            }
         }
         for (const auto &l : split_list(o.layers)) {
             bool known = false;

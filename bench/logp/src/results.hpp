@@ -142,6 +142,7 @@ struct Breakdown {
     std::uint64_t operations = 0;  // measured operations the totals are divided by
     double host_ns = 0, host_cycles = 0;  // host overhead per operation (Firmware excluded)
     double firmware_ns = 0;               // NIC firmware time per operation (reported apart)
+    double wait_ns = 0;                   // host time waiting for what had not arrived (latency, not overhead)
     std::vector<BreakdownCategory> categories;
     std::vector<BreakdownItem> items;
     // Counters of lower layers (the VIPL API, the NIC firmware) timed inside

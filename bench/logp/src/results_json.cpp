@@ -160,7 +160,7 @@ json to_json(const Report &r) {
                              {"ns", i.ns}, {"cycles", i.cycles}});
         bd.push_back({{"name", x.name}, {"layer", x.layer}, {"status", status_json(x.status)},
                       {"operations", x.operations}, {"host_ns", x.host_ns}, {"host_cycles", x.host_cycles},
-                      {"firmware_ns", x.firmware_ns}, {"categories", cats}, {"items", items}, {"inner", inner}});
+                      {"firmware_ns", x.firmware_ns}, {"wait_ns", x.wait_ns}, {"categories", cats}, {"items", items}, {"inner", inner}});
     }
     j["breakdown"] = bd;
 
@@ -305,6 +305,7 @@ Report report_from_json(const json &j) {
         bd.host_ns = get_or<double>(x, "host_ns", 0);
         bd.host_cycles = get_or<double>(x, "host_cycles", 0);
         bd.firmware_ns = get_or<double>(x, "firmware_ns", 0);
+        bd.wait_ns = get_or<double>(x, "wait_ns", 0);
         for (const auto &c : arr(x, "categories"))
             bd.categories.push_back({get_or<std::string>(c, "category", ""), get_or<double>(c, "ns", 0),
                                      get_or<double>(c, "cycles", 0), get_or<double>(c, "percent", 0),

@@ -66,7 +66,7 @@ struct Instr {
 #if VIASTACK_INSTR_COMPILED
 #define VIASTACK_CHANNEL_TIME_END(ctr, t)                                          \
     do {                                                                           \
-        if (vipl_instr_enabled() && (ctr)) vipl_instr_add((ctr), vipl_instr_now() - (t)); \
+        if (vipl_instr_enabled() && (ctr)) vipl_instr_add((ctr), vipl_instr_clock() - (t)); \
     } while (0)
 #else
 #define VIASTACK_CHANNEL_TIME_END(ctr, t) do {} while (0)
