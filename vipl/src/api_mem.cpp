@@ -4,8 +4,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <sys/mman.h>
-
 #include <mutex>
 #include <set>
 #include <unordered_map>
