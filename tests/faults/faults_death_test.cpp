@@ -12,6 +12,8 @@
 //             the link timeout (VIPL_NICFW_LINK_TIMEOUT_MS) plus seconds.
 //   kill      VIPL_NICFW_FAULTS=kill=1@MS: rank 1's NIC dies (its VIs break at
 //             once), rank 0's VI breaks by the link timeout.
+#include <poll.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -88,11 +90,24 @@ int main(int argc, char **argv) {
     Clock::time_point t0;
     int sent = 0;
     if (mode == "exit") {
+        int pids[2] = {0, 0};
+        const int me = int(getpid());
+        if (vipl_boot_allgather(&me, sizeof me, pids) != 0) fail("vipl_boot_allgather");
         vipl_boot_barrier(); // both have their message (and rank 0 its Ack)
         if (rank == 1) {
             std::fflush(nullptr);
             _exit(0); // gone without a word, as after kill -9
         }
+        // Post only once rank 1 is really gone: until its exit completes, its
+        // NIC (the progress agent of a faulty wire, or a leak check at exit)
+        // may still acknowledge the send, and the test would not be about a
+        // dead peer.  A pidfd becomes readable when the process has exited.
+        const int pfd = int(syscall(SYS_pidfd_open, pids[1], 0));
+        if (pfd >= 0) {
+            pollfd p{pfd, POLLIN, 0};
+            if (poll(&p, 1, 20000) != 1) fail("rank 1 did not exit within 20 s");
+            close(pfd);
+        } // else: already reaped (ESRCH), gone
         t0 = Clock::now();
         if ((rc = VipPostSend(vi, bufs.send(s2, 512), bufs.mh())) != VIP_SUCCESS) fail("post", rc);
         rc = VipSendWait(vi, 30000, &got);
