@@ -2,9 +2,9 @@
 // between rank 0 and rank 1 over one reliable-delivery VI (vipl.h only; the
 // job bootstrap exchanges the NIC addresses and the RDMA target).
 //
-// Buffers: one registered region holds S send descriptors, R receive
-// descriptors, their 64-byte buffers, a 1 MB bulk source and a 1 MB RDMA
-// target.  A bulk message larger than the NIC's MaxTransferSize (nicfw: 64 KB)
+// Buffers: one registered region (VipxAllocMem memory where the provider has
+// it) holds S send descriptors, R receive descriptors, their 64-byte buffers,
+// a 1 MB bulk source and a 1 MB RDMA target.  A bulk message larger than the NIC's MaxTransferSize (nicfw: 64 KB)
 // is written as several RDMA-write descriptors of at most that size, posted
 // back to back, as a VI user moving a large buffer has to.  R receives are pre-posted and each is re-posted as soon as it is
 // consumed; the sender never has more than max_burst() < R messages
@@ -117,7 +117,10 @@ public:
     }
 
     bool has_bulk() const override { return true; }
-    std::string bulk_method() const override { return "RDMA-write stream, one-sided (VipPostSend RDMA write)"; }
+    std::string bulk_method() const override {
+        return nic_mem_ ? "RDMA-write stream, one-sided (VipPostSend RDMA write), VipxAllocMem memory"
+                        : "RDMA-write stream, one-sided (VipPostSend RDMA write), plain memory";
+    }
     std::size_t bulk_max_bytes() const override { return kBulk; }
     double bulk_stream_client(std::size_t bytes, int count) override {
         std::uint64_t t0 = ticks();
@@ -237,6 +240,7 @@ private:
     VIP_MEM_HANDLE mh_ = 0;
     bool registered_ = false, connected_ = false;
     char *base_ = nullptr;
+    bool nic_mem_ = false;  // base_ is VipxAllocMem memory (freed with VipxFreeMem)
     int next_send_ = 0, outstanding_ = 0;
     std::size_t chunk_ = kBulk;  // bytes per RDMA-write descriptor: min(NIC MaxTransferSize, kBulk)
     PeerInfo peer_{};
@@ -256,7 +260,18 @@ ViLayer::ViLayer(const Job &job, const LayerOptions &opt) {
         if (na.MaxDescriptorsPerQueue < VIP_ULONG(kRecv))
             throw std::runtime_error(fmt::format("vi: the NIC allows {} descriptors per queue, logp needs {}", na.MaxDescriptorsPerQueue, kRecv));
         check(VipCreatePtag(nic_, &ptag_), "VipCreatePtag");
-        base_ = static_cast<char *>(std::aligned_alloc(4096, (region_bytes() + 4095) / 4096 * 4096));
+        // The region from the NIC's allocator (VipxAllocMem), as ucp_put_bw's
+        // buffers come from ucp_mem_map: on nicfw the target's NIC then moves a
+        // bulk write with one memcpy rather than cross-memory attach.  Plain
+        // memory if the provider has no allocator, or with LOGP_VI_PLAIN_SOURCE=1.
+        const std::size_t bytes = (region_bytes() + 4095) / 4096 * 4096;
+        const char *plain = std::getenv("LOGP_VI_PLAIN_SOURCE");
+        VIP_PVOID mem = nullptr;
+        if ((!plain || std::strcmp(plain, "1") != 0) && VipxAllocMem(nic_, VIP_ULONG(bytes), &mem) == VIP_SUCCESS)
+            nic_mem_ = true;
+        else
+            mem = std::aligned_alloc(4096, bytes);
+        base_ = static_cast<char *>(mem);
         if (!base_) throw std::runtime_error("vi: out of memory for the registered region");
         std::memset(base_, 0, region_bytes());
         VIP_MEM_ATTRIBUTES ma{ptag_, VIP_TRUE, VIP_FALSE};
@@ -329,10 +344,11 @@ ViLayer::~ViLayer() {
     registered_ = false;
     if (ptag_) VipDestroyPtag(nic_, ptag_);
     ptag_ = nullptr;
+    if (nic_mem_) VipxFreeMem(nic_, base_);
+    else std::free(base_);
+    base_ = nullptr;
     if (nic_) VipCloseNic(nic_);
     nic_ = nullptr;
-    std::free(base_);
-    base_ = nullptr;
 }
 
 }  // namespace
