@@ -26,15 +26,18 @@ inline bool reliable(const ViImpl *vi) { return vi->attr.reliability != VIP_SERV
 } // namespace
 
 bool Firmware::bulk_eligible(const ViImpl *vi, uint32_t len, const VIP_DATA_SEGMENT *segs, uint32_t nseg) const {
-    if (!cfg_.dma_min || len < cfg_.dma_min) return false;
+    if (!cfg_.dma_min || len < cfg_.shm_crossover()) return false;
     // Unreliable VIs complete staged messages at transmit; they take the bulk
     // path (completion on the target's answer) only for what cannot be staged.
     // On a faulty wire not at all: an unreliable request or answer is not resent,
     // and a lost one would leave the descriptor waiting for ever (the transfer
     // then fails with LENGTH_ERROR instead, docs/nicfw.md "Faults and recovery").
     if (!reliable(vi) && (len <= kMaxStagedTransfer || faults_)) return false;
-    if (dma_.cma_ok()) return true;
-    for (uint32_t i = 0; i < nseg; ++i) { // no cross-memory attach here: shared memory only
+    // From dma_min on, any memory (cross-memory attach where it is not shared);
+    // between the shared-memory crossover and dma_min, and wherever cross-memory
+    // attach is not allowed, only memory the target's NIC can memcpy from.
+    if (len >= cfg_.dma_min && dma_.cma_ok()) return true;
+    for (uint32_t i = 0; i < nseg; ++i) {
         const Region *r = segs[i].Length ? protection_.lookup(segs[i].Handle) : nullptr;
         if (segs[i].Length && !(r && r->shm.id)) return false;
     }

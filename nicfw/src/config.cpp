@@ -55,15 +55,16 @@ Profile parse_profile(const std::string &v) {
     return p;
 }
 
-// VIPL_NICFW_DMA_MIN: "off", or a byte count (K/M suffix) from 1 to kMaxTransfer.
-uint32_t parse_dma_min(const std::string &v) {
+// VIPL_NICFW_DMA_MIN and VIPL_NICFW_DMA_MIN_SHM: "off", or a byte count (K/M
+// suffix) from 1 to kMaxTransfer.
+uint32_t parse_dma_min(const char *var, const std::string &v) {
     if (v == "off" || v == "0") return 0;
     char *end = nullptr;
     unsigned long long x = std::strtoull(v.c_str(), &end, 10);
     if (end != v.c_str() && (*end == 'k' || *end == 'K') && !end[1]) x <<= 10, ++end;
     else if (end != v.c_str() && (*end == 'm' || *end == 'M') && !end[1]) x <<= 20, ++end;
     if (end == v.c_str() || *end || x < 1 || x > kMaxTransfer)
-        throw std::runtime_error("VIPL_NICFW_DMA_MIN: '" + v +
+        throw std::runtime_error(std::string(var) + ": '" + v +
                                  "' is not off or a byte count from 1 to 16M (K and M suffixes allowed)");
     return static_cast<uint32_t>(x);
 }
@@ -118,7 +119,11 @@ Config Config::from_env() {
     // A NIC that may have to resend, or acknowledge, keeps running while its
     // host is outside VIPL (as a real NIC does): inline mode gets the progress agent.
     if (c.transport) c.progress_thread = true;
-    c.dma_min = parse_dma_min(viastack::env::str("VIPL_NICFW_DMA_MIN", std::to_string(kDefaultDmaMin)));
+    c.dma_min = parse_dma_min("VIPL_NICFW_DMA_MIN", viastack::env::str("VIPL_NICFW_DMA_MIN", std::to_string(kDefaultDmaMin)));
+    // "off" for shared memory: the same crossover as any other memory.
+    const uint32_t shm = parse_dma_min("VIPL_NICFW_DMA_MIN_SHM",
+                                       viastack::env::str("VIPL_NICFW_DMA_MIN_SHM", std::to_string(kDefaultDmaMinShm)));
+    c.dma_min_shm = shm ? shm : c.dma_min;
     return c;
 }
 

@@ -24,6 +24,12 @@ constexpr uint32_t kMaxTransfer = 16u << 20;
 // Default VIPL_NICFW_DMA_MIN: from this many bytes on, RDMA and reliable sends
 // take the single-copy path (measured crossover, docs/nicfw.md "Data path").
 constexpr uint32_t kDefaultDmaMin = 64 * 1024;
+// Default VIPL_NICFW_DMA_MIN_SHM: the crossover for transfers whose initiator
+// memory is all VipxAllocMem memory, which the target's NIC copies with one
+// memcpy through a mapping it keeps (no system call, no page pinning), so the
+// bulk path pays off at smaller sizes than with cross-memory attach (measured,
+// docs/nicfw.md "Crossover and limits").
+constexpr uint32_t kDefaultDmaMinShm = 8 * 1024;
 constexpr uint32_t kFifoDoorbellDepth = 64;
 constexpr uint32_t kMaxCq = 1024;
 constexpr uint32_t kMaxCqEntries = 1u << 20;
@@ -60,6 +66,10 @@ struct Config {
     // source memory -> destination memory (VIPL_NICFW_DMA_MIN; 0 = off, every
     // byte staged through the FIFO and MaxTransferSize is kMaxStagedTransfer).
     uint32_t dma_min = kDefaultDmaMin;
+    // The crossover when every initiator segment is VipxAllocMem memory
+    // (VIPL_NICFW_DMA_MIN_SHM): never above dma_min, and off with it.
+    uint32_t dma_min_shm = kDefaultDmaMinShm;
+    uint32_t shm_crossover() const { return dma_min && dma_min_shm < dma_min ? dma_min_shm : dma_min; }
     uint32_t max_transfer() const { return dma_min ? kMaxTransfer : kMaxStagedTransfer; }
     // Faults on the wire (VIPL_NICFW_FAULTS; fault_inject.hpp).  Any fault turns
     // the link CRC and the reliable transport on.

@@ -1,8 +1,9 @@
 // bulk_mp_test.cpp - nicfw's single-copy bulk path (docs/nicfw.md, "Data
 // path") between two processes under vipl-run, through vipl.h only:
 //
-//   * data integrity across the crossover VIPL_NICFW_DMA_MIN (1 byte below, at,
-//     1 above, and 1 MiB), unaligned offsets, gather/scatter lists of several
+//   * data integrity across the crossovers VIPL_NICFW_DMA_MIN (plain memory) and
+//     VIPL_NICFW_DMA_MIN_SHM (VipxAllocMem memory): 1 byte below, at, 1 above,
+//     and 1 MiB, unaligned offsets, gather/scatter lists of several
 //     segments, for send/receive, RDMA write (with immediate) and RDMA read, from
 //     plain memory (cross-memory attach) and from VipxAllocMem memory (mapped
 //     shared memory), at every reliability level;
@@ -12,6 +13,7 @@
 //     descriptor's checks for a bulk send.
 //
 // CMake runs it once per firmware mode and doorbell kind.
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 
@@ -21,10 +23,14 @@ using namespace vt;
 
 namespace {
 
-uint32_t dma_min() {
-    const char *v = std::getenv("VIPL_NICFW_DMA_MIN");
-    return v && *v ? uint32_t(std::strtoul(v, nullptr, 10)) : 16384u;
+uint32_t env_bytes(const char *var, uint32_t dflt) {
+    const char *v = std::getenv(var);
+    return v && *v ? uint32_t(std::strtoul(v, nullptr, 10)) : dflt;
 }
+// The crossover for memory reached by cross-memory attach, and for VipxAllocMem
+// memory (CMake sets both; VIPL_NICFW_DMA_MIN_SHM is the lower one).
+uint32_t dma_min() { return env_bytes("VIPL_NICFW_DMA_MIN", 16384u); }
+uint32_t dma_min_shm() { return std::min(dma_min(), env_bytes("VIPL_NICFW_DMA_MIN_SHM", 8192u)); }
 
 // Registered memory from VipxAllocMem (shared memory on nicfw) or the heap.
 class Buf {
@@ -59,9 +65,10 @@ private:
 struct Shape {
     size_t size, off, nseg;
 };
-// Sizes around the crossover, each at an unaligned offset with several segments.
-std::vector<Shape> shapes() {
-    const size_t m = dma_min();
+// Sizes around the crossover of this kind of memory, each at an unaligned
+// offset with several segments.
+std::vector<Shape> shapes(bool shm) {
+    const size_t m = shm ? dma_min_shm() : dma_min();
     std::vector<Shape> v;
     for (size_t size : {m - 1, m, m + 1, size_t(1) << 20})
         for (auto [off, nseg] : {std::pair<size_t, size_t>{0, 1}, {1, 3}, {7, 17}}) v.push_back({size, off, nseg});
@@ -78,7 +85,7 @@ TEST_P(Bulk, SendRecvAcrossTheCrossover) {
     for (bool shm : {false, true}) {
         Buf buf(kBufLen, link.ptag(), shm);
         VT_ASSERT_OK(buf.rc);
-        for (const Shape &s : shapes()) {
+        for (const Shape &s : shapes(shm)) {
             SCOPED_TRACE(::testing::Message() << (shm ? "shm" : "heap") << " size " << s.size << " offset " << s.off
                                               << " segments " << s.nseg);
             ++seed;
@@ -124,7 +131,7 @@ TEST_P(Bulk, RdmaWriteAcrossTheCrossover) {
         info.mh = buf.mh();
         if (is_server()) ASSERT_TRUE(link.handshake(kInfo, nullptr, &info));
         else ASSERT_TRUE(link.handshake(kInfo, &info));
-        for (const Shape &s : shapes()) {
+        for (const Shape &s : shapes(shm)) {
             SCOPED_TRACE(::testing::Message() << (shm ? "shm" : "heap") << " size " << s.size << " offset " << s.off
                                               << " segments " << s.nseg);
             ++seed;
@@ -170,7 +177,7 @@ TEST_P(Bulk, RdmaReadAcrossTheCrossover) {
         info.mh = buf.mh();
         if (is_server()) ASSERT_TRUE(link.handshake(kInfo, nullptr, &info));
         else ASSERT_TRUE(link.handshake(kInfo, &info));
-        for (const Shape &s : shapes()) {
+        for (const Shape &s : shapes(shm)) {
             SCOPED_TRACE(::testing::Message() << (shm ? "shm" : "heap") << " size " << s.size << " offset " << s.off
                                               << " segments " << s.nseg);
             ++seed;

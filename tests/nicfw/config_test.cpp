@@ -15,7 +15,7 @@ namespace {
 
 const char *const kVars[] = {"VIPL_NICFW_MODE", "VIPL_NICFW_DOORBELL", "VIPL_NICFW_RING_KB",
                              "VIPL_NICFW_CRC",  "VIPL_NICFW_PROGRESS", "VIPL_NICFW_PROFILE",
-                             "VIPL_NICFW_DMA_MIN"};
+                             "VIPL_NICFW_DMA_MIN", "VIPL_NICFW_DMA_MIN_SHM"};
 
 class ConfigEnv : public ::testing::Test {
 protected:
@@ -188,4 +188,22 @@ TEST_F(ConfigEnv, DmaMin) {
     EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN", "12Q"));
     EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN", "17M"));
     EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN", "-5"));
+}
+
+// The shared-memory crossover: its own value, never above the general one, off
+// with it, and "off" meaning "the same as for any memory".
+TEST_F(ConfigEnv, DmaMinShm) {
+    const Config d = Config::from_env();
+    EXPECT_EQ(d.dma_min_shm, nicfw::kDefaultDmaMinShm);
+    EXPECT_EQ(d.shm_crossover(), nicfw::kDefaultDmaMinShm);
+    EXPECT_EQ(with("VIPL_NICFW_DMA_MIN_SHM", "4K").shm_crossover(), 4096u);
+    EXPECT_EQ(with("VIPL_NICFW_DMA_MIN_SHM", "off").shm_crossover(), nicfw::kDefaultDmaMin);
+    EXPECT_EQ(with("VIPL_NICFW_DMA_MIN_SHM", "1M").shm_crossover(), nicfw::kDefaultDmaMin); // capped by DMA_MIN
+    setenv("VIPL_NICFW_DMA_MIN", "2048", 1);
+    EXPECT_EQ(Config::from_env().shm_crossover(), 2048u);
+    setenv("VIPL_NICFW_DMA_MIN", "off", 1);
+    EXPECT_EQ(with("VIPL_NICFW_DMA_MIN_SHM", "4K").shm_crossover(), 0u); // the bulk path is off
+    unsetenv("VIPL_NICFW_DMA_MIN");
+    EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN_SHM", "big"));
+    EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN_SHM", "17M"));
 }
