@@ -7,7 +7,8 @@
 //   burst message     AM_Request4 to an empty handler (the layer returns the
 //                     credit with its own reply), confirmed by one request back
 //   o_r               the one AM_Poll that runs the waiting request's handler
-//   bulk              AM_RequestXfer4 of n bytes into the peer's segment, from
+//   bulk              AM_RequestXferAsync4 of n bytes into the peer's segment
+//                     (LOGP_AM_BLOCKING_XFER=1: AM_RequestXfer4), from
 //                     AMVIA_AllocMem memory (on nicfw one memcpy from the
 //                     single-copy crossover on); above AM_MaxLong() (1 MB) a
 //                     message is several requests of AM_MaxLong() bytes at
@@ -130,7 +131,8 @@ public:
 
     bool has_bulk() const override { return true; }
     std::string bulk_method() const override {
-        return "AM_RequestXfer4 into the peer's segment (above AM_MaxLong(), several requests)";
+        return blocking_xfer_ ? "AM_RequestXfer4 into the peer's segment (above AM_MaxLong(), several requests)"
+                              : "AM_RequestXferAsync4 into the peer's segment (above AM_MaxLong(), several requests)";
     }
     std::size_t bulk_max_bytes() const override { return kBulkMax; }
     static std::size_t requests_per_message(std::size_t bytes) {
@@ -141,9 +143,19 @@ public:
         const std::size_t chunk = AM_MaxLong();
         std::uint64_t t0 = ticks();
         for (int i = 0; i < count; ++i)
-            for (std::size_t off = 0; off < bytes; off += chunk)
-                check(AM_RequestXfer4(ep_, kPeer, off, kXfer, src_ + off, std::min(chunk, bytes - off), 1, 2, 3, 4),
-                      "AM_RequestXfer4");
+            for (std::size_t off = 0; off < bytes; off += chunk) {
+                const std::size_t n = std::min(chunk, bytes - off);
+                if (blocking_xfer_) {
+                    check(AM_RequestXfer4(ep_, kPeer, off, kXfer, src_ + off, n, 1, 2, 3, 4), "AM_RequestXfer4");
+                    continue;
+                }
+                // Non-blocking, as ucp_put_bw's puts: the source stays unchanged
+                // until the confirmation below, which follows every handler.
+                int rc;
+                while ((rc = AM_RequestXferAsync4(ep_, kPeer, off, kXfer, src_ + off, n, 1, 2, 3, 4)) == AM_ERR_IN_USE)
+                    check(AM_Poll(eb_), "AM_Poll");
+                check(rc, "AM_RequestXferAsync4");
+            }
         wait_for(g_confirms, confirms_ + 1, "confirmation");
         ++confirms_;
         return ticks_to_ns(ticks() - t0);
@@ -175,6 +187,12 @@ private:
     bool init_ = false;
     std::vector<char> seg_;
     char *src_ = nullptr;          // AMVIA_AllocMem memory, else src_plain_
+    // LOGP_AM_BLOCKING_XFER=1: the bulk stream uses the blocking AM_RequestXfer4
+    // (each transfer waits until the target's NIC has read the source).
+    bool blocking_xfer_ = [] {
+        const char *v = std::getenv("LOGP_AM_BLOCKING_XFER");
+        return v && std::strcmp(v, "1") == 0;
+    }();
     bool src_allocated_ = false;
     std::vector<char> src_plain_;
     long confirms_ = 0, sunk_ = 0, xfers_ = 0;
