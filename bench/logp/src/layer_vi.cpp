@@ -15,6 +15,7 @@
 #include "layers.hpp"
 #include "timer.hpp"
 #include "vipl.h"
+#include "vipl_wait.h"
 
 #include <fmt/format.h>
 
@@ -191,12 +192,14 @@ private:
             VIP_DESCRIPTOR *d = nullptr;
             VIP_RETURN rc = VipSendDone(vi_, &d);
             if (rc == VIP_SUCCESS) {
+                vipl_wait::progress(wait_);
                 check_status(d, "send");
                 --outstanding_;
                 if (!all) return;
                 continue;
             }
             if (rc != VIP_NOT_DONE) check(rc, "VipSendDone");
+            vipl_wait::idle_yield(wait_);
             if (ticks_to_ns(ticks() - start) > deadline)
                 throw std::runtime_error("vi: sends did not complete in time (is the peer alive?)");
         }
@@ -208,10 +211,12 @@ private:
             VIP_DESCRIPTOR *d = nullptr;
             VIP_RETURN rc = VipRecvDone(vi_, &d);
             if (rc == VIP_SUCCESS) {
+                vipl_wait::progress(wait_);
                 check_status(d, "receive");
                 return d;
             }
             if (rc != VIP_NOT_DONE) check(rc, "VipRecvDone");
+            vipl_wait::idle_yield(wait_);
             if ((spins & 1023) == 0 && ticks_to_ns(ticks() - start) > deadline)
                 throw std::runtime_error("vi: no message from the peer in time (is it alive?)");
         }
@@ -241,6 +246,10 @@ private:
     bool registered_ = false, connected_ = false;
     char *base_ = nullptr;
     bool nic_mem_ = false;  // base_ is VipxAllocMem memory (freed with VipxFreeMem)
+    // How a wait gives the CPU away (VIASTACK_WAIT, the policy AM and Split-C
+    // use): a window of polls, then sched_yield, so that two ranks that share a
+    // CPU on a busy machine take turns instead of each spinning out its slice.
+    vipl_wait::WaitState wait_;
     int next_send_ = 0, outstanding_ = 0;
     std::size_t chunk_ = kBulk;  // bytes per RDMA-write descriptor: min(NIC MaxTransferSize, kBulk)
     PeerInfo peer_{};
@@ -259,6 +268,10 @@ ViLayer::ViLayer(const Job &job, const LayerOptions &opt) {
         chunk_ = std::min<std::size_t>(na.MaxTransferSize, kBulk);
         if (na.MaxDescriptorsPerQueue < VIP_ULONG(kRecv))
             throw std::runtime_error(fmt::format("vi: the NIC allows {} descriptors per queue, logp needs {}", na.MaxDescriptorsPerQueue, kRecv));
+        vipl_wait::Mode mode;
+        if (!vipl_wait::mode_from_env(&mode))
+            throw std::runtime_error(fmt::format("vi: VIASTACK_WAIT must be {}", vipl_wait::kAllowed));
+        vipl_wait::init(wait_, mode, job.size());
         check(VipCreatePtag(nic_, &ptag_), "VipCreatePtag");
         // The region from the NIC's allocator (VipxAllocMem), as ucp_put_bw's
         // buffers come from ucp_mem_map: on nicfw the target's NIC then moves a
