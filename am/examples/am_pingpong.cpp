@@ -2,7 +2,12 @@
 // ranks 0 and 1, and the same exchange over raw VIPL (one 32-byte send each
 // way, the size of an AM_Request4 message) for Δ = AM RTT/2 - VI RTT/2.
 //
-//   vipl-run -n 2 am_pingpong [iterations] [warmup]
+//   vipl-run -n 2 am_pingpong [iterations] [warmup] [am]
+//
+// With "am" only the AM round trips run (no raw VI blocks): the same
+// structure as fm_pingpong.  The raw VI blocks spin without ever yielding,
+// which lets the kernel move a waiting rank to the other CPU (docs/fm.md,
+// "The slow mode"): without them AM shows the same scheduling as FM.
 //
 // Rank 0 prints the median half round trip of each, in ns and TSC cycles:
 //   VI RTT/2 = <median> ns ...
@@ -174,8 +179,9 @@ double median(std::vector<uint64_t> v) {
 int main(int argc, char **argv) {
     long iters = argc > 1 ? std::atol(argv[1]) : 20000;
     long warmup = argc > 2 ? std::atol(argv[2]) : 2000;
-    if (iters <= 0 || warmup < 0) {
-        std::fprintf(stderr, "usage: vipl-run -n 2 am_pingpong [iterations>0] [warmup>=0]\n");
+    const bool am_only = argc > 3 && !std::strcmp(argv[3], "am");
+    if (iters <= 0 || warmup < 0 || (argc > 3 && !am_only)) {
+        std::fprintf(stderr, "usage: vipl-run -n 2 am_pingpong [iterations>0] [warmup>=0] [am]\n");
         return 2;
     }
     eb_t eb;
@@ -189,7 +195,7 @@ int main(int argc, char **argv) {
     AM_SetHandler(ep, kPing, ping_handler);
     AM_SetHandler(ep, kPong, pong_handler);
     RawVi raw;
-    if (rank < 2) {
+    if (rank < 2 && !am_only) {
         en_t me, peer;
         AM_GetTranslationName(ep, rank, &me);
         AM_GetTranslationName(ep, 1 - rank, &peer);
@@ -209,7 +215,7 @@ int main(int argc, char **argv) {
     for (int b = 0; b < kBlocks; b++) {
         long w = b == 0 ? warmup : 0;
         // ---- raw VI block
-        if (rank == 0) {
+        if (!am_only && rank == 0) {
             for (long i = 0; i < w + per_block; i++) {
                 uint64_t t0 = vipl_instr_now();
                 raw.send();
@@ -217,13 +223,13 @@ int main(int argc, char **argv) {
                 uint64_t t1 = vipl_instr_now();
                 if (i >= w) vi_samples.push_back(t1 - t0);
             }
-        } else if (rank == 1) {
+        } else if (!am_only && rank == 1) {
             for (long i = 0; i < w + per_block; i++) {
                 raw.recv();
                 raw.send();
             }
         }
-        if (rank < 2) raw.reap_send();
+        if (rank < 2 && !am_only) raw.reap_send();
         AM_SPMDBarrier();
         // ---- AM block
         if (rank == 0) {
@@ -239,16 +245,18 @@ int main(int argc, char **argv) {
         }
         AM_SPMDBarrier();
     }
-    if (rank < 2) raw.teardown();  // AM_Terminate closes the NIC only once nothing else is open on it
+    if (rank < 2 && !am_only) raw.teardown();  // AM_Terminate closes the NIC only once nothing else is open on it
     if (vipl_instr_enabled()) print_breakdown(per_block * kBlocks + warmup);
     if (rank == 0) {
         double cpn = vipl_instr_cycles_per_ns();
         double vi = median(vi_samples) / 2, am = median(am_samples) / 2;
-        std::printf("VI RTT/2 = %.0f ns (%.0f cycles, %zu samples, %u-byte VI message)\n", vi / cpn,
-                    vi, vi_samples.size(), kViBytes);
+        if (!am_only)
+            std::printf("VI RTT/2 = %.0f ns (%.0f cycles, %zu samples, %u-byte VI message)\n", vi / cpn,
+                        vi, vi_samples.size(), kViBytes);
         std::printf("RTT/2 = %.0f ns (%.0f cycles, %zu samples, AM_Request4/AM_Reply4, layout v%d)\n",
                     am / cpn, am, am_samples.size(), AMVIA_GetLayout());
-        std::printf("delta = %.0f ns = %.0f cycles (AM RTT/2 - VI RTT/2)\n", (am - vi) / cpn, am - vi);
+        if (!am_only)
+            std::printf("delta = %.0f ns = %.0f cycles (AM RTT/2 - VI RTT/2)\n", (am - vi) / cpn, am - vi);
         if (g_bad) std::printf("ERROR: %d replies carried wrong arguments\n", g_bad);
         std::fflush(stdout);
     }

@@ -365,15 +365,16 @@ int reap_sends(eb_t eb, int max) {
 // still gets to check it.
 [[gnu::noinline]] static void bundle_idle(eb_t eb, bool run_requests) {
     if (!vipl_wait::idle(eb->wait)) return;
-    if (eb->wait.mode == vipl_wait::Mode::block && eb->sends_outstanding == 0 && !eb->stash_vi &&
-        eb->connecting.empty() && (!eb->pending_count || !run_requests)) {
-        VIP_VI_HANDLE vi;
-        VIP_BOOLEAN is_recv;
-        if (VipCQWait(eb->rcq, 1, &vi, &is_recv) == VIP_SUCCESS) eb->stash_vi = vi;
-    } else {
-        sched_yield();
-    }
-    vipl_wait::gave_up_cpu(eb->wait);
+    vipl_wait::give_up_cpu(eb->wait, [&] {
+        if (eb->wait.mode == vipl_wait::Mode::block && eb->sends_outstanding == 0 && !eb->stash_vi &&
+            eb->connecting.empty() && (!eb->pending_count || !run_requests)) {
+            VIP_VI_HANDLE vi;
+            VIP_BOOLEAN is_recv;
+            if (VipCQWait(eb->rcq, 1, &vi, &is_recv) == VIP_SUCCESS) eb->stash_vi = vi;
+        } else {
+            sched_yield();
+        }
+    });
 }
 
 void poll_bundle(eb_t eb, bool run_requests) {

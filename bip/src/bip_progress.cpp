@@ -195,10 +195,7 @@ void wait_step() {
         vipl_wait::progress(g.wait);
         return;
     }
-    if (vipl_wait::idle(g.wait)) {
-        sched_yield();
-        vipl_wait::gave_up_cpu(g.wait);
-    }
+    vipl_wait::idle_yield(g.wait);
 }
 
 }  // namespace bip

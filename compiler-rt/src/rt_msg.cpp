@@ -327,20 +327,21 @@ void wait_step() {
         return;
     }
     if (!vipl_wait::idle(g.wait)) return;
-    // An RDMA read completes on the send queue: no receive would wake a block-mode wait.
-    if (g.wait.mode == vipl_wait::Mode::block && g.net_up && !g.rdma_reads) {
-        if (g.direct_vi) {
-            VIP_DESCRIPTOR *d;
-            if (VipRecvWait(g.direct_vi, 1, &d) == VIP_SUCCESS) serve(d);
+    vipl_wait::give_up_cpu(g.wait, [] {
+        // An RDMA read completes on the send queue: no receive would wake a block-mode wait.
+        if (g.wait.mode == vipl_wait::Mode::block && g.net_up && !g.rdma_reads) {
+            if (g.direct_vi) {
+                VIP_DESCRIPTOR *d;
+                if (VipRecvWait(g.direct_vi, 1, &d) == VIP_SUCCESS) serve(d);
+            } else {
+                VIP_VI_HANDLE vi;
+                VIP_BOOLEAN is_recv;
+                if (VipCQWait(g.recv_cq, 1, &vi, &is_recv) == VIP_SUCCESS) g.stash_vi = vi;
+            }
         } else {
-            VIP_VI_HANDLE vi;
-            VIP_BOOLEAN is_recv;
-            if (VipCQWait(g.recv_cq, 1, &vi, &is_recv) == VIP_SUCCESS) g.stash_vi = vi;
+            sched_yield();
         }
-    } else {
-        sched_yield();
-    }
-    vipl_wait::gave_up_cpu(g.wait);
+    });
 }
 
 void send_request(int rank, uint8_t type, uint16_t op, uint64_t addr, const void *payload, uint32_t len,

@@ -279,15 +279,16 @@ void after_poll(int got) {
         return;
     }
     if (!vipl_wait::idle(g.wait)) return;
-    if (g.wait.mode == vipl_wait::Mode::block && !g.stash_vi && only_receives_pending()) {
-        VIP_VI_HANDLE vi;
-        VIP_BOOLEAN is_recv;
-        if (VipCQWait(g.rcq, 1, &vi, &is_recv) == VIP_SUCCESS) g.stash_vi = vi;
-        ++g.blocked_waits;
-    } else {
-        sched_yield();
-    }
-    vipl_wait::gave_up_cpu(g.wait);
+    vipl_wait::give_up_cpu(g.wait, [] {
+        if (g.wait.mode == vipl_wait::Mode::block && !g.stash_vi && only_receives_pending()) {
+            VIP_VI_HANDLE vi;
+            VIP_BOOLEAN is_recv;
+            if (VipCQWait(g.rcq, 1, &vi, &is_recv) == VIP_SUCCESS) g.stash_vi = vi;
+            ++g.blocked_waits;
+        } else {
+            sched_yield();
+        }
+    });
 }
 
 }  // namespace fm
