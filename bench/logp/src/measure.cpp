@@ -43,7 +43,7 @@ long preemptions(const MeasureConfig &cfg) { return cfg.preemptions ? cfg.preemp
 // One burst as the method times it on the sender (the finish is untimed).
 // *preempted: the OS took the CPU from the sender meanwhile, or (stall_ns > 0)
 // one send took longer than stall_ns - a pause no network here makes, which
-// getrusage does not see when the whole VM is descheduled (both ranks stop
+// getrusage may not see when the whole VM is descheduled (both ranks stop
 // together); either way the time says nothing about the network (such samples
 // are repeated, see run_bursts).  The per-send clock read is only taken with
 // stall_ns (the long bursts, where a message costs g, not o_s).

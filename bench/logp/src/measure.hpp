@@ -45,7 +45,7 @@ struct MeasureConfig {
     int burst_repeats = 8;
     // ... and so is a steady-state burst in which one send took longer than
     // this or 4 round trips, whichever is more: a pause of the whole VM (both
-    // ranks stop in step, every 4 ms here) that getrusage does not count.
+    // ranks stop in step, every 4 ms here) that getrusage may not count.
     double stall_min_ns = 1e6;
     // The calling thread's involuntary context switches so far; nullptr:
     // getrusage (timer.hpp).  A test hook.
