@@ -2,21 +2,29 @@
 // AM_Request1 to rank 1, whose handler only counts them (no reply: the layer
 // returns the credits), then rank 1 confirms; g = time / messages.  The
 // message-rate figure of issue #15 (docs/logp.md), and the program to run
-// under callgrind for instructions per message.
+// under callgrind for instructions per message.  With `reply` the handler
+// answers every request with an AM_Reply1 (the paper's workload, [Begel01]
+// §7.4: "send requests must be acknowledged by a reply"; docs/cost-model.md).
 //
-//   vipl-run -n 2 am_stream [messages>0] [rounds>0]
+//   vipl-run -n 2 am_stream [messages>0] [rounds>0] [reply]
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string_view>
 
 #include "am.h"
 #include "am_spmd.h"
 
 namespace {
 volatile long g_sunk = 0, g_confirms = 0;
-void sink_handler(void *, int32_t) { g_sunk = g_sunk + 1; }
+bool g_reply = false;
+constexpr handler_t kSink = 1, kConfirm = 2, kAck = 3;
+void sink_handler(void *token, int32_t i) {
+    g_sunk = g_sunk + 1;
+    if (g_reply) AM_Reply1(token, kAck, i);
+}
 void confirm_handler(void *, int32_t) { g_confirms = g_confirms + 1; }
-constexpr handler_t kSink = 1, kConfirm = 2;
+void ack_handler(void *, int32_t) {}
 
 double now_ns() {
     timespec t;
@@ -28,8 +36,9 @@ double now_ns() {
 int main(int argc, char **argv) {
     const long n = argc > 1 ? std::atol(argv[1]) : 100000;
     const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
-    if (n <= 0 || rounds <= 0) {
-        std::fprintf(stderr, "usage: vipl-run -n 2 am_stream [messages>0] [rounds>0]\n");
+    g_reply = argc > 3 && std::string_view(argv[3]) == "reply";
+    if (n <= 0 || rounds <= 0 || (argc > 3 && !g_reply)) {
+        std::fprintf(stderr, "usage: vipl-run -n 2 am_stream [messages>0] [rounds>0] [reply]\n");
         return 2;
     }
     eb_t eb;
@@ -42,6 +51,7 @@ int main(int argc, char **argv) {
     }
     AM_SetHandler(ep, kSink, reinterpret_cast<amx_handler_fn_t>(sink_handler));
     AM_SetHandler(ep, kConfirm, reinterpret_cast<amx_handler_fn_t>(confirm_handler));
+    AM_SetHandler(ep, kAck, reinterpret_cast<amx_handler_fn_t>(ack_handler));
     AM_SPMDBarrier();
     for (int r = 0; r < rounds; r++) {
         if (rank == 0) {

@@ -42,6 +42,8 @@ volatile long g_sunk = 0, g_echoed = 0, g_replies = 0, g_xfers = 0, g_confirms =
 // every request with a reply, the paper's workload ([Begel01] §7.4: "In AM,
 // send requests must be acknowledged by a reply"; the sender's NIC receives one
 // short message per message sent).  Otherwise AM returns the credits in batches.
+// `logp --profile` with a cost-model profile sets it unless it is set
+// (docs/cost-model.md).
 bool g_reply_each = false;
 void sink_handler(void *token, int32_t, int32_t, int32_t, int32_t) {
     g_sunk = g_sunk + 1;

@@ -36,6 +36,20 @@ struct MeasureConfig {
     int rate_msgs = 4096;
     SpreadPolicy policy;
     bool quick = false;
+    // A timed burst during which the OS took the CPU from the sender or the
+    // receiver times the scheduler, not the network: it is run again, up to
+    // this many times, before it is kept (flagged, see keep_clean).  A long
+    // burst can last a whole scheduler tick (128 AM requests each answered by
+    // a reply take 3.9 ms under the lanai7 cost model), so on a shared
+    // machine most first tries are preempted (docs/cost-model.md).
+    int burst_repeats = 8;
+    // ... and so is a steady-state burst in which one send took longer than
+    // this or 4 round trips, whichever is more: a pause of the whole VM (both
+    // ranks stop in step, every 4 ms here) that getrusage may not count.
+    double stall_min_ns = 1e6;
+    // The calling thread's involuntary context switches so far; nullptr:
+    // getrusage (timer.hpp).  A test hook.
+    long (*preemptions)() = nullptr;
 };
 
 // Quick: a short run for smoke tests and a first look (about 10x fewer iterations).
