@@ -30,7 +30,7 @@ uint32_t env_bytes(const char *var, uint32_t dflt) {
 // The crossover for memory reached by cross-memory attach, and for VipxAllocMem
 // memory (CMake sets both; VIPL_NICFW_DMA_MIN_SHM is the lower one).
 uint32_t dma_min() { return env_bytes("VIPL_NICFW_DMA_MIN", 16384u); }
-uint32_t dma_min_shm() { return std::min(dma_min(), env_bytes("VIPL_NICFW_DMA_MIN_SHM", 8192u)); }
+uint32_t dma_min_shm() { return std::min(dma_min(), env_bytes("VIPL_NICFW_DMA_MIN_SHM", 16384u)); }
 
 // Registered memory from VipxAllocMem (shared memory on nicfw) or the heap.
 class Buf {
