@@ -1,5 +1,7 @@
 // launcher_test - runs vipl-run on boot_test_child and checks what really
 // happened: exit codes, messages, /dev/shm cleanup, timing, signal handling.
+#include <algorithm>
+#include <sched.h>
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -244,6 +246,41 @@ TEST(Launcher, TagOutputFlushesALastLineWithoutNewline) {
   RunResult r = run_vipl({"-n", "1", "--tag-output", "--", "sh", "-c", "printf 'no newline'"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "[0] no newline\n");
+}
+
+// --bind core: each rank alone on its own CPU, the i-th of vipl-run's own,
+// with the job's CPUs named; refused (usage error, nothing started) with more
+// ranks than CPUs.
+TEST(Launcher, BindCorePutsEachRankOnACpuOfItsOwn) {
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  const int n = int(std::min<size_t>(cpus.size(), 2));
+  RunResult r = run_vipl({"-n", std::to_string(n), "--bind", "core", "--tag-output", "--", "sh", "-c",
+                          "echo cpus $(grep Cpus_allowed_list /proc/self/status | cut -f2) job $VIASTACK_JOB_CPUS"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string job;
+  for (int i = 0; i < n; ++i) {
+    if (i) job += ',';
+    job += std::to_string(cpus[size_t(i)]);
+  }
+  for (int i = 0; i < n; ++i) {
+    std::string want = "[";
+    want += std::to_string(i);
+    want += "] cpus ";
+    want += std::to_string(cpus[size_t(i)]);
+    want += " job ";
+    want += job;
+    want += '\n';
+    EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+  }
+  RunResult over = run_vipl({"-n", std::to_string(cpus.size() + 1), "--bind", "core", "true"});
+  EXPECT_EQ(over.code, 2);
+  EXPECT_NE(over.err.find("use --bind none"), std::string::npos) << over.err;
+  RunResult none = run_vipl({"-n", "1", "--", "sh", "-c", "echo job=$VIASTACK_JOB_CPUS"});
+  EXPECT_NE(none.out.find("job=\n"), std::string::npos) << none.out;  // no binding by default
 }
 
 TEST(Launcher, WithoutTagOutputChildrenWriteDirectly) {

@@ -118,4 +118,19 @@ TEST(WaitPolicy, GiveUpCpuRecordsTheTimeAway) {
     EXPECT_LT(w.away_ns, uint64_t(1) << 40);  // a duration, not garbage
 }
 
+// A launcher that binds each rank to a CPU of its own (vipl-run --bind core)
+// names the job's CPUs: a rank bound to one CPU is not oversubscribed by a
+// job with a CPU per rank, and is by one with more ranks than those CPUs.
+TEST(WaitPolicy, BoundRanksCountTheJobsCpusNotTheirOwn) {
+    setenv("VIASTACK_JOB_CPUS", "0,1", 1);
+    EXPECT_EQ(vipl_wait::job_cpus(), 2);
+    EXPECT_EQ(fresh(2).spin_max, 4096u);
+    EXPECT_EQ(fresh(3).spin_max, 64u);
+    setenv("VIASTACK_JOB_CPUS", "5", 1);
+    EXPECT_EQ(vipl_wait::job_cpus(), 1);
+    EXPECT_EQ(fresh(2).spin_max, 64u);
+    unsetenv("VIASTACK_JOB_CPUS");
+    EXPECT_EQ(vipl_wait::job_cpus(), vipl_wait::usable_cpus());
+}
+
 }  // namespace

@@ -84,6 +84,19 @@ inline int usable_cpus() {
     return 1;
 }
 
+// CPUs the job's ranks on this host have among them: the launcher's list
+// when it bound each rank to a CPU of its own (vipl-run --bind core sets
+// VIASTACK_JOB_CPUS, e.g. "0,1"), else the CPUs this process may use.
+inline int job_cpus() {
+    const char *v = std::getenv("VIASTACK_JOB_CPUS");
+    if (v && *v) {
+        int n = 1;
+        for (const char *p = v; *p; ++p) n += *p == ',';
+        return n;
+    }
+    return usable_cpus();
+}
+
 // Processes of the job on this host, as far as the launcher says
 // (vipl-run sets VIASTACK_SIZE); 1 when unknown.
 inline int job_size_hint() {
@@ -123,7 +136,7 @@ inline void init(WaitState &w, Mode mode, int procs = 0) {
     if (procs <= 0) procs = job_size_hint();
     w = WaitState{};
     w.mode = mode;
-    const bool oversubscribed = procs > usable_cpus();
+    const bool oversubscribed = procs > job_cpus();
     w.spin_max = oversubscribed ? 64 : 4096;
     w.spin_min = 8;
     w.spin_limit = w.spin_max;

@@ -9,6 +9,7 @@
 // over TCP: no boot segment is made (the ranks do not use one), and a failure
 // here is reported to rank 0 over the bootstrap port, because the ranks on
 // other hosts cannot see this host's shared memory.
+#include <sched.h>
 #include "job_runner.hpp"
 
 #include <fcntl.h>
@@ -184,6 +185,17 @@ class JobRunner {
     if (!opts_.provider.empty()) env.push_back("VIPL_PROVIDER=" + opts_.provider);
     if (!opts_.mode.empty()) env.push_back("VIPL_NICFW_MODE=" + opts_.mode);
     if (!opts_.faults.empty()) env.push_back("VIPL_NICFW_FAULTS=" + opts_.faults);
+    if (!opts_.bind_cpus.empty()) {
+      // The job's CPUs, one per rank: a rank bound to one CPU still knows it
+      // does not share it (vipl_wait.h), and may give its own children the
+      // whole set back (logp's peer runs).
+      std::string list;
+      for (int c : opts_.bind_cpus) {
+        if (!list.empty()) list += ',';
+        list += std::to_string(c);
+      }
+      env.push_back("VIASTACK_JOB_CPUS=" + list);
+    }
     return env;
   }
 
@@ -211,6 +223,10 @@ class JobRunner {
       start_teardown(Teardown::kLaunchError, 0);
       return;
     }
+    cpu_set_t bind_set;  // prepared before fork, like everything the child uses
+    CPU_ZERO(&bind_set);
+    const bool bind = !opts_.bind_cpus.empty();
+    if (bind) CPU_SET(opts_.bind_cpus[static_cast<size_t>(local) % opts_.bind_cpus.size()], &bind_set);
     const pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
@@ -225,6 +241,7 @@ class JobRunner {
       if (getppid() != parent) _exit(kExitLaunchFail);  // vipl-run died already
       std::signal(SIGPIPE, SIG_DFL);
       sigprocmask(SIG_SETMASK, &saved_mask_, nullptr);
+      if (bind && sched_setaffinity(0, sizeof bind_set, &bind_set) != 0) _exit(kExitLaunchFail);
       if (opts_.tag_output) {
         dup2(outp[1], STDOUT_FILENO);
         dup2(errp[1], STDERR_FILENO);

@@ -16,6 +16,9 @@ struct LaunchOptions {
   std::string faults;    // VIPL_NICFW_FAULTS for the children ("" = leave as is)
   bool tag_output = false;
   double timeout_s = 0;  // 0 = no timeout
+  // --bind core: local rank i runs on bind_cpus[i] only (the CPUs vipl-run
+  // itself may use, in order); empty = no binding.
+  std::vector<int> bind_cpus;
   std::vector<std::string> command;  // program and its arguments
   // One host's share of a job across hosts (--boot): this vipl-run starts
   // ranks first_rank..first_rank+nprocs-1 of a world-rank job named job, and

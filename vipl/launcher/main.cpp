@@ -4,6 +4,9 @@
 //            [--timeout SECONDS]
 //            [--boot tcp:HOST:PORT --job ID [--world W] [--first-rank R]] PROGRAM ARGS...
 // See docs/launcher.md for the environment, exit codes and shm naming.
+#include <sched.h>
+#include <cerrno>
+#include <cstring>
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -35,6 +38,11 @@ int main(int argc, char** argv) {
                  "faults on the nicfw wire for every rank (sets VIPL_NICFW_FAULTS), e.g. "
                  "drop=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7 (docs/nicfw.md)");
   app.add_flag("--tag-output", opts.tag_output, "prefix every output line with \"[rank] \"");
+  std::string bind = "none";
+  app.add_option("--bind", bind,
+                 "core: each rank on a CPU of its own (rank i on the i-th CPU vipl-run may use; refused "
+                 "with more ranks than CPUs), as mpirun binds small jobs; none (default): the scheduler places them")
+      ->check(CLI::IsMember({"none", "core"}));
   app.add_option("--timeout", opts.timeout_s,
                  "kill the whole job after SECONDS (exit code 124)")
       ->check(CLI::PositiveNumber);
@@ -87,6 +95,24 @@ int main(int argc, char** argv) {
                    opts.first_rank, opts.nprocs, opts.first_rank + opts.nprocs - 1, opts.world);
       return kExitUsage;
     }
+  }
+  if (bind == "core") {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+      std::fprintf(stderr, "vipl-run: --bind core: cannot read this process's CPUs: %s\n", std::strerror(errno));
+      return kExitUsage;
+    }
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) opts.bind_cpus.push_back(c);
+    if (static_cast<int>(opts.bind_cpus.size()) < opts.nprocs) {
+      std::fprintf(stderr,
+                   "vipl-run: --bind core with -n %d needs %d CPUs, but this process may use %zu; "
+                   "use --bind none (or fewer ranks)\n",
+                   opts.nprocs, opts.nprocs, opts.bind_cpus.size());
+      return kExitUsage;
+    }
+    opts.bind_cpus.resize(static_cast<size_t>(opts.nprocs));
   }
   opts.command = app.remaining();
   // "--" right before the program means "this is the program, even if it

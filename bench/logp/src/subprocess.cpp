@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -42,6 +43,23 @@ std::vector<char *> c_array(std::vector<std::string> &v) {
     return out;
 }
 
+// The CPUs vipl-run gave the job when it bound each rank to one
+// (VIASTACK_JOB_CPUS, "0,1"); false when it did not.
+bool job_cpuset(cpu_set_t *set) {
+    const char *v = std::getenv("VIASTACK_JOB_CPUS");
+    if (!v || !*v) return false;
+    CPU_ZERO(set);
+    for (const char *p = v; *p;) {
+        char *end = nullptr;
+        const long c = std::strtol(p, &end, 10);
+        if (end == p || c < 0 || c >= CPU_SETSIZE) return false;
+        CPU_SET(int(c), set);
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return false;
+    }
+    return CPU_COUNT(set) > 0;
+}
+
 // Spawns with stdout+stderr on a pipe; returns pid (or -1 with errno) and the read end.
 int spawn(const std::vector<std::string> &argv_in, const std::vector<std::string> &env_add, int *read_fd, std::string *err) {
     int fds[2];
@@ -57,7 +75,15 @@ int spawn(const std::vector<std::string> &argv_in, const std::vector<std::string
     posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid = -1;
+    // A rank bound to one CPU (vipl-run --bind core) gives its children the
+    // job's CPUs back: a peer's two processes, or a job of the layering study,
+    // must not be squeezed onto this rank's CPU.  The affinity is inherited
+    // through posix_spawn, so it is widened around the call.
+    cpu_set_t mine, job;
+    const bool widen = job_cpuset(&job) && sched_getaffinity(0, sizeof mine, &mine) == 0 &&
+                       sched_setaffinity(0, sizeof job, &job) == 0;
     int rc = posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), cenv.data());
+    if (widen) sched_setaffinity(0, sizeof mine, &mine);
     posix_spawn_file_actions_destroy(&fa);
     close(fds[1]);
     if (rc != 0) {
