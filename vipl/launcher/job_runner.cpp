@@ -9,11 +9,11 @@
 // over TCP: no boot segment is made (the ranks do not use one), and a failure
 // here is reported to rank 0 over the bootstrap port, because the ranks on
 // other hosts cannot see this host's shared memory.
-#include <sched.h>
 #include "job_runner.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>

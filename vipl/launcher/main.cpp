@@ -1,15 +1,15 @@
 // vipl-run - starts an N-process viastack job on this host, or this host's
 // share of a job across hosts (--boot).
 //   vipl-run -n N [--provider nicfw|verbs] [--mode thread|inline] [--faults SPEC] [--tag-output]
-//            [--timeout SECONDS]
+//            [--timeout SECONDS] [--bind none|core]
 //            [--boot tcp:HOST:PORT --job ID [--world W] [--first-rank R]] PROGRAM ARGS...
 // See docs/launcher.md for the environment, exit codes and shm naming.
-#include <sched.h>
-#include <cerrno>
-#include <cstring>
 #include <CLI/CLI.hpp>
+#include <sched.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
