@@ -45,21 +45,26 @@ long preemptions(const MeasureConfig &cfg) { return cfg.preemptions ? cfg.preemp
 // one send took longer than stall_ns - a pause no network here makes, which
 // getrusage may not see when the whole VM is descheduled (both ranks stop
 // together); either way the time says nothing about the network (such samples
-// are repeated, see run_bursts).  The per-send clock read is only taken with
-// stall_ns (the long bursts, where a message costs g, not o_s).
+// are repeated, see run_bursts).  The clock is read only with stall_ns (the
+// long bursts, where a message costs g, not o_s), and once per kStallStride
+// sends, so that the check adds a quarter of a clock read to the g it
+// measures: a window of that many sends cannot take stall_ns (>= 4 round
+// trips) without a pause, as long as a send waits at most about a round trip.
+constexpr int kStallStride = 4;
 double timed_burst(Layer &layer, const MeasureConfig &cfg, int m, double delay_ns, double stall_ns, bool *preempted) {
     long sw = preemptions(cfg);
     std::uint64_t t0 = ticks(), prev = t0, worst = 0;
     for (int i = 0; i < m; ++i) {
         layer.burst_send_one();
         spin_ns(delay_ns);
-        if (stall_ns > 0) {
+        if (stall_ns > 0 && i % kStallStride == kStallStride - 1) {
             const std::uint64_t now = ticks();
             worst = std::max(worst, now - prev);
             prev = now;
         }
     }
     std::uint64_t t1 = ticks();
+    if (stall_ns > 0) worst = std::max(worst, t1 - prev);  // the sends after the last read
     *preempted = preemptions(cfg) != sw || (stall_ns > 0 && ticks_to_ns(worst) > stall_ns);
     layer.burst_sender_finish(m);
     return ticks_to_ns(t1 - t0);
@@ -93,8 +98,9 @@ int keep_clean(std::vector<BurstSample> &all, const std::vector<bool> &preempted
 // fewer than 3 clean samples remain is kept whole by keep_clean - with a
 // scheduler tick in every longest burst, its slope is the tick spread over the
 // burst sizes (4 ms over 96 messages: +43 us on g).  Both ranks learn the
-// verdict from one all-gather after the burst (untimed).  A long burst with
-// one send slower than stall_ns counts as preempted too (timed_burst).  When
+// verdict from one all-gather after the burst (untimed).  A long burst in
+// which kStallStride sends took longer than stall_ns counts as preempted too
+// (timed_burst).  When
 // every try was preempted, the fastest is kept (flagged).
 void run_bursts(Layer &layer, const Job &job, const MeasureConfig &cfg, const std::vector<int> &ms, int warm,
                 int rounds, double delay_ns, double stall_ns, bool long_only, std::vector<BurstSample> &out,
@@ -208,7 +214,7 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
         // 4.7 us for 2), so half the round trip bounds it from below too.
         delay = std::max({1.5 * e.g_ns, 0.5 * rtt_ns, 1000.0});
     }
-    run_bursts(layer, job, cfg, ms, burst_warm, cfg.burst_reps, delay, stall_ns + delay, true, in.bursts, preempted, progress, "delayed bursts");
+    run_bursts(layer, job, cfg, ms, burst_warm, cfg.burst_reps, delay, stall_ns + kStallStride * delay, true, in.bursts, preempted, progress, "delayed bursts");
     const std::size_t bursts_timed = in.bursts.size();
     const int dropped = keep_clean(in.bursts, preempted);
 

@@ -43,8 +43,8 @@ struct MeasureConfig {
     // a reply take 3.9 ms under the lanai7 cost model), so on a shared
     // machine most first tries are preempted (docs/cost-model.md).
     int burst_repeats = 8;
-    // ... and so is a steady-state burst in which one send took longer than
-    // this or 4 round trips, whichever is more: a pause of the whole VM (both
+    // ... and so is a steady-state burst in which 4 consecutive sends took
+    // longer than this or 4 round trips, whichever is more: a pause of the whole VM (both
     // ranks stop in step, every 4 ms here) that getrusage may not count.
     double stall_min_ns = 1e6;
     // The calling thread's involuntary context switches so far; nullptr:
