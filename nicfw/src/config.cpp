@@ -116,6 +116,7 @@ Config Config::from_env() {
         throw std::runtime_error("VIPL_NICFW_LINK_TIMEOUT_MS: '" + lt + "' is not a time in ms from 10 to 600000");
     c.link_timeout_ms = static_cast<uint32_t>(ms);
     c.progress_thread = strict_choice("VIPL_NICFW_PROGRESS", {"0", "1"}, "0", "0 or 1") == 1;
+    c.direct_send = strict_choice("VIPL_NICFW_DIRECT_SEND", {"0", "1"}, "1", "0 or 1") == 1;
     // A NIC that may have to resend, or acknowledge, keeps running while its
     // host is outside VIPL (as a real NIC does): inline mode gets the progress agent.
     if (c.transport) c.progress_thread = true;

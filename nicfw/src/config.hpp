@@ -61,6 +61,11 @@ struct Config {
     // may corrupt the FIFO memory (docs/nicfw.md).
     bool crc = false;
     bool progress_thread = false; // inline mode: a sleeping agent serves the NIC while the host is away
+    // Inline mode, one host thread: a send posted while the firmware has no
+    // other work goes straight to the transmit path (Firmware::send_direct)
+    // instead of through the doorbell token and a whole MCP iteration
+    // (VIPL_NICFW_DIRECT_SEND=0 keeps every send on the doorbell path).
+    bool direct_send = true;
     Profile profile;
     // Single-copy bulk path: transfers of at least dma_min bytes move once,
     // source memory -> destination memory (VIPL_NICFW_DMA_MIN; 0 = off, every

@@ -186,6 +186,11 @@ inline void Firmware::process_vi(ViImpl *vi) {
     Token t;
     while (vi->bell_rq.pop(&t)) c.rxq.push(t);
     VIPL_INSTR_END(c_fw_bell, t0);
+    transmit(vi);
+}
+
+inline void Firmware::transmit(ViImpl *vi) {
+    auto &c = vi->fw;
     while (c.tx_next < c.tx_tail) {
         VIPL_INSTR_BEGIN(t1);
         const bool sent = tx_one(vi, c.txq[c.tx_next % kMaxQueue]);
@@ -263,7 +268,15 @@ void Firmware::step() {
         }
         rr_cursor_ = w + 1;
     }
-    // Wire: drain a bounded number of packets so doorbells are not starved.
+    drain_wire();
+    if (__builtin_expect(cfg_.transport || faults_, 0)) {
+        if (faults_ && faults_->held_count()) release_held();
+        if (cfg_.transport) transport_tick();
+    }
+}
+
+// The wire: a bounded number of packets per call, so doorbells are not starved.
+void Firmware::drain_wire() {
     for (int n = 0; n < 32; ++n) {
         const PacketHeader *h = wire_peek(wire_, rank_, rx_head_);
         if (!h) break;
@@ -290,10 +303,41 @@ void Firmware::step() {
         }
         __atomic_store_n(&rx_head_, wire_consume(wire_, rank_, rx_head_, h), __ATOMIC_RELAXED); // read by rx_mark()
     }
-    if (__builtin_expect(cfg_.transport || faults_, 0)) {
-        if (faults_ && faults_->held_count()) release_held();
-        if (cfg_.transport) transport_tick();
-    }
+}
+
+// What a doorbell and the next MCP iteration would do for this send, when they
+// would do nothing else: the token would be fetched at once (the VI's queue
+// has no untransmitted entry), no other VI has a doorbell pending, and there is
+// no backlog, cost model, fault injection or transport to run.  Completion
+// order is kept by the VI's transmit queue as on the doorbell path (an entry
+// completes only after every earlier one).  The wire is still drained when a
+// packet waits, and housekeeping still runs every kHousekeepingSteps calls, so
+// a host that only posts sends keeps its NIC answering.
+bool Firmware::send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    if (!cfg_.direct_send || cfg_.mode != Mode::Inline || shared_step_.load(std::memory_order_relaxed) ||
+        cost_.on() || faults_ || cfg_.transport || backlog_pending_.load(std::memory_order_relaxed))
+        return false;
+    if (__builtin_expect(!pthread_equal(pthread_self(), owner_thread_), 0)) return false; // ring: shares stepping
+    OwnerSection owner(this);
+    if (!owner.alone()) return false;
+    auto &c = vi->fw;
+    if (c.tx_next != c.tx_tail || c.tx_tail - c.tx_head >= kMaxQueue || !vi->bell_sq.empty() ||
+        vi->state.load(std::memory_order_relaxed) != ViState::Connected ||
+        vi->flush_req.load(std::memory_order_relaxed) != vi->flush_done.load(std::memory_order_relaxed))
+        return false;
+    const uint32_t words = vi_words_.load(std::memory_order_relaxed);
+    for (uint32_t w = 0; w < words; ++w)
+        if (active_[w].load(std::memory_order_relaxed)) return false;
+    c.txq[c.tx_tail % kMaxQueue] = TxEntry{d, mh, 0, 0, false, false, false, 0};
+    ++c.tx_tail;
+    transmit(vi);
+    if (c.tx_next != c.tx_tail) // the wire FIFO was full: the loop retries it
+        active_[vi->index / 64].store(active_[vi->index / 64].load(std::memory_order_relaxed) |
+                                          (1ull << (vi->index % 64)),
+                                      std::memory_order_relaxed);
+    if (--housekeeping_in_ == 0) housekeeping();
+    if (wire_peek(wire_, rank_, rx_head_)) drain_wire();
+    return true;
 }
 
 // ---------------------------------------------------------------- faults and recovery

@@ -120,6 +120,12 @@ public:
     // relaxed; a host wait reads it without the step lock.
     uint64_t rx_mark() const { return cfg_.mode == Mode::Inline ? __atomic_load_n(&rx_head_, __ATOMIC_RELAXED) : 0; }
     void step();          // one MCP iteration
+    // Inline mode, this thread alone, nothing else for the firmware to do: a
+    // posted send is transmitted now, without the doorbell token and the scan
+    // of every VI an MCP iteration makes (the firmware's own transmit path and
+    // checks; the wire is drained only if a packet waits).  False: nothing was
+    // done, ring the doorbell as usual (firmware.cpp).
+    bool send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     void locked_step();   // one iteration, unless another thread is running one
     // Inline mode: from now on another thread (the agent, a second host thread)
     // steps the firmware too, so steps take the lock and doorbells use atomics.
@@ -195,6 +201,8 @@ public:
 private:
     // firmware.cpp: the loop, completions, errors
     void process_vi(ViImpl *vi);
+    void transmit(ViImpl *vi);   // the VI's fetched descriptors, as far as the wire takes them
+    void drain_wire();           // up to 32 packets off this NIC's FIFO
     void complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv);
     void complete_tx(ViImpl *vi);
     bool fetch_rx_desc(ViImpl *vi, Token *t);

@@ -74,9 +74,18 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
             vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
         return true;
     }
-    // link DMA: wire -> SRAM
-    if (len) std::memcpy(sram_rx_.get(), payload, len);
-    const unsigned char *p = sram_rx_.get();
+    // link DMA: wire -> SRAM.  A send's or a staged RDMA write's bytes are only
+    // ever copied once more (to host memory, after the header and the RDMA
+    // address were checked on copies), so without a CRC they are placed from
+    // the FIFO slot itself, which stays ours until the packet is consumed: the
+    // staging copy would move the same bytes twice for nothing.  With a CRC the
+    // bytes checked must be the bytes placed, and a bulk request's fields are
+    // read several times: those go through SRAM.
+    const unsigned char *p = payload;
+    if (len && ((h->flags & (kFlagCrc | kFlagBulk)) || (h->op != Op::Send && h->op != Op::RdmaWrite))) {
+        std::memcpy(sram_rx_.get(), payload, len);
+        p = sram_rx_.get();
+    }
     if (h->op >= Op::ConnReq && h->op != Op::LinkAck) {
         cm_.on_packet(h, p);
         return true;

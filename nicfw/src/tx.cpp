@@ -95,13 +95,13 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
         out += sizeof x;
     }
     if (data_len) {
-        // host DMA: gather the segments into SRAM; link DMA: SRAM onto the wire.
-        unsigned char *s = sram_tx_.get();
+        // host DMA and link DMA in one: the segments are gathered straight into
+        // the reserved FIFO slot (ours until published), not staged in SRAM
+        // first - the same bytes moved once instead of twice.
         for (uint32_t i = 0; i < nseg; ++i) {
-            std::memcpy(s, segs[i].Data.Address, segs[i].Length);
-            s += segs[i].Length;
+            std::memcpy(out, segs[i].Data.Address, segs[i].Length);
+            out += segs[i].Length;
         }
-        std::memcpy(out, sram_tx_.get(), data_len);
     }
     stamp(tx.payload + payload);
     if (rel) rel_record(vi, tx, false);

@@ -15,7 +15,7 @@ namespace {
 
 const char *const kVars[] = {"VIPL_NICFW_MODE", "VIPL_NICFW_DOORBELL", "VIPL_NICFW_RING_KB",
                              "VIPL_NICFW_CRC",  "VIPL_NICFW_PROGRESS", "VIPL_NICFW_PROFILE",
-                             "VIPL_NICFW_DMA_MIN", "VIPL_NICFW_DMA_MIN_SHM"};
+                             "VIPL_NICFW_DMA_MIN", "VIPL_NICFW_DMA_MIN_SHM", "VIPL_NICFW_DIRECT_SEND"};
 
 class ConfigEnv : public ::testing::Test {
 protected:
@@ -87,6 +87,14 @@ TEST_F(ConfigEnv, Doorbell) {
     EXPECT_EQ(with("VIPL_NICFW_DOORBELL", "emulated").doorbell, nicfw::Doorbell::Emulated);
     EXPECT_TRUE(refused("VIPL_NICFW_DOORBELL", "lanai4"));
     EXPECT_TRUE(refused("VIPL_NICFW_DOORBELL", "FIFO"));
+}
+
+TEST_F(ConfigEnv, DirectSend) {
+    EXPECT_TRUE(Config::from_env().direct_send); // on by default
+    EXPECT_FALSE(with("VIPL_NICFW_DIRECT_SEND", "0").direct_send);
+    EXPECT_TRUE(with("VIPL_NICFW_DIRECT_SEND", "1").direct_send);
+    EXPECT_TRUE(refused("VIPL_NICFW_DIRECT_SEND", "yes"));
+    EXPECT_TRUE(refused("VIPL_NICFW_DIRECT_SEND", "2"));
 }
 
 TEST_F(ConfigEnv, RingKb) {
