@@ -41,6 +41,11 @@ public:
     // run error callbacks if no agent thread does.
     void host_poll() {
         fw.host_step();
+        deliver_errors();
+    }
+    // After a direct send (Firmware::send_direct), which stands for host_poll's
+    // step: errors it raised are delivered now, as a step's would be.
+    void deliver_errors() {
         if (__builtin_expect(errors.pending(), 0) && !agent.running()) errors.deliver();
     }
     void idle_poll() { fw.idle_poll(); }

@@ -46,7 +46,10 @@ VIP_RETURN ViImpl::post(WorkRing<> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR
     if (hostq.full()) return VIP_ERROR_RESOURCE; // work queue full
     hostq.claim(d);                              // clears Status
     hostq.publish();
-    if (&bell == &bell_sq && hw->fw.send_direct(this, d, mh)) return VIP_SUCCESS;
+    if (&bell == &bell_sq && hw->fw.send_direct(this, d, mh)) {
+        hw->deliver_errors();
+        return VIP_SUCCESS;
+    }
     if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_doorbell(hw->cfg.doorbell == Doorbell::Emulated);
     // Emulated doorbell (LANai 4): one token slot; wait until the firmware took the last.
     while (!bell.push(Token{d, mh})) {
