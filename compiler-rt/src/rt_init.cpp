@@ -409,6 +409,7 @@ int splitc_init(int *argc, char ***argv) {
     if ((g.procs & (g.procs - 1)) == 0)
         for (splitc_rt_procslog = 0; (1 << splitc_rt_procslog) < g.procs; ++splitc_rt_procslog) {}
     g.peers.assign(size_t(g.procs), Peer{});
+    g.unconfirmed_peers = 0;
     g.coll.vals[0].assign(size_t(g.procs), CollPayload{});
     g.coll.vals[1].assign(size_t(g.procs), CollPayload{});
     g.coll.ops[0].assign(size_t(g.procs), 0);
