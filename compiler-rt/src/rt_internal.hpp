@@ -6,7 +6,7 @@
 // get/read: request, the reply carries the data.  put/write: the request
 // carries the data, the reply acknowledges.  store (and the runtime's own
 // collective messages): no reply; the target returns their credits in one
-// STORE_ACK every k/4 of them, or piggy-backed on any other reply.
+// STORE_ACK every k/2 of them, or piggy-backed on any other reply.
 #pragma once
 
 #include <cstddef>
@@ -141,8 +141,8 @@ struct Runtime {
     VIP_VI_HANDLE direct_vi = nullptr;
     VIP_CQ_HANDLE send_cq = nullptr;  // only with SPLITC_SEND_CQ=1
 
-    uint32_t credits = 8;           // k
-    uint32_t store_ack_every = 4;   // k/2 (chan::Channel::credit_batch)
+    uint32_t credits = 16;          // k (SPLITC_CREDITS)
+    uint32_t store_ack_every = 8;   // k/2 (chan::Channel::credit_batch)
     uint32_t max_msg = 4096;        // header + payload
     uint32_t max_payload = 4096 - sizeof(MsgHdr);
     // Bulk transfers of at least rdma_min bytes go as RDMA writes/reads
