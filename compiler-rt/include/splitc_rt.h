@@ -410,7 +410,7 @@ static inline void splitc_write_struct(splitc_gptr_t g, const void *src, size_t 
 /* Largest payload one message carries (bulk transfers above it are fragmented). */
 size_t splitc_max_payload(void);
 /* Bulk transfers of at least this many bytes go by RDMA straight between the
- * two processes' memory (SPLITC_RDMA_MIN, default 16 KiB); 0: never (off, or
+ * two processes' memory (SPLITC_RDMA_MIN, default 4 KiB); 0: never (off, or
  * a NIC without RDMA read at reliable delivery). */
 size_t splitc_rdma_min(void);
 /* Request credits per peer (k) and the store-acknowledge interval (k/2). */

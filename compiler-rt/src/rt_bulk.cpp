@@ -1,5 +1,5 @@
 // rt_bulk.cpp - bulk transfers by RDMA: from SPLITC_RDMA_MIN bytes (default
-// 16 KiB) bulk_put/bulk_write/bulk_store are RDMA writes straight from the
+// 4 KiB) bulk_put/bulk_write/bulk_store are RDMA writes straight from the
 // caller's buffer into the target's heap or static data, and bulk_get/
 // bulk_read RDMA reads straight into the caller's buffer, instead of 4 KiB
 // request/reply messages each copied through the channel's buffers.  On nicfw

@@ -275,9 +275,12 @@ bool read_config() {
     g.max_msg = uint32_t(m);
     g.max_payload = g.max_msg - uint32_t(sizeof(MsgHdr));
     // SPLITC_RDMA_MIN: bulk transfers of at least this many bytes go by RDMA
-    // (rt_bulk.cpp); "off" (or 0) keeps every byte on messages.
+    // (rt_bulk.cpp); "off" (or 0) keeps every byte on messages.  4 KiB (16 KiB
+    // before #15): since a put no longer carries its own acknowledged request,
+    // RDMA beats two fragments at 4 and 8 KiB for put, get and store alike
+    // (docs/splitc.md, "Measurements").
     const char *rm = viastack::env::raw("SPLITC_RDMA_MIN");
-    g.rdma_min = rm && (std::strcmp(rm, "off") == 0) ? 0 : uint32_t(std::min<size_t>(viastack::env::bytes(kLayer, "SPLITC_RDMA_MIN", 16384), 1u << 30));
+    g.rdma_min = rm && (std::strcmp(rm, "off") == 0) ? 0 : uint32_t(std::min<size_t>(viastack::env::bytes(kLayer, "SPLITC_RDMA_MIN", 4096), 1u << 30));
     g.check_collectives = viastack::env::flag("SPLITC_CHECK_COLLECTIVES");
     // Waiting (vipl_wait.h): long spins only pay when every process can have
     // a core of its own; the window adapts unless SPLITC_SPIN fixes it.

@@ -148,7 +148,7 @@ struct Runtime {
     // Bulk transfers of at least rdma_min bytes go as RDMA writes/reads
     // straight between the two processes' memory (SPLITC_RDMA_MIN; 0: never),
     // in pieces of at most rdma_chunk bytes (the NIC's MaxTransferSize).
-    uint32_t rdma_min = 16384;
+    uint32_t rdma_min = 4096;
     uint32_t rdma_chunk = 0;
     uint64_t rdma_reads = 0;          // RDMA read descriptors not yet reaped
     uint32_t unconfirmed_peers = 0;   // peers with an unconfirmed RDMA put (Peer::unconfirmed_put)
