@@ -29,17 +29,19 @@ size_t round_pow2(size_t v) {
 
 // Brings every page of the wire into this process now instead of at the first
 // packet through it.  A NIC's FIFO is resident memory; here the first touch of
-// each 4 KiB page (64 one-slot packets) by each process is a page fault, and on
-// the project's Firecracker VM, whose guest page tables are shadowed by the
-// host, also a host exit: 10-20 us each, invisible to the guest's fault count.
-// So the first lap of a fresh 1 MiB ring (16384 short messages) ran at a third
-// to a fifth of the steady-state message rate, and a job that reopens its NICs
-// (logp's interleaved rounds) measured that lap instead of the wire
-// (docs/logp.md, "g in the interleaved rounds").  MADV_POPULATE_WRITE (Linux
-// 5.14+) maps the pages writable in one call; reading one byte of each page
-// then makes the host map it too (a read: peers may already be writing into
-// their rings).  Zero-filled pages stay a valid empty ring.  A wire above 256
-// MiB (a large job with big rings) stays lazy, so open time stays bounded.
+// each 4 KiB page (64 one-slot packets) by each process costs 10-20 us on the
+// project's Firecracker VM: a page fault, and also a host exit the guest does
+// not count (with the guest's faults gone, MADV_POPULATE_WRITE alone, the
+// stalls stayed until each page had been touched once: the guest's page tables
+// appear to be shadowed by the host).  So the first lap of a fresh 1 MiB ring
+// (16384 short messages) ran at a half to a quarter of the steady-state
+// message rate, and a job that reopens its NICs (logp's interleaved rounds)
+// measured that lap instead of the wire (docs/logp.md, "Split-C in the rounds:
+// the FIFO's first lap").  So: MADV_POPULATE_WRITE (Linux 5.14+) maps the
+// pages writable in one call, then one byte of each page is read (a read:
+// peers may already be writing into their rings).  Zero-filled pages stay a
+// valid empty ring.  A wire above 256 MiB (a large job with big rings) stays
+// lazy, so open time stays bounded.
 void populate(void *p, size_t bytes) {
     if (bytes > (size_t(256) << 20)) return;
 #ifdef MADV_POPULATE_WRITE
