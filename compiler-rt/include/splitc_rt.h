@@ -136,7 +136,7 @@ static inline int64_t splitc_sptr_diff(splitc_sptr_t a, splitc_sptr_t b, size_t 
  * most 1G on providers whose registration pins memory, such as verbs; see
  * docs/splitc.md), SPLITC_CHECK_COLLECTIVES=1 (scope allocations check
  * argument agreement with a reduction),
- * SPLITC_CREDITS (default 8), SPLITC_MAX_MSG (default 4096),
+ * SPLITC_CREDITS (default 16), SPLITC_MAX_MSG (default 4096),
  * SPLITC_SEND_CQ=1 (reap sends through a send completion queue, as in the
  * paper), SPLITC_RECV_CQ=1 (use the receive CQ even with a single peer), SPLITC_SPIN=n (yield the CPU after n idle polls while waiting;
  * default: a window that adapts to whether peers share this core). */
@@ -410,7 +410,7 @@ static inline void splitc_write_struct(splitc_gptr_t g, const void *src, size_t 
 /* Largest payload one message carries (bulk transfers above it are fragmented). */
 size_t splitc_max_payload(void);
 /* Bulk transfers of at least this many bytes go by RDMA straight between the
- * two processes' memory (SPLITC_RDMA_MIN, default 16 KiB); 0: never (off, or
+ * two processes' memory (SPLITC_RDMA_MIN, default 4 KiB); 0: never (off, or
  * a NIC without RDMA read at reliable delivery). */
 size_t splitc_rdma_min(void);
 /* Request credits per peer (k) and the store-acknowledge interval (k/2). */

@@ -1,5 +1,5 @@
 // rt_bulk.cpp - bulk transfers by RDMA: from SPLITC_RDMA_MIN bytes (default
-// 16 KiB) bulk_put/bulk_write/bulk_store are RDMA writes straight from the
+// 4 KiB) bulk_put/bulk_write/bulk_store are RDMA writes straight from the
 // caller's buffer into the target's heap or static data, and bulk_get/
 // bulk_read RDMA reads straight into the caller's buffer, instead of 4 KiB
 // request/reply messages each copied through the channel's buffers.  On nicfw
@@ -7,10 +7,20 @@
 // host memory (docs/nicfw.md, "Data path"; docs/splitc.md, "Bulk transfers").
 //
 // Completion keeps the Split-C semantics:
-//   put/write: the RDMA writes, then a zero-length put (write) request on the
-//     same VI.  VI delivers in order, so when the target serves the request the
-//     data is in its memory, and its acknowledgement retires the put as
-//     before: sync (or the blocking write) waits for it.
+//   put: the RDMA writes alone; the next sync sends one zero-length put
+//     request on the same VI behind all of a peer's puts since the last sync
+//     (confirm_puts) and waits for its acknowledgement.  VI delivers in order,
+//     so when the target serves that request every earlier RDMA write is in its
+//     memory and its source was read.  The acknowledgement is needed: the VIs
+//     are Reliable Delivery, where an RDMA write's own completion only says the
+//     NIC took it (on nicfw's staged path, that it is on the wire), not that
+//     the data is in the target's memory ([Begel01] section 6: detecting that
+//     needs Reliable Reception, or a request behind the write); and a third
+//     processor that learns of the sync through another VI (a barrier) has no
+//     order with this one.  One round trip per sync and peer instead of one
+//     request and reply per put: a stream of puts is not bounded by credits.
+//   write: the RDMA writes, then the zero-length write request, awaited at once
+//     (the call is blocking).
 //   store: the RDMA writes, then a kStoreRdma notice (no reply) that counts
 //     the bytes at the target, as a store message would; the call returns once
 //     its sends completed, so the caller may reuse the source (as for a
@@ -87,6 +97,18 @@ bool bulk_setup() {
 }
 
 void bulk_shutdown() { cache.clear(); }
+
+void confirm_puts() {
+    for (int r = 0; g.unconfirmed_peers && r < g.procs; ++r) {
+        Peer &p = g.peers[size_t(r)];
+        if (!p.unconfirmed_put) continue;
+        const uint64_t addr = p.unconfirmed_put;
+        p.unconfirmed_put = 0;
+        --g.unconfirmed_peers;
+        ++g.splitphase_pending;
+        send_notice(r, kPutReq, addr, 0);
+    }
+}
 
 bool rdma_write(int proc, uint64_t addr, const void *src, size_t n) {
     VIP_MEM_HANDLE lmh;

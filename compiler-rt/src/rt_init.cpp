@@ -257,7 +257,12 @@ bool init_network() {
 }
 
 bool read_config() {
-    long k = viastack::env::integer(kLayer, "SPLITC_CREDITS", 8, 1, 120);
+    // 16 by default (8 before #15): a store stream then pays one STORE_ACK per
+    // 8 stores instead of per 4 (each ~1600 instructions at the target, a
+    // quarter of its work per store) and the sender waits for credits half as
+    // often; g of a store stream 0.28 -> 0.24 us here (docs/splitc.md).  The
+    // price: 2k+2 send and 2k+1 receive slots of SPLITC_MAX_MSG bytes per peer.
+    long k = viastack::env::integer(kLayer, "SPLITC_CREDITS", 16, 1, 120);
     g.credits = uint32_t(k);
     // Stores get no reply: their credits come back in batches of k/2 (channel.hpp),
     // one acknowledgement per k/2 stores, or with any reply going back sooner.
@@ -270,9 +275,12 @@ bool read_config() {
     g.max_msg = uint32_t(m);
     g.max_payload = g.max_msg - uint32_t(sizeof(MsgHdr));
     // SPLITC_RDMA_MIN: bulk transfers of at least this many bytes go by RDMA
-    // (rt_bulk.cpp); "off" (or 0) keeps every byte on messages.
+    // (rt_bulk.cpp); "off" (or 0) keeps every byte on messages.  4 KiB (16 KiB
+    // before #15): since a put no longer carries its own acknowledged request,
+    // RDMA beats two fragments at 4 and 8 KiB for put, get and store alike
+    // (docs/splitc.md, "Measurements").
     const char *rm = viastack::env::raw("SPLITC_RDMA_MIN");
-    g.rdma_min = rm && (std::strcmp(rm, "off") == 0) ? 0 : uint32_t(std::min<size_t>(viastack::env::bytes(kLayer, "SPLITC_RDMA_MIN", 16384), 1u << 30));
+    g.rdma_min = rm && (std::strcmp(rm, "off") == 0) ? 0 : uint32_t(std::min<size_t>(viastack::env::bytes(kLayer, "SPLITC_RDMA_MIN", 4096), 1u << 30));
     g.check_collectives = viastack::env::flag("SPLITC_CHECK_COLLECTIVES");
     // Waiting (vipl_wait.h): long spins only pay when every process can have
     // a core of its own; the window adapts unless SPLITC_SPIN fixes it.
@@ -409,6 +417,7 @@ int splitc_init(int *argc, char ***argv) {
     if ((g.procs & (g.procs - 1)) == 0)
         for (splitc_rt_procslog = 0; (1 << splitc_rt_procslog) < g.procs; ++splitc_rt_procslog) {}
     g.peers.assign(size_t(g.procs), Peer{});
+    g.unconfirmed_peers = 0;
     g.coll.vals[0].assign(size_t(g.procs), CollPayload{});
     g.coll.vals[1].assign(size_t(g.procs), CollPayload{});
     g.coll.ops[0].assign(size_t(g.procs), 0);

@@ -6,7 +6,7 @@
 // get/read: request, the reply carries the data.  put/write: the request
 // carries the data, the reply acknowledges.  store (and the runtime's own
 // collective messages): no reply; the target returns their credits in one
-// STORE_ACK every k/4 of them, or piggy-backed on any other reply.
+// STORE_ACK every k/2 of them, or piggy-backed on any other reply.
 #pragma once
 
 #include <cstddef>
@@ -96,6 +96,10 @@ struct Peer : chan::Channel {
     // RDMA straight into or out of them (bulk transfers, rt_bulk.cpp).
     VIP_MEM_HANDLE heap_mh = 0;
     VIP_MEM_HANDLE statics_mh = 0;
+    // RDMA-written bulk puts towards this peer not yet confirmed (rt_bulk.cpp,
+    // confirm_puts): the address of the last one, which the confirming
+    // request names; 0 when none is outstanding.
+    uint64_t unconfirmed_put = 0;
 };
 // Slot::rdma of a send slot posted as an RDMA read: its completion retires a
 // split-phase get or a blocking read (1 is a plain gather or RDMA write).
@@ -137,16 +141,17 @@ struct Runtime {
     VIP_VI_HANDLE direct_vi = nullptr;
     VIP_CQ_HANDLE send_cq = nullptr;  // only with SPLITC_SEND_CQ=1
 
-    uint32_t credits = 8;           // k
-    uint32_t store_ack_every = 4;   // k/2 (chan::Channel::credit_batch)
+    uint32_t credits = 16;          // k (SPLITC_CREDITS)
+    uint32_t store_ack_every = 8;   // k/2 (chan::Channel::credit_batch)
     uint32_t max_msg = 4096;        // header + payload
     uint32_t max_payload = 4096 - sizeof(MsgHdr);
     // Bulk transfers of at least rdma_min bytes go as RDMA writes/reads
     // straight between the two processes' memory (SPLITC_RDMA_MIN; 0: never),
     // in pieces of at most rdma_chunk bytes (the NIC's MaxTransferSize).
-    uint32_t rdma_min = 16384;
+    uint32_t rdma_min = 4096;
     uint32_t rdma_chunk = 0;
     uint64_t rdma_reads = 0;          // RDMA read descriptors not yet reaped
+    uint32_t unconfirmed_peers = 0;   // peers with an unconfirmed RDMA put (Peer::unconfirmed_put)
     chan::Layout layout;            // slots and buffers per peer
     chan::Region slots;             // every peer's slots, registered once
     Segment heap;                   // symmetric heap
@@ -233,6 +238,16 @@ inline bool bulk_by_rdma(size_t n) { return g.rdma_min && n >= g.rdma_min && g.r
 // registered (the caller then takes the message path).
 bool rdma_write(int proc, uint64_t addr, const void *src, size_t n);
 bool rdma_read(int proc, void *dst, uint64_t addr, size_t n, bool split_phase);
+// A bulk put's RDMA writes to addr on proc are posted: sync must confirm them.
+inline void put_unconfirmed(int proc, uint64_t addr) {
+    Peer &p = g.peers[size_t(proc)];
+    if (!p.unconfirmed_put) ++g.unconfirmed_peers;
+    p.unconfirmed_put = addr;
+}
+// Sends one acknowledged request behind the RDMA puts of every peer that has
+// unconfirmed ones (each counted as an outstanding split-phase operation, so
+// the caller's wait for splitphase_pending covers them).
+void confirm_puts();
 // A reaped RDMA read or write: releases its cached registration, and retires
 // the get or read it carried.
 void rdma_retired(Slot *s);

@@ -224,10 +224,9 @@ void splitc_bulk_put(splitc_gptr_t dst, const void *src, size_t n) {
         return;
     }
     if (bulk_by_rdma(n) && rdma_write(proc, addr_of(dst), src, n)) {
-        // One acknowledged request behind the data: sync waits for it, and
-        // then the data is in place and the source was read.
-        ++g.splitphase_pending;
-        send_notice(proc, kPutReq, addr_of(dst), 0);
+        // Confirmed at the next sync, by one acknowledged request behind all
+        // the puts to this peer since the last one (rt_bulk.cpp, confirm_puts).
+        put_unconfirmed(proc, addr_of(dst));
         return;
     }
     // Fragments from registered memory go out as gather segments, without a
@@ -265,6 +264,7 @@ void splitc_bulk_store(splitc_gptr_t dst, const void *src, size_t n) {
 }
 
 void splitc_sync(void) {
+    if (__builtin_expect(g.unconfirmed_peers != 0, 0)) confirm_puts();
     while (g.splitphase_pending) wait_step();
 }
 

@@ -27,6 +27,30 @@ size_t round_pow2(size_t v) {
     return p;
 }
 
+// Brings every page of the wire into this process now instead of at the first
+// packet through it.  A NIC's FIFO is resident memory; here the first touch of
+// each 4 KiB page (64 one-slot packets) by each process costs 10-20 us on the
+// project's Firecracker VM: a page fault, and also a host exit the guest does
+// not count (with the guest's faults gone, MADV_POPULATE_WRITE alone, the
+// stalls stayed until each page had been touched once: the guest's page tables
+// appear to be shadowed by the host).  So the first lap of a fresh 1 MiB ring
+// (16384 short messages) ran at a half to a quarter of the steady-state
+// message rate, and a job that reopens its NICs (logp's interleaved rounds)
+// measured that lap instead of the wire (docs/logp.md, "Split-C in the rounds:
+// the FIFO's first lap").  So: MADV_POPULATE_WRITE (Linux 5.14+) maps the
+// pages writable in one call, then one byte of each page is read (a read:
+// peers may already be writing into their rings).  Zero-filled pages stay a
+// valid empty ring.  A wire above 256 MiB (a large job with big rings) stays
+// lazy, so open time stays bounded.
+void populate(void *p, size_t bytes) {
+    if (bytes > (size_t(256) << 20)) return;
+#ifdef MADV_POPULATE_WRITE
+    (void)madvise(p, bytes, MADV_POPULATE_WRITE);
+#endif
+    const auto *b = static_cast<const volatile unsigned char *>(p);
+    for (size_t off = 0; off < bytes; off += 4096) (void)b[off];
+}
+
 long futex(std::atomic<uint32_t> *addr, int op, uint32_t val, const timespec *ts) {
     return syscall(SYS_futex, reinterpret_cast<uint32_t *>(addr), op, val, ts, nullptr, 0);
 }
@@ -67,6 +91,7 @@ Wire::Wire(const std::string &job, int nprocs, size_t ring_bytes) : nprocs_(npro
         if (p == MAP_FAILED) throw std::runtime_error("nicfw: cannot map " + path_ + ": " + strerror(errno));
     }
     base_ = static_cast<unsigned char *>(p);
+    populate(base_, bytes_);
     hints_.reset(new std::atomic<uint64_t>[static_cast<size_t>(nprocs)]);
     for (int i = 0; i < nprocs; ++i) hints_[i].store(0, std::memory_order_relaxed);
 }

@@ -4,7 +4,10 @@
 // everything crosses the network and with 1 everything is local.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "splitc/splitc.hpp"
@@ -253,6 +256,90 @@ TEST(BulkOps, RdmaCrossoverMovesExactlyTheBytes) {
         barrier();
         all_spread_free(mem);
     }
+}
+
+// Many bulk puts, to every other processor, completed by one sync: the
+// RDMA-written ones are confirmed by one acknowledged request per peer behind
+// all of them (rt_bulk.cpp, confirm_puts), not one per put.  After that sync
+// each source is overwritten at once (a put whose bytes the target had not yet
+// taken would deliver the overwrite), and after a barrier every target, and
+// a third processor reading through the network, must see exactly the bytes
+// put: sizes 1 byte below, at and above splitc_rdma_min() and 3x it, odd
+// offsets, from the heap and from unregistered memory, to every peer before
+// one sync; once with the targets away from the runtime meanwhile.
+TEST(BulkOps, PutStreamsCompleteAtOneSync) {
+    const size_t rm = splitc_rdma_min() ? splitc_rdma_min() : 16384;
+    const std::vector<size_t> sizes{rm - 1, rm, rm + 1, 3 * rm + 5};
+    const int p = procs(), me = myproc();
+    auto byte = [](int from, int round, size_t k, size_t i) {
+        return (unsigned char)(from * 29 + round * 7 + k * 17 + i * 13 + 5);
+    };
+    size_t slot = 0;  // bytes per (sender, size) slot: the largest size plus guards
+    for (size_t n : sizes) slot = std::max(slot, n + 64);
+    const size_t block = slot * sizes.size() * size_t(p);
+    spread_ptr<unsigned char> mem = all_spread_malloc<unsigned char>(size_t(p), 2 * block);
+    unsigned char *mine = (mem + me).local();  // [0, block): received; [block, 2 block): heap sources
+    const unsigned char kGuard = 0xA5;
+    for (int round = 0; round < 3; ++round) {
+        std::memset(mine, kGuard, block);
+        std::vector<std::vector<unsigned char>> plain;  // unregistered sources, kept until sync
+        plain.reserve(sizes.size() * size_t(p));
+        barrier();
+        // Round 1: odd processors stay out of the runtime for a while first, so
+        // (with the firmware inline) their NIC takes nothing meanwhile, and the
+        // streams carry RDMA-sized puts only (a message put's acknowledgement
+        // would confirm the RDMA writes before it by itself): a sync towards
+        // them that returned before they took the bytes would let the
+        // overwrite below reach them.
+        const bool away = round == 1;
+        if (away && me % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        for (int d = 1; d < p; ++d) {  // every other processor, nearest first
+            const int to = (me + d) % p;
+            for (size_t k = away ? 1 : 0; k < sizes.size(); ++k) {
+                const size_t n = sizes[k];
+                const size_t at = (size_t(me) * sizes.size() + k) * slot + 33;  // odd offset at the target
+                global_ptr<unsigned char> dst = (mem + to).to_global() + ptrdiff_t(at);
+                // Alternately from unregistered memory and from the heap.
+                unsigned char *src;
+                if ((k + size_t(d)) % 2 == 0) {
+                    plain.emplace_back(n + 3);
+                    src = plain.back().data() + 3;
+                } else {
+                    src = mine + block + (size_t(to) * sizes.size() + k) * slot + 1;
+                }
+                for (size_t i = 0; i < n; ++i) src[i] = byte(me, round, k, i);
+                bulk_put(dst, src, n);
+            }
+        }
+        splitc::sync();
+        for (auto &b : plain) std::fill(b.begin(), b.end(), 0);  // the sources are ours again
+        std::memset(mine + block, 0, block);
+        barrier();
+        for (int from = 0; from < p; ++from) {
+            if (from == me) continue;
+            for (size_t k = away ? 1 : 0; k < sizes.size(); ++k) {
+                const size_t n = sizes[k], at = (size_t(from) * sizes.size() + k) * slot + 33;
+                bool ok = mine[at - 1] == kGuard && mine[at + n] == kGuard;
+                for (size_t i = 0; i < n && ok; ++i) ok = mine[at + i] == byte(from, round, k, i);
+                EXPECT_TRUE(ok) << "round " << round << ": " << n << " bytes put by processor " << from
+                                << " (RDMA from " << splitc_rdma_min() << ")";
+            }
+        }
+        // A third processor sees the bytes too: read the right neighbour's
+        // copy of what its right neighbour put there.
+        if (p >= 3) {
+            const int target = right(), from = (target + 1) % p;
+            const size_t k = sizes.size() - 1, n = sizes[k], at = (size_t(from) * sizes.size() + k) * slot + 33;
+            std::vector<unsigned char> got(n);
+            bulk_read(got.data(), (mem + target).to_global() + ptrdiff_t(at), n);
+            bool ok = true;
+            for (size_t i = 0; i < n && ok; ++i) ok = got[i] == byte(from, round, k, i);
+            EXPECT_TRUE(ok) << "round " << round << ": processor " << me << " reading what " << from << " put on "
+                            << target;
+        }
+        barrier();
+    }
+    all_spread_free(mem);
 }
 
 TEST(BulkOps, FragmentBoundariesFollowMaxPayload) {

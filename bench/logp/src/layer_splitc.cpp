@@ -2,10 +2,11 @@
 // (splitc_rt.h), the calls a Split-C translator emits.
 //
 //   round trip        splitc_read_4 of a remote int (synchronous read)
-//   burst message     splitc_store_4 (one-way; acknowledged every k/4 stores by
+//   burst message     splitc_store_4 (one-way; acknowledged every k/2 stores by
 //                     the runtime), confirmed by a store back after store_sync
 //   o_r               the one splitc_poll that takes a waiting store
-//   bulk              splitc_bulk_put of n bytes, splitc_sync at the end
+//   bulk              splitc_bulk_put of n bytes, splitc_sync at the end (which
+//                     confirms all of the stream's RDMA puts with one request)
 //   breakdown         splitc_get_4 + splitc_sync (Table 4: a Split-C get)
 //   Figure 2          read, write, get, put, store of an int, single sender
 // The target of a series serves with splitc_poll until the sender writes the
