@@ -110,19 +110,21 @@ int find(uint64_t key) {
 extern "C" {
 
 uint64_t vipl_host_begin(void) {
-    const uint64_t h0 = now();
+    const uint64_t tsc = vipl_instr_now(); // one clock read serves both clocks (unless a test's)
+    const uint64_t h0 = g_model.m.now ? now() : tsc;
     if (t_depth == kDepth) { // abandoned scopes (early returns): drop the oldest half
         std::memmove(t_open, t_open + kDepth / 2, sizeof(Open) * (kDepth / 2));
         t_depth = kDepth / 2;
     }
-    uint64_t key = vipl_instr_clock();
+    uint64_t key = tsc - vipl_instr_waited; // vipl_instr_clock() at tsc
     if (t_depth && t_open[t_depth - 1].key >= key) key = t_open[t_depth - 1].key + 1; // unique, increasing
     t_open[t_depth++] = Open{key, h0, t_nested, 0};
     return key;
 }
 
 void vipl_host_end(vipl_instr_counter *c, uint64_t t, int counted, int kind) {
-    const uint64_t h1 = now();
+    const uint64_t tsc1 = vipl_instr_now();
+    const uint64_t h1 = g_model.m.now ? now() : tsc1;
     const int i = t ? find(t) : -1;
     if (i < 0) { // begun before the model was on (or dropped): only count it
         if (counted && c && vipl_instr_enabled() && t) vipl_instr_add(c, vipl_instr_clock() - t);
@@ -132,11 +134,11 @@ void vipl_host_end(vipl_instr_counter *c, uint64_t t, int counted, int kind) {
     t_depth = i; // pops it, and any scope begun inside it that never ended
     const Model &g = g_model;
     const int cat = c ? c->category : VIPL_INSTR_OTHER;
+    uint64_t charge = 0;
     const double raw = double(h1 - o.h0) - double(t_nested - o.nested0) - g.empty - g.nest * o.children;
     t_last_raw = raw;
     if (kind == VIPL_SCOPE_LAYER && cat != VIPL_INSTR_FIRMWARE && cat != VIPL_INSTR_WAIT) {
         const uint64_t self = raw > 0 ? uint64_t(raw) : 0;
-        uint64_t charge = 0;
         if (self > g.max_self) {
             g_skipped.fetch_add(1, std::memory_order_relaxed);
         } else if (g.stretch > 0) {
@@ -147,7 +149,8 @@ void vipl_host_end(vipl_instr_counter *c, uint64_t t, int counted, int kind) {
         if (cat == VIPL_INSTR_FLOW_CONTROL || cat == VIPL_INSTR_SEMANTICS) charge += read_lines();
         spin(charge);
     }
-    if (counted && c && vipl_instr_enabled()) vipl_instr_add(c, vipl_instr_clock() - t);
+    if (counted && c && vipl_instr_enabled())
+        vipl_instr_add(c, (charge ? vipl_instr_clock() : tsc1 - vipl_instr_waited) - t);
     // To the enclosing scope, all of this one (its charge included) is nested time.
     t_nested = o.nested0 + (now() - o.h0);
     if (t_depth) t_open[t_depth - 1].children++;
