@@ -328,6 +328,29 @@ TEST(CostHostCpu, ASlowerHostStretchesTheLayersOwnWork) {
     EXPECT_LT(off_ns, 40000.0);
     EXPECT_GE(on_ns, 45000.0); // 5 us, then 9 x 5 us more (less the calibrated scope cost)
     EXPECT_EQ(vipl_host_on, 0); // off again once the NIC is closed
+
+    // The delay is real, not an instrumentation artefact: with instrumentation
+    // off the same scope still takes the modelled host's time (wall clock).
+    auto wall_ns = [](Rig &) {
+        const int was = vipl_instr_on;
+        vipl_instr_enable(0);
+        const uint64_t t0 = now();
+        {
+            VIPL_INSTR_BEGIN(t);
+            const uint64_t end = now() + 5000;
+            while (now() < end) {
+            }
+            VIPL_INSTR_END(c_layer_fc, t);
+        }
+        const uint64_t t1 = now();
+        vipl_instr_enable(was);
+        return double(t1 - t0);
+    };
+    const double wall_on = min_over_reps(slow, wall_ns), wall_off = min_over_reps(off, wall_ns);
+    std::printf("the same, instrumentation off, wall clock: host model %.1f us, none %.1f us\n", wall_on / 1e3,
+                wall_off / 1e3);
+    EXPECT_GE(wall_on, 45000.0);
+    EXPECT_LT(wall_off, 40000.0);
 }
 
 TEST(CostHostCpu, TheFirstFlowControlScopeAfterAReceiveReadsItsLine) {
