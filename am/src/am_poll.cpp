@@ -71,10 +71,15 @@ void call_error_handler(ep_t ep, int status, op_t opcode, Token *t) {
 // Runs a user handler for message m (already checked); returns nothing.
 static inline void dispatch(amx_handler_fn_t fn, Token *t, MsgHeader *m, void *buf) {
 #if VIASTACK_INSTR_COMPILED
-    uint64_t t0 = 0, nested0 = 0;
-    if (vipl_instr_enabled()) {
-        nested0 = g.nested_send_cycles;
-        t0 = vipl_instr_now();
+    // th: the scope the host-CPU model stretches (vipl_instr.h; a reply sent
+    // from the handler is nested scopes of its own); t0: the count, less the reply.
+    uint64_t t0 = 0, nested0 = 0, th = 0;
+    if (__builtin_expect(vipl_instr_timing, 0)) {
+        th = vipl_instr_begin_();
+        if (vipl_instr_enabled()) {
+            nested0 = g.nested_send_cycles;
+            t0 = vipl_instr_now();
+        }
     }
 #endif
     void *const outer = g.live_token;
@@ -88,8 +93,11 @@ static inline void dispatch(amx_handler_fn_t fn, Token *t, MsgHeader *m, void *b
     g.live_token = outer;
 #if VIASTACK_INSTR_COMPILED
     // "Act on message" is the handler's own work: its reply is counted by the send counters.
-    if (vipl_instr_enabled())
-        vipl_instr_add(&c_act, vipl_instr_now() - t0 - (g.nested_send_cycles - nested0));
+    if (__builtin_expect(vipl_instr_timing, 0)) {
+        vipl_instr_end_(&c_act, th, 0, VIPL_SCOPE_LAYER);
+        if (vipl_instr_enabled() && t0)
+            vipl_instr_add(&c_act, vipl_instr_now() - t0 - (g.nested_send_cycles - nested0));
+    }
 #endif
 }
 

@@ -3,12 +3,14 @@
 // with the model on (Firmware::cost_.on()), so nothing here is on the default
 // path.
 #include <cstring>
+#include <mutex>
 
 #include "dma.hpp"
 #include "firmware.hpp"
 #include "packet_check.hpp"
 #include "vi_table.hpp"
 #include "vipl_instr.h"
+#include "viastack_log.hpp"
 
 namespace nicfw {
 
@@ -59,6 +61,35 @@ void Firmware::cost_arrived(const ViImpl *vi, const VIP_DESCRIPTOR *d, bool recv
     vipl_instr_arrived(d, at, ago(cost_.params().uncached_read_ns));
     if (const CqImpl *cq = recv ? vi->recv_cq : vi->send_cq)
         vipl_instr_arrived(static_cast<const vipl::prov::Cq *>(cq), at, tsc);
+}
+
+namespace {
+std::mutex g_host_mutex;
+int g_host_users = 0; // open NICs whose profile models the host CPU
+} // namespace
+
+void Firmware::cost_host_acquire() {
+    vipl_host_model m;
+    if (!host_cpu_model(cost_.params(), vipl_instr_cycles_per_ns() * 1000.0, &m)) return;
+    std::lock_guard<std::mutex> lock(g_host_mutex);
+    if (g_host_users == 0 && vipl_host_model_set(&m) != 0) {
+        viastack::log::error(viastack::log::Layer::nicfw, "cost model {}: bad host-CPU parameters (slowdown {})",
+                             cost_.params().name, m.slowdown);
+        return;
+    }
+    if (g_host_users == 0)
+        viastack::log::debug(viastack::log::Layer::nicfw,
+                             "cost model {}: host CPU modelled, the layers' software stretched {:.2f}x; "
+                             "received messages read in {}-byte lines of {} ns",
+                             cost_.params().name, m.slowdown, m.line_bytes, m.line_ns);
+    ++g_host_users;
+    cost_host_ = true;
+}
+
+void Firmware::cost_host_release() {
+    std::lock_guard<std::mutex> lock(g_host_mutex);
+    cost_host_ = false;
+    if (--g_host_users == 0) vipl_host_model_set(nullptr);
 }
 
 } // namespace nicfw

@@ -1,9 +1,11 @@
 // cost_model.cpp - the cost model's built-in profiles, its parameter files, and
 // the charging (cost_model.hpp; sources of every value: docs/cost-model.md).
 #include "cost_model.hpp"
+#include "vipl_instr.h"
 
 #include <time.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -38,6 +40,11 @@ CostParams lanai7() {
     p.link_mb_s = 160;          // [src] [BIP] §3.3: "the data on the wire could be cadenced at 160Mbytes/s"
     p.link_header_bytes = 8;    // [assume] Myrinet route, type and CRC
     p.switch_ns = 500;          // [assume] one Myrinet switch and cables
+    p.host_mhz = 550;           // [src] [Begel01] abstract, footnote 2: 4-way 550 MHz Pentium III
+    p.host_ipc_ratio = 2.0;     // [assume] a current x86 core retires ~2x a P6 core's instructions per clock
+    p.host_max_self_ns = 20000; // [assume] no layer scope of a short message runs 20 us on this host
+    p.recv_line_bytes = 32;     // [src] P6 cache line; [Begel01] §6: messages "initially un-cached"
+    p.recv_line_ns = 250;       // [assume] as uncached_read_ns: a memory access of a 550 MHz PIII
     return p;
 }
 
@@ -50,6 +57,7 @@ CostParams lanai4() {
     p.doorbell = BellKind::Emulated;
     p.doorbell_writes = 1;      // [assume] a plain token write; the wait is the emulation's
     p.dma_mb_s = 110;           // [fit] Table 1: 62.8 MB/s on 32-bit PCI vs 68.3 MB/s (LANai 7)
+    p.host_mhz = 400;           // [src] [Begel01] footnote 2: 2-way 400 MHz Pentium II (a P6 core too)
     return p;
 }
 
@@ -71,6 +79,7 @@ struct Key {
     const char *name;
     uint32_t CostParams::*u;
     double CostParams::*d;
+    bool zero_ok = false; // a double that may be 0 (off)
 };
 const Key kKeys[] = {
     {"pio_read_ns", &CostParams::pio_read_ns, nullptr},
@@ -90,6 +99,12 @@ const Key kKeys[] = {
     {"link_header_bytes", &CostParams::link_header_bytes, nullptr},
     {"switch_ns", &CostParams::switch_ns, nullptr},
     {"pio_max_bytes", &CostParams::pio_max_bytes, nullptr},
+    {"host_mhz", nullptr, &CostParams::host_mhz, true},
+    {"host_ipc_ratio", nullptr, &CostParams::host_ipc_ratio, true},
+    {"this_host_mhz", nullptr, &CostParams::this_host_mhz, true},
+    {"host_max_self_ns", &CostParams::host_max_self_ns, nullptr},
+    {"recv_line_bytes", &CostParams::recv_line_bytes, nullptr},
+    {"recv_line_ns", &CostParams::recv_line_ns, nullptr},
 };
 
 template <class E>
@@ -181,13 +196,17 @@ CostParams parse_cost_params(const std::string &text, const std::string &where) 
         } else {
             double x = 0;
             auto r = std::from_chars(v.data(), v.data() + v.size(), x);
-            if (r.ec != std::errc() || r.ptr != v.data() + v.size() || !(x > 0) || !std::isfinite(x))
-                throw bad(k + " = '" + v + "' is not a positive number (MB/s)");
+            if (r.ec != std::errc() || r.ptr != v.data() + v.size() || !std::isfinite(x) ||
+                !(key->zero_ok ? x >= 0 : x > 0))
+                throw bad(k + " = '" + v + "' is not a " + (key->zero_ok ? "number >= 0" : "positive number"));
             p.*key->d = x;
         }
     }
     if (p.dma_mb_s <= 0 || p.link_mb_s <= 0) throw bad("dma_mb_s and link_mb_s must be given (> 0)");
     if (p.send_data == SendData::Pio && p.pio_data_mb_s <= 0) throw bad("send_data = pio needs pio_data_mb_s > 0");
+    if (p.host_mhz > 0 && (p.host_ipc_ratio <= 0 || p.host_max_self_ns == 0))
+        throw bad("host_mhz > 0 needs host_ipc_ratio > 0 and host_max_self_ns > 0 (or host_mhz = 0: no host CPU model)");
+    if (p.recv_line_ns > 0 && p.recv_line_bytes == 0) throw bad("recv_line_ns > 0 needs recv_line_bytes > 0");
     return p;
 }
 
@@ -197,6 +216,17 @@ CostParams load_cost_params(const std::string &path) {
     std::stringstream ss;
     ss << f.rdbuf();
     return parse_cost_params(ss.str(), path);
+}
+
+bool host_cpu_model(const CostParams &p, double this_mhz, vipl_host_model *out) {
+    if (!p.enabled) return false;
+    *out = vipl_host_model{};
+    const double mine = p.this_host_mhz > 0 ? p.this_host_mhz : this_mhz;
+    out->slowdown = p.host_mhz > 0 ? std::max(1.0, mine / p.host_mhz * p.host_ipc_ratio) : 1.0;
+    out->max_self_ns = p.host_max_self_ns > 0 ? p.host_max_self_ns : 1e9;
+    out->line_bytes = p.recv_line_bytes;
+    out->line_ns = p.recv_line_bytes ? p.recv_line_ns : 0;
+    return out->slowdown > 1.0 || out->line_ns > 0;
 }
 
 const char *cost_item_name(int i) {

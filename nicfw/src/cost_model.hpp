@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <string>
 
+#include "vipl_instr.h"
+
 namespace nicfw {
 
 // Where completion-queue entries live ([Begel01] §8: on the NIC, read by PIO).
@@ -55,6 +57,14 @@ struct CostParams {
     double link_mb_s = 0;           // link bandwidth
     uint32_t link_header_bytes = 0; // bytes a packet carries besides its data (route, type, CRC)
     uint32_t switch_ns = 0;         // switch and cable latency
+    // the host CPU (vipl_instr.h's host-CPU model: the layers' own software
+    // stretched by slowdown = this host's clock / host_mhz * host_ipc_ratio)
+    double host_mhz = 0;            // the modelled host's clock (0: its CPU is not modelled)
+    double host_ipc_ratio = 0;      // this host's instructions per clock / the modelled host's
+    double this_host_mhz = 0;       // this host's clock (0: the measured TSC rate)
+    uint32_t host_max_self_ns = 0;  // a layer scope longer than this is a preemption: not stretched
+    uint32_t recv_line_bytes = 0;   // a received message is read in lines of this size ...
+    uint32_t recv_line_ns = 0;      // ... each a host read of memory the NIC wrote (0: not modelled)
     // design-space switches
     CqPlace cq = CqPlace::Nic;
     BellKind doorbell = BellKind::Fifo;
@@ -73,6 +83,10 @@ std::string dump_cost_params(const CostParams &p);
 // `base = lanai7`, else 0); throws std::runtime_error naming the line.
 CostParams parse_cost_params(const std::string &text, const std::string &where);
 CostParams load_cost_params(const std::string &path);
+
+// The host-CPU model these parameters ask for (vipl_instr.h), with this host's
+// clock `this_mhz` when the profile does not give it; false if it asks for none.
+bool host_cpu_model(const CostParams &p, double this_mhz, vipl_host_model *out);
 
 // What the model has charged, per item (tests, docs).
 enum CostItem : int {

@@ -62,10 +62,12 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
     wire_.consumers_may_sleep = cfg_.mode == Mode::Thread || cfg_.progress_thread;
     wire_.self = static_cast<uint16_t>(rank_);
     if (cfg_.faults.die_reserved_rank == rank_) wire_.die_after_reserves.store(cfg_.faults.die_reserved_n);
+    if (cost_.on()) cost_host_acquire();
 }
 
 Firmware::~Firmware() {
     stop_thread();
+    if (cost_host_) cost_host_release();
     if (faults_ || cfg_.transport) {
         const FaultInjector::Stats f = faults_ ? faults_->stats : FaultInjector::Stats{};
         viastack::log::info(viastack::log::Layer::nicfw,

@@ -295,6 +295,11 @@ private:
     // entry) became visible to the host under the model, so that the part of
     // a host call spent before that is counted as waiting (vipl_instr.h).
     void cost_arrived(const ViImpl *vi, const VIP_DESCRIPTOR *d, bool recv);
+    // The host-CPU part of the profile (host_mhz, recv_line_*): turned on in
+    // vipl_instr while any NIC with it is open (the process has one host).
+    void cost_host_acquire();
+    void cost_host_release();
+    bool cost_host_ = false;
 
     const Config cfg_;
     Wire wire_;          // the link: owned here, read on every step (no indirection)

@@ -3,6 +3,7 @@
 // notifies; the VI's connection calls go to the connection manager.
 #include "nic.hpp"
 #include "reliable.hpp"
+#include "vipl_instr.h"
 
 namespace nicfw {
 
@@ -111,6 +112,8 @@ VIP_RETURN ViImpl::send_done(VIP_DESCRIPTOR **d) { return done(host_sq, d); }
 VIP_RETURN ViImpl::recv_done(VIP_DESCRIPTOR **d) {
     const VIP_RETURN rc = done(host_rq, d);
     if (rc == VIP_SUCCESS && hw->cfg.profile.recv_ns) spin_ns(hw->cfg.profile.recv_ns);
+    // The message is the host's now: the layer reads its lines, uncached (vipl_instr.h).
+    if (rc == VIP_SUCCESS && __builtin_expect(hw->fw.cost().on(), 0)) vipl_host_received((*d)->CS.Length);
     return rc;
 }
 
@@ -141,6 +144,7 @@ VIP_RETURN ViImpl::send_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) { return 
 VIP_RETURN ViImpl::recv_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) {
     const VIP_RETURN rc = wait(host_rq, timeout_ms, d);
     if (rc == VIP_SUCCESS && hw->cfg.profile.recv_ns) spin_ns(hw->cfg.profile.recv_ns);
+    if (rc == VIP_SUCCESS && __builtin_expect(hw->fw.cost().on(), 0)) vipl_host_received((*d)->CS.Length);
     return rc;
 }
 

@@ -284,3 +284,82 @@ TEST(CostInstr, WaitingForAMessageIsNotOverhead) {
     EXPECT_LT(recv_ns, 100000.0);
     EXPECT_GT(wait_ns, 200000.0);
 }
+
+// The host-CPU model (vipl_instr.h): under a profile that models a slower host
+// the layers' own scopes take longer by the slowdown, and the first Flow
+// Control scope after a receive pays the uncached read of its line; a profile
+// without it (host_mhz = 0, recv_line_ns = 0) leaves them alone.  The scopes
+// here stand for a layer's: 5 us of its own work in a Flow Control scope; the
+// slowdown is 10 (this_host_mhz 1000 / host_mhz 100, IPC ratio 1), a line 100 us.
+namespace {
+VIPL_INSTR_DEFINE(c_layer_fc, "smoke.layer flow control", VIPL_INSTR_FLOW_CONTROL);
+
+double layer_scope_ns(Rig &rig, bool receive_first, uint64_t work_ns) {
+    if (receive_first) {
+        rig.send(1);
+        rig.drain(1); // VipRecvWait hands the 16-byte message over: one line to read
+    }
+    const int was = vipl_instr_on;
+    vipl_instr_reset();
+    vipl_instr_enable(1);
+    {
+        VIPL_INSTR_BEGIN(t);
+        const uint64_t end = now() + work_ns;
+        while (now() < end) {
+        }
+        VIPL_INSTR_END(c_layer_fc, t);
+    }
+    vipl_instr_enable(was);
+    vipl_instr_sample s{};
+    EXPECT_EQ(vipl_instr_find("smoke.layer flow control", &s), 0);
+    return s.ns;
+}
+} // namespace
+
+TEST(CostHostCpu, ASlowerHostStretchesTheLayersOwnWork) {
+    const std::string slow = "base = lanai7\nthis_host_mhz = 1000\nhost_mhz = 100\nhost_ipc_ratio = 1\n"
+                             "host_max_self_ns = 1000000\nrecv_line_ns = 0\n";
+    const std::string off = "base = lanai7\nhost_mhz = 0\nrecv_line_ns = 0\n";
+    const double on_ns = min_over_reps(slow, [](Rig &r) { return layer_scope_ns(r, false, 5000); });
+    const double off_ns = min_over_reps(off, [](Rig &r) { return layer_scope_ns(r, false, 5000); });
+    std::printf("5 us of layer work in a Flow Control scope: host model %.1f us, none %.1f us\n", on_ns / 1e3,
+                off_ns / 1e3);
+    EXPECT_GE(off_ns, 5000.0);
+    EXPECT_LT(off_ns, 40000.0);
+    EXPECT_GE(on_ns, 45000.0); // 5 us, then 9 x 5 us more (less the calibrated scope cost)
+    EXPECT_EQ(vipl_host_on, 0); // off again once the NIC is closed
+
+    // The delay is real, not an instrumentation artefact: with instrumentation
+    // off the same scope still takes the modelled host's time (wall clock).
+    auto wall_ns = [](Rig &) {
+        const int was = vipl_instr_on;
+        vipl_instr_enable(0);
+        const uint64_t t0 = now();
+        {
+            VIPL_INSTR_BEGIN(t);
+            const uint64_t end = now() + 5000;
+            while (now() < end) {
+            }
+            VIPL_INSTR_END(c_layer_fc, t);
+        }
+        const uint64_t t1 = now();
+        vipl_instr_enable(was);
+        return double(t1 - t0);
+    };
+    const double wall_on = min_over_reps(slow, wall_ns), wall_off = min_over_reps(off, wall_ns);
+    std::printf("the same, instrumentation off, wall clock: host model %.1f us, none %.1f us\n", wall_on / 1e3,
+                wall_off / 1e3);
+    EXPECT_GE(wall_on, 45000.0);
+    EXPECT_LT(wall_off, 40000.0);
+}
+
+TEST(CostHostCpu, TheFirstFlowControlScopeAfterAReceiveReadsItsLine) {
+    const std::string lines = "base = lanai7\nhost_mhz = 0\nrecv_line_ns = 100000\n";
+    const std::string off = "base = lanai7\nhost_mhz = 0\nrecv_line_ns = 0\n";
+    const double on_ns = min_over_reps(lines, [](Rig &r) { return layer_scope_ns(r, true, 0); });
+    const double off_ns = min_over_reps(off, [](Rig &r) { return layer_scope_ns(r, true, 0); });
+    std::printf("empty Flow Control scope after a 16-byte receive: line read %.1f us, none %.1f us\n", on_ns / 1e3,
+                off_ns / 1e3);
+    EXPECT_GE(on_ns, 100000.0);
+    EXPECT_LT(off_ns, 50000.0);
+}

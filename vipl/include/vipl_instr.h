@@ -25,6 +25,20 @@
  *                 When off, a timed scope costs one predictable branch on a global.
  *   dump at exit  VIASTACK_INSTR_DUMP=path.json ("%r" in the path becomes the rank)
  *
+ * The host-CPU model (docs/cost-model.md, "The host CPU").  A provider
+ * whose cost model emulates an older host (nicfw's lanai7 profile: a 550 MHz
+ * Pentium III) turns it on with vipl_host_model_set().  Then the same timed
+ * scopes, whether or not instrumentation is on, stretch the layers' own
+ * software: at the end of every scope of a layer above VIPL, its self time
+ * (what it ran outside nested scopes; VIPL calls are nested provider scopes)
+ * is spun once more times (slowdown - 1), and the first Flow Control or
+ * Semantics scopes after a message was handed over pay the uncached reads of
+ * its lines (vipl_host_received).  Provider scopes (the VIPL front) close with
+ * VIPL_INSTR_PROVIDER_END: they nest but are never stretched, their hardware
+ * being modelled by the provider itself.  A scope whose END is conditional
+ * (a poll that found nothing is not counted) closes with the _IF form, so
+ * its time still nests.  Off, a scope is one branch on vipl_instr_timing.
+ *
  * Usage (C):
  *   VIPL_INSTR_DEFINE(c_post, "VipPostSend", VIPL_INSTR_BASE_VI);
  *   VIPL_INSTR_BEGIN(t);  ... work ...  VIPL_INSTR_END(c_post, t);
@@ -76,6 +90,10 @@ typedef struct {
 } vipl_instr_sample;
 
 extern int vipl_instr_on;       /* the runtime switch; read it through vipl_instr_enabled() */
+/* Instrumentation or the host-CPU model on: timed scopes read the clock. */
+extern int vipl_instr_timing;
+/* The host-CPU model is on (vipl_host_model_set). */
+extern int vipl_host_on;
 
 static inline int vipl_instr_enabled(void) { return __builtin_expect(vipl_instr_on, 0); }
 
@@ -117,6 +135,51 @@ int vipl_instr_take_arrival(const void *key, uint64_t *at, uint64_t *seen);
  * or not): declares the call's waiting part.  Only with instrumentation on. */
 void vipl_instr_call_waited(uint64_t t, const void *key, int found);
 
+/* ---- the host-CPU model (see the top; docs/cost-model.md) ---- */
+typedef struct vipl_host_model {
+    double slowdown;          /* >= 1: the modelled host's time per unit of this host's time in layer code */
+    double max_self_ns;       /* a scope's self time above this is a preemption, not software: not stretched */
+    uint32_t line_bytes;      /* a received message is read in lines of this size ... */
+    uint32_t line_ns;         /* ... each an uncached read (the NIC wrote it by DMA) */
+    /* For tests: the model's clock and spin, in the model's "cycles"
+     * (NULL: the TSC, busy-waited), and cycles per ns (0: the calibrated TSC rate). */
+    uint64_t (*now)(void *ctx);
+    void (*spin)(void *ctx, uint64_t cycles);
+    void *ctx;
+    double cycles_per_ns;
+} vipl_host_model;
+/* What the host-CPU model has charged, process-wide (since it was set). */
+typedef struct {
+    uint64_t scopes;          /* layer scopes stretched */
+    uint64_t stretch_cycles;  /* ... by this much in total */
+    uint64_t skipped;         /* layer scopes too long to be software (max_self_ns) */
+    uint64_t lines;           /* received-message lines read uncached */
+    uint64_t line_cycles;     /* ... costing this much */
+    double empty_cycles;      /* calibrated self time of an empty scope, not stretched */
+    double nest_cycles;       /* calibrated time a nested scope leaks into its parent's self time */
+} vipl_host_stats;
+/* Turns the model on with *m (copied; calibrates the scopes' own cost), or
+ * off with NULL.  Returns 0, or -1 for bad parameters (slowdown < 1,
+ * line_ns without line_bytes). */
+int vipl_host_model_set(const vipl_host_model *m);
+void vipl_host_model_stats(vipl_host_stats *out);
+/* A provider handed a message of `bytes` the NIC wrote by DMA to this thread:
+ * the layer's next Flow Control / Semantics scopes read it (its first line,
+ * then the rest).  Replaces what this thread had not read yet.  No-op off. */
+void vipl_host_received(uint32_t bytes);
+/* Scope internals (the macros below): begin returns the scope's start on the
+ * overhead clock; end closes the scope begun at t, stretches it if it is a
+ * layer's, and adds it to c if `counted` (and instrumentation is on). */
+enum { VIPL_SCOPE_LAYER = 0, VIPL_SCOPE_PROVIDER = 1 };
+uint64_t vipl_host_begin(void);
+void vipl_host_end(vipl_instr_counter *c, uint64_t t, int counted, int kind);
+
+static inline uint64_t vipl_instr_begin_(void) { return vipl_host_on ? vipl_host_begin() : vipl_instr_clock(); }
+static inline void vipl_instr_end_(vipl_instr_counter *c, uint64_t t, int counted, int kind) {
+    if (vipl_host_on) vipl_host_end(c, t, counted, kind);
+    else if (counted && c && vipl_instr_enabled() && t) vipl_instr_add(c, vipl_instr_clock() - t);
+}
+
 void vipl_instr_enable(int on);
 void vipl_instr_reset(void);                 /* zero every counter */
 double vipl_instr_cycles_per_ns(void);       /* TSC rate, calibrated once */
@@ -130,9 +193,15 @@ int vipl_instr_dump_json(const char *path);  /* machine-readable; 0 on success *
 
 #if VIASTACK_INSTR_COMPILED
 #define VIPL_INSTR_DEFINE(var, name, cat) static vipl_instr_counter var = {name, cat, 0, 0, 0, 0}
-#define VIPL_INSTR_BEGIN(t) uint64_t t = vipl_instr_enabled() ? vipl_instr_clock() : 0
-#define VIPL_INSTR_END(var, t) \
-    do { if (vipl_instr_enabled()) vipl_instr_add(&(var), vipl_instr_clock() - (t)); } while (0)
+#define VIPL_INSTR_BEGIN(t) uint64_t t = __builtin_expect(vipl_instr_timing, 0) ? vipl_instr_begin_() : 0
+#define VIPL_INSTR_END(var, t) VIPL_INSTR_END_IF(var, t, 1)
+/* Closes the scope always; counts it on var only if `counted`. */
+#define VIPL_INSTR_END_IF(var, t, counted) \
+    do { if (__builtin_expect(vipl_instr_timing, 0)) vipl_instr_end_(&(var), (t), (counted), VIPL_SCOPE_LAYER); } while (0)
+/* The VIPL front's scopes: the provider's time, never stretched by the host-CPU model. */
+#define VIPL_INSTR_PROVIDER_END_IF(var, t, counted) \
+    do { if (__builtin_expect(vipl_instr_timing, 0)) vipl_instr_end_(&(var), (t), (counted), VIPL_SCOPE_PROVIDER); } while (0)
+#define VIPL_INSTR_PROVIDER_END(var, t) VIPL_INSTR_PROVIDER_END_IF(var, t, 1)
 /* A Done/Wait call begun at t returned key (found) or nothing: declare its waiting part. */
 #define VIPL_INSTR_WAITED(t, key, found) \
     do { if (vipl_instr_enabled() && (t)) vipl_instr_call_waited((t), (key), (found)); } while (0)
@@ -140,6 +209,9 @@ int vipl_instr_dump_json(const char *path);  /* machine-readable; 0 on success *
 #define VIPL_INSTR_DEFINE(var, name, cat) static const int var##_unused_ = 0
 #define VIPL_INSTR_BEGIN(t) do {} while (0)
 #define VIPL_INSTR_END(var, t) do {} while (0)
+#define VIPL_INSTR_END_IF(var, t, counted) do {} while (0)
+#define VIPL_INSTR_PROVIDER_END_IF(var, t, counted) do {} while (0)
+#define VIPL_INSTR_PROVIDER_END(var, t) do {} while (0)
 #define VIPL_INSTR_WAITED(t, key, found) do {} while (0)
 #endif
 
@@ -151,8 +223,8 @@ namespace vipl::instr {
 class Scope {
 public:
     explicit Scope(vipl_instr_counter &c) noexcept
-        : c_(c), t0_(vipl_instr_enabled() ? vipl_instr_clock() : 0) {}
-    ~Scope() { if (vipl_instr_enabled()) vipl_instr_add(&c_, vipl_instr_clock() - t0_); }
+        : c_(c), t0_(__builtin_expect(vipl_instr_timing, 0) ? vipl_instr_begin_() : 0) {}
+    ~Scope() { if (__builtin_expect(vipl_instr_timing, 0)) vipl_instr_end_(&c_, t0_, 1, VIPL_SCOPE_LAYER); }
     Scope(const Scope &) = delete;
     Scope &operator=(const Scope &) = delete;
 private:

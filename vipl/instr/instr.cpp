@@ -159,7 +159,7 @@ void dump_at_exit() {
 struct StartUp {
     StartUp() {
         if (const char *on = std::getenv("VIASTACK_INSTR"); on && *on && std::strcmp(on, "0") != 0)
-            vipl_instr_on = 1;
+            vipl_instr_on = vipl_instr_timing = 1;
         if (const char *path = std::getenv("VIASTACK_INSTR_DUMP"); path && *path) std::atexit(dump_at_exit);
     }
 } g_start_up;
@@ -217,7 +217,11 @@ void vipl_instr_call_waited(uint64_t t, const void *key, int found) {
         vipl_instr_wait((seen < now ? seen : now) - start);
 }
 
-void vipl_instr_enable(int on) { __atomic_store_n(&vipl_instr_on, on ? 1 : 0, __ATOMIC_RELAXED); }
+void vipl_instr_enable(int on) {
+    __atomic_store_n(&vipl_instr_on, on ? 1 : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&vipl_instr_timing, (on || __atomic_load_n(&vipl_host_on, __ATOMIC_RELAXED)) ? 1 : 0,
+                     __ATOMIC_RELAXED);
+}
 
 void vipl_instr_reset(void) {
     std::lock_guard<std::mutex> lock(g_registry_mutex);

@@ -52,8 +52,8 @@ VIP_RETURN VipCQDone(VIP_CQ_HANDLE CQHandle, VIP_VI_HANDLE *ViHandle, VIP_BOOLEA
     if (rc == VIP_SUCCESS) {
         *ViHandle = vi->api_handle;
         *RecvQueue = recv ? VIP_TRUE : VIP_FALSE;
-        VIPL_INSTR_END(c_cq_done, t);
     }
+    VIPL_INSTR_PROVIDER_END_IF(c_cq_done, t, rc == VIP_SUCCESS); // an empty poll nests, uncounted
     return rc;
 }
 
@@ -69,7 +69,7 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE CQHandle, VIP_ULONG Timeout, VIP_VI_HANDLE *V
         *ViHandle = vi->api_handle;
         *RecvQueue = recv ? VIP_TRUE : VIP_FALSE;
     }
-    VIPL_INSTR_END(c_cq_wait, t);
+    VIPL_INSTR_PROVIDER_END(c_cq_wait, t);
     return rc;
 }
 

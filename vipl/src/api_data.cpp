@@ -51,7 +51,7 @@ VIP_RETURN VipPostSend(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr, VI
     if (__builtin_expect(!mark_posted(DescriptorPtr), 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->post_send(DescriptorPtr, MemoryHandle);
     if (__builtin_expect(rc != VIP_SUCCESS, 0)) mark_returned(DescriptorPtr);
-    VIPL_INSTR_END(c_post_send, t);
+    VIPL_INSTR_PROVIDER_END(c_post_send, t);
     return rc;
 }
 
@@ -62,7 +62,7 @@ VIP_RETURN VipPostRecv(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr, VI
     if (__builtin_expect(!mark_posted(DescriptorPtr), 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->post_recv(DescriptorPtr, MemoryHandle);
     if (__builtin_expect(rc != VIP_SUCCESS, 0)) mark_returned(DescriptorPtr);
-    VIPL_INSTR_END(c_post_recv, t);
+    VIPL_INSTR_PROVIDER_END(c_post_recv, t);
     return rc;
 }
 
@@ -72,10 +72,8 @@ VIP_RETURN VipSendDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
     if (__builtin_expect(!vi || !DescriptorPtr, 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->send_done(DescriptorPtr);
     VIPL_INSTR_WAITED(t, rc == VIP_SUCCESS ? *DescriptorPtr : nullptr, rc != VIP_NOT_DONE);
-    if (rc == VIP_SUCCESS) {
-        mark_returned(*DescriptorPtr);
-        VIPL_INSTR_END(c_send_done, t);
-    }
+    if (rc == VIP_SUCCESS) mark_returned(*DescriptorPtr);
+    VIPL_INSTR_PROVIDER_END_IF(c_send_done, t, rc == VIP_SUCCESS); // an empty poll nests, uncounted
     return rc;
 }
 
@@ -85,10 +83,8 @@ VIP_RETURN VipRecvDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
     if (__builtin_expect(!vi || !DescriptorPtr, 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->recv_done(DescriptorPtr);
     VIPL_INSTR_WAITED(t, rc == VIP_SUCCESS ? *DescriptorPtr : nullptr, rc != VIP_NOT_DONE);
-    if (rc == VIP_SUCCESS) {
-        mark_returned(*DescriptorPtr);
-        VIPL_INSTR_END(c_recv_done, t);
-    }
+    if (rc == VIP_SUCCESS) mark_returned(*DescriptorPtr);
+    VIPL_INSTR_PROVIDER_END_IF(c_recv_done, t, rc == VIP_SUCCESS); // an empty poll nests, uncounted
     return rc;
 }
 
@@ -99,7 +95,7 @@ VIP_RETURN VipSendWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR
     const VIP_RETURN rc = vi->send_wait(Timeout, DescriptorPtr);
     if (rc == VIP_SUCCESS) VIPL_INSTR_WAITED(t, *DescriptorPtr, 1); // the part before its arrival
     if (rc == VIP_SUCCESS) mark_returned(*DescriptorPtr);
-    VIPL_INSTR_END(c_send_wait, t);
+    VIPL_INSTR_PROVIDER_END(c_send_wait, t);
     return rc;
 }
 
@@ -110,7 +106,7 @@ VIP_RETURN VipRecvWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR
     const VIP_RETURN rc = vi->recv_wait(Timeout, DescriptorPtr);
     if (rc == VIP_SUCCESS) VIPL_INSTR_WAITED(t, *DescriptorPtr, 1); // the part before its arrival
     if (rc == VIP_SUCCESS) mark_returned(*DescriptorPtr);
-    VIPL_INSTR_END(c_recv_wait, t);
+    VIPL_INSTR_PROVIDER_END(c_recv_wait, t);
     return rc;
 }
 

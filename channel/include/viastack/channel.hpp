@@ -62,15 +62,19 @@ struct Instr {
                                               &instr##_recycle_send, &instr##_recv_done, &instr##_cq_recv,   \
                                               &instr##_recycle_recv, &instr##_post_recv}
 
-// Times a step on one of the Instr counters; free when instrumentation is off.
+// Times a step on one of the Instr counters (a null one is not counted); free
+// when instrumentation and the host-CPU model are off.  The _IF form counts the
+// step only if `counted` (a poll that found nothing), but always closes the
+// scope, so that the host-CPU model (vipl_instr.h) sees its time as nested.
 #if VIASTACK_INSTR_COMPILED
-#define VIASTACK_CHANNEL_TIME_END(ctr, t)                                          \
-    do {                                                                           \
-        if (vipl_instr_enabled() && (ctr)) vipl_instr_add((ctr), vipl_instr_clock() - (t)); \
+#define VIASTACK_CHANNEL_TIME_END_IF(ctr, t, counted)                                            \
+    do {                                                                                         \
+        if (__builtin_expect(vipl_instr_timing, 0)) vipl_instr_end_((ctr), (t), (counted), VIPL_SCOPE_LAYER); \
     } while (0)
 #else
-#define VIASTACK_CHANNEL_TIME_END(ctr, t) do {} while (0)
+#define VIASTACK_CHANNEL_TIME_END_IF(ctr, t, counted) do {} while (0)
 #endif
+#define VIASTACK_CHANNEL_TIME_END(ctr, t) VIASTACK_CHANNEL_TIME_END_IF(ctr, t, 1)
 
 // How many slots of which size a channel with k credits has.
 //   nsend = 2k + extra_send: k requests and k replies in flight, plus what the
@@ -225,7 +229,7 @@ public:
     static VIP_RETURN send_done(VIP_VI_HANDLE vi, VIP_DESCRIPTOR **d, const Instr &in) {
         VIPL_INSTR_BEGIN(t);
         VIP_RETURN rc = VipSendDone(vi, d);
-        if (rc != VIP_NOT_DONE) VIASTACK_CHANNEL_TIME_END(in.send_done, t);
+        VIASTACK_CHANNEL_TIME_END_IF(in.send_done, t, rc != VIP_NOT_DONE);
         return rc;
     }
     // Puts a completed send slot back on the free list, timed as "recycle
@@ -245,7 +249,7 @@ public:
         VIP_BOOLEAN is_recv;
         VIPL_INSTR_BEGIN(t);
         VIP_RETURN rc = VipCQDone(cq, vi, &is_recv);
-        if (rc != VIP_NOT_DONE) VIASTACK_CHANNEL_TIME_END(ctr, t);
+        VIASTACK_CHANNEL_TIME_END_IF(ctr, t, rc != VIP_NOT_DONE);
         return rc;
     }
 
@@ -254,7 +258,7 @@ public:
     static VIP_RETURN recv_done(VIP_VI_HANDLE vi, VIP_DESCRIPTOR **d, const Instr &in) {
         VIPL_INSTR_BEGIN(t);
         VIP_RETURN rc = VipRecvDone(vi, d);
-        if (rc != VIP_NOT_DONE) VIASTACK_CHANNEL_TIME_END(in.recv_done, t);
+        VIASTACK_CHANNEL_TIME_END_IF(in.recv_done, t, rc != VIP_NOT_DONE);
         return rc;
     }
     // Gives a received slot back to the NIC once the layer is done with its
