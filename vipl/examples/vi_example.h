@@ -32,6 +32,17 @@ static inline void die_rc(const char *what, VIP_RETURN rc)
     } while (0)
 
 /* A descriptor's Status must say DONE with no error bits. */
+/* The start of every two-process example: joins the job, refuses any other
+ * size with a message saying how to run `prog`, and returns this rank. */
+static inline int join_pair(const char *prog)
+{
+    if (vipl_boot_init() != VIPL_BOOT_OK || vipl_boot_size() != 2) {
+        fprintf(stderr, "%s needs exactly two processes: vipl-run -n 2 %s\n", prog, prog);
+        exit(1);
+    }
+    return vipl_boot_rank();
+}
+
 static inline void check_status(const VIP_DESCRIPTOR *d, const char *what)
 {
     if ((d->CS.Status & VIP_STATUS_DONE) && !(d->CS.Status & VIP_STATUS_ERROR_MASK))

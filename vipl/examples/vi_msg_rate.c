@@ -95,11 +95,7 @@ int main(int argc, char **argv)
                 MAX_BYTES, RECVS - 16, MAX_ROUNDS);
         return 2;
     }
-    if (vipl_boot_init() != VIPL_BOOT_OK || vipl_boot_size() != 2) {
-        fprintf(stderr, "vi_msg_rate needs exactly two processes: vipl-run -n 2 vi_msg_rate\n");
-        return 1;
-    }
-    int rank = vipl_boot_rank();
+    int rank = join_pair("vi_msg_rate");
 
     VIP_NIC_HANDLE nic;
     VIP_NIC_ATTRIBUTES attr;

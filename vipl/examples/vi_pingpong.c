@@ -156,11 +156,7 @@ int main(int argc, char **argv)
     }
     if (iters < 1 || warmup < 0)
         usage();
-    if (vipl_boot_init() != VIPL_BOOT_OK || vipl_boot_size() != 2) {
-        fprintf(stderr, "vi_pingpong needs exactly two processes: vipl-run -n 2 vi_pingpong\n");
-        return 1;
-    }
-    int rank = vipl_boot_rank();
+    int rank = join_pair("vi_pingpong");
 
     /* NIC, protection tag, and one registered region: [send buf | recv buf | descriptors] */
     VIP_NIC_HANDLE nic;

@@ -91,11 +91,7 @@ int main(int argc, char **argv)
     }
     if (writes < 1 || depth < 1 || depth > MAX_DEPTH || max_bytes < 1 || start < 1)
         usage();
-    if (vipl_boot_init() != VIPL_BOOT_OK || vipl_boot_size() != 2) {
-        fprintf(stderr, "vi_rdma_bw needs exactly two processes: vipl-run -n 2 vi_rdma_bw\n");
-        return 1;
-    }
-    int rank = vipl_boot_rank();
+    int rank = join_pair("vi_rdma_bw");
 
     VIP_NIC_HANDLE nic;
     VIP_NIC_ATTRIBUTES attr;
