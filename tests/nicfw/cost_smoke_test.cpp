@@ -202,8 +202,13 @@ TEST(CostSwitches, StreamedLoopSendsABurstSooner) {
 // the NIC saves the data DMA (the send completes sooner after the post).
 // PIO at 0.1 MB/s (160 us for 16 bytes); a DMA set-up of 100 us.
 TEST(CostSwitches, PioDataPathMovesCostFromNicToHost) {
+    // nic is the fastest post-to-completion minus the fastest post, not the
+    // fastest (completion - end of post): the model dates the send inside
+    // VipPostSend, so a preemption between that and the end of the call
+    // shortened (completion - end of post) by its length - once 100 us in a CI
+    // run.  A preemption can only lengthen the whole and the post.
     struct Split {
-        double post = 1e18, nic = 1e18;
+        double post = 1e18, nic = 1e18, whole = 1e18;
     };
     auto run = [](const std::string &profile) {
         Split s;
@@ -225,8 +230,9 @@ TEST(CostSwitches, PioDataPathMovesCostFromNicToHost) {
             EXPECT_EQ(VipCQWait(rig.cq, kWaitMs, &vi, &recv), VIP_SUCCESS);
             EXPECT_EQ(VipRecvWait(rig.b, kWaitMs, &d), VIP_SUCCESS);
             s.post = std::min(s.post, double(t1 - t0));
-            s.nic = std::min(s.nic, double(t2 - t1));
+            s.whole = std::min(s.whole, double(t2 - t0));
         }
+        s.nic = s.whole - s.post;
         return s;
     };
     const std::string base = "base = lanai7\ndma_setup_ns = 100000\npio_data_mb_s = 0.1\npio_max_bytes = 64\n";
