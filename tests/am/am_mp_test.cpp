@@ -153,6 +153,12 @@ TEST_F(AmMp, PingPongWithManyPeers) {
             ASSERT_EQ(AM_Request4(ep, p, kHShortReq + 4, i, me, 0, 0), AM_OK);
         }
     ASSERT_TRUE(poll_until(eb, [&] { return pongs == each * (np - 1); }));
+    // The others may still be sending to this rank, whose request handler
+    // writes `errors`, a local: the fixture's barrier runs after this body has
+    // returned, so its polls would call the handler on a dead frame (found by
+    // ASan when this rank's own pongs came in first).  Everyone reaches this
+    // barrier only once all its requests were answered, so after it none is left.
+    ASSERT_EQ(AM_SPMDBarrier(), AM_OK);
     for (int p = 0; p < np && p < 64; p++) EXPECT_EQ(counts[p], p == me ? 0 : each) << "peer " << p;
     EXPECT_EQ(errors, 0);
 }
