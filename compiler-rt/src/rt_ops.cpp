@@ -227,6 +227,14 @@ void splitc_bulk_put(splitc_gptr_t dst, const void *src, size_t n) {
         // Confirmed at the next sync, by one acknowledged request behind all
         // the puts to this peer since the last one (rt_bulk.cpp, confirm_puts).
         put_unconfirmed(proc, addr_of(dst));
+        // Only a source in global memory (the heap, static data) may be read
+        // after the call (docs/splitc.md, "Completion rules"); any other -
+        // the stack temporary of a C++ put(p, value), a malloc'd buffer - is
+        // read by the NIC before we return: its RDMA writes complete first,
+        // as bulk_store's do.  (Found by ASan with puts from 4 KiB by RDMA:
+        // the NIC's thread read a put's temporary after its scope.)
+        VIP_MEM_HANDLE mh;
+        if (!registered_handle(src, n, &mh)) drain_sends(proc);
         return;
     }
     // Fragments from registered memory go out as gather segments, without a
