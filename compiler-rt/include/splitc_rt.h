@@ -264,8 +264,10 @@ SPLITC_SCALAR_OPS_(8, uint64_t)
 /* ---- bulk (any size; also structs) ------------------------------------------------ */
 void splitc_bulk_read(void *dst, splitc_gptr_t src, size_t nbytes);        /* blocking */
 void splitc_bulk_write(splitc_gptr_t dst, const void *src, size_t nbytes); /* blocking */
-/* Complete at splitc_sync(); src must not change before then. */
+/* Complete at splitc_sync(); dst is written until then. */
 void splitc_bulk_get(void *dst, splitc_gptr_t src, size_t nbytes);
+/* Complete at splitc_sync().  A src in global memory (the heap, static data)
+ * must not change before then; any other src may be reused on return. */
 void splitc_bulk_put(splitc_gptr_t dst, const void *src, size_t nbytes);
 /* Complete at a store sync on the target; src may be reused on return. */
 void splitc_bulk_store(splitc_gptr_t dst, const void *src, size_t nbytes);
