@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -94,10 +95,29 @@ Wire::Wire(const std::string &job, int nprocs, size_t ring_bytes) : nprocs_(npro
     populate(base_, bytes_);
     hints_.reset(new std::atomic<uint64_t>[static_cast<size_t>(nprocs)]);
     for (int i = 0; i < nprocs; ++i) hints_[i].store(0, std::memory_order_relaxed);
+    taken_at_send_.reset(new std::atomic<uint64_t>[static_cast<size_t>(nprocs)]);
+    for (int i = 0; i < nprocs; ++i) taken_at_send_[i].store(~0ull, std::memory_order_relaxed);
 }
 
 Wire::~Wire() {
     if (base_) munmap(base_, bytes_);
+}
+
+// How far ahead of a new packet's end wire_reserve prefetches slots for
+// writing, and at most how many per packet.
+constexpr uint64_t kPrefetchAhead = 2;
+constexpr uint64_t kPrefetchSlots = 4;
+
+// A prefetch for writing: the line comes in owned, so the store that follows
+// needs no second transfer.  GCC turns __builtin_prefetch(p, 1) into a plain
+// read prefetch unless the build targets PRFCHW; x86-64 CPUs without it execute
+// PREFETCHW as a no-op, so it is emitted directly.
+static inline void prefetch_for_write(const void *p) {
+#if defined(__x86_64__)
+    asm volatile("prefetchw %0" : : "m"(*static_cast<const char *>(p)));
+#else
+    __builtin_prefetch(p, 1, 3);
+#endif
 }
 
 bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
@@ -119,6 +139,7 @@ bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
         if (c.tail.compare_exchange_weak(tail, tail + pad + need, std::memory_order_acq_rel,
                                          std::memory_order_relaxed)) {
             Slot *s = w.slots(dst);
+            const uint64_t end = tail + pad + need;
             if (pad) {
                 auto *ph = reinterpret_cast<PacketHeader *>(&s[off]);
                 ph->nslots = static_cast<uint16_t>(pad > 0xffff ? 0 : pad);
@@ -128,6 +149,28 @@ bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
                     ->store(tag_of(tail), std::memory_order_release);
             }
             out->pos = tail + pad;
+            // Ask for the slots the next packets will use, for writing, now:
+            // the consumer read them a lap ago, so each is a line to take back
+            // from its cache.  Taken here, that transfer overlaps this packet's
+            // work instead of stalling the next one (its reserve's locked
+            // compare-exchange waits until every earlier store, this packet's
+            // slot included, has its line).  Only in a stream: when this
+            // process took nothing from its own FIFO since its last packet to
+            // dst.  A process that answers (credits, acknowledgements, the
+            // other half of a ping-pong) gains nothing from it, and its
+            // prefetches then land where the other side is polling (measured:
+            // a stream of AM requests at k = 8 ran 14-16% slower when the
+            // credit messages coming back prefetched; a stream of VI sends ran
+            // 2.5 times faster with the sender prefetching).  The slots are a
+            // lap behind the consumer's head unless the FIFO is nearly full;
+            // a prefetch changes no data in any case.
+            const uint64_t taken = w.packets_taken();
+            std::atomic<uint64_t> &at_last = w.taken_at_last_send(dst); // a load and a store, no locked exchange
+            const bool streaming = at_last.load(std::memory_order_relaxed) == taken;
+            at_last.store(taken, std::memory_order_relaxed);
+            if (streaming)
+                for (uint64_t a = 0; a < need && a < kPrefetchSlots; ++a)
+                    prefetch_for_write(&s[(end + kPrefetchAhead + a) & (cap - 1)]);
             out->hdr = reinterpret_cast<PacketHeader *>(&s[out->pos & (cap - 1)]);
             out->payload = reinterpret_cast<unsigned char *>(out->hdr) + kHeaderBytes;
             out->hdr->nslots = static_cast<uint16_t>(need);
@@ -180,12 +223,18 @@ uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h) {
     const uint64_t cap = w.ring_slots();
     const uint64_t n = (h->op == Op::Pad) ? h->length : h->nslots;
     Slot *s = w.slots(me);
-    // Clear the first word of every consumed slot: a later packet's payload may
-    // land there, but a stale tag must never look published.
-    for (uint64_t i = 0; i < n; ++i)
+    // Clear the first word of every consumed slot but the header's: a later
+    // packet's payload may have landed there, and a stale word must never look
+    // published.  The header slot's word is this packet's tag, tag_of(head),
+    // which no later packet at this slot expects (tag_of differs for every
+    // position until 2^31 - 1 laps): left alone, a one-slot packet's line is
+    // only read by the consumer, and the producer's next write to it does not
+    // have to fetch it back from the consumer's cache first.
+    for (uint64_t i = 1; i < n; ++i)
         reinterpret_cast<std::atomic<uint32_t> *>(&s[(head + i) & (cap - 1)])
             ->store(0, std::memory_order_relaxed);
     w.ctl(me).head.store(head + n, std::memory_order_release);
+    w.count_taken();
     return head + n;
 }
 

@@ -142,6 +142,12 @@ public:
     // Producers' private copy of each FIFO's head: reloaded (a cross-core read)
     // only when the FIFO looks full, so a small message costs one line transfer.
     std::atomic<uint64_t> &head_hint(int nic) { return hints_[nic]; }
+    // Packets this process has taken from its own FIFO, and that count as it
+    // was at its last packet to `nic` (wire_reserve: a sender that took none
+    // in between is streaming).  Process-local.
+    uint64_t packets_taken() const { return taken_.load(std::memory_order_relaxed); }
+    void count_taken() { taken_.store(taken_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+    std::atomic<uint64_t> &taken_at_last_send(int nic) { return taken_at_send_[nic]; }
     // This process's rank: the owner written in the claims of the slots it reserves.
     uint16_t self = 0;
     // Test hook (VIPL_NICFW_FAULTS die_reserved=R@N): when nonzero, counts this
@@ -161,6 +167,8 @@ private:
     unsigned char *base_ = nullptr;
     std::string path_;
     std::unique_ptr<std::atomic<uint64_t>[]> hints_;
+    std::unique_ptr<std::atomic<uint64_t>[]> taken_at_send_;
+    std::atomic<uint64_t> taken_{0}; // one consumer per FIFO: a plain count
 };
 
 // The publication mark of the packet whose header sits at slot position `pos`.
@@ -207,7 +215,9 @@ inline const PacketHeader *wire_peek(Wire &w, int me, uint64_t head) {
 // must fill exactly to the ring's end, a packet must fit in the ring and in the
 // largest payload.  (Only corrupt shared memory breaks this.)
 bool wire_header_sane(const Wire &w, uint64_t head, const PacketHeader *h);
-// Consumes the packet at head (whose header is h): zeroes its tags, advances head.
+// Consumes the packet at head (whose header is h): zeroes the tag words of its
+// slots after the header (the header keeps its own tag, which no later packet
+// at that slot expects), advances head.
 uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h);
 // Recovery of a slot whose producer died between reserving and publishing it
 // (called rarely: by the firmware's housekeeping, when nothing is published at
