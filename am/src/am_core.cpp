@@ -235,7 +235,7 @@ int AM_Init(void) {
         return AM_ERR_RESOURCE;
     }
     g.layout = env_layout();
-    g.default_credits = int(env_long("VIASTACK_AM_CREDITS", 8, 1, AMVIA_MAX_CREDITS));
+    g.default_credits = int(env_long("VIASTACK_AM_CREDITS", 32, 1, AMVIA_MAX_CREDITS));
     g.connect_timeout_ms = uint64_t(env_long("VIASTACK_AM_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30));
     // Over a NIC whose registrations pin the pages mapped at registration time
     // (verbs), a cached registration of heap memory that free() gave back to

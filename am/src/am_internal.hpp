@@ -47,7 +47,7 @@ constexpr uint32_t kMaxCarriedCredits = 3;
 enum Category : uint8_t { kShort = 0, kMedium = 1, kLong = 2 };
 enum SysType : uint8_t {
     kSysNone = 0,
-    kSysCredit = 1,   // reply: empty, returns the request's credit
+    kSysCredit = 1,   // reply: returns the request's credit, and nbytes more the sender owed
     kSysReturned = 2, // reply: the request was refused; nbytes = status | opcode << 8
     kSysSegInfo = 3,  // request: the sender's segment (base, length, memory handle)
     kSysBarrier = 4,  // request: SPMD barrier arrival (a1 = 0) or release (a1 = 1)
@@ -267,7 +267,7 @@ struct Globals {
     VIP_NIC_ATTRIBUTES attr{};
     uint32_t next_ep_id = 1;
     int layout = 3;
-    int default_credits = 8;
+    int default_credits = 32;
     uint64_t connect_timeout_ms = 60000;
     vipl_wait::Mode wait_mode = vipl_wait::Mode::yield; // VIASTACK_WAIT
     uint32_t max_chunk = AMVIA_MAX_LONG; // bytes per RDMA write descriptor

@@ -163,14 +163,18 @@ void repost_recv(Channel *c, Slot *s) {
 // owed or the requester has run out (channel.hpp, kFlagCreditsOut).  Before,
 // every such request cost a credit message of its own: half the messages of a
 // request stream, each a cache line the requester must fetch and a receive it
-// must reap and repost.
+// must reap and repost.  The batch is half of k: the credit message returns
+// this request's credit as a reply and names the rest of the batch in its
+// nbytes field, so it is not bounded by the two credit bits that any message
+// carries (a batch of 4 had the requester stall on credits every 4 requests).
 static inline void return_credit_later(Token *t) {
     Channel *c = t->ch;
     const bool out = t->msg->flags & kFlagCreditsOut;
-    if (!c->owe_one(chan::Channel::credit_batch(uint32_t(c->credits_max()), kMaxCarriedCredits + 1)) && !out)
+    if (!c->owe_one(chan::Channel::credit_batch(uint32_t(c->credits_max()), uint32_t(AMVIA_MAX_CREDITS))) &&
+        !out)
         return;
-    c->take_owed(1); // the credit message returns this request's credit as a reply; it carries the rest
-    send_system_reply(t, kSysCredit, 0);
+    const uint32_t rest = c->take_owed() - 1;
+    send_system_reply(t, kSysCredit, rest);
 }
 
 static void run_request(Slot *s) {
@@ -221,7 +225,13 @@ static void run_reply(Channel *c, MsgHeader *m) {
             }
             l->query_outstanding = false;
         }
-        return; // kSysCredit: the credit was all it carried
+        else if (m->sys == kSysCredit && m->nbytes) {
+            // The rest of a credit batch: at most what this side can have
+            // out, so a corrupt count cannot overrun the peer's receives.
+            const int room = c->credits_max() - c->credits();
+            c->return_credits(int(std::min<uint32_t>(m->nbytes, uint32_t(room > 0 ? room : 0))));
+        }
+        return;
     }
     ep->stats.RepliesReceived[msg_category(m)]++;
     int status = 0;
