@@ -29,7 +29,7 @@ constexpr uint32_t kDefaultDmaMin = 64 * 1024;
 // memcpy through a mapping it keeps (no system call, no page pinning), so the
 // bulk path pays off at smaller sizes than with cross-memory attach (measured,
 // docs/nicfw.md "Crossover and limits").
-constexpr uint32_t kDefaultDmaMinShm = 16 * 1024;
+constexpr uint32_t kDefaultDmaMinShm = 1024;
 constexpr uint32_t kFifoDoorbellDepth = 64;
 constexpr uint32_t kMaxCq = 1024;
 constexpr uint32_t kMaxCqEntries = 1u << 20;
