@@ -262,13 +262,15 @@ bool init_network() {
 //
 // The default is 32 where registering memory does not pin it (nicfw), 16 where
 // it does (verbs).  A store stream is bound by its target, and a STORE_ACK is
-// a send through the NIC (~1 900 instructions at the target with nicfw's
-// inline firmware): with 16 credits it was a fifth of the target's work per
-// store, with 32 a tenth (docs/splitc.md, "Store stream").  The price is
+// a send through the NIC (~900 instructions of transmit and reaping at the
+// target with nicfw's inline firmware): with 16 credits ~112 of the target's
+// ~1 150 instructions per store, with 32 ~56; store g 0.86-0.97x of 16
+// credits' (docs/splitc.md, "Store stream").  The price is
 // 2k+2 send and 2k+1 receive slots of SPLITC_MAX_MSG bytes per peer (~0.5 MiB
-// at k = 32), which where memory is pinned comes out of RLIMIT_MEMLOCK, and
-// 16 keeps jobs of 16 processes within an 8 MiB limit there.  (8 before #15,
-// 16 until #15's store-rate follow-up.)
+// at k = 32, half that at 16), which where memory is pinned comes out of
+// RLIMIT_MEMLOCK beside the heap (default_heap_size), per peer: there the
+// default stays where it was.  (8 before #15, 16 until #15's store-rate
+// follow-up.)
 void choose_credits(bool pins) {
     const long k = viastack::env::integer(kLayer, "SPLITC_CREDITS", pins ? 16 : 32, 1, 120);
     g.credits = uint32_t(k);
