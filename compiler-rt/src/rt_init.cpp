@@ -256,17 +256,28 @@ bool init_network() {
     return true;
 }
 
-bool read_config() {
-    // 16 by default (8 before #15): a store stream then pays one STORE_ACK per
-    // 8 stores instead of per 4 (each ~1600 instructions at the target, a
-    // quarter of its work per store) and the sender waits for credits half as
-    // often; g of a store stream 0.28 -> 0.24 us here (docs/splitc.md).  The
-    // price: 2k+2 send and 2k+1 receive slots of SPLITC_MAX_MSG bytes per peer.
-    long k = viastack::env::integer(kLayer, "SPLITC_CREDITS", 16, 1, 120);
+// Credits per peer, k (SPLITC_CREDITS, else the default for this NIC).  Stores
+// get no reply: their credits come back in batches of k/2 (channel.hpp), one
+// STORE_ACK per k/2 stores, or with any reply going back sooner.
+//
+// The default is 32 where registering memory does not pin it (nicfw), 16 where
+// it does (verbs).  A store stream is bound by its target, and a STORE_ACK is
+// a send through the NIC (~900 instructions of transmit and reaping at the
+// target with nicfw's inline firmware): with 16 credits ~112 of the target's
+// ~1 150 instructions per store, with 32 ~56; store g 0.86-0.97x of 16
+// credits' (docs/splitc.md, "Store stream").  The price is
+// 2k+2 send and 2k+1 receive slots of SPLITC_MAX_MSG bytes per peer (~0.5 MiB
+// at k = 32, half that at 16), which where memory is pinned comes out of
+// RLIMIT_MEMLOCK beside the heap (default_heap_size), per peer: there the
+// default stays where it was.  (8 before #15, 16 until #15's store-rate
+// follow-up.)
+void choose_credits(bool pins) {
+    const long k = viastack::env::integer(kLayer, "SPLITC_CREDITS", pins ? 16 : 32, 1, 120);
     g.credits = uint32_t(k);
-    // Stores get no reply: their credits come back in batches of k/2 (channel.hpp),
-    // one acknowledgement per k/2 stores, or with any reply going back sooner.
     g.store_ack_every = chan::Channel::credit_batch(g.credits, 254);
+}
+
+bool read_config() {
     size_t m = viastack::env::bytes(kLayer, "SPLITC_MAX_MSG", 4096);
     if (m < 256 || m > (1u << 20)) {
         report(SPLITC_ERR_INIT, "SPLITC_MAX_MSG=%zu: want 256..1M bytes", m);
@@ -426,6 +437,7 @@ int splitc_init(int *argc, char ***argv) {
     // A job of one has no peers: every access is local and no NIC is needed.
     bool pins = false;
     if (g.procs > 1 && !open_nic(&pins)) return -1;
+    choose_credits(pins);
     // Bulk transfers register the caller's buffers through a cache
     // (rt_bulk.cpp).  Where registration pins pages (verbs), an entry for
     // memory free() gave back to the kernel and malloc() mapped again would

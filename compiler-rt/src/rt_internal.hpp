@@ -141,8 +141,8 @@ struct Runtime {
     VIP_VI_HANDLE direct_vi = nullptr;
     VIP_CQ_HANDLE send_cq = nullptr;  // only with SPLITC_SEND_CQ=1
 
-    uint32_t credits = 16;          // k (SPLITC_CREDITS)
-    uint32_t store_ack_every = 8;   // k/2 (chan::Channel::credit_batch)
+    uint32_t credits = 32;          // k (SPLITC_CREDITS; rt_init.cpp, choose_credits)
+    uint32_t store_ack_every = 16;  // k/2 (chan::Channel::credit_batch)
     uint32_t max_msg = 4096;        // header + payload
     uint32_t max_payload = 4096 - sizeof(MsgHdr);
     // Bulk transfers of at least rdma_min bytes go as RDMA writes/reads

@@ -3,6 +3,7 @@
 // data (registered statics and plain globals of a non-PIE binary).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -80,6 +81,39 @@ TEST(Store, AllStoreSyncWaitsForEveryStoreInTheMachine) {
     }
     EXPECT_EQ(splitc_store_bytes_arrived(), 0);
     all_store_sync();  // with nothing outstanding it still returns
+    barrier();
+    all_spread_free(box);
+}
+
+// Stores return their credits in batches (one STORE_ACK per
+// splitc_store_ack_interval() stores): counts and store_sync must hold when a
+// stream ends one store past a batch, one short of it, and exactly on it, and
+// the credits of a part-filled batch must come back (the next stream would
+// otherwise stall for ever).  Each processor streams to its right neighbour.
+TEST(Store, CountsHoldAcrossStoreAckBatchBoundaries) {
+    const int every = splitc_store_ack_interval();
+    ASSERT_GE(every, 1);
+    EXPECT_EQ(every, std::max(1, splitc_credits() / 2));
+    const int lens[] = {3 * every + 1, every - 1, every, 2 * splitc_credits() + 1};
+    int most = 0;
+    for (int n : lens) most = std::max(most, n);
+    spread_ptr<long> box = all_spread_malloc<long>(size_t(procs()), size_t(most));
+    global_ptr<long> r = (box + right()).to_global();
+    const long *mine = (box + myproc()).local();
+    long tag = 0;
+    for (int n : lens) {
+        ++tag;
+        for (int i = 0; i < n; ++i) store(r + i, tag << 32 | long(myproc()) << 16 | i);
+        // Exactly the left neighbour's n stores: no more, no fewer.
+        store_sync(size_t(n) * sizeof(long));
+        EXPECT_EQ(splitc_store_bytes_arrived(), 0) << "stream of " << n;
+        bool ok = true;
+        for (int i = 0; i < n && ok; ++i) ok = mine[i] == (tag << 32 | long(left()) << 16 | i);
+        EXPECT_TRUE(ok) << "stream of " << n << " stores (a STORE_ACK every " << every << ")";
+        barrier();  // everyone checked before the next stream overwrites
+    }
+    all_store_sync();
+    EXPECT_EQ(splitc_store_bytes_arrived(), 0);
     barrier();
     all_spread_free(box);
 }

@@ -566,8 +566,9 @@ int main(int argc, char **argv) {
             // acknowledged by a reply"); LOGP_AM_REPLY_EACH=0 measures our AM's
             // batched credit return instead.  And Split-C/VI runs with the
             // paper's 8 credits ([Begel01] footnote 3: "the same number of
-            // credits (8) as AMVIAv3"), not our default of 16 (docs/splitc.md),
-            // and AM with AMVIAv3's 8, not our default of 32 (docs/am.md).
+            // credits (8) as AMVIAv3"), not our default (32 on nicfw;
+            // docs/splitc.md), and AM with AMVIAv3's 8, not our default of 32
+            // (docs/am.md).
             if (o.profile != "none" && o.profile.rfind("synthetic:", 0) != 0) {
                 setenv("SPLITC_RECV_CQ", "1", 0);
                 setenv("SPLITC_SEND_CQ", "1", 0);
