@@ -13,6 +13,21 @@ void ErrorQueue::report(VIP_ERROR_DESCRIPTOR e, vipl::prov::Nic *handle) {
     e.NicHandle = handle ? handle->api_handle : nullptr;
     queue_.push_back(Queued{e, handle});
     pending_.store(true, std::memory_order_release);
+    cv_.notify_one();
+}
+
+void ErrorQueue::wait(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> g(mu_);
+    cv_.wait_for(g, timeout, [this] { return woken_ || !queue_.empty(); });
+    woken_ = false;
+}
+
+void ErrorQueue::wake() {
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        woken_ = true;
+    }
+    cv_.notify_one();
 }
 
 void ErrorQueue::deliver() {

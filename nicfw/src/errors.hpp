@@ -8,6 +8,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <vector>
 
@@ -23,6 +25,12 @@ public:
     bool pending() const { return pending_.load(std::memory_order_relaxed); }
     // Host call or agent: runs the callbacks of the queued errors.
     void deliver();
+    // The agent's idle wait: returns once an error is queued or wake() is
+    // called (at most `timeout` later in any case), so an agent with nothing
+    // armed and no firmware to step sleeps until there is work instead of
+    // waking every 100 us on the cores the host's threads spin on.
+    void wait(std::chrono::milliseconds timeout);
+    void wake();
 
     // NIC handles: opened, closed (its callback and queued errors go with it),
     // and registering (h != nullptr) or removing a callback.
@@ -45,6 +53,8 @@ private:
     std::vector<vipl::prov::Nic *> live_;       // under mu_, in opening order
     std::vector<Queued> queue_;                 // under mu_
     std::atomic<bool> pending_{false};
+    std::condition_variable cv_; // with mu_: report() and wake() signal wait()
+    bool woken_ = false;         // under mu_
 };
 
 } // namespace nicfw
