@@ -143,7 +143,7 @@ int AM_GetTranslationName(ep_t ea, int index, en_t *name);
 int AM_GetNumTranslations(ep_t ea, int *ntrans);
 int AM_SetNumTranslations(ep_t ea, int ntrans);
 /* n_outstanding_requests sets k, the request credits of MAPs created after the
- * call (0 = default 32; larger than AMVIA_MAX_CREDITS gives AMVIA_MAX_CREDITS);
+ * call (0 = default: 32 on nicfw, 8 on verbs; larger than AMVIA_MAX_CREDITS gives AMVIA_MAX_CREDITS);
  * n_endpoints is advisory. */
 int AM_SetExpectedResources(ep_t ea, int n_endpoints, int n_outstanding_requests);
 #define AMVIA_MAX_CREDITS 64

@@ -235,7 +235,6 @@ int AM_Init(void) {
         return AM_ERR_RESOURCE;
     }
     g.layout = env_layout();
-    g.default_credits = int(env_long("VIASTACK_AM_CREDITS", 32, 1, AMVIA_MAX_CREDITS));
     g.connect_timeout_ms = uint64_t(env_long("VIASTACK_AM_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30));
     // Over a NIC whose registrations pin the pages mapped at registration time
     // (verbs), a cached registration of heap memory that free() gave back to
@@ -243,6 +242,10 @@ int AM_Init(void) {
     // heap mapped, as MPI libraries' leave-pinned modes do; nicfw registers
     // address ranges, which cannot go stale.  VIASTACK_AM_KEEP_HEAP=0|1 overrides.
     const bool pins = std::strncmp(g.attr.Name, "nicfw", 5) != 0;
+    // k: 32 where registration does not pin (a request stream was credit-bound
+    // at 8, docs/am.md); 8 where it does, since each credit is two 4.2 KB
+    // slots per MAP locked in memory.  Split-C chooses the same way.
+    g.default_credits = int(env_long("VIASTACK_AM_CREDITS", pins ? 8 : 32, 1, AMVIA_MAX_CREDITS));
     if (env_long("VIASTACK_AM_KEEP_HEAP", pins ? 1 : 0, 0, 1)) {
         mallopt(M_TRIM_THRESHOLD, -1);
         mallopt(M_MMAP_MAX, 0);
