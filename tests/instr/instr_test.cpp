@@ -370,3 +370,107 @@ TEST(InstrWait, SplitsACallAtTheCheckThatSawTheArrival) {
     EXPECT_LT(o.cycles + waited, 55000u + 50000000u);  // the waits are not in it
     EXPECT_STREQ(vipl_instr_category_name(VIPL_INSTR_WAIT), "Waiting");
 }
+
+// NIC work is not host overhead (vipl_instr.h, "NIC work"): an offload
+// section is left off the overhead clock, counted on its Firmware counter,
+// and counted once when nested.
+TEST(InstrOffload, ASectionIsOffTheOverheadClockAndOnItsCounter) {
+    InstrOn on;
+    VIPL_INSTR_DEFINE(outer, "test.offload.outer", VIPL_INSTR_BASE_VI);
+    vipl_instr_sample n0{}, w0{};
+    const bool had_n = vipl_instr_find("vipl.nic work (inline firmware)", &n0) == 0;
+    const bool had_w = vipl_instr_find("vipl.wait (not arrived)", &w0) == 0;
+    const uint64_t off0 = vipl_instr_offloaded, waited0 = vipl_instr_waited;
+
+    const uint64_t a = vipl_instr_now();
+    VIPL_INSTR_BEGIN(t);
+    spin_cycles(20000);
+    vipl_instr_offload_begin();
+    spin_cycles(20000);
+    vipl_instr_offload_begin(); // nested: counted once, by the outermost
+    spin_cycles(20000);
+    vipl_instr_offload_end();
+    spin_cycles(20000);
+    vipl_instr_offload_end();
+    spin_cycles(10000);
+    VIPL_INSTR_END(outer, t);
+    const uint64_t wall = vipl_instr_now() - a;
+
+    const uint64_t off = vipl_instr_offloaded - off0;
+    EXPECT_GE(off, 60000u);
+    EXPECT_LE(off, wall - 30000);
+    EXPECT_EQ(vipl_instr_waited - waited0, off); // the overhead clock left it out
+    vipl_instr_sample o{}, n{}, w{};
+    ASSERT_EQ(vipl_instr_find("test.offload.outer", &o), 0);
+    ASSERT_EQ(vipl_instr_find("vipl.nic work (inline firmware)", &n), 0);
+    EXPECT_EQ(n.category, VIPL_INSTR_FIRMWARE);
+    EXPECT_EQ(n.cycles - (had_n ? n0.cycles : 0), off);
+    EXPECT_EQ(n.count - (had_n ? n0.count : 0), 1u);
+    EXPECT_GE(o.cycles, 30000u);
+    EXPECT_LE(o.cycles + off, wall); // the section is not in the interval
+    if (vipl_instr_find("vipl.wait (not arrived)", &w) == 0) { // not a wait
+        EXPECT_EQ(w.cycles, had_w ? w0.cycles : 0u);
+    }
+    // Ending a section never begun changes nothing.
+    vipl_instr_offload_end();
+    EXPECT_EQ(vipl_instr_offloaded - off0, off);
+}
+
+// A Done call that runs NIC work (the inline firmware) before its check: the
+// NIC work is neither overhead nor waiting; the wait is what the call spent
+// before the NIC work that made the completion visible, and only that.
+TEST(InstrOffload, ACallsNicWorkIsNotDeclaredAsItsWait) {
+    InstrOn on;
+    int key = 0;
+    // 1. Nothing found: the call waited for all of it but its NIC work.
+    {
+        const uint64_t w0 = vipl_instr_waited, off0 = vipl_instr_offloaded;
+        const uint64_t a = vipl_instr_now();
+        VIPL_INSTR_CALL_BEGIN(t);
+        spin_cycles(20000);
+        vipl_instr_offload_begin();
+        spin_cycles(30000);
+        vipl_instr_offload_end();
+        VIPL_INSTR_CALL_WAITED(t, nullptr, 0);
+        const uint64_t wall = vipl_instr_now() - a;
+        const uint64_t off = vipl_instr_offloaded - off0, waited = vipl_instr_waited - w0 - off;
+        EXPECT_GE(off, 30000u);
+        EXPECT_GE(waited, 20000u);
+        EXPECT_LE(waited + off, wall);
+    }
+    // 2. Found: it arrived inside the NIC work, which saw it (a packet the
+    //    inline firmware processed); the check after the work found it.
+    {
+        const uint64_t w0 = vipl_instr_waited, off0 = vipl_instr_offloaded;
+        VIPL_INSTR_CALL_BEGIN(t);
+        const uint64_t start = t + vipl_instr_waited;
+        spin_cycles(20000);
+        const uint64_t b0 = vipl_instr_now();
+        vipl_instr_offload_begin();
+        const uint64_t b1 = vipl_instr_now();
+        spin_cycles(10000);
+        const uint64_t seen = vipl_instr_now();
+        vipl_instr_arrived(&key, seen - 1000, seen);
+        spin_cycles(10000);
+        vipl_instr_offload_end();
+        spin_cycles(3000); // the check
+        VIPL_INSTR_CALL_WAITED(t, &key, 1);
+        const uint64_t off = vipl_instr_offloaded - off0, waited = vipl_instr_waited - w0 - off;
+        // The wait ends where the NIC work began.
+        EXPECT_GE(waited, b0 - start);
+        EXPECT_LE(waited, b1 - start);
+        EXPECT_GE(off, 20000u);
+    }
+    // 3. Found, but it had arrived before the call: no wait, only NIC work.
+    {
+        const uint64_t w0 = vipl_instr_waited, off0 = vipl_instr_offloaded;
+        VIPL_INSTR_CALL_BEGIN(t);
+        const uint64_t start = t + vipl_instr_waited;
+        vipl_instr_arrived(&key, start - 5000, start - 4000);
+        vipl_instr_offload_begin();
+        spin_cycles(10000);
+        vipl_instr_offload_end();
+        VIPL_INSTR_CALL_WAITED(t, &key, 1);
+        EXPECT_EQ(vipl_instr_waited - w0, vipl_instr_offloaded - off0);
+    }
+}

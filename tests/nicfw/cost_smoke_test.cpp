@@ -291,6 +291,38 @@ TEST(CostInstr, WaitingForAMessageIsNotOverhead) {
     EXPECT_GT(wait_ns, 200000.0);
 }
 
+// The inline firmware's step inside a host call is the modelled NIC's work,
+// not the host's (vipl_instr.h, "NIC work"): under the model VipPostSend is
+// counted without it, and it goes on its Firmware counter.  The two are parts
+// of the call, so together they fit in its wall time; had the step stayed in
+// VipPostSend's time, the sum would exceed the wall time by the step.
+TEST(CostInstr, TheInlineFirmwaresStepIsNotHostOverhead) {
+    const int was = vipl_instr_on;
+    for (int r = 0; r < kReps; ++r) {
+        Rig rig("base = lanai7\n");
+        ASSERT_TRUE(rig.ok);
+        ASSERT_EQ(VipPostRecv(rig.b, rig.bb->recv(0), rig.bb->mh()), VIP_SUCCESS);
+        vipl_instr_reset();
+        vipl_instr_enable(1);
+        const uint64_t t0 = now();
+        const VIP_RETURN rc = VipPostSend(rig.a, rig.ba->send(0, 16), rig.ba->mh());
+        const uint64_t wall = now() - t0;
+        vipl_instr_enable(was);
+        ASSERT_EQ(rc, VIP_SUCCESS);
+        vipl_instr_sample post{}, nic{};
+        ASSERT_EQ(vipl_instr_find("vipl.VipPostSend", &post), 0);
+        ASSERT_EQ(vipl_instr_find("vipl.nic work (inline firmware)", &nic), 0);
+        EXPECT_EQ(post.count, 1u);
+        EXPECT_GE(nic.count, 1u); // the step that took the doorbell and transmitted
+        EXPECT_EQ(nic.category, VIPL_INSTR_FIRMWARE);
+        EXPECT_GT(nic.ns, 0.0);
+        EXPECT_GE(post.ns, 500.0); // the two doorbell writes (2 x 250 ns) stay host overhead
+        EXPECT_LE(post.ns + nic.ns, double(wall) + 50.0) << "VipPostSend " << post.ns << " ns, NIC work " << nic.ns
+                                                          << " ns, the call " << wall << " ns";
+        rig.drain(1);
+    }
+}
+
 // The host-CPU model (vipl_instr.h): under a profile that models a slower host
 // the layers' own scopes take longer by the slowdown, and the first Flow
 // Control scope after a receive pays the uncached read of its line; a profile

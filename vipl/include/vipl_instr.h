@@ -18,6 +18,13 @@
  * vipl_instr_arrived() (nicfw's cost model: the modelled time the NIC wrote
  * it).  The waits are counted on "vipl.wait (not arrived)" (category Waiting).
  *
+ * NIC work is not host overhead either, where a provider emulates a NIC on the
+ * host's threads but models the NIC's time apart (nicfw's inline firmware
+ * under a hardware-cost profile: the modelled NIC ran its own firmware, and
+ * its time is charged on the model's NIC timeline).  The provider brackets
+ * that work with vipl_instr_offload_begin/end; it is left off the overhead
+ * clock like a wait, and counted on a Firmware counter.
+ *
  * Switches:
  *   compile time  VIASTACK_INSTR_COMPILED (CMake option VIASTACK_INSTR); when 0
  *                 every macro below expands to nothing.
@@ -114,6 +121,18 @@ extern __thread uint64_t vipl_instr_waited;
 /* The overhead clock every timed interval is measured on. */
 static inline uint64_t vipl_instr_clock(void) { return vipl_instr_now() - vipl_instr_waited; }
 
+/* Another processor's work run on this thread (see "NIC work" at the top):
+ * the cycles this thread has spent in offload sections.  They are part of
+ * vipl_instr_waited as well (the overhead clock leaves them out); kept apart
+ * so that a Done call can tell them from the part of itself that waited. */
+extern __thread uint64_t vipl_instr_offloaded;
+/* Brackets an offload section (nestable: the outermost counts); its time goes
+ * on the counter "vipl.nic work (inline firmware)" (category Firmware) and
+ * off the overhead clock.  Call only with instrumentation on, and end what
+ * was begun. */
+void vipl_instr_offload_begin(void);
+void vipl_instr_offload_end(void);
+
 void vipl_instr_register(vipl_instr_counter *c);
 static inline void vipl_instr_add(vipl_instr_counter *c, uint64_t cycles) {
     if (__builtin_expect(!c->registered, 0)) vipl_instr_register(c);
@@ -132,7 +151,11 @@ void vipl_instr_arrived(const void *key, uint64_t at, uint64_t seen);
 /* The oldest remembered arrival of `key` (removed): 1, or 0 if none. */
 int vipl_instr_take_arrival(const void *key, uint64_t *at, uint64_t *seen);
 /* A VIPL call that began at overhead-clock time `t` returned `key` (rc: found
- * or not): declares the call's waiting part.  Only with instrumentation on. */
+ * or not): declares the call's waiting part.  Only with instrumentation on.
+ * `offloaded0` is vipl_instr_offloaded at the call's start: the offload
+ * sections the call ran are neither overhead nor waiting, and are not
+ * declared twice.  vipl_instr_call_waited assumes the call ran none. */
+void vipl_instr_call_waited_since(uint64_t t, uint64_t offloaded0, const void *key, int found);
 void vipl_instr_call_waited(uint64_t t, const void *key, int found);
 
 /* ---- the host-CPU model (see the top; docs/cost-model.md) ---- */
@@ -205,6 +228,13 @@ int vipl_instr_dump_json(const char *path);  /* machine-readable; 0 on success *
 /* A Done/Wait call begun at t returned key (found) or nothing: declare its waiting part. */
 #define VIPL_INSTR_WAITED(t, key, found) \
     do { if (vipl_instr_enabled() && (t)) vipl_instr_call_waited((t), (key), (found)); } while (0)
+/* The same for a call that may run offload sections (the VIPL front's Done and
+ * Wait calls): begin it with VIPL_INSTR_CALL_BEGIN(t), declare with this. */
+#define VIPL_INSTR_CALL_BEGIN(t) \
+    VIPL_INSTR_BEGIN(t);         \
+    const uint64_t t##_off_ = t ? vipl_instr_offloaded : 0
+#define VIPL_INSTR_CALL_WAITED(t, key, found) \
+    do { if (vipl_instr_enabled() && (t)) vipl_instr_call_waited_since((t), t##_off_, (key), (found)); } while (0)
 #else
 #define VIPL_INSTR_DEFINE(var, name, cat) static const int var##_unused_ = 0
 #define VIPL_INSTR_BEGIN(t) do {} while (0)
@@ -213,6 +243,8 @@ int vipl_instr_dump_json(const char *path);  /* machine-readable; 0 on success *
 #define VIPL_INSTR_PROVIDER_END_IF(var, t, counted) do {} while (0)
 #define VIPL_INSTR_PROVIDER_END(var, t) do {} while (0)
 #define VIPL_INSTR_WAITED(t, key, found) do {} while (0)
+#define VIPL_INSTR_CALL_BEGIN(t) do {} while (0)
+#define VIPL_INSTR_CALL_WAITED(t, key, found) do {} while (0)
 #endif
 
 #ifdef __cplusplus

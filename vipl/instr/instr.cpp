@@ -34,6 +34,7 @@
 extern "C" {
 int vipl_instr_on = 0;
 __thread uint64_t vipl_instr_waited = 0;
+__thread uint64_t vipl_instr_offloaded = 0;
 }
 
 namespace {
@@ -55,9 +56,23 @@ constexpr unsigned kArrivals = 16;
 struct Arrival {
     const void *key;
     uint64_t at, seen;
+    uint64_t offloaded; // vipl_instr_offloaded as it stood at `seen`
 };
 __thread Arrival t_arrivals[kArrivals];
 __thread unsigned t_arrival_next = 0;
+
+// Offload sections (vipl_instr.h, "NIC work"): their counter, and this
+// thread's open section (depth, TSC at its start).
+vipl_instr_counter g_offload = {"vipl.nic work (inline firmware)", VIPL_INSTR_FIRMWARE, 0, 0, 0, 0};
+__thread int t_off_depth = 0;
+__thread uint64_t t_off_start = 0;
+
+// vipl_instr_offloaded as it stood at TSC time `tsc`, as far as this thread
+// knows it: inside an open section, the part of it before `tsc` counts too.
+uint64_t offloaded_at(uint64_t tsc) {
+    if (t_off_depth && tsc > t_off_start) return vipl_instr_offloaded + (tsc - t_off_start);
+    return vipl_instr_offloaded;
+}
 
 uint64_t monotonic_ns() {
     timespec ts;
@@ -184,37 +199,71 @@ void vipl_instr_wait(uint64_t cycles) {
 }
 
 void vipl_instr_arrived(const void *key, uint64_t at, uint64_t seen) {
-    t_arrivals[t_arrival_next++ % kArrivals] = Arrival{key, at, seen};
+    t_arrivals[t_arrival_next++ % kArrivals] = Arrival{key, at, seen, offloaded_at(seen)};
 }
 
-int vipl_instr_take_arrival(const void *key, uint64_t *at, uint64_t *seen) {
+void vipl_instr_offload_begin(void) {
+    if (t_off_depth++ == 0) t_off_start = vipl_instr_now();
+}
+
+void vipl_instr_offload_end(void) {
+    if (t_off_depth == 0 || --t_off_depth != 0) return;
+    const uint64_t now = vipl_instr_now();
+    if (now <= t_off_start) return;
+    const uint64_t cycles = now - t_off_start;
+    vipl_instr_offloaded += cycles;
+    vipl_instr_waited += cycles; // off the overhead clock
+    vipl_instr_add(&g_offload, cycles);
+}
+
+namespace {
+int take_arrival(const void *key, uint64_t *at, uint64_t *seen, uint64_t *offloaded) {
     // Oldest first: a CQ's entries are taken in the order they arrived.
     for (unsigned i = 0; i < kArrivals; ++i) {
         Arrival &a = t_arrivals[(t_arrival_next + i) % kArrivals];
         if (a.key == key && a.at) {
             *at = a.at;
             *seen = a.seen;
-            a = Arrival{nullptr, 0, 0};
+            *offloaded = a.offloaded;
+            a = Arrival{nullptr, 0, 0, 0};
             return 1;
         }
     }
     return 0;
 }
+} // namespace
+
+int vipl_instr_take_arrival(const void *key, uint64_t *at, uint64_t *seen) {
+    uint64_t offloaded;
+    return take_arrival(key, at, seen, &offloaded);
+}
 
 void vipl_instr_call_waited(uint64_t t, const void *key, int found) {
-    // t is on the overhead clock: back to TSC time at the call's start.
-    const uint64_t now = vipl_instr_now(), start = t + vipl_instr_waited;
+    vipl_instr_call_waited_since(t, vipl_instr_offloaded, key, found);
+}
+
+void vipl_instr_call_waited_since(uint64_t t, uint64_t offloaded0, const void *key, int found) {
+    // t is on the overhead clock: back to TSC time at the call's start (the
+    // call declared no wait yet, but its offload sections moved the clock).
+    const uint64_t now = vipl_instr_now();
+    const uint64_t off = vipl_instr_offloaded >= offloaded0 ? vipl_instr_offloaded - offloaded0 : 0;
+    const uint64_t start = t + vipl_instr_waited - off;
+    // The part of [start, end) that was neither overhead nor NIC work.
+    auto declare = [&](uint64_t end, uint64_t off_in) {
+        if (end > start && end - start > off_in) vipl_instr_wait(end - start - off_in);
+    };
     if (now <= start) return;
     if (!found) {
-        vipl_instr_wait(now - start); // nothing had arrived: all of it
+        declare(now, off); // nothing had arrived: all of it
         return;
     }
     // Arrived after the call began: the call waited until the host's check
     // that saw it (anything before - spinning, or the thread not running -
-    // is waiting; the check itself and what follows are overhead).
-    uint64_t at, seen;
-    if (vipl_instr_take_arrival(key, &at, &seen) && at > start && seen > start)
-        vipl_instr_wait((seen < now ? seen : now) - start);
+    // is waiting; the check itself and what follows are overhead).  NIC work
+    // the call ran before that check is neither.
+    uint64_t at, seen, seen_off = 0;
+    if (take_arrival(key, &at, &seen, &seen_off) && at > start && seen > start)
+        declare(seen < now ? seen : now, seen_off > offloaded0 ? seen_off - offloaded0 : 0);
 }
 
 void vipl_instr_enable(int on) {

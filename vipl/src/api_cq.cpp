@@ -42,13 +42,13 @@ VIP_RETURN VipResizeCQ(VIP_CQ_HANDLE CQHandle, VIP_ULONG EntryCount) {
 }
 
 VIP_RETURN VipCQDone(VIP_CQ_HANDLE CQHandle, VIP_VI_HANDLE *ViHandle, VIP_BOOLEAN *RecvQueue) {
-    VIPL_INSTR_BEGIN(t);
+    VIPL_INSTR_CALL_BEGIN(t);
     vipl::prov::Cq *cq = cqs().lookup(CQHandle);
     if (__builtin_expect(!cq || !ViHandle || !RecvQueue, 0)) return VIP_INVALID_PARAMETER;
     vipl::prov::Vi *vi = nullptr;
     bool recv = false;
     const VIP_RETURN rc = cq->done(&vi, &recv);
-    VIPL_INSTR_WAITED(t, cq, rc != VIP_NOT_DONE);
+    VIPL_INSTR_CALL_WAITED(t, cq, rc != VIP_NOT_DONE);
     if (rc == VIP_SUCCESS) {
         *ViHandle = vi->api_handle;
         *RecvQueue = recv ? VIP_TRUE : VIP_FALSE;
@@ -58,13 +58,13 @@ VIP_RETURN VipCQDone(VIP_CQ_HANDLE CQHandle, VIP_VI_HANDLE *ViHandle, VIP_BOOLEA
 }
 
 VIP_RETURN VipCQWait(VIP_CQ_HANDLE CQHandle, VIP_ULONG Timeout, VIP_VI_HANDLE *ViHandle, VIP_BOOLEAN *RecvQueue) {
-    VIPL_INSTR_BEGIN(t);
+    VIPL_INSTR_CALL_BEGIN(t);
     vipl::prov::Cq *cq = cqs().lookup(CQHandle);
     if (!cq || !ViHandle || !RecvQueue) return VIP_INVALID_PARAMETER;
     vipl::prov::Vi *vi = nullptr;
     bool recv = false;
     const VIP_RETURN rc = cq->wait(Timeout, &vi, &recv);
-    if (rc == VIP_SUCCESS) VIPL_INSTR_WAITED(t, cq, 1); // the part before its arrival
+    if (rc == VIP_SUCCESS) VIPL_INSTR_CALL_WAITED(t, cq, 1); // the part before its arrival
     if (rc == VIP_SUCCESS) {
         *ViHandle = vi->api_handle;
         *RecvQueue = recv ? VIP_TRUE : VIP_FALSE;

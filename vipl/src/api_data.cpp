@@ -67,44 +67,44 @@ VIP_RETURN VipPostRecv(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr, VI
 }
 
 VIP_RETURN VipSendDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
-    VIPL_INSTR_BEGIN(t);
+    VIPL_INSTR_CALL_BEGIN(t);
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (__builtin_expect(!vi || !DescriptorPtr, 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->send_done(DescriptorPtr);
-    VIPL_INSTR_WAITED(t, rc == VIP_SUCCESS ? *DescriptorPtr : nullptr, rc != VIP_NOT_DONE);
+    VIPL_INSTR_CALL_WAITED(t, rc == VIP_SUCCESS ? *DescriptorPtr : nullptr, rc != VIP_NOT_DONE);
     if (rc == VIP_SUCCESS) mark_returned(*DescriptorPtr);
     VIPL_INSTR_PROVIDER_END_IF(c_send_done, t, rc == VIP_SUCCESS); // an empty poll nests, uncounted
     return rc;
 }
 
 VIP_RETURN VipRecvDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
-    VIPL_INSTR_BEGIN(t);
+    VIPL_INSTR_CALL_BEGIN(t);
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (__builtin_expect(!vi || !DescriptorPtr, 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->recv_done(DescriptorPtr);
-    VIPL_INSTR_WAITED(t, rc == VIP_SUCCESS ? *DescriptorPtr : nullptr, rc != VIP_NOT_DONE);
+    VIPL_INSTR_CALL_WAITED(t, rc == VIP_SUCCESS ? *DescriptorPtr : nullptr, rc != VIP_NOT_DONE);
     if (rc == VIP_SUCCESS) mark_returned(*DescriptorPtr);
     VIPL_INSTR_PROVIDER_END_IF(c_recv_done, t, rc == VIP_SUCCESS); // an empty poll nests, uncounted
     return rc;
 }
 
 VIP_RETURN VipSendWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR **DescriptorPtr) {
-    VIPL_INSTR_BEGIN(t);
+    VIPL_INSTR_CALL_BEGIN(t);
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (!vi || !DescriptorPtr) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->send_wait(Timeout, DescriptorPtr);
-    if (rc == VIP_SUCCESS) VIPL_INSTR_WAITED(t, *DescriptorPtr, 1); // the part before its arrival
+    if (rc == VIP_SUCCESS) VIPL_INSTR_CALL_WAITED(t, *DescriptorPtr, 1); // the part before its arrival
     if (rc == VIP_SUCCESS) mark_returned(*DescriptorPtr);
     VIPL_INSTR_PROVIDER_END(c_send_wait, t);
     return rc;
 }
 
 VIP_RETURN VipRecvWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR **DescriptorPtr) {
-    VIPL_INSTR_BEGIN(t);
+    VIPL_INSTR_CALL_BEGIN(t);
     vipl::prov::Vi *vi = vis().lookup(ViHandle);
     if (!vi || !DescriptorPtr) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->recv_wait(Timeout, DescriptorPtr);
-    if (rc == VIP_SUCCESS) VIPL_INSTR_WAITED(t, *DescriptorPtr, 1); // the part before its arrival
+    if (rc == VIP_SUCCESS) VIPL_INSTR_CALL_WAITED(t, *DescriptorPtr, 1); // the part before its arrival
     if (rc == VIP_SUCCESS) mark_returned(*DescriptorPtr);
     VIPL_INSTR_PROVIDER_END(c_recv_wait, t);
     return rc;
