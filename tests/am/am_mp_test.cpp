@@ -6,6 +6,7 @@
 // where 2N spinning threads share the machine's cores.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "am.h"
 #include "am_spmd.h"
 #include "am_test_util.hpp"
+#include "vipl_instr.h"
 
 using namespace amtest;
 
@@ -229,6 +231,42 @@ TEST_F(AmMp, AllToAllWithCreditsExhausted) {
     EXPECT_EQ(rep_sum, expect_rep);
     EXPECT_EQ(errors, 0);
     EXPECT_EQ(g_refusal.count, 0);
+}
+
+// A one-way stream of requests without replies gets its credits back in
+// batches of k/2, one credit message each (docs/am.md, "Credit return"): the
+// target's sends while it serves N requests are at most N/(k/2) batches plus
+// one early return per time the requester ran out (at most N/k), and a
+// margin.  When a credit message carried at most 4, a stream at k = 32 cost
+// N/4 of them.  k: VIASTACK_AM_CREDITS, else the provider's default (32 on
+// nicfw, 8 on verbs).  Counted with the instrumentation's am.VipPostSend.
+TEST_F(AmMp, OneWayStreamReturnsCreditsInBatchesOfHalfK) {
+    const char *ke = std::getenv("VIASTACK_AM_CREDITS");
+    const char *prov = std::getenv("VIPL_PROVIDER");
+    const char *layout = std::getenv("VIASTACK_AM_LAYOUT");
+    const long k_ep = ke ? std::atol(ke) : (prov && std::strcmp(prov, "verbs") == 0 ? 8 : 32);
+    // AMVIAv1's short-message VI gets 2k credits (at most 64).
+    const long k = layout && std::strcmp(layout, "v1") == 0 ? std::min(2 * k_ep, long(AMVIA_MAX_CREDITS)) : k_ep;
+    ASSERT_GE(k, 2);
+    const long n = 20 * k;
+    const long batch = k / 2;
+    int got = 0;
+    g_on[kShortReq] = [&](const Received &) { got++; };
+    const bool was_on = vipl_instr_enabled();
+    vipl_instr_enable(1);
+    start();
+    vipl_instr_reset(); // the barrier's messages are not counted (a request or two may be served in it)
+    if (me == 0) {
+        for (long i = 0; i < n; i++) ASSERT_EQ(AM_Request2(ep, 1, kHShortReq + 2, 0, int32_t(i)), AM_OK);
+    }
+    if (me == 1) {
+        ASSERT_TRUE(poll_until(eb, [&] { return got == n; }, 120));
+        vipl_instr_sample posts{};
+        const long sent = vipl_instr_find("am.VipPostSend", &posts) == 0 ? long(posts.count) : 0;
+        EXPECT_LE(sent, n / batch + n / k + 2) << "credit messages for " << n << " requests at k = " << k;
+        EXPECT_GE(sent, n / batch - 3) << "each batch goes back (or the requester would have stalled)";
+    }
+    vipl_instr_enable(was_on);
 }
 
 // Long messages: many offsets into the peer's segment, AM_MaxLong at the end,
