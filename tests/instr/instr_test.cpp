@@ -365,8 +365,10 @@ TEST(InstrWait, SplitsACallAtTheCheckThatSawTheArrival) {
     ASSERT_EQ(vipl_instr_find("test.wait.outer", &o), 0);
     EXPECT_EQ(w.category, VIPL_INSTR_WAIT);
     EXPECT_EQ(w.cycles - (had ? w0.cycles : 0), waited);
-    // The enclosing interval spun >= 55000 cycles, of which `waited` were waits.
-    EXPECT_GE(o.cycles, 55000u - waited);
+    // The enclosing interval spun >= 55000 cycles, of which `waited` were waits
+    // (added on this side: a preemption in step 1's spin makes `waited` the
+    // larger, and 55000 - waited would wrap).
+    EXPECT_GE(o.cycles + waited, 55000u);
     EXPECT_LT(o.cycles + waited, 55000u + 50000000u);  // the waits are not in it
     EXPECT_STREQ(vipl_instr_category_name(VIPL_INSTR_WAIT), "Waiting");
 }
