@@ -234,7 +234,7 @@ void Firmware::retry_backlog() {
 
 void Firmware::step() {
     if (__builtin_expect(backlog_pending_.load(std::memory_order_relaxed), 0)) retry_backlog();
-    if (__builtin_expect(--housekeeping_in_ == 0, 0)) housekeeping();
+    if (__builtin_expect(housekeeping_due(), 0)) housekeeping();
     // Doorbells: round-robin over the VIs marked active.
     const uint32_t kWords = vi_words_.load(std::memory_order_relaxed);
     uint32_t w = rr_cursor_ < kWords ? rr_cursor_ : 0;
@@ -337,14 +337,14 @@ bool Firmware::send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
         active_[vi->index / 64].store(active_[vi->index / 64].load(std::memory_order_relaxed) |
                                           (1ull << (vi->index % 64)),
                                       std::memory_order_relaxed);
-    if (--housekeeping_in_ == 0) housekeeping();
+    if (housekeeping_due()) housekeeping();
     if (wire_peek(wire_, rank_, rx_head_)) drain_wire();
     return true;
 }
 
 // ---------------------------------------------------------------- faults and recovery
 void Firmware::housekeeping() {
-    housekeeping_in_ = kHousekeepingSteps;
+    housekeeping_in_.store(kHousekeepingSteps, std::memory_order_relaxed);
     const uint64_t now = now_ns();
     if (faults_ && !dead_ && faults_->dead(now)) {
         // Killed by the fault injector: every VI breaks, nothing is answered any more.
@@ -356,12 +356,12 @@ void Firmware::housekeeping() {
                                           vi->state.load() != ViState::Idle)
                 vi_error(vi, VIP_ERROR_CATASTROPHIC, nullptr, false);
     }
-    if (now < next_watch_ns_) return;
-    next_watch_ns_ = now + 100'000'000; // every 100 ms
+    if (now < next_watch_ns_.load(std::memory_order_relaxed)) return;
+    next_watch_ns_.store(now + 100'000'000, std::memory_order_relaxed); // every 100 ms
     // A peer whose process is gone: its VIs here break, once everything it sent
     // before it died has been taken off our FIFO.
     if (wire_peek(wire_, rank_, rx_head_)) {
-        next_watch_ns_ = now; // drain first, look again at the next housekeeping
+        next_watch_ns_.store(now, std::memory_order_relaxed); // drain first, look again at the next housekeeping
         return;
     }
     // Nothing published at head, but a slot reserved there by a producer that
@@ -374,7 +374,7 @@ void Firmware::housekeeping() {
                             "rank {} died holding {} reserved slot(s) of this NIC's FIFO: skipped", owner, stuck_slots);
         ++dropped_;
         __atomic_store_n(&rx_head_, wire_skip(wire_, rank_, rx_head_, stuck_slots), __ATOMIC_RELAXED); // read by rx_mark()
-        next_watch_ns_ = now; // drain what follows, then look again
+        next_watch_ns_.store(now, std::memory_order_relaxed); // drain what follows, then look again
         return;
     }
     const uint32_t n = vi_words_.load(std::memory_order_relaxed) * 64;

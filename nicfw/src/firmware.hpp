@@ -108,11 +108,26 @@ public:
                              0))
             share_stepping();
     }
-    // A host poll found nothing.  With the firmware on its own thread, give the
-    // CPU away now and then: on a machine with fewer cores than busy threads a
-    // spinning host would otherwise starve the firmware it is waiting for.
+    // A host poll found nothing (or the host called VipxProgress).  Every 16th:
+    //  - thread mode: give the CPU away: on a machine with fewer cores than
+    //    busy threads a spinning host would otherwise starve the firmware it
+    //    is waiting for;
+    //  - inline mode: look at the clock and, when the peer watch is due, make
+    //    the next step run housekeeping.  Housekeeping counts steps, and a host
+    //    that polls every 10 ms steps 1024 times in 10 s: a peer that died
+    //    while this host polled slowly went unnoticed that long (the
+    //    faults_dead_producer test, when rank 1's stream ended before rank 2
+    //    died).  The counters are relaxed loads and stores, never an RMW: a
+    //    lost count only moves a check by one poll.
     void idle_poll() {
-        if (cfg_.mode == Mode::Thread && (++idle_polls_ & 15) == 0) sched_yield();
+        const uint32_t n = idle_polls_.load(std::memory_order_relaxed) + 1;
+        idle_polls_.store(n, std::memory_order_relaxed);
+        if (__builtin_expect((n & 15) != 0, 1)) return;
+        if (cfg_.mode == Mode::Thread) {
+            sched_yield();
+        } else if (now_ns() >= next_watch_ns_.load(std::memory_order_relaxed)) {
+            housekeeping_in_.store(1, std::memory_order_relaxed);
+        }
     }
     // Inline mode: how far the firmware has read its wire FIFO (changes when
     // packets arrive), for host waits that keep spinning while traffic flows.
@@ -349,15 +364,23 @@ private:
     std::atomic<bool> pause_req_{false};
     std::atomic<bool> paused_{false};
     std::thread thread_;
-    uint32_t idle_polls_ = 0;
+    std::atomic<uint32_t> idle_polls_{0}; // idle_poll(): host threads, relaxed
 
     // counters (diagnostics)
     uint64_t dropped_ = 0, crc_errors_ = 0;
 
     // faults and recovery (docs/nicfw.md "Faults and recovery")
     static constexpr uint32_t kHousekeepingSteps = 1024;
-    uint32_t housekeeping_in_ = kHousekeepingSteps; // steps until the next housekeeping
-    uint64_t next_watch_ns_ = 0;
+    // Steps until the next housekeeping (the stepping thread counts down; a
+    // polling host may set it to 1, idle_poll), and when the next peer watch is
+    // due (housekeeping writes it, idle_poll reads it).
+    std::atomic<uint32_t> housekeeping_in_{kHousekeepingSteps};
+    std::atomic<uint64_t> next_watch_ns_{0};
+    bool housekeeping_due() { // one step of the countdown
+        const uint32_t h = housekeeping_in_.load(std::memory_order_relaxed) - 1;
+        housekeeping_in_.store(h, std::memory_order_relaxed);
+        return h == 0;
+    }
     PeerWatch peers_;
     std::unique_ptr<FaultInjector> faults_;  // null: a perfect wire (the default)
     bool dead_ = false;                      // killed by the fault injector

@@ -181,7 +181,13 @@ public:
     VIP_RETURN free_mem(void *p) override { return shared_memory().free(p) ? VIP_SUCCESS : VIP_INVALID_PARAMETER; }
 
     int rank() const override { return hw->rank; }
-    void progress() override { hw->host_poll(); }
+    // VipxProgress: a step, and now and then a look at the clock for the peer
+    // watch (idle_poll), so a host that only calls this, slowly, still sees a
+    // peer's death within a fraction of a second.
+    void progress() override {
+        hw->host_poll();
+        if (hw->cfg.mode == Mode::Inline) hw->idle_poll();
+    }
 
     NicHw *hw;
 

@@ -13,6 +13,12 @@
 // one exactly once and in order, see its VI to rank 2 break, and both survivors
 // must end within seconds.
 //
+// With the argument `late`, rank 2 dies half a second after its first message,
+// when rank 1's stream is long over and rank 0 only calls VipxProgress every
+// 10 ms: rank 0 must still skip the slot and see its VI to rank 2 break within
+// seconds (its firmware's peer watch runs on the clock, not only every 1024
+// steps, which at that rate came after 10 s).
+//
 // Rank 2 does its work in a forked child (the process that dies) and waits for
 // it: vipl-run stops the whole job one second after a rank is killed by a
 // signal, which would cut the survivors short; the child's death by SIGKILL is
@@ -45,6 +51,7 @@ constexpr uint32_t kLen = 128;
 constexpr double kLimitS = 10.0; // the survivors end within this after the go
 
 int rank_ = -1;
+bool late_ = false; // argument `late`: rank 2 dies while rank 0 polls slowly
 
 [[noreturn]] void fail(const char *what, VIP_RETURN rc = VIP_SUCCESS) {
     std::printf("dead_producer FAIL rank %d: %s (%s)\n", rank_, what, rc_name(rc));
@@ -93,6 +100,7 @@ int run() {
         finish(vi);
         vipl_boot_barrier(); // everybody connected
         send_wait(vi, bufs, 0, kLen, "rank 2's first message");
+        if (late_) usleep(500000);
         // The second message's reservation kills this process (die_reserved=2@2).
         VipPostSend(vi, bufs.send(1, kLen), bufs.mh());
         VipSendWait(vi, 10000, &got);
@@ -179,21 +187,25 @@ int run() {
     }
     const double secs = since(t0);
     // The VI to the dead rank breaks (its posted receive completes flushed).
-    while (vi_state(v2) != VIP_STATE_ERROR && since(t0) < kLimitS) {
+    // Late: rank 2 died about half a second after t0; its VI breaks well within 3 s.
+    const double break_limit = late_ ? 3.0 : kLimitS;
+    while (vi_state(v2) != VIP_STATE_ERROR && since(t0) < break_limit) {
         VipxProgress(nic);
         usleep(10000);
     }
-    if (vi_state(v2) != VIP_STATE_ERROR) fail("the VI to the dead rank 2 never entered the error state");
+    if (vi_state(v2) != VIP_STATE_ERROR) fail("the VI to the dead rank 2 did not enter the error state in time");
+    const double broke = since(t0);
     if (secs > kLimitS) fail("rank 1's messages took too long");
     std::printf("dead_producer: rank 0 received all %d messages from rank 1 exactly once and in order in %.3f s; "
-                "its VI to the dead rank 2 is in the error state\n",
-                kMsgs, secs);
+                "its VI to the dead rank 2 was in the error state %.3f s after the go\n",
+                kMsgs, secs, broke);
     std::fflush(nullptr);
     _exit(0);
 }
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+    late_ = argc > 1 && std::strcmp(argv[1], "late") == 0;
     const char *r = std::getenv("VIASTACK_RANK");
     const char *n = std::getenv("VIASTACK_SIZE");
     if (!r || !n || std::strcmp(n, "3") != 0) {
