@@ -5,12 +5,17 @@
 // under callgrind for instructions per message.  With `reply` the handler
 // answers every request with an AM_Reply1 (the paper's workload, [Begel01]
 // §7.4: "send requests must be acknowledged by a reply"; docs/cost-model.md).
+// With `xfer=BYTES` every message is an AM_RequestXferAsync1 of BYTES from
+// AMVIA_AllocMem memory into rank 1's segment (AM's bulk path, as logp's
+// bandwidth step): time per transfer and the bandwidth.
 //
-//   vipl-run -n 2 am_stream [messages>0] [rounds>0] [reply]
+//   vipl-run -n 2 am_stream [messages>0] [rounds>0] [reply | xfer=BYTES]
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <string_view>
+#include <vector>
 
 #include "am.h"
 #include "am_spmd.h"
@@ -22,6 +27,13 @@ constexpr handler_t kSink = 1, kConfirm = 2, kAck = 3;
 void sink_handler(void *token, int32_t i) {
     g_sunk = g_sunk + 1;
     if (g_reply) AM_Reply1(token, kAck, i);
+}
+long g_xfer = 0; // bytes per transfer (xfer=BYTES)
+volatile long g_bad = 0;
+void xfer_handler(void *, void *buf, size_t nbytes, int32_t) {
+    const char *b = static_cast<const char *>(buf);
+    if (long(nbytes) != g_xfer || b[0] != 'x' || b[nbytes - 1] != 'x') g_bad = g_bad + 1;
+    g_sunk = g_sunk + 1;
 }
 void confirm_handler(void *, int32_t) { g_confirms = g_confirms + 1; }
 void ack_handler(void *, int32_t) {}
@@ -37,8 +49,11 @@ int main(int argc, char **argv) {
     const long n = argc > 1 ? std::atol(argv[1]) : 100000;
     const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
     g_reply = argc > 3 && std::string_view(argv[3]) == "reply";
-    if (n <= 0 || rounds <= 0 || (argc > 3 && !g_reply)) {
-        std::fprintf(stderr, "usage: vipl-run -n 2 am_stream [messages>0] [rounds>0] [reply]\n");
+    long xfer = 0; // bytes per AM_RequestXferAsync1; 0: short requests
+    if (argc > 3 && std::strncmp(argv[3], "xfer=", 5) == 0) xfer = std::atol(argv[3] + 5);
+    g_xfer = xfer;
+    if (n <= 0 || rounds <= 0 || (argc > 3 && !g_reply && xfer <= 0)) {
+        std::fprintf(stderr, "usage: vipl-run -n 2 am_stream [messages>0] [rounds>0] [reply | xfer=BYTES]\n");
         return 2;
     }
     eb_t eb;
@@ -52,16 +67,48 @@ int main(int argc, char **argv) {
     AM_SetHandler(ep, kSink, reinterpret_cast<amx_handler_fn_t>(sink_handler));
     AM_SetHandler(ep, kConfirm, reinterpret_cast<amx_handler_fn_t>(confirm_handler));
     AM_SetHandler(ep, kAck, reinterpret_cast<amx_handler_fn_t>(ack_handler));
+    std::vector<char> seg(size_t(xfer > 0 ? xfer : 1));
+    char *src = nullptr;
+    if (xfer > 0) {
+        if (xfer > long(AM_MaxLong())) {
+            std::fprintf(stderr, "am_stream: xfer=%ld is above AM_MaxLong() = %zu\n", xfer, size_t(AM_MaxLong()));
+            AM_SPMDExit(2);
+        }
+        AM_SetHandler(ep, kSink, reinterpret_cast<amx_handler_fn_t>(xfer_handler));
+        if (AM_SetSeg(ep, seg.data(), seg.size()) != AM_OK) AM_SPMDExit(1);
+        src = static_cast<char *>(AMVIA_AllocMem(size_t(xfer)));
+        if (!src) src = static_cast<char *>(std::malloc(size_t(xfer))); // plain memory: cross-memory attach
+        std::memset(src, 'x', size_t(xfer));
+    }
     AM_SPMDBarrier();
     for (int r = 0; r < rounds; r++) {
         if (rank == 0) {
             const double t0 = now_ns();
-            for (long i = 0; i < n; i++) AM_Request1(ep, 1, kSink, int32_t(i));
+            if (xfer > 0) {
+                for (long i = 0; i < n; i++) {
+                    int rc;
+                    while ((rc = AM_RequestXferAsync1(ep, 1, 0, kSink, src, size_t(xfer), int32_t(i))) ==
+                           AM_ERR_IN_USE)
+                        AM_Poll(eb);
+                    if (rc != AM_OK) AM_SPMDExit(1);
+                }
+            } else {
+                for (long i = 0; i < n; i++) AM_Request1(ep, 1, kSink, int32_t(i));
+            }
             while (g_confirms < r + 1) AM_Poll(eb);
-            std::printf("g = %.1f ns per AM_Request1 (%ld messages, round %d)\n", (now_ns() - t0) / double(n), n,
-                        r + 1);
+            const double ns = (now_ns() - t0) / double(n);
+            if (xfer > 0)
+                std::printf("%.1f ns per AM_RequestXferAsync1 of %ld bytes, %.0f MB/s (%ld messages, round %d)\n", ns,
+                            xfer, double(xfer) * 1e3 / ns, n, r + 1);
+            else
+                std::printf("g = %.1f ns per AM_Request1 (%ld messages, round %d)\n", ns, n, r + 1);
         } else if (rank == 1) {
             while (g_sunk < long(r + 1) * n) AM_Poll(eb);
+            if (g_bad) {
+                std::fprintf(stderr, "am_stream: FAIL: %ld transfers arrived with the wrong length or bytes\n",
+                             long(g_bad));
+                AM_SPMDExit(1);
+            }
             AM_Request1(ep, 0, kConfirm, 0);
         }
     }
