@@ -669,7 +669,9 @@ void Parser::declare_from(InitDecl *d, Decl *decl, const Specs &s) {
             diag_.error(d->loc, "a spread array inside a function must be automatic (collective, released at the end "
                                 "of its block): declare '" + d->name + "' at file scope instead");
     }
-    if (is_spread_array(t) && !strip(t)->size)
+    // As in C, the first extent may be left out where no storage is made: an
+    // extern declaration, or a K&R parameter (which is a spread pointer).
+    if (is_spread_array(t) && !strip(t)->size && !s.is_extern && !knr_params_)
         diag_.error(d->loc, "spread array '" + d->name + "' needs the extent of its first dimension");
 }
 
@@ -839,7 +841,9 @@ Node *Parser::function_def(Decl *decl, InitDecl *d, std::vector<Param> &fparams,
             while (!at_end() && !is("{")) take();
             break;
         }
+        knr_params_ = true;
         Decl *kd = inner_declaration(ks);
+        knr_params_ = false;
         for (InitDecl *id : kd->decls) {
             bool found = false;
             for (Param &p : params)
@@ -847,6 +851,12 @@ Node *Parser::function_def(Decl *decl, InitDecl *d, std::vector<Param> &fparams,
                     Type *st = strip(id->type);
                     p.type = st->kind == TK::Array ? ty_.pointer(st->elem, st->spread ? PtrKind::Spread : PtrKind::Local)
                                                    : id->type;
+                    // A spread array parameter is declared as the spread
+                    // pointer it is (its prototype spelling does the same).
+                    if (st->kind == TK::Array && st->spread) {
+                        id->type = p.type;
+                        id->regen = true;
+                    }
                     found = true;
                 }
             if (!found) diag_.error(id->loc, "declaration of '" + id->name + "' which is not a parameter");

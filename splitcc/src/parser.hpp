@@ -52,6 +52,7 @@ private:
     }
     Symbol *new_symbol() { return symbols_.emplace_back(std::make_unique<Symbol>()).get(); }
     Type *cur_ret_ = nullptr;        // return type of the function being parsed
+    bool knr_params_ = false;        // parsing a K&R definition's parameter declarations
     int stmt_expr_depth_ = 0;
     std::vector<Expr *> pending_sizes_;  // array extents met in the declarator being parsed
     Type *last_stmt_type_ = nullptr;     // type of the last expression statement (for ({ ... }))

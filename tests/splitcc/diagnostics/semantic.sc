@@ -31,6 +31,7 @@ void members(struct flags *global fp)
 }
 
 int Missing[]::;                 /* expect-error: needs the extent of its first dimension */
+extern int Elsewhere[]::;               /* no error: an extern declaration makes no storage */
 
 void spread_locals(int n)
 {
