@@ -840,7 +840,9 @@ Expr *Parser::splitc_assign(Expr *l, const std::string &op, Expr *r, int b) {
     } else if (r->where != Where::Local) {
         if (!l->lvalue) diag_.error(l->loc, "the left side of a split-phase get must be a local variable or lvalue");
         Type *lt = strip(l->type), *rt = strip(r->type);
+        // long double has no scalar transfer size: it moves like a struct (bulk_get).
         bool same = (is_record(lt) && is_record(rt) && lt->rec == rt->rec) ||
+                    (lt->kind == TK::LDouble && rt->kind == TK::LDouble) ||
                     (scalar_size(lt) && scalar_size(lt) == scalar_size(rt) && is_float(lt) == is_float(rt) &&
                      is_double(lt) == is_double(rt) && is_pointer(lt) == is_pointer(rt) && is_gs_ptr(lt) == is_gs_ptr(rt));
         if (!same)
