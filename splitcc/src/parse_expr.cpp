@@ -417,6 +417,7 @@ Expr *Parser::unary() {
             e->type = x->type;
             e->dirty = x->where != Where::Local || is_gs_ptr(x->type);
             if (is_spread_array(x->type)) diag_.error(l, "'" + op + "' applied to a spread array");
+            check_writable(x, "'" + op + "'");
             fin(e);
             return e;
         }
@@ -635,6 +636,7 @@ Expr *Parser::postfix(Expr *e) {
             x->a = e;
             x->type = e->type;
             x->dirty = e->where != Where::Local || is_gs_ptr(e->type);
+            check_writable(e, "'" + x->op + "'");
             fin(x);
             e = x;
         } else {
@@ -798,6 +800,7 @@ Expr *Parser::assign(Expr *l, const std::string &op, Expr *r, int b) {
     Expr *R = rvalue(r);
     if (is_spread_array(l->type) || is_array(l->type))
         diag_.error(l->loc, "assignment to an array");
+    check_writable(l, "assignment");
     if (op == "=") {
         R = convert(R, l->type, "assignment");
     } else if (is_gs_ptr(l->type)) {
@@ -815,6 +818,12 @@ Expr *Parser::assign(Expr *l, const std::string &op, Expr *r, int b) {
     return e;
 }
 
+void Parser::check_writable(Expr *l, const std::string &what) {
+    if (l->where != Where::Local && is_const(l->type))
+        diag_.error(l->loc, what + " to read-only data through a global reference (its type '" + describe(l->type) +
+                                "' is const)");
+}
+
 Expr *Parser::splitc_assign(Expr *l, const std::string &op, Expr *r, int b) {
     Expr *e = mk(op == ":=" ? EK::Get : EK::Store, b, l->loc);
     e->op = op;
@@ -827,6 +836,7 @@ Expr *Parser::splitc_assign(Expr *l, const std::string &op, Expr *r, int b) {
         fin(e);
         return e;
     }
+    check_writable(l, op == ":-" ? "signalling store" : "split-phase put");
     if (op == ":-") {
         if (l->where == Where::Local)
             diag_.error(l->loc, "the signalling store ':-' needs a global reference on its left, as in '*g :- v' or 'A[i] :- v'");

@@ -131,6 +131,9 @@ private:
     Expr *call(Expr *fn);
     Expr *assign(Expr *l, const std::string &op, Expr *r, int b);
     Expr *splitc_assign(Expr *l, const std::string &op, Expr *r, int b);
+    // A write through a global or spread reference to const data (the C
+    // compiler cannot see it: the emitted C writes through a runtime call).
+    void check_writable(Expr *l, const std::string &what);
     Expr *binop(const std::string &op, Expr *a, Expr *c, int b, Loc l);
     Expr *cast(Type *t, int tb, int te, Expr *e, int b, Loc l);
     Type *literal_type(const Token &t);

@@ -45,3 +45,23 @@ int misplaced(int)::;            /* expect-error: '::' must follow the spread di
 
 int plain;
 int *global too_early = &plain;  /* expect-error: has static storage */
+
+/* Writes through a global reference to const data: the emitted C writes
+ * through a runtime call, so only splitcc can refuse them. */
+typedef const double cdouble;
+void const_targets(const int *global cp, cdouble *global dp, const int *spread sp, int *global p)
+{
+    int v;
+    *cp = 3;                     /* expect-error: assignment to read-only data through a global reference */
+    (*cp)++;                     /* expect-error: '++' to read-only data */
+    *cp += 2;                    /* expect-error: assignment to read-only data */
+    *cp := 4;                    /* expect-error: split-phase put to read-only data */
+    *cp :- 5;                    /* expect-error: signalling store to read-only data */
+    *dp = 1.0;                   /* expect-error: its type 'cdouble' is const */
+    sp[1] = 2;                   /* expect-error: assignment to read-only data */
+    v := *cp;
+    v = *cp + sp[0];
+    *p = v;
+    cp = p;
+    cp++;
+}
