@@ -669,6 +669,23 @@ void Parser::declare_from(InitDecl *d, Decl *decl, const Specs &s) {
             diag_.error(d->loc, "a spread array inside a function must be automatic (collective, released at the end "
                                 "of its block): declare '" + d->name + "' at file scope instead");
     }
+    // PROCS is a run-time value: an array of static storage sized by it is
+    // not C, and the C compiler's "variably modified at file scope" does not
+    // say why.  (The runtime's variable is what PROCS expands to.)
+    if (k == SymKind::Var && (scopes_.size() == 1 || s.is_static) && !is_spread_array(t)) {
+        for (Type *a = strip(t); a && a->kind == TK::Array && !a->spread; a = strip(a->elem)) {
+            bool procs = false;
+            if (a->size)
+                for (int i = a->size->b; i < a->size->e && i < (int)toks_.size(); ++i)
+                    if (toks_[i].text == "splitc_rt_procs" || toks_[i].text == "splitc_procs") procs = true;
+            if (procs) {
+                diag_.error(d->loc, "the extent of '" + d->name + "' uses PROCS, which is known only at run time, so '" +
+                                        d->name + "' cannot have static storage: allocate it with malloc in splitc_main, "
+                                        "make it automatic, or make it a spread array ('[PROCS]::')");
+                break;
+            }
+        }
+    }
     // As in C, the first extent may be left out where no storage is made: an
     // extern declaration, or a K&R parameter (which is a spread pointer).
     if (is_spread_array(t) && !strip(t)->size && !s.is_extern && !knr_params_)

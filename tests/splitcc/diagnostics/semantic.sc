@@ -65,3 +65,14 @@ void const_targets(const int *global cp, cdouble *global dp, const int *spread s
     cp = p;
     cp++;
 }
+
+/* PROCS is known only at run time: no static array can be sized by it. */
+int per_proc[PROCS];             /* expect-error: the extent of 'per_proc' uses PROCS */
+extern int per_proc_x[2][PROCS]; /* expect-error: known only at run time */
+int per_proc_ok[PROCS]::[PROCS];
+void procs_sized(void)
+{
+    int automatic[PROCS];
+    static int kept[PROCS];      /* expect-error: cannot have static storage */
+    automatic[0] = kept[0];
+}
