@@ -188,6 +188,7 @@ Specs Parser::specs(bool allow_storage) {
             else if (w == "extern") s.is_extern = true;
             else if (w == "static") s.is_static = true;
             else if (w == "inline" || w == "__inline" || w == "__inline__") s.is_inline = true;
+            else if (w == "register") s.is_register = true;
             if (!allow_storage && w != "__extension__" && w != "register")
                 diag_.error(t.loc, "storage class '" + w + "' is not allowed here");
             s.storage.push_back(tix());
@@ -663,6 +664,7 @@ void Parser::declare_from(InitDecl *d, Decl *decl, const Specs &s) {
         return;
     }
     d->sym = declare(d->name, k, t, d->loc);
+    d->sym->is_register = s.is_register;
     if (k == SymKind::Var && is_spread_array(t)) {
         d->sym->spread_var = true;
         if (scopes_.size() > 1 && (s.is_static || s.is_extern))

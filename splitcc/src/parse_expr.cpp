@@ -849,6 +849,10 @@ Expr *Parser::splitc_assign(Expr *l, const std::string &op, Expr *r, int b) {
         e->op2 = "put";
     } else if (r->where != Where::Local) {
         if (!l->lvalue) diag_.error(l->loc, "the left side of a split-phase get must be a local variable or lvalue");
+        else if (l->ek == EK::Ident && l->sym && l->sym->is_register)
+            diag_.error(l->loc, "split-phase get into the register variable '" + l->sym->name +
+                                    "': ':=' fills it through its address at sync(), and a register variable has none; "
+                                    "remove 'register' from its declaration");
         Type *lt = strip(l->type), *rt = strip(r->type);
         // long double has no scalar transfer size: it moves like a struct (bulk_get).
         bool same = (is_record(lt) && is_record(rt) && lt->rec == rt->rec) ||

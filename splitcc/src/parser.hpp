@@ -19,6 +19,7 @@ namespace splitcc {
 struct Specs {
     Type *type = nullptr;
     bool is_typedef = false, is_extern = false, is_static = false, is_inline = false;
+    bool is_register = false;
     bool implicit_int = false;
     bool any = false;  // any specifier seen
     std::vector<int> storage;  // token indices of storage/function specifiers

@@ -76,3 +76,14 @@ void procs_sized(void)
     static int kept[PROCS];      /* expect-error: cannot have static storage */
     automatic[0] = kept[0];
 }
+
+/* ':=' needs the destination's address until sync(). */
+void register_target(int *global g)
+{
+    register int r;
+    int plain;
+    r := *g;                     /* expect-error: split-phase get into the register variable 'r' */
+    plain := *g;
+    sync();
+    *g :- r + plain;
+}
