@@ -120,6 +120,7 @@ struct Symbol {
     bool file_scope = false;
     bool is_param = false;
     bool spread_var = false;  // a spread array object: the C variable holds its local base address
+    bool is_register = false; // declared 'register': it has no address
 };
 
 }  // namespace splitcc

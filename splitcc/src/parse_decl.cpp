@@ -188,6 +188,7 @@ Specs Parser::specs(bool allow_storage) {
             else if (w == "extern") s.is_extern = true;
             else if (w == "static") s.is_static = true;
             else if (w == "inline" || w == "__inline" || w == "__inline__") s.is_inline = true;
+            else if (w == "register") s.is_register = true;
             if (!allow_storage && w != "__extension__" && w != "register")
                 diag_.error(t.loc, "storage class '" + w + "' is not allowed here");
             s.storage.push_back(tix());
@@ -663,13 +664,33 @@ void Parser::declare_from(InitDecl *d, Decl *decl, const Specs &s) {
         return;
     }
     d->sym = declare(d->name, k, t, d->loc);
+    d->sym->is_register = s.is_register;
     if (k == SymKind::Var && is_spread_array(t)) {
         d->sym->spread_var = true;
         if (scopes_.size() > 1 && (s.is_static || s.is_extern))
             diag_.error(d->loc, "a spread array inside a function must be automatic (collective, released at the end "
                                 "of its block): declare '" + d->name + "' at file scope instead");
     }
-    if (is_spread_array(t) && !strip(t)->size)
+    // PROCS is a run-time value: an array of static storage sized by it is
+    // not C, and the C compiler's "variably modified at file scope" does not
+    // say why.  (The runtime's variable is what PROCS expands to.)
+    if (k == SymKind::Var && (scopes_.size() == 1 || s.is_static) && !is_spread_array(t)) {
+        for (Type *a = strip(t); a && a->kind == TK::Array && !a->spread; a = strip(a->elem)) {
+            bool procs = false;
+            if (a->size)
+                for (int i = a->size->b; i < a->size->e && i < (int)toks_.size(); ++i)
+                    if (toks_[i].text == "splitc_rt_procs" || toks_[i].text == "splitc_procs") procs = true;
+            if (procs) {
+                diag_.error(d->loc, "the extent of '" + d->name + "' uses PROCS, which is known only at run time, so '" +
+                                        d->name + "' cannot have static storage: allocate it with malloc in splitc_main, "
+                                        "make it automatic, or make it a spread array ('[PROCS]::')");
+                break;
+            }
+        }
+    }
+    // As in C, the first extent may be left out where no storage is made: an
+    // extern declaration, or a K&R parameter (which is a spread pointer).
+    if (is_spread_array(t) && !strip(t)->size && !s.is_extern && !knr_params_)
         diag_.error(d->loc, "spread array '" + d->name + "' needs the extent of its first dimension");
 }
 
@@ -839,7 +860,9 @@ Node *Parser::function_def(Decl *decl, InitDecl *d, std::vector<Param> &fparams,
             while (!at_end() && !is("{")) take();
             break;
         }
+        knr_params_ = true;
         Decl *kd = inner_declaration(ks);
+        knr_params_ = false;
         for (InitDecl *id : kd->decls) {
             bool found = false;
             for (Param &p : params)
@@ -847,6 +870,12 @@ Node *Parser::function_def(Decl *decl, InitDecl *d, std::vector<Param> &fparams,
                     Type *st = strip(id->type);
                     p.type = st->kind == TK::Array ? ty_.pointer(st->elem, st->spread ? PtrKind::Spread : PtrKind::Local)
                                                    : id->type;
+                    // A spread array parameter is declared as the spread
+                    // pointer it is (its prototype spelling does the same).
+                    if (st->kind == TK::Array && st->spread) {
+                        id->type = p.type;
+                        id->regen = true;
+                    }
                     found = true;
                 }
             if (!found) diag_.error(id->loc, "declaration of '" + id->name + "' which is not a parameter");

@@ -417,6 +417,7 @@ Expr *Parser::unary() {
             e->type = x->type;
             e->dirty = x->where != Where::Local || is_gs_ptr(x->type);
             if (is_spread_array(x->type)) diag_.error(l, "'" + op + "' applied to a spread array");
+            check_writable(x, "'" + op + "'");
             fin(e);
             return e;
         }
@@ -635,6 +636,7 @@ Expr *Parser::postfix(Expr *e) {
             x->a = e;
             x->type = e->type;
             x->dirty = e->where != Where::Local || is_gs_ptr(e->type);
+            check_writable(e, "'" + x->op + "'");
             fin(x);
             e = x;
         } else {
@@ -798,6 +800,7 @@ Expr *Parser::assign(Expr *l, const std::string &op, Expr *r, int b) {
     Expr *R = rvalue(r);
     if (is_spread_array(l->type) || is_array(l->type))
         diag_.error(l->loc, "assignment to an array");
+    check_writable(l, "assignment");
     if (op == "=") {
         R = convert(R, l->type, "assignment");
     } else if (is_gs_ptr(l->type)) {
@@ -815,6 +818,12 @@ Expr *Parser::assign(Expr *l, const std::string &op, Expr *r, int b) {
     return e;
 }
 
+void Parser::check_writable(Expr *l, const std::string &what) {
+    if (l->where != Where::Local && is_const(l->type))
+        diag_.error(l->loc, what + " to read-only data through a global reference (its type '" + describe(l->type) +
+                                "' is const)");
+}
+
 Expr *Parser::splitc_assign(Expr *l, const std::string &op, Expr *r, int b) {
     Expr *e = mk(op == ":=" ? EK::Get : EK::Store, b, l->loc);
     e->op = op;
@@ -827,6 +836,7 @@ Expr *Parser::splitc_assign(Expr *l, const std::string &op, Expr *r, int b) {
         fin(e);
         return e;
     }
+    check_writable(l, op == ":-" ? "signalling store" : "split-phase put");
     if (op == ":-") {
         if (l->where == Where::Local)
             diag_.error(l->loc, "the signalling store ':-' needs a global reference on its left, as in '*g :- v' or 'A[i] :- v'");
@@ -839,8 +849,14 @@ Expr *Parser::splitc_assign(Expr *l, const std::string &op, Expr *r, int b) {
         e->op2 = "put";
     } else if (r->where != Where::Local) {
         if (!l->lvalue) diag_.error(l->loc, "the left side of a split-phase get must be a local variable or lvalue");
+        else if (l->ek == EK::Ident && l->sym && l->sym->is_register)
+            diag_.error(l->loc, "split-phase get into the register variable '" + l->sym->name +
+                                    "': ':=' fills it through its address at sync(), and a register variable has none; "
+                                    "remove 'register' from its declaration");
         Type *lt = strip(l->type), *rt = strip(r->type);
+        // long double has no scalar transfer size: it moves like a struct (bulk_get).
         bool same = (is_record(lt) && is_record(rt) && lt->rec == rt->rec) ||
+                    (lt->kind == TK::LDouble && rt->kind == TK::LDouble) ||
                     (scalar_size(lt) && scalar_size(lt) == scalar_size(rt) && is_float(lt) == is_float(rt) &&
                      is_double(lt) == is_double(rt) && is_pointer(lt) == is_pointer(rt) && is_gs_ptr(lt) == is_gs_ptr(rt));
         if (!same)

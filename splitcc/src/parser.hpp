@@ -19,6 +19,7 @@ namespace splitcc {
 struct Specs {
     Type *type = nullptr;
     bool is_typedef = false, is_extern = false, is_static = false, is_inline = false;
+    bool is_register = false;
     bool implicit_int = false;
     bool any = false;  // any specifier seen
     std::vector<int> storage;  // token indices of storage/function specifiers
@@ -52,6 +53,7 @@ private:
     }
     Symbol *new_symbol() { return symbols_.emplace_back(std::make_unique<Symbol>()).get(); }
     Type *cur_ret_ = nullptr;        // return type of the function being parsed
+    bool knr_params_ = false;        // parsing a K&R definition's parameter declarations
     int stmt_expr_depth_ = 0;
     std::vector<Expr *> pending_sizes_;  // array extents met in the declarator being parsed
     Type *last_stmt_type_ = nullptr;     // type of the last expression statement (for ({ ... }))
@@ -130,6 +132,9 @@ private:
     Expr *call(Expr *fn);
     Expr *assign(Expr *l, const std::string &op, Expr *r, int b);
     Expr *splitc_assign(Expr *l, const std::string &op, Expr *r, int b);
+    // A write through a global or spread reference to const data (the C
+    // compiler cannot see it: the emitted C writes through a runtime call).
+    void check_writable(Expr *l, const std::string &what);
     Expr *binop(const std::string &op, Expr *a, Expr *c, int b, Loc l);
     Expr *cast(Type *t, int tb, int te, Expr *e, int b, Loc l);
     Type *literal_type(const Token &t);

@@ -93,6 +93,12 @@ bool is_scalar(Type *t) { return is_arith(t) || is_pointer(t); }
 bool is_local_ptr(Type *t) { t = strip(t); return t && t->kind == TK::Pointer && t->pk == PtrKind::Local; }
 bool is_global_ptr(Type *t) { t = strip(t); return t && t->kind == TK::Pointer && t->pk == PtrKind::Global; }
 bool is_spread_ptr(Type *t) { t = strip(t); return t && t->kind == TK::Pointer && t->pk == PtrKind::Spread; }
+bool is_const(Type *t) {
+    for (; t; t = t->kind == TK::Typedef ? t->target : nullptr)
+        if (t->quals & QConst) return true;
+    return false;
+}
+
 bool is_gs_ptr(Type *t) { t = strip(t); return t && t->kind == TK::Pointer && t->pk != PtrKind::Local; }
 bool is_array(Type *t) { return is_kind(t, TK::Array); }
 bool is_spread_array(Type *t) { t = strip(t); return t && t->kind == TK::Array && t->spread; }

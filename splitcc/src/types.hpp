@@ -100,6 +100,7 @@ bool is_local_ptr(Type *t);
 bool is_global_ptr(Type *t);
 bool is_spread_ptr(Type *t);
 bool is_gs_ptr(Type *t);            // global or spread pointer
+bool is_const(Type *t);             // const-qualified, directly or through its typedefs
 bool is_array(Type *t);
 bool is_spread_array(Type *t);      // an array whose outer dimension is spread
 bool is_record(Type *t);

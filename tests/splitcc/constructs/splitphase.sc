@@ -12,6 +12,7 @@ int *global gs[4];
 struct pair ps[4];
 int inbox[64];
 double big[1000];
+long double lds[3];
 
 splitc_main(int argc, char **argv)
 {
@@ -64,6 +65,24 @@ splitc_main(int argc, char **argv)
     for (k = 0; k < 4; k++) ((short *global)toglobal(nb, ss))[2] :- (short)k;
     all_store_sync();
     CHECK(ss[2] == 3);
+    barrier();
+
+    /* long double (16 bytes, no scalar transfer): get, put and store move it
+     * like a struct.  Regression: splitcc refused 'x := *g' for it with
+     * "get of a 'long double' into a 'long double': ... must have the same type". */
+    {
+        long double x;
+        lds[0] = 1.0L / 3 + me;
+        barrier();
+        x := *(long double *global)toglobal(nb, &lds[0]);
+        sync();
+        CHECK(x == 1.0L / 3 + nb);
+        *(long double *global)toglobal(nb, &lds[1]) := x * 2;
+        sync();
+        ((long double *global)toglobal(nb, lds))[2] :- x + 1;
+        all_store_sync();
+        CHECK(lds[1] == (1.0L / 3 + me) * 2 && lds[2] == 1.0L / 3 + me + 1);
+    }
 
     /* bulk operations */
     {

@@ -31,6 +31,7 @@ void members(struct flags *global fp)
 }
 
 int Missing[]::;                 /* expect-error: needs the extent of its first dimension */
+extern int Elsewhere[]::;               /* no error: an extern declaration makes no storage */
 
 void spread_locals(int n)
 {
@@ -44,3 +45,45 @@ int misplaced(int)::;            /* expect-error: '::' must follow the spread di
 
 int plain;
 int *global too_early = &plain;  /* expect-error: has static storage */
+
+/* Writes through a global reference to const data: the emitted C writes
+ * through a runtime call, so only splitcc can refuse them. */
+typedef const double cdouble;
+void const_targets(const int *global cp, cdouble *global dp, const int *spread sp, int *global p)
+{
+    int v;
+    *cp = 3;                     /* expect-error: assignment to read-only data through a global reference */
+    (*cp)++;                     /* expect-error: '++' to read-only data */
+    *cp += 2;                    /* expect-error: assignment to read-only data */
+    *cp := 4;                    /* expect-error: split-phase put to read-only data */
+    *cp :- 5;                    /* expect-error: signalling store to read-only data */
+    *dp = 1.0;                   /* expect-error: its type 'cdouble' is const */
+    sp[1] = 2;                   /* expect-error: assignment to read-only data */
+    v := *cp;
+    v = *cp + sp[0];
+    *p = v;
+    cp = p;
+    cp++;
+}
+
+/* PROCS is known only at run time: no static array can be sized by it. */
+int per_proc[PROCS];             /* expect-error: the extent of 'per_proc' uses PROCS */
+extern int per_proc_x[2][PROCS]; /* expect-error: known only at run time */
+int per_proc_ok[PROCS]::[PROCS];
+void procs_sized(void)
+{
+    int automatic[PROCS];
+    static int kept[PROCS];      /* expect-error: cannot have static storage */
+    automatic[0] = kept[0];
+}
+
+/* ':=' needs the destination's address until sync(). */
+void register_target(int *global g)
+{
+    register int r;
+    int plain;
+    r := *g;                     /* expect-error: split-phase get into the register variable 'r' */
+    plain := *g;
+    sync();
+    *g :- r + plain;
+}
