@@ -188,9 +188,16 @@ void ConnectionManager::forget_request(uint16_t nic, uint32_t nonce) {
 VIP_RETURN ConnectionManager::accept(const ConnImpl &c, ViImpl *vi) {
     if (vi->hw != c.hw) return VIP_INVALID_PARAMETER;
     if (vi->attr.reliability != c.client_attr.ReliabilityLevel) return VIP_INVALID_RELIABILITY_LEVEL;
+    nic_.host_poll(); // an inline firmware takes in a ConnCancel that has arrived
     {
         std::lock_guard<std::mutex> g(mu_);
         if (vi->state.load() != ViState::Idle) return VIP_INVALID_STATE;
+        // The client's VipConnectRequest timed out: there is nobody to connect
+        // to.  The request stays (accepting again says the same) until
+        // VipConnectReject drops it.  A cancel still on the wire is caught later:
+        // the client answers the ConnAck with a Disc, which breaks this VI.
+        for (const auto &r : conn_requests_)
+            if (r.src_nic == c.client_nic && r.nonce == c.nonce && r.cancelled) return VIP_TIMEOUT;
         make_connected(vi, c.client_nic, c.client_vi, c.client_attr, c.nonce, c.nonce);
         forget_request(c.client_nic, c.nonce);
     }
@@ -349,8 +356,11 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
     }
     case Op::ConnCancel:
         for (auto it = conn_requests_.begin(); it != conn_requests_.end(); ++it)
-            if (it->src_nic == h->src_nic && it->nonce == ch.nonce && !it->claimed) {
-                conn_requests_.erase(it);
+            if (it->src_nic == h->src_nic && it->nonce == ch.nonce) {
+                // Claimed: a VipConnectWait handed it out; its VipConnectAccept
+                // answers VIP_TIMEOUT instead of connecting to a VI that left.
+                if (it->claimed) it->cancelled = true;
+                else conn_requests_.erase(it);
                 break;
             }
         return;
