@@ -123,6 +123,9 @@ int main(void)
         CHECK(VipPostSend(vi, sd, ar.mh));
         CHECK(VipSendWait(vi, 10000, &done));
         expect_ok(sd, VIP_STATUS_OP_SEND, "reply");
+        /* B3: a send still unacknowledged when the peer disconnects may be
+         * flushed (its outcome is unknown), so the client waits for this. */
+        barrier();
 
         /* The client disconnects: our posted receive comes back in error. */
         CHECK(VipRecvWait(vi, 10000, &done));
@@ -172,6 +175,7 @@ int main(void)
         expect_ok(rd, VIP_STATUS_OP_RECEIVE, "reply");
         if (strcmp(rbuf, "welcome"))
             FAIL("reply '%.*s'", MSG, rbuf);
+        barrier(); /* B3: the server's reply completed */
 
         /* A receive still posted when we disconnect is flushed back to us. */
         memset(rd2, 0, sizeof *rd2);
