@@ -76,6 +76,7 @@ void make_connected(ViImpl *vi, uint16_t nic, uint16_t rvi, const VIP_VI_ATTRIBU
     vi->peer_nic = nic;
     vi->peer_vi = rvi;
     vi->peer_attr = rattr;
+    vi->peer_nonce = theirs;
     const bool transport = vi->hw->cfg.transport;
     vi->fw.send_seq = transport ? initial_seq(mine, theirs) : 0;
     vi->fw.recv_seq = transport ? initial_seq(theirs, mine) : 0;
@@ -403,8 +404,25 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
         for (auto it = peer_requests_.begin(); it != peer_requests_.end(); ++it)
             if (it->src_nic == h->src_nic && it->nonce == ch.nonce) {
                 peer_requests_.erase(it);
-                break;
+                return;
             }
+        // Matched already: a local VI connected to the request before its cancel
+        // was taken in (an inline NIC that was not polled holds both, request
+        // first).  The peer's VI is idle, so ours must not stay Connected to it:
+        // it breaks (VIP_ERROR_CONN_LOST), and our own request, which the peer
+        // keeps as unanswered, is cancelled too.
+        for (uint32_t i = 0; i < kMaxVi; ++i) {
+            ViImpl *lv = vis_.find(i);
+            if (!lv || lv->state.load() != ViState::Connected || lv->peer_nic != h->src_nic ||
+                lv->peer_vi != h->src_vi || lv->peer_nonce != ch.nonce)
+                continue;
+            CmHeader c{};
+            c.nonce = lv->cm_nonce;
+            g.unlock();
+            fw_.send_ctl(h->src_nic, Op::PeerCancel, 0, static_cast<uint16_t>(i), 0, &c, sizeof c);
+            fw_.vi_error(lv, VIP_ERROR_CONN_LOST, nullptr, false);
+            return;
+        }
         return;
     case Op::Disc:
     case Op::ConnErr:

@@ -7,7 +7,9 @@
  *     from inside the handler (the usual receive loop of those programs),
  *     over zero-length sends that carry only immediate data;
  *   - VipConnectPeerRequest that no peer matches: VipConnectPeerWait returns
- *     VIP_TIMEOUT (or VIP_NO_MATCH) and the VI stays Idle.
+ *     VIP_TIMEOUT (or VIP_NO_MATCH) and the VI stays Idle;
+ *   - a peer request answered after its peer timed out does not leave the
+ *     answering VI Connected to the peer's idle VI.
  */
 #include <stdatomic.h>
 #include <unistd.h>
@@ -69,6 +71,46 @@ int main(void)
     attrs.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
     attrs.MaxTransferSize = 4096;
     attrs.Ptag = ptag;
+
+    /* ---- a peer request matched after its peer gave up ---------------------- */
+    /* Rank 0 asks and times out while rank 1 is busy elsewhere (not calling the
+     * VIPL: an inline NIC holds rank 0's request and its cancel unread).  Rank 1
+     * then asks with the matching discriminators: it must not end up Connected
+     * to rank 0's idle VI. */
+    VIP_VI_HANDLE late;
+    CHECK(VipCreateVi(nic, &attrs, NULL, NULL, &late));
+    VIP_NET_ADDRESS *gl = local_addr(nic, "outside-gaveup"), *gp = peer_addr(nic, peer, "outside-gaveup");
+    barrier(); /* rank 1 leaves its NIC alone from here (first thing: no notify agent yet) */
+    if (rank == 0) {
+        CHECK(VipConnectPeerRequest(late, gl, gp, 100));
+        EXPECT_RC(VipConnectPeerWait(late, &ra), VIP_TIMEOUT);
+        barrier(); /* G1 */
+        barrier(); /* G2: rank 1 looked */
+        if (state_of(late) != VIP_STATE_IDLE)
+            FAIL("the VI whose peer request timed out is in state %d", (int)state_of(late));
+    } else {
+        usleep(300 * 1000);
+        barrier(); /* G1 */
+        CHECK(VipConnectPeerRequest(late, gl, gp, 300));
+        VIP_RETURN rc = VipConnectPeerWait(late, &ra);
+        printf("outside_edges: peer request matched after the peer gave up: %s\n", VipxReturnString(rc));
+        if (rc != VIP_TIMEOUT && rc != VIP_INVALID_STATE && rc != VIP_SUCCESS)
+            FAIL("VipConnectPeerWait returned %s", VipxReturnString(rc));
+        /* Whatever it returned, the VI may not stay Connected to an idle peer. */
+        double deadline = now_ms() + 3000;
+        while (state_of(late) == VIP_STATE_CONNECTED) {
+            if (now_ms() > deadline)
+                FAIL("VI Connected to a peer VI that is idle (half-open connection)");
+            usleep(1000);
+        }
+        if (rc == VIP_INVALID_STATE && state_of(late) != VIP_STATE_ERROR)
+            FAIL("VipConnectPeerWait said VIP_INVALID_STATE, VI in state %d", (int)state_of(late));
+        barrier(); /* G2 */
+    }
+    CHECK(VipDisconnect(late));
+    CHECK(VipDestroyVi(late));
+    free(gl);
+    free(gp);
 
     /* ---- a late accept ------------------------------------------------------ */
     VIP_VI_HANDLE vi;
