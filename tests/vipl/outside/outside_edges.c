@@ -89,8 +89,7 @@ int main(void)
         if (state_of(late) != VIP_STATE_IDLE)
             FAIL("the VI whose peer request timed out is in state %d", (int)state_of(late));
     } else {
-        usleep(300 * 1000);
-        barrier(); /* G1 */
+        barrier(); /* G1: rank 0 timed out; its request and cancel wait unread here */
         CHECK(VipConnectPeerRequest(late, gl, gp, 300));
         VIP_RETURN rc = VipConnectPeerWait(late, &ra);
         printf("outside_edges: peer request matched after the peer gave up: %s\n", VipxReturnString(rc));
@@ -118,8 +117,10 @@ int main(void)
     if (rank == 0) {
         VIP_NET_ADDRESS *l = local_addr(nic, "outside-late"), *from = new_addr();
         VIP_CONN_HANDLE conn;
+        barrier(); /* L0 */
         CHECK(VipConnectWait(nic, l, 10000, from, &ra, &conn));
-        usleep(800 * 1000); /* the client gives up after 200 ms */
+        barrier(); /* L1: the client's request timed out */
+        usleep(50 * 1000); /* (thread mode: its cancel is taken in) */
         VIP_RETURN rc = VipConnectAccept(conn, vi);
         printf("outside_edges: accept after the client timed out: %s\n", VipxReturnString(rc));
         if (rc == VIP_SUCCESS)
@@ -137,7 +138,9 @@ int main(void)
         free(from);
     } else {
         VIP_NET_ADDRESS *l = local_addr(nic, "outside-late-c"), *srv = peer_addr(nic, 0, "outside-late");
-        EXPECT_RC(VipConnectRequest(vi, l, srv, 200, &ra), VIP_TIMEOUT);
+        barrier(); /* L0 */
+        EXPECT_RC(VipConnectRequest(vi, l, srv, 400, &ra), VIP_TIMEOUT);
+        barrier(); /* L1 */
         if (state_of(vi) != VIP_STATE_IDLE)
             FAIL("client VI in state %d after its request timed out", (int)state_of(vi));
         barrier(); /* B1 */
