@@ -6,6 +6,8 @@
  *     server waiting on another one (VIP_TIMEOUT or VIP_NO_MATCH at the client);
  *   - a rejected request returns VIP_REJECT at the client, and the rejected
  *     connection handle is no longer valid at the server;
+ *   - VipConnectAccept with a VI of another reliability level fails with
+ *     VIP_INVALID_RELIABILITY_LEVEL and the request can still be accepted;
  *   - receives may be posted on a VI in the Idle state before it connects;
  *   - VipQueryVi reports Idle / Connected and the queue states;
  *   - VipDisconnect flushes the disconnecting side's posted receives, returns
@@ -96,8 +98,16 @@ int main(void)
         EXPECT_RC(VipConnectAccept(conn, vi), VIP_INVALID_PARAMETER);
         expect_state(vi, VIP_STATE_IDLE, 1, 0);
 
-        /* Second request: accept it. */
+        /* Second request: first offered a VI of another reliability level,
+         * which the spec refuses, leaving the request to accept again. */
         CHECK(VipConnectWait(nic, local, 10000, remote, &remote_attrs, &conn));
+        VIP_VI_ATTRIBUTES other = attrs;
+        other.ReliabilityLevel = VIP_SERVICE_UNRELIABLE;
+        VIP_VI_HANDLE wrong;
+        CHECK(VipCreateVi(nic, &other, NULL, NULL, &wrong));
+        EXPECT_RC(VipConnectAccept(conn, wrong), VIP_INVALID_RELIABILITY_LEVEL);
+        expect_state(wrong, VIP_STATE_IDLE, 1, 1);
+        CHECK(VipDestroyVi(wrong));
         CHECK(VipConnectAccept(conn, vi));
         expect_state(vi, VIP_STATE_CONNECTED, 1, 0);
 
