@@ -76,6 +76,7 @@ void make_connected(ViImpl *vi, uint16_t nic, uint16_t rvi, const VIP_VI_ATTRIBU
     vi->peer_nic = nic;
     vi->peer_vi = rvi;
     vi->peer_attr = rattr;
+    vi->peer_nonce = theirs;
     const bool transport = vi->hw->cfg.transport;
     vi->fw.send_seq = transport ? initial_seq(mine, theirs) : 0;
     vi->fw.recv_seq = transport ? initial_seq(theirs, mine) : 0;
@@ -188,9 +189,16 @@ void ConnectionManager::forget_request(uint16_t nic, uint32_t nonce) {
 VIP_RETURN ConnectionManager::accept(const ConnImpl &c, ViImpl *vi) {
     if (vi->hw != c.hw) return VIP_INVALID_PARAMETER;
     if (vi->attr.reliability != c.client_attr.ReliabilityLevel) return VIP_INVALID_RELIABILITY_LEVEL;
+    nic_.host_poll(); // an inline firmware takes in a ConnCancel that has arrived
     {
         std::lock_guard<std::mutex> g(mu_);
         if (vi->state.load() != ViState::Idle) return VIP_INVALID_STATE;
+        // The client's VipConnectRequest timed out: there is nobody to connect
+        // to.  The request stays (accepting again says the same) until
+        // VipConnectReject drops it.  A cancel still on the wire is caught later:
+        // the client answers the ConnAck with a Disc, which breaks this VI.
+        for (const auto &r : conn_requests_)
+            if (r.src_nic == c.client_nic && r.nonce == c.nonce && r.cancelled) return VIP_TIMEOUT;
         make_connected(vi, c.client_nic, c.client_vi, c.client_attr, c.nonce, c.nonce);
         forget_request(c.client_nic, c.nonce);
     }
@@ -349,8 +357,11 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
     }
     case Op::ConnCancel:
         for (auto it = conn_requests_.begin(); it != conn_requests_.end(); ++it)
-            if (it->src_nic == h->src_nic && it->nonce == ch.nonce && !it->claimed) {
-                conn_requests_.erase(it);
+            if (it->src_nic == h->src_nic && it->nonce == ch.nonce) {
+                // Claimed: a VipConnectWait handed it out; its VipConnectAccept
+                // answers VIP_TIMEOUT instead of connecting to a VI that left.
+                if (it->claimed) it->cancelled = true;
+                else conn_requests_.erase(it);
                 break;
             }
         return;
@@ -393,8 +404,25 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
         for (auto it = peer_requests_.begin(); it != peer_requests_.end(); ++it)
             if (it->src_nic == h->src_nic && it->nonce == ch.nonce) {
                 peer_requests_.erase(it);
-                break;
+                return;
             }
+        // Matched already: a local VI connected to the request before its cancel
+        // was taken in (an inline NIC that was not polled holds both, request
+        // first).  The peer's VI is idle, so ours must not stay Connected to it:
+        // it breaks (VIP_ERROR_CONN_LOST), and our own request, which the peer
+        // keeps as unanswered, is cancelled too.
+        for (uint32_t i = 0; i < kMaxVi; ++i) {
+            ViImpl *lv = vis_.find(i);
+            if (!lv || lv->state.load() != ViState::Connected || lv->peer_nic != h->src_nic ||
+                lv->peer_vi != h->src_vi || lv->peer_nonce != ch.nonce)
+                continue;
+            CmHeader c{};
+            c.nonce = lv->cm_nonce;
+            g.unlock();
+            fw_.send_ctl(h->src_nic, Op::PeerCancel, 0, static_cast<uint16_t>(i), 0, &c, sizeof c);
+            fw_.vi_error(lv, VIP_ERROR_CONN_LOST, nullptr, false);
+            return;
+        }
         return;
     case Op::Disc:
     case Op::ConnErr:

@@ -56,6 +56,7 @@ private:
         std::vector<uint8_t> want_disc;   // discriminator the client asked for
         std::vector<uint8_t> client_disc; // the client's own discriminator
         bool claimed = false;
+        bool cancelled = false; // the client gave up (ConnCancel) after a VipConnectWait claimed it
     };
     struct PeerRequest {        // a PeerReq that arrived before the local side asked
         uint16_t src_nic, src_vi;

@@ -142,6 +142,7 @@ public:
     uint16_t peer_vi = 0;
     VIP_VI_ATTRIBUTES peer_attr{};
     uint32_t cm_nonce = 0;              // our pending connection request
+    uint32_t peer_nonce = 0;            // the peer's request this connection answered
     std::atomic<ConnResult> cm_result{ConnResult::Pending};
 
     NotifySlot notify_send, notify_recv;
