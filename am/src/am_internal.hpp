@@ -338,6 +338,10 @@ void local_error(ep_t ep, int status, op_t opcode, handler_t h, const en_t *dest
 // One pass over the bundle: stashed/queued work, receive CQ, one send completion.
 // run_requests = false inside handlers: requests are queued, not run.
 void poll_bundle(eb_t eb, bool run_requests);
+// poll_bundle on l's bundle, and on the peer endpoint's bundle (requests
+// queued) when that endpoint is in this process in another bundle: for the
+// waits on the layer's handshakes (segment info, bounce-ring queries).
+void poll_link(Link *l, bool run_requests);
 int reap_sends(eb_t eb, int max); // returns how many it recycled
 void call_error_handler(ep_t ep, int status, op_t opcode, Token *t);
 void repost_recv(Channel *c, Slot *s);
