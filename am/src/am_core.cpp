@@ -369,6 +369,7 @@ int AM_FreeEndpoint(ep_t ep) {
     if (!valid_ep(ep)) return fail(AM_ERR_BAD_ARG, "AM_FreeEndpoint", "not an endpoint");
     if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_FreeEndpoint", "called from a handler");
     eb_t eb = ep->eb;
+    say_goodbye(ep); // the peers see a clean exit, and get what was sent before
     for (Link *l : ep->links) link_destroy(l); // also drops their queued requests
     ep->links.clear();
     if (ep->seg_registered) VipDeregisterMem(g.nic, ep->seg, ep->seg_mh);

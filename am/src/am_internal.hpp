@@ -180,6 +180,7 @@ struct Link {
     BounceInfo peer_bounce{};
     uint32_t bounce_req_seq = 0, bounce_rep_seq = 0;
     bool peer_closing = false; // the peer said kSysBye: its disconnect is not an error
+    bool bye_sent = false;     // we said kSysBye on this MAP (once, though both AM_Terminate and AM_FreeEndpoint say it)
     uint32_t seg_acked_gen = 0; // our segment generation this peer has acknowledged
     // Acknowledging a new peer segment while one of our long messages aimed at
     // the old one is half sent would let the peer release the old segment
@@ -328,6 +329,7 @@ int send_system_reply(Token *t, uint8_t sys, uint32_t nbytes_field, const void *
 // async and the answer is not in yet.
 int refresh_peer_info(Link *l, bool want_bounce, bool async);
 void say_goodbye(eb_t eb); // kSysBye on every connected MAP of the bundle
+void say_goodbye(ep_t ep); // kSysBye on the endpoint's MAPs, then its sends completed
 void flush_deferred_acks(Link *l);
 void local_error(ep_t ep, int status, op_t opcode, handler_t h, const en_t *dest,
                  tag_t tag, int nargs, const int32_t *args);
@@ -336,6 +338,10 @@ void local_error(ep_t ep, int status, op_t opcode, handler_t h, const en_t *dest
 // One pass over the bundle: stashed/queued work, receive CQ, one send completion.
 // run_requests = false inside handlers: requests are queued, not run.
 void poll_bundle(eb_t eb, bool run_requests);
+// poll_bundle on l's bundle, and on the peer endpoint's bundle (requests
+// queued) when that endpoint is in this process in another bundle: for the
+// waits on the layer's handshakes (segment info, bounce-ring queries).
+void poll_link(Link *l, bool run_requests);
 int reap_sends(eb_t eb, int max); // returns how many it recycled
 void call_error_handler(ep_t ep, int status, op_t opcode, Token *t);
 void repost_recv(Channel *c, Slot *s);

@@ -273,22 +273,50 @@ void bounce_free(Link *l) {
     l->bounce_ring = 0;
 }
 
-void say_goodbye(eb_t eb) {
-    // A goodbye takes a credit like any request; wait briefly for one (the
-    // peer may be busy), and give up rather than hang: the cost of a missed
-    // goodbye is one verbose-mode line at the peer.
-    uint64_t deadline = now_ns() + 200000000ull;
-    for (ep_t ep : eb->eps)
-        for (Link *l : ep->links) {
-            Channel *c = &l->ch[0];
-            while (l->state == LinkState::Up && (!c->has_credit() || !c->has_free_send()) &&
-                   now_ns() < deadline)
-                poll_bundle(eb, g.handler_depth == 0);
-            if (l->state == LinkState::Up && c->has_credit() && c->has_free_send())
-                send_system_request(ep, l, kSysBye, nullptr, 0, nullptr, 0);
+// Sends kSysBye on each of ep's connected MAPs that has not had one.  A
+// goodbye takes a credit like any request; wait for one until deadline (the
+// peer may be busy), and give up rather than hang: the cost of a missed
+// goodbye is one verbose-mode line at the peer.
+static void send_goodbyes(ep_t ep, uint64_t deadline) {
+    eb_t eb = ep->eb;
+    for (Link *l : ep->links) {
+        if (l->bye_sent) continue;
+        Channel *c = &l->ch[0];
+        while (l->state == LinkState::Up && (!c->has_credit() || !c->has_free_send()) &&
+               now_ns() < deadline)
+            poll_bundle(eb, g.handler_depth == 0);
+        if (l->state == LinkState::Up && c->has_credit() && c->has_free_send()) {
+            send_system_request(ep, l, kSysBye, nullptr, 0, nullptr, 0);
+            l->bye_sent = true;
         }
+    }
+}
+
+void say_goodbye(eb_t eb) {
+    uint64_t deadline = now_ns() + 200000000ull;
+    for (ep_t ep : eb->eps) send_goodbyes(ep, deadline);
     // Reliable delivery: a completed send has reached the peer's receive queue.
     while (eb->sends_outstanding > 0 && now_ns() < deadline) reap_sends(eb, 64);
+}
+
+static bool sends_in_flight(ep_t ep) {
+    for (Link *l : ep->links)
+        if (l->state != LinkState::Dead)
+            for (int i = 0; i < l->nch; i++)
+                if (l->ch[i].vi() && l->ch[i].in_flight()) return true;
+    return false;
+}
+
+void say_goodbye(ep_t ep) {
+    // AM_FreeEndpoint: the requests the program sent before freeing (each
+    // returned AM_OK) must reach the peer, so wait until the NIC completed
+    // this endpoint's sends, the goodbye last, before its VIs are
+    // disconnected (a disconnect flushes sends the NIC has not processed:
+    // in thread firmware mode that lost the last messages).
+    uint64_t deadline = now_ns() + 200000000ull;
+    send_goodbyes(ep, deadline);
+    while (sends_in_flight(ep) && now_ns() < deadline)
+        if (reap_sends(ep->eb, 64) == 0) poll_bundle(ep->eb, false);
 }
 
 void link_destroy(Link *l) {

@@ -427,6 +427,29 @@ void poll_bundle(eb_t eb, bool run_requests) {
         bundle_idle(eb, run_requests);
 }
 
+// The bundle of l's remote endpoint when that endpoint lives in this process
+// in another bundle; nullptr otherwise (another process, or the same bundle).
+static eb_t local_peer_bundle(const Link *l) {
+    for (eb_t eb : g.bundles) {
+        if (eb == l->ep->eb) continue;
+        for (ep_t ep : eb->eps)
+            if (en_equal(ep->name, l->remote)) return eb;
+    }
+    return nullptr;
+}
+
+void poll_link(Link *l, bool run_requests) {
+    poll_bundle(l->ep->eb, run_requests);
+    // The layer's handshakes (the peer's segment, its bounce ring) are
+    // answered by the peer's layer when its bundle is polled.  Between two
+    // bundles of this process the program may be inside a call on one of
+    // them - a request, or a handler run by AM_Poll on it - and poll the
+    // other only afterwards, so waiting on our bundle alone never ends: poll
+    // the peer's too.  Its requests are queued (run at its next AM_Poll), as
+    // inside a handler; the slow path only, the search costs nothing per message.
+    if (eb_t peer = local_peer_bundle(l)) poll_bundle(peer, false);
+}
+
 } // namespace amvia
 
 using namespace amvia;

@@ -235,11 +235,10 @@ static inline bool seg_fits(const SegInfo &seg, size_t nbytes, uintptr_t off) {
 }
 
 int refresh_peer_info(Link *l, bool want_bounce, bool async) {
-    eb_t eb = l->ep->eb;
     if (!l->query_outstanding) {
         Channel *c = &l->ch[0];
         if (async && (l->state != LinkState::Up || !c->has_credit() || !c->has_free_send())) {
-            poll_bundle(eb, g.handler_depth == 0);
+            poll_link(l, g.handler_depth == 0);
             return AM_ERR_IN_USE;
         }
         int k = 0;
@@ -254,7 +253,7 @@ int refresh_peer_info(Link *l, bool want_bounce, bool async) {
     }
     // The answer is a reply, so it is processed by any poll, inside handlers too.
     while (l->query_outstanding && l->state != LinkState::Dead) {
-        poll_bundle(eb, g.handler_depth == 0);
+        poll_link(l, g.handler_depth == 0);
         if (async) break;
     }
     if (l->state == LinkState::Dead) return AM_ERR_NOT_SENT;
@@ -372,9 +371,10 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
     if constexpr (C == kLong) {
         // The target segment must be known before data can be placed in it.
         while (l->state == LinkState::Up ? !l->seg_known : l->state == LinkState::Pending) {
-            if (async) return AM_ERR_IN_USE;
             if (l->state == LinkState::Pending) link_try_up(l);
-            poll_bundle(ep->eb, true);
+            poll_link(l, true);
+            if (async && (l->state == LinkState::Up ? !l->seg_known : l->state == LinkState::Pending))
+                return AM_ERR_IN_USE;
         }
         if (l->state == LinkState::Dead)
             return unreachable(ep, t, C, h, nargs, args, AM_ERR_NOT_SENT);
