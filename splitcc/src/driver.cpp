@@ -44,7 +44,7 @@ const char *kUsage =
     "                   preprocessor options\n"
     "  -L DIR, -l LIB, -Wl,OPTS\n"
     "                   linker options\n"
-    "  -O*, -g*, -W*, -f*, -m*, -w, -pthread\n"
+    "  -O*, -g*, -W*, -f*, -m*, -w, -std=*, -pthread\n"
     "                   passed to the C compiler (default optimisation: -O2);\n"
     "                   -fsanitize=... to the linker too\n"
     "  --cc=COMPILER    the system C compiler (default: $SPLITCC_CC, $CC, or the one viastack was built with)\n"

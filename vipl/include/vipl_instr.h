@@ -250,7 +250,8 @@ int vipl_instr_dump_json(const char *path);  /* machine-readable; 0 on success *
 #ifdef __cplusplus
 } /* extern "C" */
 
-namespace vipl::instr {
+/* Not `namespace vipl::instr`: the header is public and compiles as C++11. */
+namespace vipl { namespace instr {
 /* RAII timed scope: starts on construction, adds on destruction. */
 class Scope {
 public:
@@ -263,7 +264,7 @@ private:
     vipl_instr_counter &c_;
     uint64_t t0_;
 };
-} // namespace vipl::instr
+} } // namespace vipl::instr
 
 #if VIASTACK_INSTR_COMPILED
 #define VIPL_INSTR_CAT2_(a, b) a##b

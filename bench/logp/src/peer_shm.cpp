@@ -42,13 +42,16 @@ bool executable(const fs::path &p) {
 std::string find_peer_program(const std::string &name) {
     std::vector<fs::path> dirs;
     if (const char *e = std::getenv("LOGP_PEER_DIR"); e && *e) dirs.emplace_back(e);
-    if (*LOGP_PEER_BUILD_DIR) dirs.emplace_back(LOGP_PEER_BUILD_DIR);
+    // An installed logp runs the peers installed with it, even on a machine
+    // that still has the build tree it was configured in (which may since
+    // hold other builds); the build tree is the fallback, as for splitcc.
     std::error_code ec;
     fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (!ec) {
         dirs.push_back(self.parent_path());
         dirs.push_back(self.parent_path() / "../libexec/viastack");
     }
+    if (*LOGP_PEER_BUILD_DIR) dirs.emplace_back(LOGP_PEER_BUILD_DIR);
     for (const auto &d : dirs)
         if (executable(d / name)) return fs::weakly_canonical(d / name, ec).string();
     return find_on_path(name);
@@ -81,8 +84,8 @@ PeerResult run_shm_peer(ShmPeer which, long iterations, double timeout_s) {
     std::string bin = find_peer_program(s.program);
     if (bin.empty()) {
         p.status = {"not installed", fmt::format("{} not built (Debian: apt-get install {}, then rebuild; it is "
-                                                 "searched in $LOGP_PEER_DIR, the build tree, beside logp, "
-                                                 "../libexec/viastack and PATH)",
+                                                 "searched in $LOGP_PEER_DIR, beside logp, ../libexec/viastack, "
+                                                 "the build tree and PATH)",
                                                  s.program, s.package)};
         return p;
     }
