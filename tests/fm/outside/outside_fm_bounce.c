@@ -12,7 +12,7 @@
  * room for), so a node's left neighbour could send more packets than the
  * receive queue held: VIP_ERROR_RECVQ_EMPTY and FM_ERR_RESOURCE on 4 nodes.
  *
- * Run: vipl-run -n 2|4 outside_fm_bounce [hops] [balls]
+ * Run: vipl-run -n 2|4 outside_fm_bounce [hops (100)] [balls (120)]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@
 #include "fm.h"
 
 static unsigned me, nodes;
-static int hops = 300, balls = 40;
+static int hops = 100, balls = 120;
 static int ended;            /* "ball ended" notices received */
 static unsigned char *seen;  /* per ball (origin * balls + id): ended once */
 static long passed;
