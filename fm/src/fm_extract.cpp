@@ -2,6 +2,8 @@
 // dispatch of packets to handlers (started on a message's first packet,
 // resumed as later packets arrive), FM_receive, credit return.
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "fm_internal.hpp"
 
@@ -90,16 +92,40 @@ uint32_t deliver(Link *l, chan::Slot *s) {
     if (flags & kBuffer) {
         // The credit is owed before the handler runs, so a reply it sends
         // carries it back (as an AM reply does); the buffer is reposted just
-        // after.  The receive queue has room for it: 2k + 1 buffers for k
-        // credits (channel.hpp, layout_for).
-        owe_credit(l);
+        // after.  The receive queue has room for one such buffer per link:
+        // 2k + 1 buffers for k credits (channel.hpp, layout_for).
         FM_buffer_handler fn = g.handlers[h->handler].bfn;
-        if (fn)
-            fn(s->buf + sizeof(PacketHeader), len, l->peer);
-        else
+        if (!fn) {
             report("node %u sent a message for buffer handler %u, which is not registered here; dropped", l->peer,
                    h->handler);
-        release_slot(l, s, false);
+            release_slot(l, s, true);
+            return len;
+        }
+        if (!l->early_credit) {
+            l->early_credit = true;
+            owe_credit(l);
+            fn(s->buf + sizeof(PacketHeader), len, l->peer);
+            l->early_credit = false;
+            release_slot(l, s, false);
+            return len;
+        }
+        // Nested: a buffer handler of this link is waiting for credits in a
+        // send and extracting.  Owing this credit early too would let the
+        // peer send one packet more than the receive queue holds per nesting
+        // level (VIP_ERROR_RECVQ_EMPTY, the link lost); holding the buffer
+        // until the handler returns could leave every buffer held by handlers
+        // that wait for credits on both sides (deadlock).  So the message is
+        // copied out and its buffer reposted before the handler runs (only
+        // on this rare path: no copy for a handler that is not nested).
+        std::unique_ptr<uint8_t[]> copy(new (std::nothrow) uint8_t[len ? len : 1]);
+        if (!copy) {
+            report("no memory to copy a nested handler's message (%u bytes) from node %u; dropped", len, l->peer);
+            release_slot(l, s, true);
+            return len;
+        }
+        std::memcpy(copy.get(), s->buf + sizeof(PacketHeader), len);
+        release_slot(l, s, true);
+        fn(copy.get(), len, l->peer);
         return len;
     }
     Inbound *in;

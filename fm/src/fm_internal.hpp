@@ -158,6 +158,10 @@ struct Link {
     bool dead = false;        // its VI reported an error (or the peer left)
     bool bye = false;         // the peer's kBye arrived on it
     bool credit_due = false;  // owed credits reached the batch size: send them
+    // A buffer handler of this link runs with its credit owed before its
+    // buffer is reposted (the "+1" of 2k + 1).  Only one at a time: handlers
+    // nested in its sends' credit waits owe theirs after reposting.
+    bool early_credit = false;
     Inbound *current[kStreams] = {};  // per sender stream id: the message receiving packets
 };
 
