@@ -13,24 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bip.h"
-
-static int me = -1, n;
-
-#define FAIL(...)                                                  \
-    do {                                                           \
-        fprintf(stderr, "rank %d: %s:%d: ", me, __FILE__, __LINE__); \
-        fprintf(stderr, __VA_ARGS__);                              \
-        fputc('\n', stderr);                                       \
-        exit(1);                                                   \
-    } while (0)
-
-#define EXPECT(call, want)                                                                  \
-    do {                                                                                    \
-        long rc_ = (long)(call);                                                            \
-        if (rc_ != (long)(want))                                                            \
-            FAIL("%s returned %ld (%s), expected %s", #call, rc_, bip_error_name((int)rc_), #want); \
-    } while (0)
+#include "outside_bip.h"
 
 int main(void)
 {

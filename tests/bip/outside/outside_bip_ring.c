@@ -21,17 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bip.h"
-
-static int me, n;
-
-#define FAIL(...)                                                  \
-    do {                                                           \
-        fprintf(stderr, "rank %d: %s:%d: ", me, __FILE__, __LINE__); \
-        fprintf(stderr, __VA_ARGS__);                              \
-        fputc('\n', stderr);                                       \
-        exit(1);                                                   \
-    } while (0)
+#include "outside_bip.h"
 
 #define OK(call)                                                                    \
     do {                                                                            \

@@ -18,21 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fm.h"
+#include "outside_fm.h"
 
-static unsigned me, nodes;
 static int hops = 100, balls = 120;
 static int ended;            /* "ball ended" notices received */
 static unsigned char *seen;  /* per ball (origin * balls + id): ended once */
 static long passed;
-
-#define FAIL(...)                                                   \
-    do {                                                            \
-        fprintf(stderr, "node %u: %s:%d: ", me, __FILE__, __LINE__); \
-        fprintf(stderr, __VA_ARGS__);                               \
-        fputc('\n', stderr);                                        \
-        exit(1);                                                    \
-    } while (0)
 
 static void ended_handler(void *buf, unsigned size, unsigned sender);
 

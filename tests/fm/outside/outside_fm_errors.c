@@ -15,24 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fm.h"
-
-static unsigned me, nodes;
-
-#define FAIL(...)                                                   \
-    do {                                                            \
-        fprintf(stderr, "node %u: %s:%d: ", me, __FILE__, __LINE__); \
-        fprintf(stderr, __VA_ARGS__);                               \
-        fputc('\n', stderr);                                        \
-        exit(1);                                                    \
-    } while (0)
-
-#define EXPECT(call, want)                                                                 \
-    do {                                                                                   \
-        int rc_ = (call);                                                                  \
-        if (rc_ != (want))                                                                 \
-            FAIL("%s returned %d (%s), expected %s", #call, rc_, FM_error_name(rc_), #want); \
-    } while (0)
+#include "outside_fm.h"
 
 static FM_stream *saved_stream;
 static int handler_checks;

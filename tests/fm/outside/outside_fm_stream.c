@@ -16,17 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fm.h"
-
-static unsigned me, nodes;
-
-#define FAIL(...)                                                   \
-    do {                                                            \
-        fprintf(stderr, "node %u: %s:%d: ", me, __FILE__, __LINE__); \
-        fprintf(stderr, __VA_ARGS__);                               \
-        fputc('\n', stderr);                                        \
-        exit(1);                                                    \
-    } while (0)
+#include "outside_fm.h"
 
 #define NMSG 12
 static const unsigned body_len[NMSG] = {0, 1, 7, 2031, 2032, 2033, 4099, 9999, 70001, 3, 16411, 100};
