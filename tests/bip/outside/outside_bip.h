@@ -27,4 +27,16 @@ static int me = -1, n;
             FAIL("%s returned %ld (%s), expected %s", #call, rc_, bip_error_name((int)rc_), #want); \
     } while (0)
 
+/* bip_init, then this rank and the job's size; exits 1 if BIP cannot start. */
+static void outside_bip_start(void)
+{
+    int rc = bip_init();
+    if (rc != BIP_OK) {
+        fprintf(stderr, "bip_init: %s\n", bip_error_name(rc));
+        exit(1);
+    }
+    me = bip_mynode();
+    n = bip_numnodes();
+}
+
 #endif

@@ -59,13 +59,8 @@ static void recv_check(int tag, unsigned char *b, size_t maxlen, int from, size_
 
 int main(void)
 {
-    int rc = bip_init();
-    if (rc != BIP_OK) {
-        fprintf(stderr, "bip_init: %s\n", bip_error_name(rc));
-        return 1;
-    }
-    me = bip_mynode();
-    n = bip_numnodes();
+    outside_bip_start();
+    int rc;
     int right = (me + 1) % n, left = (me + n - 1) % n;
     long eager = bip_eager_max(right);
     if (eager < 0) FAIL("bip_eager_max: %ld", eager);

@@ -27,4 +27,16 @@ static unsigned me, nodes;
             FAIL("%s returned %d (%s), expected %s", #call, rc_, FM_error_name(rc_), #want); \
     } while (0)
 
+/* FM_initialize, then this node and the job's size; exits 1 if FM cannot start. */
+static void outside_fm_start(void)
+{
+    int rc = FM_initialize();
+    if (rc != FM_OK) {
+        fprintf(stderr, "FM_initialize: %s\n", FM_error_name(rc));
+        exit(1);
+    }
+    me = FM_nodeid();
+    nodes = FM_numnodes();
+}
+
 #endif

@@ -68,13 +68,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1) hops = atoi(argv[1]);
     if (argc > 2) balls = atoi(argv[2]);
-    int rc = FM_initialize();
-    if (rc != FM_OK) {
-        fprintf(stderr, "FM_initialize: %s\n", FM_error_name(rc));
-        return 1;
-    }
-    me = FM_nodeid();
-    nodes = FM_numnodes();
+    outside_fm_start();
+    int rc;
     if (FM_set_buffer_handler(1, ball_handler) != FM_OK || FM_set_buffer_handler(2, ended_handler) != FM_OK)
         FAIL("FM_set_buffer_handler");
     seen = calloc(nodes * (unsigned)balls, 1);

@@ -76,13 +76,8 @@ int main(void)
     EXPECT(FM_last_error(), FM_ERR_NOT_INIT);
     EXPECT(FM_extract(FM_EXTRACT_ALL), FM_ERR_NOT_INIT);
 
-    int rc = FM_initialize();
-    if (rc != FM_OK) {
-        fprintf(stderr, "FM_initialize: %s\n", FM_error_name(rc));
-        return 1;
-    }
-    me = FM_nodeid();
-    nodes = FM_numnodes();
+    outside_fm_start();
+    int rc;
     unsigned peer = (me + 1) % nodes;
 
     EXPECT(FM_set_handler(FM_MAX_HANDLERS, check_handler), FM_ERR_BAD_ARG);

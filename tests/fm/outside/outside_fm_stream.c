@@ -169,13 +169,8 @@ static void send_message(unsigned seq, const unsigned char *body)
 
 int main(void)
 {
-    int rc = FM_initialize();
-    if (rc != FM_OK) {
-        fprintf(stderr, "FM_initialize: %s\n", FM_error_name(rc));
-        return 1;
-    }
-    me = FM_nodeid();
-    nodes = FM_numnodes();
+    outside_fm_start();
+    int rc;
     if (nodes > 64) FAIL("too many nodes");
     if (FM_set_handler(1, data_handler) != FM_OK || FM_set_buffer_handler(2, ack_handler) != FM_OK ||
         FM_set_handler(3, long_ack_handler) != FM_OK)
