@@ -270,7 +270,9 @@ static inline uint32_t build_message(Slot *s, bool request, handler_t h, int nar
     MsgHeader *m = msg_of(s);
     uint32_t len = build_header(m, flags_of(request, C, false), h, nargs, kSysNone, uint32_t(nbytes), tag, args);
     if constexpr (C == kMedium) {
-        std::memcpy(reinterpret_cast<uint8_t *>(m) + len, src, nbytes);
+        // A medium of 0 bytes may name no source (NULL): no copy at all, as
+        // memcpy's source must be valid even for 0 bytes.
+        if (nbytes) std::memcpy(reinterpret_cast<uint8_t *>(m) + len, src, nbytes);
         len += uint32_t(nbytes);
     } else if constexpr (C == kLong) {
         const LongTrailer tr{uint64_t(off), gen, no_data ? 1u : 0u};

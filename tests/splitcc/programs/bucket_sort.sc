@@ -110,6 +110,8 @@ splitc_main(int argc, char **argv)
             if (all[i] != ser[i] && errors++ < 5)
                 fprintf(stderr, "key %d: %u, serial %u\n", i, all[i], ser[i]);
         printf("bucket_sort: %d keys, %d errors\n", total, errors);
+        free(all);
+        free(ser);
     }
     if (all_reduce_to_all_add(errors))
         exit(1);

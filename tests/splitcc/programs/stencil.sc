@@ -88,6 +88,9 @@ splitc_main(int argc, char **argv)
                     fprintf(stderr, "u[%d] = %.17g, serial %.17g\n", j, all[j], a[j]);
             }
         printf("stencil: %d points, %d steps, u[%d] = %.6f, %d errors\n", n, STEPS, n / 2, all[n / 2], errors);
+        free(all);
+        free(a);
+        free(b);
     }
     if (all_reduce_to_all_add(errors))
         exit(1);
