@@ -70,13 +70,17 @@ static inline void pattern_fill(unsigned char *buf, size_t n, int src, int seq)
         buf[i] = pattern_byte(src, seq, i);
 }
 
-/* Checks a received message, naming the first wrong byte. */
-static inline void pattern_check(const unsigned char *buf, size_t n, int src,
-                                 int seq, const char *what)
+/* Checks a received message, naming the first wrong byte and the caller. */
+#define pattern_check(buf, n, src, seq, what)                                  \
+    pattern_check_at(__FILE__, __LINE__, buf, n, src, seq, what)
+
+static inline void pattern_check_at(const char *file, int line,
+                                    const unsigned char *buf, size_t n,
+                                    int src, int seq, const char *what)
 {
     for (size_t i = 0; i < n; i++) {
         if (buf[i] != pattern_byte(src, seq, i)) {
-            check_fail(__FILE__, __LINE__,
+            check_fail(file, line,
                        "%s: %zu-byte message from rank %d (seq %d): byte %zu is "
                        "0x%02x, expected 0x%02x",
                        what, n, src, seq, i, buf[i], pattern_byte(src, seq, i));

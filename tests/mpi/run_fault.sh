@@ -42,7 +42,7 @@ alive() { local st; st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [ "$st
 
 # The job has ended when the launcher and every rank are gone: wait for that,
 # at most BOUND_SECONDS.
-ended=0
+ended=0 left=" launcher"
 deadline=$(echo "$t0 + $bound" | bc)
 while [ "$(echo "$(date +%s.%N) < $deadline" | bc)" = 1 ]; do
     left=""
