@@ -13,6 +13,14 @@ fail() { echo "run_fault: FAIL: $*" >&2; echo "--- job output:" >&2; cat "$out" 
 "$@" >"$out" 2>&1 &
 job=$!
 
+# Ends a job that overran: SIGTERM first, so mpirun tears the job down and
+# removes its shared memory; SIGKILL whatever is left 5 s later.
+stop_job() {
+    kill -TERM "$job" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$job" $pids 2>/dev/null
+}
+
 # The ranks print their pid after a warm-up; allow 60 s for start-up.
 expected=$(printf '%s\n' "$@" | awk 'prev=="-n" || prev=="-np" {print; exit} {prev=$0}')
 [ -n "$expected" ] || fail "the launcher command has no -n N"
@@ -27,7 +35,8 @@ if ! kill -0 "$job" 2>/dev/null; then
     wait "$job"
     fail "the job ended (status $?) before a rank was killed"
 fi
-[ "$nranks" -ge "$expected" ] || { kill -9 "$job"; fail "only $nranks of $expected ranks reported their pid within 60 s"; }
+pids=""
+[ "$nranks" -ge "$expected" ] || { stop_job; fail "only $nranks of $expected ranks reported their pid within 60 s"; }
 pids=$(sed -n 's/^mpi_fault: rank [0-9]* pid \([0-9]*\)$/\1/p' "$out")
 victim_rank=$(sed -n 's/^mpi_fault: rank \([0-9]*\) pid [0-9]*$/\1/p' "$out" | sort -n | tail -1)
 victim=$(sed -n "s/^mpi_fault: rank $victim_rank pid \([0-9]*\)\$/\1/p" "$out")
@@ -53,7 +62,7 @@ while [ "$(echo "$(date +%s.%N) < $deadline" | bc)" = 1 ]; do
 done
 t1=$(date +%s.%N)
 if [ $ended = 0 ]; then
-    kill -9 "$job" $pids 2>/dev/null
+    stop_job
     fail "still running $bound s after the kill:$left"
 fi
 wait "$job"; status=$?
