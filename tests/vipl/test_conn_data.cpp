@@ -55,7 +55,8 @@ protected:
         auto p = pattern(seed);
         return VipxConnectRequestStart(client->h(), cli_addr.get(), srv_addr.get(), timeout, p.data(), len);
     }
-    // Takes the request at the server, polling with Timeout 0; its data in buf/len.
+    // Takes the request at the server, polling with Timeout 0 (which makes the
+    // provider's progress itself: no VipxProgress between polls); its data in buf/len.
     ::testing::AssertionResult take(VIP_CONN_HANDLE *conn, uint8_t *buf, VIP_ULONG *len,
                                     VIP_VI_ATTRIBUTES *ra = nullptr) {
         NetAddr remote;
@@ -64,7 +65,7 @@ protected:
         bool ok = poll_until([&] {
             rc = VipxConnectWaitData(nic(), srv_addr.get(), 0, remote.get(), ra ? ra : &attrs, conn, buf, len);
             return rc != VIP_TIMEOUT;
-        });
+        }, kWaitMs, false);
         if (!ok || rc != VIP_SUCCESS)
             return ::testing::AssertionFailure() << "VipxConnectWaitData: " << rc_str(rc);
         return ::testing::AssertionSuccess();

@@ -50,14 +50,17 @@ std::vector<uint8_t> digest_of(const std::vector<uint8_t> &d) {
     return out;
 }
 
-// Waits (pumping connection events) until pred() or the deadline.
+// Waits (pumping connection events) until pred() or the deadline.  The events
+// are pumped at least once, so a deadline already past (Timeout 0) polls.
 template <class Pred> bool pump_until(VerbsNic &nic, Clock::time_point deadline, Pred pred) {
     for (;;) {
         if (pred())
             return true;
         auto now = Clock::now();
-        if (now >= deadline)
-            return false;
+        if (now >= deadline) {
+            nic.pump_cm(0);
+            return pred();
+        }
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
         nic.pump_cm(int(std::min<long>(10, left)));
     }
