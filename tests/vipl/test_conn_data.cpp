@@ -6,7 +6,9 @@
 // process's NIC, driven from this thread, which the non-blocking request makes
 // possible.
 #include <array>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "loopback_fixture.hpp"
 
@@ -197,6 +199,48 @@ TEST_P(ConnData, UnansweredRequestTimesOutWhenPolled) {
     EXPECT_EQ(len, 0u) << "an accept without data";
     VT_EXPECT_OK(VipDisconnect(client->h()));
     VT_EXPECT_OK(VipDisconnect(server->h()));
+}
+
+// A request is given up when Done looks after its deadline and no answer has
+// been taken in: an accept that arrives past the deadline but before that look
+// connects.  (The VI's state shows when the NIC has taken the answer in.)
+TEST_P(ConnData, LateAcceptBeforeDoneLooksConnects) {
+    VT_ASSERT_OK(start(4, 6, 50));
+    VIP_CONN_HANDLE conn = nullptr;
+    ASSERT_TRUE(take(&conn, nullptr, nullptr));
+    std::this_thread::sleep_for(std::chrono::milliseconds(80));
+    VT_ASSERT_OK(VipConnectAccept(conn, server->h()));
+    EXPECT_EQ(wait_state_change(client->h(), VIP_STATE_CONNECT_PENDING, kWaitMs), VIP_STATE_CONNECTED);
+    VT_EXPECT_OK(done(nullptr, nullptr, nullptr));
+    EXPECT_EQ(vi_state(client->h()), VIP_STATE_CONNECTED);
+    VT_EXPECT_OK(VipDisconnect(client->h()));
+    VT_EXPECT_OK(VipDisconnect(server->h()));
+}
+
+// Done gave up (VIP_TIMEOUT, the server told) before the server answered.  The
+// accept either knows it (nicfw, once its NIC has taken the cancel in:
+// VIP_TIMEOUT, the VI idle, the handle still to be rejected) or connects the
+// server's VI to nobody, which then breaks (nicfw with the cancel still on its
+// way, the fake provider): never a VI left Connected to an idle one.  (verbs:
+// the accept waits up to 30 s for a retry of the withdrawn request: not here.)
+TEST_P(ConnData, AcceptAfterTheClientGaveUp) {
+    if (!provider_is_nicfw() && !provider_is_fake())
+        GTEST_SKIP() << "verbs waits 30 s for a retry of the withdrawn request";
+    VT_ASSERT_OK(start(4, 7, 30));
+    VIP_CONN_HANDLE conn = nullptr;
+    ASSERT_TRUE(take(&conn, nullptr, nullptr));
+    VT_ASSERT_RC(VIP_TIMEOUT, done(nullptr, nullptr, nullptr));
+    EXPECT_EQ(vi_state(client->h()), VIP_STATE_IDLE);
+    VIP_RETURN rc = VipConnectAccept(conn, server->h());
+    if (rc == VIP_TIMEOUT) {
+        EXPECT_EQ(vi_state(server->h()), VIP_STATE_IDLE);
+        VT_EXPECT_OK(VipConnectReject(conn));
+    } else {
+        VT_ASSERT_OK(rc);
+        EXPECT_EQ(wait_state_change(server->h(), VIP_STATE_CONNECTED, kWaitMs), VIP_STATE_ERROR);
+        VT_EXPECT_OK(VipDisconnect(server->h()));
+    }
+    EXPECT_EQ(vi_state(client->h()), VIP_STATE_IDLE) << "the client stays idle";
 }
 
 TEST_P(ConnData, DoneWithoutARequestIsInvalidState) {
