@@ -1,8 +1,8 @@
 // connect.cpp - connection management over the wire (ConnectionManager,
 // connection.hpp): client/server (ConnectRequest / ConnectWait / Accept /
-// Reject, and their private data) and peer-to-peer (ConnectPeerRequest / Done / Wait), matched by
-// discriminators, plus orderly disconnect, and the firmware's handling of the
-// connection-management packets.
+// Reject, and their private data) and peer-to-peer (ConnectPeerRequest / Done
+// / Wait), matched by discriminators, plus orderly disconnect, and the
+// firmware's handling of the connection-management packets.
 #include <cstring>
 
 #include "connection.hpp"
