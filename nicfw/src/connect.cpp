@@ -167,6 +167,10 @@ VIP_RETURN ConnectionManager::client_result(ViImpl *vi, VIP_VI_ATTRIBUTES *remot
         if (remote_attr) *remote_attr = vi->peer_attr;
         vipl::prov::copy_cm_data(vi->cm_data, vi->cm_data_len, data, len);
         return VIP_SUCCESS;
+    case ConnResult::ServerGone: // nobody will answer (fail_requests_to_dead)
+        vi->cm_client = false;
+        vi->state.store(ViState::Idle);
+        return VIP_NO_MATCH;
     default: // Cancelled: disconnect abandoned it (and cleared cm_client)
         vi->cm_client = false;
         return VIP_INVALID_STATE;
@@ -388,6 +392,15 @@ VIP_RETURN ConnectionManager::disconnect(ViImpl *vi) {
 }
 
 // ---------------------------------------------------------------- firmware side
+void ConnectionManager::fail_requests_to_dead(const std::function<bool(uint16_t)> &dead) {
+    std::lock_guard<std::mutex> g(mu_);
+    for (uint32_t i = 0; i < kMaxVi; ++i) {
+        ViImpl *vi = vis_.find(i);
+        if (vi && vi->cm_client && vi->cm_result.load() == ConnResult::Pending && dead(vi->cm_server))
+            vi->cm_result.store(ConnResult::ServerGone, std::memory_order_release);
+    }
+}
+
 void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p) {
     CmHeader ch{};
     if (h->length >= sizeof ch) std::memcpy(&ch, p, sizeof ch);

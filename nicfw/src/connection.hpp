@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -53,6 +54,9 @@ public:
 
     // ---- firmware side: a connection-management packet arrived ----
     void on_packet(const PacketHeader *h, const unsigned char *payload);
+    // Client requests whose server's process is gone (dead(nic)) fail:
+    // VipxConnectRequestDone answers VIP_NO_MATCH.
+    void fail_requests_to_dead(const std::function<bool(uint16_t)> &dead);
 
 private:
     struct ConnRequest {        // a ConnReq that arrived, waiting for VipConnectWait

@@ -41,6 +41,7 @@ enum class ConnResult : uint8_t {
     Rejected,            // the server called VipConnectReject
     Cancelled,           // we gave up (timeout) and told the server
     ReliabilityMismatch, // peer-to-peer: the two VIs asked for different reliability levels
+    ServerGone,          // client/server: the server's process exited before it answered
 };
 
 // A token the host writes into a doorbell: which descriptor was posted.
