@@ -180,13 +180,16 @@ TEST_P(ConnData, UnansweredRequestTimesOutWhenPolled) {
     NetAddr nobody = NetAddr::local(unique_disc("nobody"));
     auto p = pattern(4);
     auto t0 = Clock::now();
-    VT_ASSERT_OK(VipxConnectRequestStart(client->h(), cli_addr.get(), nobody.get(), 150, p.data(), 8));
-    EXPECT_LT(elapsed_ms(t0), 150) << "the request waited";
-    EXPECT_EQ(VipxConnectRequestDone(client->h(), nullptr, nullptr, nullptr), VIP_NOT_DONE);
-    EXPECT_EQ(vi_state(client->h()), VIP_STATE_CONNECT_PENDING);
-    VIP_RETURN rc = done(nullptr, nullptr, nullptr);
+    VT_ASSERT_OK(VipxConnectRequestStart(client->h(), cli_addr.get(), nobody.get(), 300, p.data(), 8));
+    EXPECT_LT(elapsed_ms(t0), 300) << "the request waited";
+    VIP_RETURN rc = VipxConnectRequestDone(client->h(), nullptr, nullptr, nullptr);
+    if (elapsed_ms(t0) < 300) { // (a machine that stalled us past the deadline may have ended it)
+        EXPECT_EQ(rc, VIP_NOT_DONE) << rc_str(rc);
+        EXPECT_EQ(vi_state(client->h()), VIP_STATE_CONNECT_PENDING);
+        rc = done(nullptr, nullptr, nullptr);
+    }
     EXPECT_TRUE(rc == VIP_TIMEOUT || rc == VIP_NO_MATCH) << rc_str(rc);
-    EXPECT_GE(elapsed_ms(t0), 140);
+    EXPECT_GE(elapsed_ms(t0), 290);
     EXPECT_EQ(vi_state(client->h()), VIP_STATE_IDLE);
     VT_EXPECT_RC(VIP_INVALID_STATE, VipxConnectRequestDone(client->h(), nullptr, nullptr, nullptr));
     // The VI can ask again.
