@@ -1,6 +1,8 @@
 // results_json.cpp - see results_json.hpp; the schema itself is documented in docs/logp.md.
 #include "results_json.hpp"
 
+#include "peer_rounds.hpp"
+
 #include "render.hpp"
 #include "tables.hpp"
 #include "layering_study.hpp"
@@ -63,6 +65,64 @@ std::vector<BandwidthPoint> points_from(const json &a) {
         b.spread = get_or<double>(p, "spread", 0);
         out.push_back(b);
     }
+    return out;
+}
+
+json nums_json(const std::vector<double> &v) {
+    json a = json::array();
+    for (double x : v) a.push_back(num(x));
+    return a;
+}
+std::vector<double> nums_from(const json &c, const char *key) {
+    std::vector<double> v;
+    if (!c.contains(key)) return v;  // keys added later (line_ns) are absent in older reports
+    for (const auto &e : arr(c, key)) v.push_back(e.is_number() ? e.get<double>() : kNaN);
+    return v;
+}
+
+json ratio_summary_json(const RatioSummary &s) {
+    return {{"rounds", s.rounds}, {"ratio_median", num(s.median)}, {"ratio_min", num(s.min)}, {"ratio_max", num(s.max)}};
+}
+
+json comparison_json(const RoundComparison &c) {
+    return {{"peer", c.peer}, {"metric", c.metric}, {"test", c.test}, {"layer", c.layer}, {"bytes", c.bytes},
+            {"ours", nums_json(c.ours)}, {"peer_values", nums_json(c.peer_values)}, {"ratios", nums_json(c.ratios)},
+            {"rounds", c.rounds}, {"ratio_median", num(c.ratio_median)}, {"ratio_min", num(c.ratio_min)},
+            {"ratio_max", num(c.ratio_max)}, {"line_ns", nums_json(c.line_ns)}, {"line_ns_peer", nums_json(c.line_ns_peer)},
+            {"placement", c.placement},
+            {"by_placement", {{"fast", ratio_summary_json(c.fast)}, {"slow", ratio_summary_json(c.slow)},
+                              {"mixed_rounds", c.mixed_rounds}}}};
+}
+
+json interleaved_to_json(const Interleaved &x) {
+    json cmps = json::array();
+    for (const auto &c : x.comparisons) cmps.push_back(comparison_json(c));
+    return {{"status", status_json(x.status)}, {"rounds", x.rounds}, {"comparisons", cmps},
+            {"placement", {{"line_threshold_ns", num(x.line_threshold_ns)}, {"threshold_source", x.line_threshold_source},
+                           {"rounds_fast", x.rounds_fast}, {"rounds_slow", x.rounds_slow},
+                           {"rounds_mixed", x.rounds_mixed}}}};
+}
+
+// The measured keys; the placement classes and every summary are derived again.
+Interleaved interleaved_from_json(const json &x) {
+    Interleaved out;
+    out.status = status_from(obj(x, "status"));
+    out.rounds = get_or<int>(x, "rounds", 0);
+    for (const auto &c : arr(x, "comparisons")) {
+        RoundComparison rc;
+        rc.peer = get_or<std::string>(c, "peer", "");
+        rc.metric = get_or<std::string>(c, "metric", "");
+        rc.test = get_or<std::string>(c, "test", "");
+        rc.layer = get_or<std::string>(c, "layer", "");
+        rc.bytes = get_or<std::size_t>(c, "bytes", 0);
+        rc.ours = nums_from(c, "ours");
+        rc.peer_values = nums_from(c, "peer_values");
+        rc.ratios = nums_from(c, "ratios");
+        rc.line_ns = nums_from(c, "line_ns");
+        rc.line_ns_peer = nums_from(c, "line_ns_peer");
+        out.comparisons.push_back(rc);
+    }
+    summarize_rounds(out);
     return out;
 }
 
@@ -186,19 +246,7 @@ json to_json(const Report &r) {
                          {"metrics", ms}, {"bandwidth", points_json(p.bandwidth)}});
     }
     j["peers"] = peers;
-    json cmps = json::array();
-    auto nums = [](const std::vector<double> &v) {
-        json a = json::array();
-        for (double x : v) a.push_back(num(x));
-        return a;
-    };
-    for (const auto &c : r.interleaved.comparisons)
-        cmps.push_back({{"peer", c.peer}, {"metric", c.metric}, {"test", c.test}, {"layer", c.layer},
-                        {"bytes", c.bytes}, {"ours", nums(c.ours)}, {"peer_values", nums(c.peer_values)},
-                        {"ratios", nums(c.ratios)}, {"rounds", c.rounds}, {"ratio_median", num(c.ratio_median)},
-                        {"ratio_min", num(c.ratio_min)}, {"ratio_max", num(c.ratio_max)}});
-    j["interleaved"] = {{"status", status_json(r.interleaved.status)}, {"rounds", r.interleaved.rounds},
-                        {"comparisons", cmps}};
+    j["interleaved"] = interleaved_to_json(r.interleaved);
     j["layering"] = layering_to_json(r.layering);
     j["warnings"] = r.warnings;
     return j;
@@ -343,32 +391,7 @@ Report report_from_json(const json &j) {
         p.bandwidth = points_from(arr(x, "bandwidth"));
         r.peers.push_back(p);
     }
-    if (j.contains("interleaved")) {  // absent from reports written before the interleaved comparison
-        const json &x = obj(j, "interleaved");
-        r.interleaved.status = status_from(obj(x, "status"));
-        r.interleaved.rounds = get_or<int>(x, "rounds", 0);
-        auto nums = [](const json &c, const char *key) {
-            std::vector<double> v;
-            for (const auto &e : arr(c, key)) v.push_back(e.is_number() ? e.get<double>() : kNaN);
-            return v;
-        };
-        for (const auto &c : arr(x, "comparisons")) {
-            RoundComparison rc;
-            rc.peer = get_or<std::string>(c, "peer", "");
-            rc.metric = get_or<std::string>(c, "metric", "");
-            rc.test = get_or<std::string>(c, "test", "");
-            rc.layer = get_or<std::string>(c, "layer", "");
-            rc.bytes = get_or<std::size_t>(c, "bytes", 0);
-            rc.ours = nums(c, "ours");
-            rc.peer_values = nums(c, "peer_values");
-            rc.ratios = nums(c, "ratios");
-            rc.rounds = get_or<int>(c, "rounds", 0);
-            rc.ratio_median = get_num(c, "ratio_median");
-            rc.ratio_min = get_num(c, "ratio_min");
-            rc.ratio_max = get_num(c, "ratio_max");
-            r.interleaved.comparisons.push_back(rc);
-        }
-    }
+    if (j.contains("interleaved")) r.interleaved = interleaved_from_json(obj(j, "interleaved"));  // absent in older reports
     if (j.contains("layering")) r.layering = layering_from_json(j["layering"]);  // absent before the layering study
     r.warnings = get_or<std::vector<std::string>>(j, "warnings", {});
     return r;
