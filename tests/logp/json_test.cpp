@@ -37,7 +37,7 @@ const std::set<std::string> kSchemaV1 = {
     "vi_baseline.status.note", "vi_baseline.min_bytes", "vi_baseline.rtt_half_min_us", "vi_baseline.rtt_half_16_us",
     "vi_baseline.peak_mb_s", "vi_baseline.peak_at_bytes", "vi_baseline.spread", "logp", "logp[].layer",
     "logp[].status", "logp[].status.state", "logp[].status.note", "logp[].rtt_half_us", "logp[].delta_us",
-    "logp[].L_us", "logp[].o_s_us", "logp[].o_r_us", "logp[].o_r_reply_us", "logp[].g_us", "logp[].o_s_delay_us", "logp[].rtt_half_min_us",
+    "logp[].L_us", "logp[].o_s_us", "logp[].o_r_us", "logp[].o_r_reply_us", "logp[].o_r_lines_local", "logp[].o_r_cold_us", "logp[].o_r_lines_us", "logp[].g_us", "logp[].o_s_delay_us", "logp[].rtt_half_min_us",
     "logp[].L_state", "logp[].L_raw_us", "logp[].L_resolution_us",
     "logp[].spread",
     "logp[].spread.rtt", "logp[].spread.o_s", "logp[].spread.o_r", "logp[].spread.g", "logp[].expected",

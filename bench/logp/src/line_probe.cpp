@@ -7,6 +7,7 @@
 #include "vipl_boot.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -23,9 +24,13 @@ namespace {
 
 constexpr std::size_t kPage = 4096;
 
-// Odd: rank 0 pinged; even: rank 1 answered.  Alone on its line.
+// Odd: rank 0 pinged; even: rank 1 answered.  Alone on its line; the flag
+// of signal() on the next one.
 struct alignas(64) SharedLine {
     std::atomic<std::uint64_t> seq{0};
+};
+struct SharedPage {
+    SharedLine line, flag;
 };
 
 inline void relax() {
@@ -70,7 +75,7 @@ LineProbe::~LineProbe() {
 
 double LineProbe::measure(int blocks, int per_block) {
     if (!page_) return kNaN;
-    auto *line = static_cast<SharedLine *>(page_);
+    auto *line = &static_cast<SharedPage *>(page_)->line;
     job_.barrier();
     // Both ranks count the same exchanges, so each knows the next value
     // without reading the line (rank 0 may already have pinged).
@@ -93,6 +98,21 @@ double LineProbe::measure(int blocks, int per_block) {
     }
     const double one_way = median_of(block_ns) / (2.0 * per_block);
     return job_.bcast_double(one_way, 0);
+}
+
+void LineProbe::signal(std::uint64_t v) {
+    if (page_) static_cast<SharedPage *>(page_)->flag.seq.store(v, std::memory_order_release);
+}
+
+void LineProbe::wait_yielding(std::uint64_t v, double timeout_s) {
+    if (!page_) return;
+    auto &flag = static_cast<SharedPage *>(page_)->flag.seq;
+    const std::uint64_t t0 = ticks();
+    while (flag.load(std::memory_order_acquire) < v) {
+        sched_yield();
+        if (ticks_to_ns(ticks() - t0) > timeout_s * 1e9)
+            throw std::runtime_error("line probe: the peer did not signal within " + std::to_string(timeout_s) + " s");
+    }
 }
 
 }  // namespace logp

@@ -30,6 +30,14 @@ public:
     // adds nothing per round trip, and a block the OS interrupted is outvoted.
     double measure(int blocks = 15, int per_block = 200);
 
+    // A flag on a line of its own, for handing a CPU over without sleeping:
+    // signal() stores v; wait_yielding(v) calls sched_yield until the flag is
+    // at least v (so a thread moved onto this CPU runs meanwhile, and the CPU
+    // never goes idle, which on a VM may move the vCPU), and throws after
+    // timeout_s.  Not collective.
+    void signal(std::uint64_t v);
+    void wait_yielding(std::uint64_t v, double timeout_s = 30);
+
 private:
     const Job &job_;
     void *page_ = nullptr;

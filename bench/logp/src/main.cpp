@@ -378,6 +378,7 @@ int run_job(const Options &o) {
     const ClockCheck clock_check;
     ProviderFacts facts = query_provider(lopt);
     r.provider.name = facts.provider.empty() ? "unknown" : facts.provider;
+    cfg.shared_memory_wire = r.provider.name == "nicfw";  // L on one host (measure.hpp)
     r.provider.device = facts.device;
     const char *profile = std::getenv("VIPL_NICFW_PROFILE");
     r.provider.profile = profile && *profile ? profile : "none";

@@ -2,6 +2,7 @@
 #include "measure.hpp"
 
 #include "fm_fit.hpp"
+#include "line_probe.hpp"
 #include "timer.hpp"
 #include "vipl_instr.h"
 
@@ -246,6 +247,10 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
         if (is_receiver(layer, job)) vipl_instr_enable(was);
         reply_ns = job.bcast_double(reply.empty() ? 0.0 : median_of(reply), 1);
     }
+    // 4c. The wire on one host: one cache line (the packet's FIFO slot) moved
+    //     from the sender's CPU, timed on the same two CPUs right after.
+    double line_ns = kNaN;
+    if (cfg.shared_memory_wire && !layer.single_process() && job.size() == 2) line_ns = LineProbe(job).measure();
     progress.step("receive overhead");
     Summary recv_sum;
     if (!recv.empty()) recv_sum = summarize(recv_clean.size() >= std::max<std::size_t>(5, recv.size() / 4) ? recv_clean : recv);
@@ -260,6 +265,7 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
     in.rtt_iqr_ns = rtt.p75 - rtt.p25;
     in.recv_iqr_ns = recv_sum.p75 - recv_sum.p25;
     in.recv_reply_ns = {reply_ns};
+    if (std::isfinite(line_ns)) in.recv_lines_ns = line_ns;
     in.timer_ns = timer_cost_ns();
     LogPEstimate e = extract_logp(in, cfg.policy);
     e.warnings.erase(std::remove_if(e.warnings.begin(), e.warnings.end(),
@@ -277,6 +283,9 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
     row.o_s_us = e.o_s_ns / 1e3;
     row.o_r_us = e.o_r_ns / 1e3;
     row.o_r_reply_us = e.o_r_reply_ns / 1e3;
+    row.o_r_lines_local = e.o_r_lines_local;
+    row.o_r_cold_us = e.o_r_cold_ns / 1e3;
+    row.o_r_lines_us = e.o_r_lines_local ? e.o_r_lines_ns / 1e3 : kNaN;
     row.g_us = e.g_ns / 1e3;
     row.L_us = e.L_ns / 1e3;
     row.L_raw_us = e.L_raw_ns / 1e3;

@@ -64,6 +64,12 @@ struct LogPRow {
     double rtt_half_us = kNaN, delta_us = kNaN, L_us = kNaN, o_s_us = kNaN, g_us = kNaN;
     double o_r_us = kNaN;        // o_r(request): the receive without the send path inside it
     double o_r_reply_us = kNaN;  // o_r(reply+credit): what the receive spends sending back (0: sends nothing)
+    // o_r_us is timed with the message's cache lines local to the receiver when
+    // o_r_lines_local (the ranks bound); o_r_cold_us is the request's receive
+    // with the lines pulled from the sender's CPU, o_r_lines_us the difference,
+    // which is part of L (NaN when not measured).
+    bool o_r_lines_local = false;
+    double o_r_cold_us = kNaN, o_r_lines_us = kNaN;
     double o_s_delay_us = kNaN;  // cross-check of o_s from delayed long bursts
     double rtt_half_min_us = kNaN;  // half the fastest round trip (the median is RTT/2)
     // L is never negative (logp_method.hpp, LatencyState): L_us is the raw

@@ -94,6 +94,63 @@ json comparison_json(const RoundComparison &c) {
                               {"mixed_rounds", c.mixed_rounds}}}};
 }
 
+json logp_row_json(const LogPRow &row) {
+    return {{"layer", row.layer},
+            {"status", status_json(row.status)},
+            {"rtt_half_us", num(row.rtt_half_us)},
+            {"delta_us", num(row.delta_us)},
+            {"L_us", num(row.L_us)},
+            {"o_s_us", num(row.o_s_us)},
+            {"o_r_us", num(row.o_r_us)},
+            {"o_r_reply_us", num(row.o_r_reply_us)},
+            {"o_r_lines_local", row.o_r_lines_local},
+            {"o_r_cold_us", num(row.o_r_cold_us)},
+            {"o_r_lines_us", num(row.o_r_lines_us)},
+            {"g_us", num(row.g_us)},
+            {"o_s_delay_us", num(row.o_s_delay_us)},
+            {"rtt_half_min_us", num(row.rtt_half_min_us)},
+            {"L_state", row.L_state},
+            {"L_raw_us", num(row.L_raw_us)},
+            {"L_resolution_us", num(row.L_resolution_us)},
+            {"spread", {{"rtt", row.spread_rtt}, {"o_s", row.spread_o_s}, {"o_r", row.spread_o_r}, {"g", row.spread_g}}},
+            {"expected", {{"L_us", num(row.expect_L_us)}, {"o_s_us", num(row.expect_o_s_us)},
+                          {"o_r_us", num(row.expect_o_r_us)}, {"g_us", num(row.expect_g_us)}}},
+            {"warnings", row.warnings}};
+}
+
+LogPRow logp_row_from(const json &x) {
+    LogPRow row;
+    row.layer = get_or<std::string>(x, "layer", "");
+    row.status = status_from(obj(x, "status"));
+    row.rtt_half_us = get_num(x, "rtt_half_us");
+    row.delta_us = get_num(x, "delta_us");
+    row.L_us = get_num(x, "L_us");
+    row.o_s_us = get_num(x, "o_s_us");
+    row.o_r_us = get_num(x, "o_r_us");
+    row.o_r_reply_us = get_num(x, "o_r_reply_us");
+    row.o_r_lines_local = get_or<bool>(x, "o_r_lines_local", false);  // these three are absent in older reports
+    row.o_r_cold_us = x.contains("o_r_cold_us") ? get_num(x, "o_r_cold_us") : row.o_r_us;
+    row.o_r_lines_us = x.contains("o_r_lines_us") ? get_num(x, "o_r_lines_us") : kNaN;
+    row.g_us = get_num(x, "g_us");
+    row.o_s_delay_us = get_num(x, "o_s_delay_us");
+    row.rtt_half_min_us = get_num(x, "rtt_half_min_us");
+    row.L_state = get_or<std::string>(x, "L_state", "measured");
+    row.L_raw_us = get_num(x, "L_raw_us");
+    row.L_resolution_us = get_num(x, "L_resolution_us");
+    const json &sp = obj(x, "spread");
+    row.spread_rtt = get_or<double>(sp, "rtt", 0);
+    row.spread_o_s = get_or<double>(sp, "o_s", 0);
+    row.spread_o_r = get_or<double>(sp, "o_r", 0);
+    row.spread_g = get_or<double>(sp, "g", 0);
+    const json &ex = obj(x, "expected");
+    row.expect_L_us = get_num(ex, "L_us");
+    row.expect_o_s_us = get_num(ex, "o_s_us");
+    row.expect_o_r_us = get_num(ex, "o_r_us");
+    row.expect_g_us = get_num(ex, "g_us");
+    row.warnings = get_or<std::vector<std::string>>(x, "warnings", {});
+    return row;
+}
+
 json interleaved_to_json(const Interleaved &x) {
     json cmps = json::array();
     for (const auto &c : x.comparisons) cmps.push_back(comparison_json(c));
@@ -153,25 +210,7 @@ json to_json(const Report &r) {
                         {"spread", b.spread}};
 
     json logp = json::array();
-    for (const auto &row : r.logp)
-        logp.push_back({{"layer", row.layer},
-                        {"status", status_json(row.status)},
-                        {"rtt_half_us", num(row.rtt_half_us)},
-                        {"delta_us", num(row.delta_us)},
-                        {"L_us", num(row.L_us)},
-                        {"o_s_us", num(row.o_s_us)},
-                        {"o_r_us", num(row.o_r_us)},
-                        {"o_r_reply_us", num(row.o_r_reply_us)},
-                        {"g_us", num(row.g_us)},
-                        {"o_s_delay_us", num(row.o_s_delay_us)},
-                        {"rtt_half_min_us", num(row.rtt_half_min_us)},
-                        {"L_state", row.L_state},
-                        {"L_raw_us", num(row.L_raw_us)},
-                        {"L_resolution_us", num(row.L_resolution_us)},
-                        {"spread", {{"rtt", row.spread_rtt}, {"o_s", row.spread_o_s}, {"o_r", row.spread_o_r}, {"g", row.spread_g}}},
-                        {"expected", {{"L_us", num(row.expect_L_us)}, {"o_s_us", num(row.expect_o_s_us)},
-                                      {"o_r_us", num(row.expect_o_r_us)}, {"g_us", num(row.expect_g_us)}}},
-                        {"warnings", row.warnings}});
+    for (const auto &row : r.logp) logp.push_back(logp_row_json(row));
     j["logp"] = logp;
 
     json ops = json::array();
@@ -284,35 +323,7 @@ Report report_from_json(const json &j) {
     r.vi_baseline.peak_at_bytes = get_or<std::size_t>(b, "peak_at_bytes", 0);
     r.vi_baseline.spread = get_or<double>(b, "spread", 0);
 
-    for (const auto &x : arr(j, "logp")) {
-        LogPRow row;
-        row.layer = get_or<std::string>(x, "layer", "");
-        row.status = status_from(obj(x, "status"));
-        row.rtt_half_us = get_num(x, "rtt_half_us");
-        row.delta_us = get_num(x, "delta_us");
-        row.L_us = get_num(x, "L_us");
-        row.o_s_us = get_num(x, "o_s_us");
-        row.o_r_us = get_num(x, "o_r_us");
-        row.o_r_reply_us = get_num(x, "o_r_reply_us");
-        row.g_us = get_num(x, "g_us");
-        row.o_s_delay_us = get_num(x, "o_s_delay_us");
-        row.rtt_half_min_us = get_num(x, "rtt_half_min_us");
-        row.L_state = get_or<std::string>(x, "L_state", "measured");
-        row.L_raw_us = get_num(x, "L_raw_us");
-        row.L_resolution_us = get_num(x, "L_resolution_us");
-        const json &sp = obj(x, "spread");
-        row.spread_rtt = get_or<double>(sp, "rtt", 0);
-        row.spread_o_s = get_or<double>(sp, "o_s", 0);
-        row.spread_o_r = get_or<double>(sp, "o_r", 0);
-        row.spread_g = get_or<double>(sp, "g", 0);
-        const json &ex = obj(x, "expected");
-        row.expect_L_us = get_num(ex, "L_us");
-        row.expect_o_s_us = get_num(ex, "o_s_us");
-        row.expect_o_r_us = get_num(ex, "o_r_us");
-        row.expect_g_us = get_num(ex, "g_us");
-        row.warnings = get_or<std::vector<std::string>>(x, "warnings", {});
-        r.logp.push_back(row);
-    }
+    for (const auto &x : arr(j, "logp")) r.logp.push_back(logp_row_from(x));
     for (const auto &x : arr(j, "splitc_ops"))
         r.splitc_ops.push_back({get_or<std::string>(x, "op", ""), status_from(obj(x, "status")), get_num(x, "us"),
                                 get_or<double>(x, "spread", 0)});
