@@ -359,6 +359,20 @@ void run_layering(const Job &job, const Options &o, Report &r, Progress &progres
     run_layering_phase(job, plan, r, progress);
 }
 
+// The provider, its device and profile as the report names them.
+void describe_provider(const ProviderFacts &facts, Report &r) {
+    r.provider.name = facts.provider.empty() ? "unknown" : facts.provider;
+    r.provider.device = facts.device;
+    const char *profile = std::getenv("VIPL_NICFW_PROFILE");
+    r.provider.profile = profile && *profile ? profile : "none";
+    const char *source = std::getenv("LOGP_PROFILE_SOURCE");
+    r.provider.profile_source = !(profile && *profile) ? "default" : source && *source ? source : "VIPL_NICFW_PROFILE";
+    // The AM burst workload is part of what the figures mean (docs/cost-model.md).
+    if (const char *each = std::getenv("LOGP_AM_REPLY_EACH"); each && std::strcmp(each, "1") == 0)
+        r.provider.profile_source += "; AM bursts: a reply to every request (LOGP_AM_REPLY_EACH=1)";
+    if (!facts.error.empty()) r.warnings.push_back("provider: " + facts.error);
+}
+
 int run_job(const Options &o) {
     Job job = Job::join();
     if (job.size() != 2) {
@@ -376,18 +390,8 @@ int run_job(const Options &o) {
     Report r;
     r.run = run_info(o, cfg);
     const ClockCheck clock_check;
-    ProviderFacts facts = query_provider(lopt);
-    r.provider.name = facts.provider.empty() ? "unknown" : facts.provider;
+    describe_provider(query_provider(lopt), r);
     cfg.shared_memory_wire = r.provider.name == "nicfw";  // L on one host (measure.hpp)
-    r.provider.device = facts.device;
-    const char *profile = std::getenv("VIPL_NICFW_PROFILE");
-    r.provider.profile = profile && *profile ? profile : "none";
-    const char *source = std::getenv("LOGP_PROFILE_SOURCE");
-    r.provider.profile_source = !(profile && *profile) ? "default" : source && *source ? source : "VIPL_NICFW_PROFILE";
-    // The AM burst workload is part of what the figures mean (docs/cost-model.md).
-    if (const char *each = std::getenv("LOGP_AM_REPLY_EACH"); each && std::strcmp(each, "1") == 0)
-        r.provider.profile_source += "; AM bursts: a reply to every request (LOGP_AM_REPLY_EACH=1)";
-    if (!facts.error.empty()) r.warnings.push_back("provider: " + facts.error);
 
     const std::vector<std::string> wanted = split_list(o.layers);
     auto is_asked = [&](const LayerFactory &f) {

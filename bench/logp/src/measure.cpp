@@ -175,6 +175,30 @@ Summary measure_rtt(Layer &layer, const Job &job, const MeasureConfig &cfg, std:
     return s;
 }
 
+// A measured row of Table 2 from the reduction (us) and the two raw summaries (ns).
+static void fill_row(LogPRow &row, const LogPEstimate &e, const Summary &rtt, const Summary &recv_sum) {
+    row.status = {"measured", ""};
+    row.rtt_half_us = e.rtt_half_ns / 1e3;
+    row.rtt_half_min_us = rtt.min / 2e3;
+    row.o_s_us = e.o_s_ns / 1e3;
+    row.o_r_us = e.o_r_ns / 1e3;
+    row.o_r_reply_us = e.o_r_reply_ns / 1e3;
+    row.o_r_lines_local = e.o_r_lines_local;
+    row.o_r_cold_us = e.o_r_cold_ns / 1e3;
+    row.o_r_lines_us = e.o_r_lines_local ? e.o_r_lines_ns / 1e3 : kNaN;
+    row.g_us = e.g_ns / 1e3;
+    row.L_us = e.L_ns / 1e3;
+    row.L_raw_us = e.L_raw_ns / 1e3;
+    row.L_resolution_us = e.L_resolution_ns / 1e3;
+    row.L_state = latency_state_name(e.L_state);
+    row.o_s_delay_us = e.o_s_delay_ns >= -0.5 ? e.o_s_delay_ns / 1e3 : kNaN;
+    row.spread_rtt = rtt.spread();
+    row.spread_o_r = recv_sum.spread();
+    row.spread_o_s = e.o_s_spread;
+    row.spread_g = e.g_spread;
+    row.warnings = e.warnings;
+}
+
 LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Progress &progress) {
     LogPRow row;
     row.layer = layer.id();
@@ -277,26 +301,7 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
         e.warnings.push_back(fmt::format("the OS preempted the sender during {} of {} bursts (dropped); the machine "
                                          "is busy", dropped, bursts_timed));
 
-    row.status = {"measured", ""};
-    row.rtt_half_us = e.rtt_half_ns / 1e3;
-    row.rtt_half_min_us = rtt.min / 2e3;
-    row.o_s_us = e.o_s_ns / 1e3;
-    row.o_r_us = e.o_r_ns / 1e3;
-    row.o_r_reply_us = e.o_r_reply_ns / 1e3;
-    row.o_r_lines_local = e.o_r_lines_local;
-    row.o_r_cold_us = e.o_r_cold_ns / 1e3;
-    row.o_r_lines_us = e.o_r_lines_local ? e.o_r_lines_ns / 1e3 : kNaN;
-    row.g_us = e.g_ns / 1e3;
-    row.L_us = e.L_ns / 1e3;
-    row.L_raw_us = e.L_raw_ns / 1e3;
-    row.L_resolution_us = e.L_resolution_ns / 1e3;
-    row.L_state = latency_state_name(e.L_state);
-    row.o_s_delay_us = e.o_s_delay_ns >= -0.5 ? e.o_s_delay_ns / 1e3 : kNaN;
-    row.spread_rtt = rtt.spread();
-    row.spread_o_r = recv_sum.spread();
-    row.spread_o_s = e.o_s_spread;
-    row.spread_g = e.g_spread;
-    row.warnings = e.warnings;
+    fill_row(row, e, rtt, recv_sum);
     return row;
 }
 
