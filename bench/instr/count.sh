@@ -76,13 +76,14 @@ ucx=$(command -v ucx_perftest || true)
 if [ -n "$ucx" ]; then
     for n in "$n1" "$n2"; do
         port=$(( 20000 + RANDOM % 20000 ))
-        UCX_TLS=sm,self valgrind --tool=callgrind --dump-instr=no "--callgrind-out-file=$raw/ucx.$n.1.out" \
+        UCX_TLS=sm,self timeout 600 valgrind --tool=callgrind --dump-instr=no "--callgrind-out-file=$raw/ucx.$n.1.out" \
             "$ucx" -p "$port" >"$raw/ucx.$n.server.log" 2>&1 &
         server=$!
         sleep 3
         ok=1
         UCX_TLS=sm,self timeout 600 valgrind --tool=callgrind --dump-instr=no "--callgrind-out-file=$raw/ucx.$n.0.out" \
             "$ucx" localhost -p "$port" -t ucp_am_lat -s 16 -n "$n" -w 100 >"$raw/ucx.$n.client.log" 2>&1 || ok=0
+        [ "$ok" = 1 ] || kill "$server" 2>/dev/null || true  # a server whose client failed waits for no one
         wait "$server" || true
         [ "$ok" = 1 ] || { echo "count.sh: ucx_perftest under callgrind failed, see $raw/ucx.$n.client.log" >&2; exit 1; }
     done
