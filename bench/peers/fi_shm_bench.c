@@ -1,8 +1,11 @@
 /* fi_shm_bench.c - libfabric's shared-memory provider measured the way logp
  * measures viastack's layers, so the two can be put side by side.
  *
- *   fi_shm_bench [--provider shm] [--rounds R] [--iters N] [--bulk-mb M]
+ *   fi_shm_bench [--provider shm] [--rounds R] [--iters N] [--bulk-mb M] [--cpus A,B]
  *
+ * --cpus binds rank 0 to CPU A and rank 1 to CPU B (logp passes the CPUs its
+ * own two ranks are bound to, so both sides of a comparison run in the same
+ * placement).
  * The program forks itself into two processes on this host (rank 0 the
  * parent, rank 1 the child), each opening a reliable-datagram (FI_EP_RDM)
  * endpoint of the provider; they exchange endpoint names and the registered
@@ -17,6 +20,7 @@
  * spread over the rounds (the first round is a warm-up, not counted). */
 #define _GNU_SOURCE
 #include <rdma/fabric.h>
+#include <sched.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -230,14 +234,21 @@ int main(int argc, char **argv) {
     int rounds = 11;
     long iters = 20000;
     long bulk_mb = 256; /* payload per round and size of the bandwidth streams */
+    int cpus[2] = {-1, -1}; /* --cpus A,B: the first process on A, the forked one on B */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--provider") && i + 1 < argc) prov = argv[++i];
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atol(argv[++i]);
         else if (!strcmp(argv[i], "--bulk-mb") && i + 1 < argc) bulk_mb = atol(argv[++i]);
-        else {
+        else if (!strcmp(argv[i], "--cpus") && i + 1 < argc) {
+            if (sscanf(argv[++i], "%d,%d", &cpus[0], &cpus[1]) != 2 || cpus[0] < 0 || cpus[1] < 0 ||
+                cpus[0] >= CPU_SETSIZE || cpus[1] >= CPU_SETSIZE) {
+                fprintf(stderr, "fi_shm_bench: --cpus wants two CPU numbers, e.g. --cpus 0,1\n");
+                return 2;
+            }
+        } else {
             fprintf(stderr, "fi_shm_bench: unknown argument '%s'; usage: fi_shm_bench [--provider P] [--rounds R] "
-                            "[--iters N] [--bulk-mb M]\n", argv[i]);
+                            "[--iters N] [--bulk-mb M] [--cpus A,B]\n", argv[i]);
             return 2;
         }
     }
@@ -257,6 +268,15 @@ int main(int argc, char **argv) {
         return 1;
     }
     struct fab f = {.me = child == 0, .sock = child == 0 ? sv[1] : sv[0]};
+    if (cpus[f.me] >= 0) { /* bound as the caller's ranks are (logp's --bind core) */
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpus[f.me], &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0) {
+            perror("fi_shm_bench: sched_setaffinity (--cpus)");
+            return 1;
+        }
+    }
     close(child == 0 ? sv[0] : sv[1]);
     open_fabric(&f, prov);
     double v[kMaxRounds];

@@ -249,3 +249,28 @@ TEST(LogPExtract, MissingSeriesAreErrors) {
     bad.long_min_m = bad.short_max_m;
     EXPECT_THROW(extract_logp(bad, SpreadPolicy{}), std::invalid_argument);
 }
+
+// On one host the wire is the packet's cache line, pulled by the receiver's
+// first read inside the timed receive: o_s + o_r(whole) exceeds RTT/2 and L is
+// not reported.  With the line's transfer given, it moves from o_r to L, and
+// o_s + o_r + L = RTT/2 again.
+TEST(LogPExtract, LineTransferMovesFromTheReceiveToL) {
+    LogPMachine m{120, 100, 150, 0, 8};  // the wire itself costs nothing beyond the line
+    const double line = 200;             // one cross-core line, one way
+    LogPInputs in = record(m, 0, 1, 1000);
+    for (double &r : in.rtt_ns) r += 2 * line;  // each way the receiver pulls the line while polling
+    for (double &r : in.recv_ns) r += line + 60;  // the probe's receive pulls it too, and a little more
+    LogPEstimate cold = extract_logp(in, SpreadPolicy{});
+    EXPECT_EQ(cold.L_state, LatencyState::inconsistent);
+    EXPECT_FALSE(cold.o_r_lines_local);
+    in.recv_lines_ns = line;
+    LogPEstimate e = extract_logp(in, SpreadPolicy{});
+    EXPECT_TRUE(e.o_r_lines_local);
+    EXPECT_DOUBLE_EQ(e.o_r_lines_ns, line);
+    EXPECT_NEAR(e.o_r_cold_ns, cold.o_r_ns, 1e-9);
+    EXPECT_NEAR(e.o_r_ns, cold.o_r_ns - line, 1e-9);
+    EXPECT_EQ(e.L_state, LatencyState::measured);
+    EXPECT_NEAR(e.L_raw_ns, e.rtt_half_ns - e.o_s_ns - e.o_r_ns, 1e-9);
+    EXPECT_NEAR(e.L_raw_ns, cold.L_raw_ns + line, 1e-9);
+    EXPECT_NEAR(e.L_ns, 2 * line - line - 60, 15);  // the line, less what else the probe's receive pulled
+}

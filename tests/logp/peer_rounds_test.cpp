@@ -128,6 +128,95 @@ TEST(PeerShm, MissingProgramIsNotInstalled) {
     setenv("PATH", path.c_str(), 1);
 }
 
+// Five rounds: 0, 2 and 4 in the slow placement (line ~210 ns), 1 in the fast
+// one (~55 ns), 3 mixed (the line changed class between our half and the peer).
+Interleaved five_rounds_two_placements() {
+    Interleaved x;
+    const double line_ours[] = {212, 55, 208, 58, 215};
+    const double line_peer[] = {205, 57, 210, 200, 209};
+    const double peer_rtt[] = {0.50, 0.25, 0.52, 0.26, 0.50};
+    const double our_rtt[] = {0.40, 0.30, 0.42, 0.40, 0.45};
+    for (int i = 0; i < 5; ++i)
+        add_round(x, i, ours(our_rtt[i], 1.0, 500), "ucx_perftest",
+                  {{"rtt_half_us", "ucp_am_lat", "", 16, peer_rtt[i], kNaN, kNaN}}, line_ours[i], line_peer[i]);
+    x.rounds = 5;
+    summarize_rounds(x);
+    x.status = {"measured", ""};
+    return x;
+}
+
+TEST(PeerRounds, LineThresholdComesFromTheRunsGapOrIsFixed) {
+    std::string source;
+    // Two groups: the threshold is the geometric mean of the gap's ends.
+    EXPECT_NEAR(line_threshold({210, 60, 205, 58, 220}, &source), std::sqrt(60.0 * 205.0), 1e-9);
+    EXPECT_EQ(source, "gap");
+    // One group (scatter below 2x): the fixed threshold.
+    EXPECT_DOUBLE_EQ(line_threshold({210, 180, 260, 205}, &source), kFixedLineThresholdNs);
+    EXPECT_EQ(source, "fixed");
+    EXPECT_DOUBLE_EQ(line_threshold({}, &source), kFixedLineThresholdNs);
+    EXPECT_EQ(source, "fixed");
+    // NaN (not measured) lines are ignored.
+    EXPECT_NEAR(line_threshold({kNaN, 50, 200}, &source), 100.0, 1e-9);
+    EXPECT_EQ(source, "gap");
+}
+
+TEST(PeerRounds, RatiosAreGivenPerPlacementClass) {
+    Interleaved x = five_rounds_two_placements();
+    EXPECT_EQ(x.line_threshold_source, "gap");
+    EXPECT_EQ(x.rounds_slow, 3);
+    EXPECT_EQ(x.rounds_fast, 1);
+    EXPECT_EQ(x.rounds_mixed, 1);
+    const RoundComparison &vi = find(x, "rtt_half_us", "vi", 16);
+    ASSERT_EQ(vi.line_ns.size(), 5u);
+    EXPECT_DOUBLE_EQ(vi.line_ns[3], 58);
+    EXPECT_DOUBLE_EQ(vi.line_ns_peer[3], 200);
+    EXPECT_EQ(vi.placement, (std::vector<std::string>{"slow", "fast", "slow", "mixed", "slow"}));
+    EXPECT_EQ(vi.slow.rounds, 3);  // 0.8, 0.8077, 0.9
+    EXPECT_NEAR(vi.slow.median, 0.42 / 0.52, 1e-12);
+    EXPECT_EQ(vi.fast.rounds, 1);
+    EXPECT_DOUBLE_EQ(vi.fast.median, 1.2);
+    EXPECT_EQ(vi.mixed_rounds, 1);
+    EXPECT_EQ(vi.rounds, 5);  // the overall median keeps every paired round
+
+    Report r;
+    r.interleaved = x;
+    Table t = interleaved_table(r);
+    EXPECT_EQ(t.rows[0].cells[10].text, "1.2");  // fast median
+    EXPECT_EQ(t.rows[0].cells[11].text, "1");
+    EXPECT_EQ(t.rows[0].cells[13].text, "3");
+    std::string notes;
+    for (const auto &n : t.notes) notes += n + "\n";
+    EXPECT_NE(notes.find("1 fast, 3 slow, 1 mixed"), std::string::npos) << notes;
+    EXPECT_EQ(notes.find("All "), std::string::npos);
+    // The classes survive the JSON (derived again from line_ns on reading).
+    Report back = report_from_json(to_json(r));
+    EXPECT_EQ(find(back.interleaved, "rtt_half_us", "vi", 16).placement, vi.placement);
+    EXPECT_EQ(to_json(back)["interleaved"], to_json(r)["interleaved"]);
+}
+
+TEST(PeerRounds, ARunInOnePlacementSaysSo) {
+    Interleaved x;
+    for (int i = 0; i < 3; ++i)
+        add_round(x, i, ours(0.4, 0.4, 500), "ucx_perftest", {{"rtt_half_us", "ucp_am_lat", "", 16, 0.5, kNaN, kNaN}},
+                  205 + i, 210 - i);
+    x.rounds = 3;
+    summarize_rounds(x);
+    EXPECT_EQ(x.line_threshold_source, "fixed");
+    EXPECT_EQ(x.rounds_slow, 3);
+    Report r;
+    r.interleaved = x;
+    std::string notes;
+    for (const auto &n : interleaved_table(r).notes) notes += n + "\n";
+    EXPECT_NE(notes.find("All 3 rounds of this run fell in the slow placement"), std::string::npos) << notes;
+    // Without line times (an older report) the rounds are not classed.
+    Interleaved old = three_rounds();
+    EXPECT_EQ(old.rounds_fast + old.rounds_slow + old.rounds_mixed, 0);
+    r.interleaved = old;
+    notes.clear();
+    for (const auto &n : interleaved_table(r).notes) notes += n + "\n";
+    EXPECT_NE(notes.find("not classed"), std::string::npos) << notes;
+}
+
 TEST(PeerRounds, TableIsRenderedEveryWayAndSurvivesJson) {
     Report r;
     r.interleaved = three_rounds();

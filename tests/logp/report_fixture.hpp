@@ -3,6 +3,7 @@
 // installed, an empty breakdown).
 #pragma once
 
+#include "peer_rounds.hpp"
 #include "results.hpp"
 
 inline logp::Report full_report() {
@@ -94,7 +95,10 @@ inline logp::Report full_report() {
     rc.ratios = {2.0, 2.0};
     rc.rounds = 2;
     rc.ratio_median = rc.ratio_min = rc.ratio_max = 2.0;
+    rc.line_ns = {210, 60};       // round 0 in the slow placement, round 1 in the fast one
+    rc.line_ns_peer = {205, 62};
     r.interleaved.comparisons = {rc};
+    summarize_rounds(r.interleaved);
     r.warnings = {"am-v3: RTT: spread 30% exceeds 25%"};
     return r;
 }

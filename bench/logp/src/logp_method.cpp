@@ -88,6 +88,17 @@ LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
         e.o_r_reply_ns = e.o_r_total_ns;
     }
     e.o_r_ns = e.o_r_total_ns - e.o_r_reply_ns;
+    e.o_r_cold_ns = e.o_r_ns;
+    double recv_iqr = std::isnan(in.recv_iqr_ns) ? iqr_of(in.recv_ns) : in.recv_iqr_ns;
+    double lines_iqr = 0;
+    if (std::isfinite(in.recv_lines_ns)) {
+        // The receive's own work; the reply it sends is the same either way.
+        e.o_r_lines_local = true;
+        e.o_r_lines_ns = in.recv_lines_ns;
+        e.o_r_total_ns = std::max(0.0, e.o_r_total_ns - in.recv_lines_ns);
+        e.o_r_ns = std::max(0.0, e.o_r_total_ns - e.o_r_reply_ns);
+        lines_iqr = in.recv_lines_iqr_ns;
+    }
     e.o_s_ns = per_message_slope(shorts, nullptr);
     e.o_s_spread = shorts.worst_spread;
     e.g_ns = per_message_slope(longs, &e.g_fit_r2);
@@ -95,10 +106,9 @@ LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
     e.L_raw_ns = e.rtt_half_ns - e.o_s_ns - e.o_r_ns;
     {
         const double rtt_iqr = std::isnan(in.rtt_iqr_ns) ? iqr_of(in.rtt_ns) : in.rtt_iqr_ns;
-        const double recv_iqr = std::isnan(in.recv_iqr_ns) ? iqr_of(in.recv_ns) : in.recv_iqr_ns;
         // o_s is a slope: its scatter per message is the IQR of the largest short burst over its size.
         const double os_iqr = shorts.iqr.back() / shorts.m.back();
-        e.L_resolution_ns = 0.5 * (rtt_iqr / 2) + 0.5 * recv_iqr + 0.5 * os_iqr;
+        e.L_resolution_ns = 0.5 * (rtt_iqr / 2) + 0.5 * recv_iqr + 0.5 * os_iqr + 0.5 * lines_iqr;
     }
     // The cross-check uses the largest inserted delay among long bursts.
     double max_delay = 0;

@@ -29,6 +29,11 @@
 //    and the latency is what remains: L = RTT/2 - o_s - o_r(request).  (A
 //    round trip is o_s + L + o_r(request) + [the reply's o_s] + L + o_r; charging
 //    o_r(reply) as well would count the reply's send twice and drive L below 0.)
+//  * On shared memory the receiver's first read of the message pulls its
+//    cache lines from the sender's CPU: that transfer is the wire.  When the
+//    transfer is measured (recv_lines_ns: the receive timed with the lines
+//    cold and with them local), o_r is the receive without it and the
+//    transfer falls into L.
 // Every parameter is the median over many timed repetitions (after warm-up).
 #pragma once
 
@@ -52,6 +57,15 @@ struct LogPInputs {
     std::vector<double> rtt_ns;   // ping-pong round trips
     std::vector<double> recv_ns;  // timed receive operations (o_r, request and reply together)
     std::vector<double> recv_reply_ns;  // of those, the time in the send path (empty: the receive sends nothing)
+    // The part of the timed receive that pulls the message from the sender's
+    // CPU: on shared memory the receiver's first read of the packet moves its
+    // cache line across, and that transfer is the wire.  When given (the
+    // one-way time of a raw cross-core line on the same CPUs, LineProbe), o_r
+    // is the receive without it and the transfer is part of L.  NaN: o_r is
+    // the whole receive (recv_ns), as on a NIC.  recv_lines_iqr_ns: its
+    // scatter (added to L's resolution).
+    double recv_lines_ns = std::numeric_limits<double>::quiet_NaN();
+    double recv_lines_iqr_ns = 0;
     int short_max_m = 4;          // bursts up to this size never stall the sender
     int long_min_m = 32;          // bursts from this size on are in steady state
     // The clock's own cost: a timed interval with nothing in it (two back-to-back
@@ -86,7 +100,10 @@ struct LogPEstimate {
     LatencyState L_state = LatencyState::measured;
     double o_r_ns = 0;        // o_r(request): the receive minus what it spends sending back
     double o_r_reply_ns = 0;  // o_r(reply+credit): the send path inside the receive
-    double o_r_total_ns = 0;  // the timed receive operation as a whole
+    double o_r_total_ns = 0;  // the timed receive operation as a whole (without the lines' transfer when given)
+    bool o_r_lines_local = false;  // the lines' transfer was measured and taken out of o_r (recv_lines_ns)
+    double o_r_cold_ns = 0;   // o_r(request) of the cold receive (recv_ns): lines pulled from the sender's CPU
+    double o_r_lines_ns = 0;  // cold - local: the transfer of the message's lines, counted in L
     double o_s_delay_ns = -1;     // cross-check from delayed long bursts; -1 = not measured
     double delay_used_ns = 0;     // the dt of that cross-check
     Summary rtt, recv;            // raw summaries (ns)

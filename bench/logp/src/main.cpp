@@ -15,6 +15,7 @@
 #include "layer_synthetic.hpp"
 #include "layering_study.hpp"
 #include "layers.hpp"
+#include "line_probe.hpp"
 #include "measure.hpp"
 #include "paper.hpp"
 #include "peer_perftest.hpp"
@@ -191,9 +192,58 @@ std::vector<std::function<PeerResult()>> peer_runners(const Options &o) {
     return out;
 }
 
-// Rounds of (ours, every peer): our figures on VI, AM and Split-C (each layer opened
-// for its half and closed again, so no emulated NIC runs while a peer is
-// measured), then rank 0 runs the peers while rank 1 waits in a barrier.
+// Our half of one round: VI, AM and Split-C each opened, measured and closed
+// again (so no emulated NIC runs while a peer is measured).
+std::vector<OurFigure> measure_our_round(const Job &job, const std::vector<const LayerFactory *> &ours,
+                                         const MeasureConfig &rc, const LayerOptions &lopt, Progress &progress,
+                                         const std::string &round_label) {
+    std::vector<OurFigure> figures;
+    for (const LayerFactory *f : ours) {
+        std::unique_ptr<Layer> layer;
+        std::string error;
+        try {
+            layer = f->make(job, lopt);
+        } catch (const std::exception &e) {
+            error = e.what();
+        }
+        if (!job.all(error.empty())) throw std::runtime_error(f->id + " could not be reopened for the comparison: " + error);
+        auto v = measure_round(*layer, job, rc, comparison_sizes());
+        figures.insert(figures.end(), v.begin(), v.end());
+        job.barrier();
+        layer.reset();
+        progress.step(round_label + f->id);
+    }
+    return figures;
+}
+
+// The peers' half of one round: before each peer both ranks measure the raw
+// line, then rank 0 runs the peer while rank 1 sleeps in a barrier (the
+// peers' processes are bound to the ranks' CPUs, subprocess.hpp).
+struct PeerRunners {
+    std::vector<std::function<PeerResult()>> run;  // rank 0 only
+    std::vector<std::vector<PeerResult>> results;
+    std::vector<bool> absent;
+};
+
+void run_peers_round(const Job &job, int round, const std::vector<OurFigure> &figures, double line_ours, LineProbe &line,
+                     PeerRunners &peers, Interleaved &x, Progress &progress, const std::string &round_label) {
+    const int n = int(job.bcast_double(double(peers.run.size()), 0));
+    for (int i = 0; i < n; ++i) {
+        if (job.bcast_double(job.is_root() && !peers.absent[std::size_t(i)] ? 1 : 0, 0) == 0) continue;
+        const double line_peer = line.measure();
+        if (job.is_root()) {
+            PeerResult p = peers.run[std::size_t(i)]();
+            peers.absent[std::size_t(i)] = p.status.state == "not installed" || p.status.state == "skipped";
+            if (p.status.measured()) add_round(x, round, figures, p.tool, p.metrics, line_ours, line_peer);
+            peers.results[std::size_t(i)].push_back(p);
+            progress.step(round_label + p.tool);
+        }
+        job.barrier();
+    }
+}
+
+// Rounds of (ours, every peer), each half preceded by the raw cache-line
+// ping-pong on the same two CPUs, which tells the placement the round saw.
 void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, const LayerOptions &lopt, Report &r,
                     Progress &progress) {
     Interleaved &x = r.interleaved;
@@ -218,37 +268,18 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
     rc.warmup = std::max(20, cfg.warmup / 10);
     rc.burst_reps = std::max(5, cfg.burst_reps / 4);
     const int rounds = o.rounds > 0 ? o.rounds : (o.quick ? 3 : 5);
-    auto runners = job.is_root() ? peer_runners(o) : std::vector<std::function<PeerResult()>>{};
-    std::vector<std::vector<PeerResult>> results(runners.size());
-    std::vector<bool> absent(runners.size(), false);
-    progress.begin("peers, interleaved", rounds * int(ours.size() + runners.size()));
+    PeerRunners peers;
+    if (job.is_root()) peers.run = peer_runners(o);
+    peers.results.resize(peers.run.size());
+    peers.absent.assign(peers.run.size(), false);
+    LineProbe line(job);
+    progress.begin("peers, interleaved", rounds * int(ours.size() + peers.run.size()));
     for (int round = 0; round < rounds; ++round) {
-        std::vector<OurFigure> figures;
-        for (const LayerFactory *f : ours) {
-            std::unique_ptr<Layer> layer;
-            std::string error;
-            try {
-                layer = f->make(job, lopt);
-            } catch (const std::exception &e) {
-                error = e.what();
-            }
-            if (!job.all(error.empty())) throw std::runtime_error(f->id + " could not be reopened for the comparison: " + error);
-            auto v = measure_round(*layer, job, rc, comparison_sizes());
-            figures.insert(figures.end(), v.begin(), v.end());
-            job.barrier();
-            layer.reset();
-            progress.step(fmt::format("round {}/{}: {}", round + 1, rounds, f->id));
-        }
-        job.barrier();  // rank 1 waits here while rank 0 measures the peers
-        for (std::size_t i = 0; i < runners.size(); ++i) {
-            if (absent[i]) continue;
-            PeerResult p = runners[i]();
-            absent[i] = p.status.state == "not installed" || p.status.state == "skipped";
-            if (p.status.measured()) add_round(x, round, figures, p.tool, p.metrics);
-            results[i].push_back(p);
-            progress.step(fmt::format("round {}/{}: {}", round + 1, rounds, p.tool));
-        }
+        const std::string label = fmt::format("round {}/{}: ", round + 1, rounds);
+        const double line_ours = line.measure();
+        const std::vector<OurFigure> figures = measure_our_round(job, ours, rc, lopt, progress, label);
         job.barrier();
+        run_peers_round(job, round, figures, line_ours, line, peers, x, progress, label);
     }
     // The peer's message rate by window, once, beside our sweeps (rank 1 waits).
     if (job.is_root() && !verbs_provider(o)) {
@@ -262,9 +293,15 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
     progress.end();
     x.rounds = rounds;
     summarize_rounds(x);
-    for (const auto &per : results) r.peers.push_back(merge_peer_rounds(per));
+    for (const auto &per : peers.results) r.peers.push_back(merge_peer_rounds(per));
     x.status = x.comparisons.empty() ? Status{"failed", "no peer was measured (see the peers' status below)"}
                                      : Status{"measured", ""};
+    const int classed = x.rounds_fast + x.rounds_slow + x.rounds_mixed;
+    if (classed > 0 && (x.rounds_fast == classed || x.rounds_slow == classed))
+        r.warnings.push_back(fmt::format("interleaved: all {} rounds fell in the {} placement (raw line {} {:.0f} ns); "
+                                         "the ratios hold for that placement only",
+                                         classed, x.rounds_fast == classed ? "fast" : "slow",
+                                         x.rounds_fast == classed ? "below" : "at or above", x.line_threshold_ns));
 }
 
 // ---- the synthetic LogP machine (one process, no job) -----------------------
@@ -322,6 +359,20 @@ void run_layering(const Job &job, const Options &o, Report &r, Progress &progres
     run_layering_phase(job, plan, r, progress);
 }
 
+// The provider, its device and profile as the report names them.
+void describe_provider(const ProviderFacts &facts, Report &r) {
+    r.provider.name = facts.provider.empty() ? "unknown" : facts.provider;
+    r.provider.device = facts.device;
+    const char *profile = std::getenv("VIPL_NICFW_PROFILE");
+    r.provider.profile = profile && *profile ? profile : "none";
+    const char *source = std::getenv("LOGP_PROFILE_SOURCE");
+    r.provider.profile_source = !(profile && *profile) ? "default" : source && *source ? source : "VIPL_NICFW_PROFILE";
+    // The AM burst workload is part of what the figures mean (docs/cost-model.md).
+    if (const char *each = std::getenv("LOGP_AM_REPLY_EACH"); each && std::strcmp(each, "1") == 0)
+        r.provider.profile_source += "; AM bursts: a reply to every request (LOGP_AM_REPLY_EACH=1)";
+    if (!facts.error.empty()) r.warnings.push_back("provider: " + facts.error);
+}
+
 int run_job(const Options &o) {
     Job job = Job::join();
     if (job.size() != 2) {
@@ -339,17 +390,8 @@ int run_job(const Options &o) {
     Report r;
     r.run = run_info(o, cfg);
     const ClockCheck clock_check;
-    ProviderFacts facts = query_provider(lopt);
-    r.provider.name = facts.provider.empty() ? "unknown" : facts.provider;
-    r.provider.device = facts.device;
-    const char *profile = std::getenv("VIPL_NICFW_PROFILE");
-    r.provider.profile = profile && *profile ? profile : "none";
-    const char *source = std::getenv("LOGP_PROFILE_SOURCE");
-    r.provider.profile_source = !(profile && *profile) ? "default" : source && *source ? source : "VIPL_NICFW_PROFILE";
-    // The AM burst workload is part of what the figures mean (docs/cost-model.md).
-    if (const char *each = std::getenv("LOGP_AM_REPLY_EACH"); each && std::strcmp(each, "1") == 0)
-        r.provider.profile_source += "; AM bursts: a reply to every request (LOGP_AM_REPLY_EACH=1)";
-    if (!facts.error.empty()) r.warnings.push_back("provider: " + facts.error);
+    describe_provider(query_provider(lopt), r);
+    cfg.shared_memory_wire = r.provider.name == "nicfw";  // L on one host (measure.hpp)
 
     const std::vector<std::string> wanted = split_list(o.layers);
     auto is_asked = [&](const LayerFactory &f) {
@@ -540,7 +582,7 @@ int main(int argc, char **argv) {
     app.add_option("--job-timeout", o.job_timeout, "seconds before vipl-run kills a hung job (passed as --timeout)");
     app.add_option("--bind", o.bind,
                    "core (default): the two ranks on CPUs of their own (vipl-run --bind core) where there are two; "
-                   "none: the scheduler places them; peers always run on every CPU")
+                   "none: the scheduler places them; the peers' two processes are bound (or not) the same way")
         ->check(CLI::IsMember({"core", "none"}));
     CLI11_PARSE(app, argc, argv);
 

@@ -2,6 +2,7 @@
 #include "measure.hpp"
 
 #include "fm_fit.hpp"
+#include "line_probe.hpp"
 #include "timer.hpp"
 #include "vipl_instr.h"
 
@@ -174,6 +175,30 @@ Summary measure_rtt(Layer &layer, const Job &job, const MeasureConfig &cfg, std:
     return s;
 }
 
+// A measured row of Table 2 from the reduction (us) and the two raw summaries (ns).
+static void fill_row(LogPRow &row, const LogPEstimate &e, const Summary &rtt, const Summary &recv_sum) {
+    row.status = {"measured", ""};
+    row.rtt_half_us = e.rtt_half_ns / 1e3;
+    row.rtt_half_min_us = rtt.min / 2e3;
+    row.o_s_us = e.o_s_ns / 1e3;
+    row.o_r_us = e.o_r_ns / 1e3;
+    row.o_r_reply_us = e.o_r_reply_ns / 1e3;
+    row.o_r_lines_local = e.o_r_lines_local;
+    row.o_r_cold_us = e.o_r_cold_ns / 1e3;
+    row.o_r_lines_us = e.o_r_lines_local ? e.o_r_lines_ns / 1e3 : kNaN;
+    row.g_us = e.g_ns / 1e3;
+    row.L_us = e.L_ns / 1e3;
+    row.L_raw_us = e.L_raw_ns / 1e3;
+    row.L_resolution_us = e.L_resolution_ns / 1e3;
+    row.L_state = latency_state_name(e.L_state);
+    row.o_s_delay_us = e.o_s_delay_ns >= -0.5 ? e.o_s_delay_ns / 1e3 : kNaN;
+    row.spread_rtt = rtt.spread();
+    row.spread_o_r = recv_sum.spread();
+    row.spread_o_s = e.o_s_spread;
+    row.spread_g = e.g_spread;
+    row.warnings = e.warnings;
+}
+
 LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Progress &progress) {
     LogPRow row;
     row.layer = layer.id();
@@ -246,6 +271,10 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
         if (is_receiver(layer, job)) vipl_instr_enable(was);
         reply_ns = job.bcast_double(reply.empty() ? 0.0 : median_of(reply), 1);
     }
+    // 4c. The wire on one host: one cache line (the packet's FIFO slot) moved
+    //     from the sender's CPU, timed on the same two CPUs right after.
+    double line_ns = kNaN;
+    if (cfg.shared_memory_wire && !layer.single_process() && job.size() == 2) line_ns = LineProbe(job).measure();
     progress.step("receive overhead");
     Summary recv_sum;
     if (!recv.empty()) recv_sum = summarize(recv_clean.size() >= std::max<std::size_t>(5, recv.size() / 4) ? recv_clean : recv);
@@ -260,6 +289,7 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
     in.rtt_iqr_ns = rtt.p75 - rtt.p25;
     in.recv_iqr_ns = recv_sum.p75 - recv_sum.p25;
     in.recv_reply_ns = {reply_ns};
+    if (std::isfinite(line_ns)) in.recv_lines_ns = line_ns;
     in.timer_ns = timer_cost_ns();
     LogPEstimate e = extract_logp(in, cfg.policy);
     e.warnings.erase(std::remove_if(e.warnings.begin(), e.warnings.end(),
@@ -271,23 +301,7 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
         e.warnings.push_back(fmt::format("the OS preempted the sender during {} of {} bursts (dropped); the machine "
                                          "is busy", dropped, bursts_timed));
 
-    row.status = {"measured", ""};
-    row.rtt_half_us = e.rtt_half_ns / 1e3;
-    row.rtt_half_min_us = rtt.min / 2e3;
-    row.o_s_us = e.o_s_ns / 1e3;
-    row.o_r_us = e.o_r_ns / 1e3;
-    row.o_r_reply_us = e.o_r_reply_ns / 1e3;
-    row.g_us = e.g_ns / 1e3;
-    row.L_us = e.L_ns / 1e3;
-    row.L_raw_us = e.L_raw_ns / 1e3;
-    row.L_resolution_us = e.L_resolution_ns / 1e3;
-    row.L_state = latency_state_name(e.L_state);
-    row.o_s_delay_us = e.o_s_delay_ns >= -0.5 ? e.o_s_delay_ns / 1e3 : kNaN;
-    row.spread_rtt = rtt.spread();
-    row.spread_o_r = recv_sum.spread();
-    row.spread_o_s = e.o_s_spread;
-    row.spread_g = e.g_spread;
-    row.warnings = e.warnings;
+    fill_row(row, e, rtt, recv_sum);
     return row;
 }
 

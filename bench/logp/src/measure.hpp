@@ -35,6 +35,11 @@ struct MeasureConfig {
     int rate_max_window = 64;
     int rate_msgs = 4096;
     SpreadPolicy policy;
+    // The wire is this host's shared memory (nicfw): a message reaches the
+    // receiver as cache lines the sender's CPU wrote, and the o_r probe takes
+    // the transfer of one line (the packet's FIFO slot) out of o_r into L
+    // (measure_logp, docs/logp.md "L on one host").
+    bool shared_memory_wire = false;
     bool quick = false;
     // A timed burst during which the OS took the CPU from the sender or the
     // receiver times the scheduler, not the network: it is run again, up to

@@ -4,6 +4,7 @@
 #include "stats.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -29,6 +30,21 @@ RoundComparison &comparison_for(Interleaved &cmp, const std::string &peer, const
     return cmp.comparisons.back();
 }
 
+// The finite ratios of the rounds `take` selects.
+template <class Take>
+RatioSummary summary_of(const std::vector<double> &ratios, Take take) {
+    std::vector<double> r;
+    for (std::size_t i = 0; i < ratios.size(); ++i)
+        if (finite(ratios[i]) && take(i)) r.push_back(ratios[i]);
+    RatioSummary out;
+    out.rounds = int(r.size());
+    if (r.empty()) return out;
+    out.median = median_of(r);
+    out.min = *std::min_element(r.begin(), r.end());
+    out.max = *std::max_element(r.begin(), r.end());
+    return out;
+}
+
 void set_at(std::vector<double> &v, int round, double x) {
     if (int(v.size()) <= round) v.resize(std::size_t(round) + 1, kNaN);
     v[std::size_t(round)] = x;
@@ -52,7 +68,7 @@ bool compares_bandwidth(const std::string &test, const std::string &layer) {
 }
 
 void add_round(Interleaved &cmp, int round, const std::vector<OurFigure> &ours, const std::string &peer_tool,
-               const std::vector<PeerMetric> &peer_metrics) {
+               const std::vector<PeerMetric> &peer_metrics, double line_ours_ns, double line_peer_ns) {
     for (const PeerMetric &m : peer_metrics) {
         if (!m.compared_with.empty()) continue;  // a derived metric, not the peer's own
         const std::string metric = base_metric(m.metric);
@@ -66,6 +82,8 @@ void add_round(Interleaved &cmp, int round, const std::vector<OurFigure> &ours, 
             set_at(c.ours, round, f.value);
             set_at(c.peer_values, round, m.peer);
             set_at(c.ratios, round, ratio);
+            set_at(c.line_ns, round, line_ours_ns);
+            set_at(c.line_ns_peer, round, line_peer_ns);
         }
     }
 }
@@ -73,17 +91,64 @@ void add_round(Interleaved &cmp, int round, const std::vector<OurFigure> &ours, 
 void summarize_rounds(Interleaved &cmp) {
     for (auto &c : cmp.comparisons) {
         // Every series as long as the run (a peer that failed a round has NaN there).
-        for (auto *v : {&c.ours, &c.peer_values, &c.ratios})
+        for (auto *v : {&c.ours, &c.peer_values, &c.ratios, &c.line_ns, &c.line_ns_peer})
             if (int(v->size()) < cmp.rounds) v->resize(std::size_t(cmp.rounds), kNaN);
-        std::vector<double> r;
-        for (double x : c.ratios)
-            if (finite(x)) r.push_back(x);
-        c.rounds = int(r.size());
-        c.ratio_median = c.ratio_min = c.ratio_max = kNaN;
-        if (r.empty()) continue;
-        c.ratio_median = median_of(r);
-        c.ratio_min = *std::min_element(r.begin(), r.end());
-        c.ratio_max = *std::max_element(r.begin(), r.end());
+        const RatioSummary all = summary_of(c.ratios, [](std::size_t) { return true; });
+        c.rounds = all.rounds;
+        c.ratio_median = all.median;
+        c.ratio_min = all.min;
+        c.ratio_max = all.max;
+    }
+    classify_placements(cmp);
+}
+
+double line_threshold(std::vector<double> line_ns, std::string *source) {
+    line_ns.erase(std::remove_if(line_ns.begin(), line_ns.end(), [](double x) { return !(x > 0); }), line_ns.end());
+    std::sort(line_ns.begin(), line_ns.end());
+    double widest = 0, threshold = kFixedLineThresholdNs;
+    for (std::size_t i = 1; i < line_ns.size(); ++i) {
+        const double gap = line_ns[i] / line_ns[i - 1];
+        if (gap >= kPlacementGap && gap > widest) {
+            widest = gap;
+            threshold = std::sqrt(line_ns[i] * line_ns[i - 1]);
+        }
+    }
+    if (source) *source = widest > 0 ? "gap" : "fixed";
+    return threshold;
+}
+
+void classify_placements(Interleaved &cmp) {
+    std::vector<double> all;
+    for (const auto &c : cmp.comparisons)
+        for (const auto *v : {&c.line_ns, &c.line_ns_peer}) all.insert(all.end(), v->begin(), v->end());
+    cmp.line_threshold_ns = line_threshold(all, &cmp.line_threshold_source);
+    const double th = cmp.line_threshold_ns;
+    auto class_of = [th](double x) { return !finite(x) ? "" : x >= th ? "slow" : "fast"; };
+    // A round of the run is in a class when every line measured in it is.
+    std::vector<std::string> round_class(std::size_t(std::max(0, cmp.rounds)));
+    std::vector<bool> round_seen(round_class.size(), false), round_mixed(round_class.size(), false);
+    for (auto &c : cmp.comparisons) {
+        c.placement.assign(c.ratios.size(), "");
+        for (std::size_t i = 0; i < c.ratios.size(); ++i) {
+            const std::string a = i < c.line_ns.size() ? class_of(c.line_ns[i]) : "";
+            const std::string b = i < c.line_ns_peer.size() ? class_of(c.line_ns_peer[i]) : "";
+            c.placement[i] = a.empty() || b.empty() ? "" : a == b ? a : "mixed";
+            if (i >= round_class.size() || c.placement[i].empty()) continue;
+            if (round_seen[i] && round_class[i] != c.placement[i]) round_mixed[i] = true;
+            round_seen[i] = true;
+            round_class[i] = c.placement[i];
+        }
+        c.fast = summary_of(c.ratios, [&](std::size_t i) { return c.placement[i] == "fast"; });
+        c.slow = summary_of(c.ratios, [&](std::size_t i) { return c.placement[i] == "slow"; });
+        c.mixed_rounds = summary_of(c.ratios, [&](std::size_t i) { return c.placement[i] == "mixed"; }).rounds;
+    }
+    cmp.rounds_fast = cmp.rounds_slow = cmp.rounds_mixed = 0;
+    for (std::size_t i = 0; i < round_class.size(); ++i) {
+        if (!round_seen[i]) continue;
+        const std::string k = round_mixed[i] ? "mixed" : round_class[i];
+        cmp.rounds_fast += k == "fast";
+        cmp.rounds_slow += k == "slow";
+        cmp.rounds_mixed += k == "mixed";
     }
 }
 

@@ -36,11 +36,31 @@ bool compares_bandwidth(const std::string &test, const std::string &layer);
 
 // Records round `round` (0-based) of one peer against our figures of the
 // same round.  RTT/2 and g are set against every layer of ours in `ours`.
+// line_ours_ns / line_peer_ns: the raw cache line measured right before our
+// half and right before this peer's run (LineProbe; NaN when not measured).
 void add_round(Interleaved &cmp, int round, const std::vector<OurFigure> &ours, const std::string &peer_tool,
-               const std::vector<PeerMetric> &peer_metrics);
+               const std::vector<PeerMetric> &peer_metrics, double line_ours_ns = kNaN, double line_peer_ns = kNaN);
 
-// Fills rounds, ratio_median/min/max of every comparison from its per-round ratios.
+// Fills rounds, ratio_median/min/max of every comparison from its per-round
+// ratios, then classifies the rounds by placement (classify_placements).
 void summarize_rounds(Interleaved &cmp);
+
+// Placement classes.  The VM moves its vCPUs between placements in which a
+// cross-core cache line costs several times more or less; a ratio of a
+// round is only comparable with rounds of the same placement.  The
+// threshold comes from the run's own line_ns: sorted, the widest gap (as a
+// ratio of neighbours) of at least kPlacementGap splits them into two groups
+// and the threshold is the geometric mean of the gap's ends ("gap"); without
+// such a gap every line is classed against kFixedLineThresholdNs ("fixed").
+// A round of a comparison is "fast" or "slow" when both its measurements
+// (before ours, before the peer) fall in that class, "mixed" when they
+// differ, "" when one is missing.  Fills placement, fast, slow, mixed_rounds
+// of every comparison and the run's threshold and round counts.
+inline constexpr double kPlacementGap = 2.0;
+inline constexpr double kFixedLineThresholdNs = 120.0;
+void classify_placements(Interleaved &cmp);
+// The threshold of a set of one-way line times, and where it came from.
+double line_threshold(std::vector<double> line_ns, std::string *source);
 
 // The peer's figures over all its rounds: each metric's median, the
 // bandwidth curve from those medians, the status of the last round that

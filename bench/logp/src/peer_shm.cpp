@@ -98,9 +98,22 @@ PeerResult run_shm_peer(ShmPeer which, long iterations, double timeout_s) {
         }
         argv = {mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", "--mca", "btl", "self,vader"};
     }
+    // Bound as logp's own ranks are: the first process on rank 0's CPU, the
+    // second on rank 1's; unbound when the ranks are (Open MPI would bind by
+    // itself otherwise).
+    const std::vector<int> cpus = job_cpus();
+    const std::string cpu_list = cpus.size() >= 2 ? fmt::format("{},{}", cpus[0], cpus[1]) : "";
+    if (which == ShmPeer::openmpi) {
+        if (cpu_list.empty()) argv.insert(argv.end(), {"--bind-to", "none"});
+        else argv.insert(argv.end(), {"--bind-to", "cpu-list:ordered", "--cpu-list", cpu_list});
+    }
     argv.push_back(bin);
     for (std::string a : {std::string("--rounds"), std::string("1"), std::string("--iters"), std::to_string(iterations)})
         argv.push_back(a);
+    if (which == ShmPeer::libfabric && !cpu_list.empty()) {
+        argv.push_back("--cpus");
+        argv.push_back(cpu_list);
+    }
     ProcessResult r = run_process(argv, {}, timeout_s);
     if (r.timed_out) {
         p.status = {"failed", fmt::format("{} timed out after {:.0f} s", s.program, timeout_s)};

@@ -78,7 +78,15 @@ UcxMeasurement run_ucx_perftest(const std::string &binary, const std::string &te
     UcxMeasurement m;
     for (int attempt = 0; attempt < 3; ++attempt) {
         std::string port = std::to_string(free_local_port());
-        BackgroundProcess server({binary, "-p", port}, {kTransport});
+        // Bound as logp's ranks are (rank 0's CPU for the client, rank 1's for
+        // the server), or unbound when they are.
+        const std::vector<int> cpus = job_cpus();
+        std::vector<std::string> server_args = {binary, "-p", port}, client_cpu;
+        if (cpus.size() >= 2) {
+            server_args.insert(server_args.end(), {"-c", std::to_string(cpus[1])});
+            client_cpu = {"-c", std::to_string(cpus[0])};
+        }
+        BackgroundProcess server(server_args, {kTransport});
         if (!server.started()) {
             m.error = "cannot start " + binary;
             return m;
@@ -86,6 +94,7 @@ UcxMeasurement run_ucx_perftest(const std::string &binary, const std::string &te
         std::this_thread::sleep_for(std::chrono::milliseconds(150 + 250 * attempt));  // let it listen
         std::vector<std::string> args = {binary, "localhost", "-p", port, "-t", test, "-s", std::to_string(bytes),
                                          "-n", std::to_string(iterations), "-w", std::to_string(warmup), "-v"};
+        args.insert(args.end(), client_cpu.begin(), client_cpu.end());
         args.insert(args.end(), extra.begin(), extra.end());
         ProcessResult client = run_process(args, {kTransport}, timeout_s);
         server.finish(2.0);

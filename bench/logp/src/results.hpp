@@ -64,6 +64,12 @@ struct LogPRow {
     double rtt_half_us = kNaN, delta_us = kNaN, L_us = kNaN, o_s_us = kNaN, g_us = kNaN;
     double o_r_us = kNaN;        // o_r(request): the receive without the send path inside it
     double o_r_reply_us = kNaN;  // o_r(reply+credit): what the receive spends sending back (0: sends nothing)
+    // o_r_us is timed with the message's cache lines local to the receiver when
+    // o_r_lines_local (the ranks bound); o_r_cold_us is the request's receive
+    // with the lines pulled from the sender's CPU, o_r_lines_us the difference,
+    // which is part of L (NaN when not measured).
+    bool o_r_lines_local = false;
+    double o_r_cold_us = kNaN, o_r_lines_us = kNaN;
     double o_s_delay_us = kNaN;  // cross-check of o_s from delayed long bursts
     double rtt_half_min_us = kNaN;  // half the fastest round trip (the median is RTT/2)
     // L is never negative (logp_method.hpp, LatencyState): L_us is the raw
@@ -188,6 +194,12 @@ struct PeerResult {
 // load, frequency, cache state) falls on both sides alike, and the ratio of
 // each round is a paired comparison.  ratio = ours / peer (for times, below
 // 1 is better for ours; for bandwidth, above 1).
+// The per-round ratios of a set of rounds: how many, their median, min, max.
+struct RatioSummary {
+    int rounds = 0;
+    double median = kNaN, min = kNaN, max = kNaN;
+};
+
 struct RoundComparison {
     std::string peer;    // the peer tool ("ucx_perftest", "fi_shm_bench", ...)
     std::string metric;  // "rtt_half_us", "g_us", "bandwidth_mb_s"
@@ -197,12 +209,27 @@ struct RoundComparison {
     std::vector<double> ours, peer_values, ratios;  // one per round; NaN where a half was not measured
     int rounds = 0;                                  // rounds with both halves measured
     double ratio_median = kNaN, ratio_min = kNaN, ratio_max = kNaN;
+    // The raw cross-core cache line, one way (LineProbe), per round: measured
+    // right before our half (line_ns) and right before this peer's run
+    // (line_ns_peer).  NaN: not measured (older reports, single process).
+    std::vector<double> line_ns, line_ns_peer;
+    // Derived (classify_placements): per round "fast", "slow", "mixed" (the two
+    // measurements fell in different classes) or "" (unknown); and the ratios
+    // of the paired rounds of each class.
+    std::vector<std::string> placement;
+    RatioSummary fast, slow;
+    int mixed_rounds = 0;
 };
 
 struct Interleaved {
     Status status{"skipped", "no peers (--no-peers)"};
     int rounds = 0;  // rounds run (each: ours, then every peer)
     std::vector<RoundComparison> comparisons;
+    // How rounds were put into placement classes (derived, classify_placements):
+    // a line at or above the threshold is the slow placement.
+    double line_threshold_ns = kNaN;
+    std::string line_threshold_source;   // "gap" (from this run's line_ns) or "fixed" (no clear gap)
+    int rounds_fast = 0, rounds_slow = 0, rounds_mixed = 0;  // every measurement of the round in one class, or not
 };
 
 // The layering study (layering_study.hpp): layering_bw's raw rows and the

@@ -1,6 +1,8 @@
 // results_json.cpp - see results_json.hpp; the schema itself is documented in docs/logp.md.
 #include "results_json.hpp"
 
+#include "peer_rounds.hpp"
+
 #include "render.hpp"
 #include "tables.hpp"
 #include "layering_study.hpp"
@@ -66,6 +68,121 @@ std::vector<BandwidthPoint> points_from(const json &a) {
     return out;
 }
 
+json nums_json(const std::vector<double> &v) {
+    json a = json::array();
+    for (double x : v) a.push_back(num(x));
+    return a;
+}
+std::vector<double> nums_from(const json &c, const char *key) {
+    std::vector<double> v;
+    if (!c.contains(key)) return v;  // keys added later (line_ns) are absent in older reports
+    for (const auto &e : arr(c, key)) v.push_back(e.is_number() ? e.get<double>() : kNaN);
+    return v;
+}
+
+json ratio_summary_json(const RatioSummary &s) {
+    return {{"rounds", s.rounds}, {"ratio_median", num(s.median)}, {"ratio_min", num(s.min)}, {"ratio_max", num(s.max)}};
+}
+
+json comparison_json(const RoundComparison &c) {
+    return {{"peer", c.peer}, {"metric", c.metric}, {"test", c.test}, {"layer", c.layer}, {"bytes", c.bytes},
+            {"ours", nums_json(c.ours)}, {"peer_values", nums_json(c.peer_values)}, {"ratios", nums_json(c.ratios)},
+            {"rounds", c.rounds}, {"ratio_median", num(c.ratio_median)}, {"ratio_min", num(c.ratio_min)},
+            {"ratio_max", num(c.ratio_max)}, {"line_ns", nums_json(c.line_ns)}, {"line_ns_peer", nums_json(c.line_ns_peer)},
+            {"placement", c.placement},
+            {"by_placement", {{"fast", ratio_summary_json(c.fast)}, {"slow", ratio_summary_json(c.slow)},
+                              {"mixed_rounds", c.mixed_rounds}}}};
+}
+
+json logp_row_json(const LogPRow &row) {
+    return {{"layer", row.layer},
+            {"status", status_json(row.status)},
+            {"rtt_half_us", num(row.rtt_half_us)},
+            {"delta_us", num(row.delta_us)},
+            {"L_us", num(row.L_us)},
+            {"o_s_us", num(row.o_s_us)},
+            {"o_r_us", num(row.o_r_us)},
+            {"o_r_reply_us", num(row.o_r_reply_us)},
+            {"o_r_lines_local", row.o_r_lines_local},
+            {"o_r_cold_us", num(row.o_r_cold_us)},
+            {"o_r_lines_us", num(row.o_r_lines_us)},
+            {"g_us", num(row.g_us)},
+            {"o_s_delay_us", num(row.o_s_delay_us)},
+            {"rtt_half_min_us", num(row.rtt_half_min_us)},
+            {"L_state", row.L_state},
+            {"L_raw_us", num(row.L_raw_us)},
+            {"L_resolution_us", num(row.L_resolution_us)},
+            {"spread", {{"rtt", row.spread_rtt}, {"o_s", row.spread_o_s}, {"o_r", row.spread_o_r}, {"g", row.spread_g}}},
+            {"expected", {{"L_us", num(row.expect_L_us)}, {"o_s_us", num(row.expect_o_s_us)},
+                          {"o_r_us", num(row.expect_o_r_us)}, {"g_us", num(row.expect_g_us)}}},
+            {"warnings", row.warnings}};
+}
+
+LogPRow logp_row_from(const json &x) {
+    LogPRow row;
+    row.layer = get_or<std::string>(x, "layer", "");
+    row.status = status_from(obj(x, "status"));
+    row.rtt_half_us = get_num(x, "rtt_half_us");
+    row.delta_us = get_num(x, "delta_us");
+    row.L_us = get_num(x, "L_us");
+    row.o_s_us = get_num(x, "o_s_us");
+    row.o_r_us = get_num(x, "o_r_us");
+    row.o_r_reply_us = get_num(x, "o_r_reply_us");
+    row.o_r_lines_local = get_or<bool>(x, "o_r_lines_local", false);  // these three are absent in older reports
+    row.o_r_cold_us = x.contains("o_r_cold_us") ? get_num(x, "o_r_cold_us") : row.o_r_us;
+    row.o_r_lines_us = x.contains("o_r_lines_us") ? get_num(x, "o_r_lines_us") : kNaN;
+    row.g_us = get_num(x, "g_us");
+    row.o_s_delay_us = get_num(x, "o_s_delay_us");
+    row.rtt_half_min_us = get_num(x, "rtt_half_min_us");
+    row.L_state = get_or<std::string>(x, "L_state", "measured");
+    row.L_raw_us = get_num(x, "L_raw_us");
+    row.L_resolution_us = get_num(x, "L_resolution_us");
+    const json &sp = obj(x, "spread");
+    row.spread_rtt = get_or<double>(sp, "rtt", 0);
+    row.spread_o_s = get_or<double>(sp, "o_s", 0);
+    row.spread_o_r = get_or<double>(sp, "o_r", 0);
+    row.spread_g = get_or<double>(sp, "g", 0);
+    const json &ex = obj(x, "expected");
+    row.expect_L_us = get_num(ex, "L_us");
+    row.expect_o_s_us = get_num(ex, "o_s_us");
+    row.expect_o_r_us = get_num(ex, "o_r_us");
+    row.expect_g_us = get_num(ex, "g_us");
+    row.warnings = get_or<std::vector<std::string>>(x, "warnings", {});
+    return row;
+}
+
+json interleaved_to_json(const Interleaved &x) {
+    json cmps = json::array();
+    for (const auto &c : x.comparisons) cmps.push_back(comparison_json(c));
+    return {{"status", status_json(x.status)}, {"rounds", x.rounds}, {"comparisons", cmps},
+            {"placement", {{"line_threshold_ns", num(x.line_threshold_ns)}, {"threshold_source", x.line_threshold_source},
+                           {"rounds_fast", x.rounds_fast}, {"rounds_slow", x.rounds_slow},
+                           {"rounds_mixed", x.rounds_mixed}}}};
+}
+
+// The measured keys; the placement classes and every summary are derived again.
+Interleaved interleaved_from_json(const json &x) {
+    Interleaved out;
+    out.status = status_from(obj(x, "status"));
+    out.rounds = get_or<int>(x, "rounds", 0);
+    for (const auto &c : arr(x, "comparisons")) {
+        RoundComparison rc;
+        rc.peer = get_or<std::string>(c, "peer", "");
+        rc.metric = get_or<std::string>(c, "metric", "");
+        rc.test = get_or<std::string>(c, "test", "");
+        rc.layer = get_or<std::string>(c, "layer", "");
+        rc.bytes = get_or<std::size_t>(c, "bytes", 0);
+        rc.ours = nums_from(c, "ours");
+        rc.peer_values = nums_from(c, "peer_values");
+        rc.ratios = nums_from(c, "ratios");
+        rc.line_ns = nums_from(c, "line_ns");
+        rc.line_ns_peer = nums_from(c, "line_ns_peer");
+        out.comparisons.push_back(rc);
+    }
+    summarize_rounds(out);
+    return out;
+}
+
 }  // namespace
 
 json to_json(const Report &r) {
@@ -93,25 +210,7 @@ json to_json(const Report &r) {
                         {"spread", b.spread}};
 
     json logp = json::array();
-    for (const auto &row : r.logp)
-        logp.push_back({{"layer", row.layer},
-                        {"status", status_json(row.status)},
-                        {"rtt_half_us", num(row.rtt_half_us)},
-                        {"delta_us", num(row.delta_us)},
-                        {"L_us", num(row.L_us)},
-                        {"o_s_us", num(row.o_s_us)},
-                        {"o_r_us", num(row.o_r_us)},
-                        {"o_r_reply_us", num(row.o_r_reply_us)},
-                        {"g_us", num(row.g_us)},
-                        {"o_s_delay_us", num(row.o_s_delay_us)},
-                        {"rtt_half_min_us", num(row.rtt_half_min_us)},
-                        {"L_state", row.L_state},
-                        {"L_raw_us", num(row.L_raw_us)},
-                        {"L_resolution_us", num(row.L_resolution_us)},
-                        {"spread", {{"rtt", row.spread_rtt}, {"o_s", row.spread_o_s}, {"o_r", row.spread_o_r}, {"g", row.spread_g}}},
-                        {"expected", {{"L_us", num(row.expect_L_us)}, {"o_s_us", num(row.expect_o_s_us)},
-                                      {"o_r_us", num(row.expect_o_r_us)}, {"g_us", num(row.expect_g_us)}}},
-                        {"warnings", row.warnings}});
+    for (const auto &row : r.logp) logp.push_back(logp_row_json(row));
     j["logp"] = logp;
 
     json ops = json::array();
@@ -186,19 +285,7 @@ json to_json(const Report &r) {
                          {"metrics", ms}, {"bandwidth", points_json(p.bandwidth)}});
     }
     j["peers"] = peers;
-    json cmps = json::array();
-    auto nums = [](const std::vector<double> &v) {
-        json a = json::array();
-        for (double x : v) a.push_back(num(x));
-        return a;
-    };
-    for (const auto &c : r.interleaved.comparisons)
-        cmps.push_back({{"peer", c.peer}, {"metric", c.metric}, {"test", c.test}, {"layer", c.layer},
-                        {"bytes", c.bytes}, {"ours", nums(c.ours)}, {"peer_values", nums(c.peer_values)},
-                        {"ratios", nums(c.ratios)}, {"rounds", c.rounds}, {"ratio_median", num(c.ratio_median)},
-                        {"ratio_min", num(c.ratio_min)}, {"ratio_max", num(c.ratio_max)}});
-    j["interleaved"] = {{"status", status_json(r.interleaved.status)}, {"rounds", r.interleaved.rounds},
-                        {"comparisons", cmps}};
+    j["interleaved"] = interleaved_to_json(r.interleaved);
     j["layering"] = layering_to_json(r.layering);
     j["warnings"] = r.warnings;
     return j;
@@ -236,35 +323,7 @@ Report report_from_json(const json &j) {
     r.vi_baseline.peak_at_bytes = get_or<std::size_t>(b, "peak_at_bytes", 0);
     r.vi_baseline.spread = get_or<double>(b, "spread", 0);
 
-    for (const auto &x : arr(j, "logp")) {
-        LogPRow row;
-        row.layer = get_or<std::string>(x, "layer", "");
-        row.status = status_from(obj(x, "status"));
-        row.rtt_half_us = get_num(x, "rtt_half_us");
-        row.delta_us = get_num(x, "delta_us");
-        row.L_us = get_num(x, "L_us");
-        row.o_s_us = get_num(x, "o_s_us");
-        row.o_r_us = get_num(x, "o_r_us");
-        row.o_r_reply_us = get_num(x, "o_r_reply_us");
-        row.g_us = get_num(x, "g_us");
-        row.o_s_delay_us = get_num(x, "o_s_delay_us");
-        row.rtt_half_min_us = get_num(x, "rtt_half_min_us");
-        row.L_state = get_or<std::string>(x, "L_state", "measured");
-        row.L_raw_us = get_num(x, "L_raw_us");
-        row.L_resolution_us = get_num(x, "L_resolution_us");
-        const json &sp = obj(x, "spread");
-        row.spread_rtt = get_or<double>(sp, "rtt", 0);
-        row.spread_o_s = get_or<double>(sp, "o_s", 0);
-        row.spread_o_r = get_or<double>(sp, "o_r", 0);
-        row.spread_g = get_or<double>(sp, "g", 0);
-        const json &ex = obj(x, "expected");
-        row.expect_L_us = get_num(ex, "L_us");
-        row.expect_o_s_us = get_num(ex, "o_s_us");
-        row.expect_o_r_us = get_num(ex, "o_r_us");
-        row.expect_g_us = get_num(ex, "g_us");
-        row.warnings = get_or<std::vector<std::string>>(x, "warnings", {});
-        r.logp.push_back(row);
-    }
+    for (const auto &x : arr(j, "logp")) r.logp.push_back(logp_row_from(x));
     for (const auto &x : arr(j, "splitc_ops"))
         r.splitc_ops.push_back({get_or<std::string>(x, "op", ""), status_from(obj(x, "status")), get_num(x, "us"),
                                 get_or<double>(x, "spread", 0)});
@@ -343,32 +402,7 @@ Report report_from_json(const json &j) {
         p.bandwidth = points_from(arr(x, "bandwidth"));
         r.peers.push_back(p);
     }
-    if (j.contains("interleaved")) {  // absent from reports written before the interleaved comparison
-        const json &x = obj(j, "interleaved");
-        r.interleaved.status = status_from(obj(x, "status"));
-        r.interleaved.rounds = get_or<int>(x, "rounds", 0);
-        auto nums = [](const json &c, const char *key) {
-            std::vector<double> v;
-            for (const auto &e : arr(c, key)) v.push_back(e.is_number() ? e.get<double>() : kNaN);
-            return v;
-        };
-        for (const auto &c : arr(x, "comparisons")) {
-            RoundComparison rc;
-            rc.peer = get_or<std::string>(c, "peer", "");
-            rc.metric = get_or<std::string>(c, "metric", "");
-            rc.test = get_or<std::string>(c, "test", "");
-            rc.layer = get_or<std::string>(c, "layer", "");
-            rc.bytes = get_or<std::size_t>(c, "bytes", 0);
-            rc.ours = nums(c, "ours");
-            rc.peer_values = nums(c, "peer_values");
-            rc.ratios = nums(c, "ratios");
-            rc.rounds = get_or<int>(c, "rounds", 0);
-            rc.ratio_median = get_num(c, "ratio_median");
-            rc.ratio_min = get_num(c, "ratio_min");
-            rc.ratio_max = get_num(c, "ratio_max");
-            r.interleaved.comparisons.push_back(rc);
-        }
-    }
+    if (j.contains("interleaved")) r.interleaved = interleaved_from_json(obj(j, "interleaved"));  // absent in older reports
     if (j.contains("layering")) r.layering = layering_from_json(j["layering"]);  // absent before the layering study
     r.warnings = get_or<std::vector<std::string>>(j, "warnings", {});
     return r;

@@ -132,6 +132,20 @@ int reap(int pid, Clock::time_point deadline, bool *killed) {
 
 }  // namespace
 
+std::vector<int> job_cpus() {
+    std::vector<int> out;
+    const char *v = std::getenv("VIASTACK_JOB_CPUS");
+    if (!v || !*v) return out;
+    for (const char *p = v; *p;) {
+        char *end = nullptr;
+        const long c = std::strtol(p, &end, 10);
+        if (end == p || c < 0 || c >= CPU_SETSIZE || (*end && *end != ',')) return {};
+        out.push_back(int(c));
+        p = *end == ',' ? end + 1 : end;
+    }
+    return out;
+}
+
 std::string last_line(const std::string &text) {
     std::string line, last;
     std::stringstream ss(text);

@@ -20,6 +20,12 @@ class BackgroundProcess;
 // The last non-empty line of a program's output (what a failed peer said last).
 std::string last_line(const std::string &text);
 
+// The CPUs vipl-run bound the job's ranks to, in rank order (rank r on the
+// r-th; VIASTACK_JOB_CPUS), or empty when the ranks are not bound.  The peers
+// are bound the same way: their first process on rank 0's CPU, the second on
+// rank 1's.
+std::vector<int> job_cpus();
+
 // Full path of `name` found on PATH, or "" when it is not installed.
 std::string find_on_path(const std::string &name);
 

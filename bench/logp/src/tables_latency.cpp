@@ -95,6 +95,31 @@ static Cell latency_cell(const LogPRow &x) {
     return Cell::number(x.L_us, 2);
 }
 
+namespace {
+
+// Where o_r came from: the receive with the message's lines local (the
+// transfer in L), or the cold receive (the ranks not bound).
+std::vector<std::string> o_r_notes(const Report &r) {
+    std::vector<std::string> notes;
+    for (const auto &x : r.logp) {
+        if (!x.status.measured() || x.layer == "synthetic") continue;
+        if (x.o_r_lines_local)
+            notes.push_back(fmt::format("{}: o_r is the receive without the transfer of the packet's cache line from "
+                                        "the sender's CPU ({} us, the raw line timed on the same CPUs), which is the "
+                                        "wire and part of L; the whole receive is the row 'o_r, lines cold' ({} us)",
+                                        x.layer, fmt_num(x.o_r_lines_us, 3), fmt_num(x.o_r_cold_us, 3)));
+    }
+    return notes;
+}
+
+Row lines_cold_row(const LogPRow &x) {
+    return row(RowKind::detail, 1,
+               {Cell::label("o_r, lines cold"), Cell::blank(), Cell::blank(), Cell::blank(), Cell::blank(),
+                Cell::number(x.o_r_cold_us, 2)});
+}
+
+}  // namespace
+
 Table logp_table(const Report &r) {
     const nlohmann::json &paper = paper_figures();
     Table t;
@@ -102,7 +127,8 @@ Table logp_table(const Report &r) {
     t.title = "Table 2. LogP parameters (us), Culler/Liu/Martin/Yoshikawa method; Delta = RTT/2 - RTT/2(VI, 16 B)";
     t.caption = "o_s from short bursts, g from the steady state of long bursts, o_r timed at the receiver and split "
                 "into o_r (the request) and o_r(rep) (the reply or credit the receive sends back, the o_s of the way "
-                "back), L = RTT/2 - o_s - o_r";
+                "back), L = RTT/2 - o_s - o_r.  On shared memory (nicfw) the transfer of the packet's cache line from the "
+                "sender's CPU is the wire: it is taken out of o_r and is part of L (docs/logp.md)";
     t.columns = {{"layer", Align::left, 22}, {"RTT/2", Align::right, 8}, {"Delta", Align::right, 8},
                  {"L", Align::right, 8},     {"o_s", Align::right, 8},   {"o_r", Align::right, 8},
                  {"o_r(rep)", Align::right, 8}, {"g", Align::right, 8}, {"o_s check (delayed bursts)", Align::left, 0}};
@@ -125,6 +151,7 @@ Table logp_table(const Report &r) {
                                  {Cell::label("spread (%)"), Cell::number(100 * x.spread_rtt, 0), Cell::blank(), Cell::blank(),
                                   Cell::number(100 * x.spread_o_s, 0), Cell::number(100 * x.spread_o_r, 0), Cell::blank(),
                                   Cell::number(100 * x.spread_g, 0)}));
+            if (x.o_r_lines_local) t.rows.push_back(lines_cold_row(x));
         }
         for (const auto &pr : paper["table2_logp"]) {
             if (pr.value("layer", "") != x.layer) continue;
@@ -180,6 +207,7 @@ Table logp_table(const Report &r) {
                                           "the scatter ({} us); see the warnings",
                                           x.layer, fmt_num(-x.L_raw_us, 3), fmt_num(x.L_resolution_us, 3)));
     }
+    for (auto &n : o_r_notes(r)) t.notes.push_back(n);
     if (own_paper)
         t.notes.push_back("paper [FM1]: one-way latency of short packets (its text); paper [BIP]: Table 1's latency, the median "
                           "round trip / 2 (the method of our RTT/2)");

@@ -1,0 +1,47 @@
+// line_probe.hpp - the raw cross-core cache-line ping-pong between the job's
+// two ranks: one 64-byte line in shared memory, written by each rank in turn.
+// Its one-way time is what moving a cache line from one CPU to the other costs
+// in the placement the machine has at that moment, the floor of any
+// shared-memory transport (vi_pingpong prints the same figure as "raw
+// cache-line RTT/2").  The interleaved comparison measures it right before our
+// half of every round and before every peer's run, to tell which placement of
+// the VM's vCPUs each round saw (docs/logp.md, "Placement classes").
+#pragma once
+
+#include "job.hpp"
+
+#include <cstdint>
+
+namespace logp {
+
+class LineProbe {
+public:
+    // Collective: rank 0 creates /dev/shm/viastack-<job>-logp-line, rank 1 maps
+    // it.  Throws std::runtime_error naming the file when it cannot.  In a
+    // single-process job the probe measures nothing (measure() returns NaN).
+    explicit LineProbe(const Job &job);
+    ~LineProbe();
+    LineProbe(const LineProbe &) = delete;
+    LineProbe &operator=(const LineProbe &) = delete;
+
+    // Collective: `blocks` timed blocks of `per_block` round trips after a
+    // warm-up block; returns on both ranks the one-way time in ns, the median
+    // block's time / (2 * per_block).  A block is timed as a whole, so the clock
+    // adds nothing per round trip, and a block the OS interrupted is outvoted.
+    double measure(int blocks = 15, int per_block = 200);
+
+    // A flag on a line of its own, for handing a CPU over without sleeping:
+    // signal() stores v; wait_yielding(v) calls sched_yield until the flag is
+    // at least v (so a thread moved onto this CPU runs meanwhile, and the CPU
+    // never goes idle, which on a VM may move the vCPU), and throws after
+    // timeout_s.  Not collective.
+    void signal(std::uint64_t v);
+    void wait_yielding(std::uint64_t v, double timeout_s = 30);
+
+private:
+    const Job &job_;
+    void *page_ = nullptr;
+    std::uint64_t seq_ = 0;  // the line's value after the last exchange (2 per round trip)
+};
+
+}  // namespace logp
