@@ -281,6 +281,9 @@ static void run_system_request(Channel *c, MsgHeader *m) {
         l->peer_closing = true; // its disconnect, coming next, is a clean exit
     } else if (m->sys == kSysBarrier && m->nargs >= 2) {
         spmd_barrier_message(msg_args(m)[0], msg_args(m)[1]);
+    } else if (m->sys == kSysGet) {
+        serve_get(&t, m); // replies with the data or returns the request
+        return;
     } else if (m->sys == kSysExit && m->nargs >= 1) {
         spmd_exit_notice(msg_args(m)[0]); // does not return
     }
