@@ -32,7 +32,7 @@ if(STEP STREQUAL "install")
 elseif(STEP STREQUAL "layout")
   set(want
     include/viastack/vipl.h include/viastack/vipl_boot.h include/viastack/vipl_instr.h
-    include/viastack/am.h include/viastack/am_spmd.h include/viastack/fm.h include/viastack/bip.h
+    include/viastack/am.h include/viastack/am_amx.h include/viastack/am_spmd.h include/viastack/fm.h include/viastack/bip.h
     include/viastack/splitc_rt.h
     include/viastack/split-c/split-c.h include/viastack/split-c/control.h
     include/viastack/splitc/splitc.hpp

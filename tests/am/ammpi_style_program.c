@@ -23,13 +23,13 @@
 #define NPING 50
 #define SEGLEN (256 * 1024)
 #define GETLEN 40000      /* bytes per get: a long reply by RDMA */
-#define GETDST (128 * 1024) /* where gets land in our segment */
+#define GETDST (128 * 1024) /* where the gets land in our segment */
 #define BCASTLEN 10000    /* more than one vipl_boot item */
 
 static ep_t ep;
 static eb_t eb;
 static int me, n, errors;
-static volatile int pongs, gets, xfers, returned_badseg, returned_badentry;
+static volatile int pongs, got_count, xfers, returned_badseg, returned_badentry;
 static unsigned char seg[SEGLEN];
 
 #define CHECK(cond, ...)                                   \
@@ -66,7 +66,7 @@ static void got(void *token, void *buf, int nbytes, int from, int tagv) {
                   pattern(from, i));
             break;
         }
-    gets++;
+    got_count++;
 }
 static void xfer(void *token, void *buf, int nbytes, int a0) {
     CHECK(nbytes == 64 && buf == seg + 1024 * (1 + a0), "RequestXfer of %d bytes at %p", nbytes, buf);
@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
 
     /* Gets: the previous rank's bytes from offset 0 land at GETDST here. */
     CHECK(AM_GetXfer2(ep, prev, 0, H_GOT, GETDST, GETLEN, prev, 77) == AM_OK, "AM_GetXfer2");
-    poll_until(&gets, 1);
+    poll_until(&got_count, 1);
     /* A source outside the peer's segment comes back to handler 0. */
     CHECK(AM_GetXfer0(ep, prev, SEGLEN + 8, H_GOT, 0, 16) == AM_OK, "a bad get is sent");
     poll_until(&returned_badseg, 1);
