@@ -57,6 +57,18 @@ int AMVIA_ReplyIVA(void *token, handler_t h, void *source_addr, int nbytes, int 
 int AMVIA_ReplyXferVA(void *token, handler_t h, void *source_addr, int nbytes,
                       uintptr_t dest_offset, int numargs, va_list argptr);
 
+/* Client hooks run before and after every user handler of ep (request,
+ * reply, all categories; not handler 0): pre gets the category, whether it is
+ * a request, the handler index, the token, the payload (buf, nbytes; NULL, 0
+ * for a short message) and the arguments; post the category and whether it
+ * was a request.  They may read the token (AM_GetSourceEndpoint, ...) but
+ * must not send or poll.  NULL for none.  AM_OK, AM_ERR_BAD_ARG for a bad ep.
+ * Without hooks the dispatch pays one predicted branch for each. */
+typedef void (*amvia_preHandlerCallback_t)(amvia_category_t cat, int isReq, int handlerId, void *token, void *buf,
+                                           size_t nbytes, int numargs, uint32_t *args);
+typedef void (*amvia_postHandlerCallback_t)(amvia_category_t cat, int isReq);
+int AMVIA_SetHandlerCallbacks(ep_t ep, amvia_preHandlerCallback_t pre, amvia_postHandlerCallback_t post);
+
 #define amx_category_t amvia_category_t
 
 #ifndef AMVIA_NO_AMUDP_NAMES
@@ -103,6 +115,12 @@ int AMVIA_ReplyXferVA(void *token, handler_t h, void *source_addr, int nbytes,
 #define AMMPI_VerboseErrors AMVIA_VerboseErrors
 #define AMUDP_GetSourceId AMVIA_GetSourceId
 #define AMMPI_GetSourceId AMVIA_GetSourceId
+#define AMUDP_SetHandlerCallbacks AMVIA_SetHandlerCallbacks
+#define AMMPI_SetHandlerCallbacks AMVIA_SetHandlerCallbacks
+#define AMUDP_preHandlerCallback_t amvia_preHandlerCallback_t
+#define AMUDP_postHandlerCallback_t amvia_postHandlerCallback_t
+#define AMMPI_preHandlerCallback_t amvia_preHandlerCallback_t
+#define AMMPI_postHandlerCallback_t amvia_postHandlerCallback_t
 #define AMMPI_Map AMVIA_MapByAddress
 #define AMMPI_MapAny AMVIA_MapAnyByAddress
 #define AMMPI_initial_stats AMVIA_initial_stats

@@ -48,6 +48,13 @@ int AMVIA_GetSourceId(void *token, int *srcid) {
     return fail(AM_ERR_BAD_ARG, "AMVIA_GetSourceId", "the sender is not in the endpoint's translation table");
 }
 
+int AMVIA_SetHandlerCallbacks(ep_t ep, amvia_preHandlerCallback_t pre, amvia_postHandlerCallback_t post) {
+    if (!valid_ep(ep)) return fail(AM_ERR_BAD_ARG, "AMVIA_SetHandlerCallbacks", "not an endpoint");
+    ep->pre_handler = pre;
+    ep->post_handler = post;
+    return AM_OK;
+}
+
 int AMVIA_MapByAddress(ep_t ea, int index, en_t *name, tag_t tag) {
     if (!name) return fail(AM_ERR_BAD_ARG, "AMVIA_MapByAddress", "name is NULL");
     return AM_Map(ea, index, *name, tag);

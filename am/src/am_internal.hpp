@@ -224,6 +224,8 @@ struct amvia_ep {
     std::vector<amvia::RetiredSeg> retired;
     int credits_k;
     amx_handler_fn_t handlers[AMVIA_MAX_NUMHANDLERS];
+    amvia_preHandlerCallback_t pre_handler = nullptr;   // AMVIA_SetHandlerCallbacks
+    amvia_postHandlerCallback_t post_handler = nullptr;
     std::vector<amvia::Translation> xlate;
     std::vector<amvia::Link *> links;
     amvia_stats_t stats; // AMVIA_GetEndpointStatistics (am_stats.cpp); plain counters

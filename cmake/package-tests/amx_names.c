@@ -28,13 +28,13 @@ static const any_fn functions[] = {
     F(AMUDP_AggregateStatistics), F(AMUDP_DumpStatistics), F(AMUDP_FatalErr), F(AMUDP_Request),
     F(AMUDP_RequestI), F(AMUDP_RequestXfer), F(AMUDP_Reply), F(AMUDP_ReplyI), F(AMUDP_ReplyXfer),
     F(AMUDP_RequestVA), F(AMUDP_RequestIVA), F(AMUDP_RequestXferVA), F(AMUDP_ReplyVA), F(AMUDP_ReplyIVA),
-    F(AMUDP_ReplyXferVA),
+    F(AMUDP_ReplyXferVA), F(AMUDP_SetHandlerCallbacks),
     /* AMMPI core */
     F(AMMPI_GetSourceId), F(AMMPI_Map), F(AMMPI_MapAny), F(AMMPI_GetEndpointStatistics),
     F(AMMPI_ResetEndpointStatistics), F(AMMPI_AggregateStatistics), F(AMMPI_DumpStatistics),
     F(AMMPI_Request), F(AMMPI_RequestI), F(AMMPI_RequestXfer), F(AMMPI_Reply), F(AMMPI_ReplyI),
     F(AMMPI_ReplyXfer), F(AMMPI_RequestVA), F(AMMPI_RequestIVA), F(AMMPI_RequestXferVA), F(AMMPI_ReplyVA),
-    F(AMMPI_ReplyIVA), F(AMMPI_ReplyXferVA),
+    F(AMMPI_ReplyIVA), F(AMMPI_ReplyXferVA), F(AMMPI_SetHandlerCallbacks),
     /* amx */
     F(AMX_GetEndpointStatistics), F(AMX_ResetEndpointStatistics), F(AMX_AggregateStatistics),
     F(AMX_DumpStatistics), F(AMX_FatalErr),
@@ -70,13 +70,15 @@ static int types_and_constants(void) {
     amudp_spawnfn_t sp1 = 0;
     spawnfn_t sp2 = 0;
     amudp_exitcallback_t cb = 0;
+    AMUDP_preHandlerCallback_t pre1 = 0;
+    AMMPI_postHandlerCallback_t post2 = 0;
     amudp_category_t c1 = amudp_Long;
     ammpi_category_t c2 = ammpi_Medium;
     int sum = AMUDP_MAX_SHORT + AMMPI_MAX_SHORT + (AMUDP_MAX_MEDIUM > 0) + (AMMPI_MAX_LONG > 0) +
               (AMUDP_MAX_NUMHANDLERS == 256) + (AMMPI_MAX_NUMTRANSLATIONS > 0) + (AMUDP_MAX_SEGLENGTH > 0) +
               (AMMPI_MAX_NETWORKDEPTH > 0) + (AMUDP_MAX_SPMDPROCS > 0) + amudp_NumCategories +
               ammpi_NumCategories + (int)c1 + (int)c2 + AM_SEQ + AM_NOTEMPTY;
-    (void)s1, (void)s2, (void)s3, (void)h1, (void)h2, (void)h3, (void)sp1, (void)sp2, (void)cb;
+    (void)s1, (void)s2, (void)s3, (void)h1, (void)h2, (void)h3, (void)sp1, (void)sp2, (void)cb, (void)pre1, (void)post2;
     return sum;
 }
 

@@ -4,7 +4,7 @@
  * viastack's am.h and am_spmd.h, cmake/package-tests/amx/) and uses AMMPI's
  * names: AMMPI_SPMDSetThreadMode, AMMPI_SPMDStartup, AMMPI_SPMDBroadcast,
  * the generic AMMPI_Request/AMMPI_Reply entry points, AMMPI_GetSourceId,
- * AM-2's AM_GetXferN, AMX_SPMDkillmyprocess and the non-collective
+ * AMMPI_SetHandlerCallbacks, AM-2's AM_GetXferN, AMX_SPMDkillmyprocess and the non-collective
  * AMMPI_SPMDExit.  Run under vipl-run with any number of ranks; every rank
  * prints "rank R: killmyprocess(0)" as the job ends, and rank 0 first prints
  * "ammpi_style_program: N processes, E errors".
@@ -83,6 +83,25 @@ static void returned(int status, op_t opcode, void *token) {
         CHECK(0, "unexpected returned message: status %d opcode %d", status, opcode);
 }
 
+/* Handler callbacks: every user handler is bracketed by pre and post. */
+static volatile int pre_calls, post_calls, pre_pings;
+static void pre_cb(ammpi_category_t cat, int isReq, int handlerId, void *token, void *buf, size_t nbytes, int numargs,
+                   uint32_t *args) {
+    (void)buf;
+    CHECK(token != NULL && pre_calls == post_calls, "pre callback nesting");
+    if (handlerId == H_PING) {
+        CHECK(cat == ammpi_Short && isReq && numargs == 2 && nbytes == 0 && (int)args[0] >= 0 && (int)args[0] < n,
+              "pre callback of a ping: cat %d isReq %d numargs %d", (int)cat, isReq, numargs);
+        pre_pings++;
+    }
+    pre_calls++;
+}
+static void post_cb(ammpi_category_t cat, int isReq) {
+    (void)cat;
+    (void)isReq;
+    post_calls++;
+}
+
 static void my_kill(int code) {
     printf("rank %d: killmyprocess(%d)\n", me, code);
     fflush(stdout);
@@ -117,6 +136,7 @@ int main(int argc, char **argv) {
     AM_SetHandler(ep, H_PONG, pong);
     AM_SetHandler(ep, H_GOT, got);
     AM_SetHandler(ep, H_XFER, xfer);
+    CHECK(AMMPI_SetHandlerCallbacks(ep, pre_cb, post_cb) == AM_OK, "SetHandlerCallbacks");
     AMMPI_SPMDBarrier();
 
     /* Broadcast from the last rank, more than one bootstrap item. */
@@ -134,6 +154,10 @@ int main(int argc, char **argv) {
     for (int r = 0; r < n; r++)
         for (int i = 0; i < NPING; i++) CHECK(AMMPI_Request(ep, r, H_PING, 2, me, i) == AM_OK, "AMMPI_Request");
     poll_until(&pongs, n * NPING);
+    AMMPI_SPMDBarrier(); /* every rank's pings have run here */
+    CHECK(pre_pings == n * NPING && pre_calls == post_calls && pre_calls >= 2 * n * NPING,
+          "callbacks: %d pings, %d pre, %d post", pre_pings, pre_calls, post_calls);
+    CHECK(AMMPI_SetHandlerCallbacks(ep, NULL, NULL) == AM_OK, "callbacks off");
     CHECK(AMMPI_Request(ep, 0, H_PING, 17) == AM_ERR_BAD_ARG, "17 arguments are refused");
 
     /* A generic long request into the next rank's segment. */
