@@ -1,6 +1,6 @@
 # ViastackInstall.cmake - what `cmake --install` and `cpack` ship, beyond the
 # install() rules that sit next to each target (docs/packaging.md):
-#   <prefix>/include/viastack/          vipl.h vipl_boot.h vipl_instr.h am.h am_spmd.h
+#   <prefix>/include/viastack/          vipl.h vipl_boot.h vipl_instr.h am.h am_amx.h am_spmd.h
 #                                       fm.h bip.h splitc_rt.h split-c/*.h splitc/splitc.hpp
 #   <prefix>/<libdir>/                  libvipl, libam, libfm, libbip, libsplitc (.so.N
 #                                       and .a), libsplitc_rt_main.a

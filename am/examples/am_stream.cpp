@@ -7,9 +7,11 @@
 // §7.4: "send requests must be acknowledged by a reply"; docs/cost-model.md).
 // With `xfer=BYTES` every message is an AM_RequestXferAsync1 of BYTES from
 // AMVIA_AllocMem memory into rank 1's segment (AM's bulk path, as logp's
-// bandwidth step): time per transfer and the bandwidth.
+// bandwidth step): time per transfer and the bandwidth.  With `get=BYTES`
+// rank 0 instead streams AM_GetXfer1 of BYTES from rank 1's segment into its
+// own (a request rank 1's layer answers with a long reply; docs/am.md, "Get").
 //
-//   vipl-run -n 2 am_stream [messages>0] [rounds>0] [reply | xfer=BYTES]
+//   vipl-run -n 2 am_stream [messages>0] [rounds>0] [reply | xfer=BYTES | get=BYTES]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -51,9 +53,11 @@ int main(int argc, char **argv) {
     g_reply = argc > 3 && std::string_view(argv[3]) == "reply";
     long xfer = 0; // bytes per AM_RequestXferAsync1; 0: short requests
     if (argc > 3 && std::strncmp(argv[3], "xfer=", 5) == 0) xfer = std::atol(argv[3] + 5);
+    const bool get = argc > 3 && std::strncmp(argv[3], "get=", 4) == 0;
+    if (get) xfer = std::atol(argv[3] + 4);
     g_xfer = xfer;
     if (n <= 0 || rounds <= 0 || (argc > 3 && !g_reply && xfer <= 0)) {
-        std::fprintf(stderr, "usage: vipl-run -n 2 am_stream [messages>0] [rounds>0] [reply | xfer=BYTES]\n");
+        std::fprintf(stderr, "usage: vipl-run -n 2 am_stream [messages>0] [rounds>0] [reply | xfer=BYTES | get=BYTES]\n");
         return 2;
     }
     eb_t eb;
@@ -79,12 +83,23 @@ int main(int argc, char **argv) {
         src = static_cast<char *>(AMVIA_AllocMem(size_t(xfer)));
         if (!src) src = static_cast<char *>(std::malloc(size_t(xfer))); // plain memory: cross-memory attach
         std::memset(src, 'x', size_t(xfer));
+        if (get && rank == 1) std::memset(seg.data(), 'x', seg.size()); // what rank 0 gets
     }
     AM_SPMDBarrier();
     for (int r = 0; r < rounds; r++) {
         if (rank == 0) {
             const double t0 = now_ns();
-            if (xfer > 0) {
+            if (get) {
+                for (long i = 0; i < n; i++)
+                    if (AM_GetXfer1(ep, 1, 0, kSink, 0, size_t(xfer), int32_t(i)) != AM_OK) AM_SPMDExit(1);
+                while (g_sunk < long(r + 1) * n) AM_Poll(eb);
+                if (g_bad) {
+                    std::fprintf(stderr, "am_stream: FAIL: %ld gets arrived with the wrong length or bytes\n",
+                                 long(g_bad));
+                    AM_SPMDExit(1);
+                }
+                AM_Request1(ep, 1, kConfirm, 0);
+            } else if (xfer > 0) {
                 for (long i = 0; i < n; i++) {
                     int rc;
                     while ((rc = AM_RequestXferAsync1(ep, 1, 0, kSink, src, size_t(xfer), int32_t(i))) ==
@@ -95,13 +110,19 @@ int main(int argc, char **argv) {
             } else {
                 for (long i = 0; i < n; i++) AM_Request1(ep, 1, kSink, int32_t(i));
             }
-            while (g_confirms < r + 1) AM_Poll(eb);
+            if (!get)
+                while (g_confirms < r + 1) AM_Poll(eb);
             const double ns = (now_ns() - t0) / double(n);
-            if (xfer > 0)
+            if (get)
+                std::printf("%.1f ns per AM_GetXfer1 of %ld bytes, %.0f MB/s (%ld messages, round %d)\n", ns, xfer,
+                            double(xfer) * 1e3 / ns, n, r + 1);
+            else if (xfer > 0)
                 std::printf("%.1f ns per AM_RequestXferAsync1 of %ld bytes, %.0f MB/s (%ld messages, round %d)\n", ns,
                             xfer, double(xfer) * 1e3 / ns, n, r + 1);
             else
                 std::printf("g = %.1f ns per AM_Request1 (%ld messages, round %d)\n", ns, n, r + 1);
+        } else if (rank == 1 && get) {
+            while (g_confirms < r + 1) AM_Poll(eb);
         } else if (rank == 1) {
             while (g_sunk < long(r + 1) * n) AM_Poll(eb);
             if (g_bad) {

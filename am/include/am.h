@@ -186,6 +186,17 @@ int AMVIA_ReplyI(void *token, handler_t h, void *src, size_t nbytes, int nargs,
                  const int32_t *args);
 int AMVIA_ReplyXfer(void *token, handler_t h, void *src, size_t nbytes, uintptr_t dest_offset,
                     int nargs, const int32_t *args);
+/* AM-2's get (AM_GetXferN): nbytes from the segment of the endpoint at
+ * translation index dest, at source_offset, into the caller's segment at
+ * dest_offset; then h runs on the caller as a reply handler of the long
+ * shape, buf = segment + dest_offset.  A request (it takes a credit, may not
+ * be sent from a handler); the peer's layer answers it with a long reply
+ * (AM_ReplyXfer's path).  A source range outside the peer's current segment
+ * or a tag mismatch comes back to the caller's handler 0 (EBADSEGOFF,
+ * EBADLENGTH, EBADTAG, opcode AM_REQUEST_XFER_M); a destination range outside
+ * the caller's segment as EBADLENGTH/EBADSEGOFF (opcode AM_REPLY_XFER_M). */
+int AMVIA_GetXfer(ep_t ep, int dest, uintptr_t source_offset, handler_t h, uintptr_t dest_offset,
+                  size_t nbytes, int nargs, const int32_t *args);
 
 /* ---- viastack extensions ------------------------------------------------------- */
 /* Design selector (Table 2 of the AMVIA paper): 3 = AMVIAv3 (one VI per MAP,
@@ -311,6 +322,7 @@ void AMVIA_FatalErr(const char *msg, ...)
  *   AM_ReplyN(token, handler, a0..)
  *   AM_ReplyIN(token, handler, source_addr, nbytes, a0..)
  *   AM_ReplyXferN(token, dest_offset, handler, source_addr, nbytes, a0..)
+ *   AM_GetXferN(ep, dest, source_offset, handler, dest_offset, nbytes, a0..)
  * Arguments are converted to int32_t as by a call to a function taking int32
  * arguments; each form is a real (inline) function, so a call in the wrong
  * order is a compile-time error or warning rather than a silent misdelivery. */
@@ -383,6 +395,11 @@ void AMVIA_FatalErr(const char *msg, ...)
                                       void *src, size_t nbytes AMVIA_P##N) {                   \
         const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
         return AMVIA_ReplyXfer(token, h, src, nbytes, dest_offset, N, args_);                  \
+    }                                                                                          \
+    static inline int AM_GetXfer##N(ep_t ep, int dest, uintptr_t source_offset, handler_t h,   \
+                                    uintptr_t dest_offset, size_t nbytes AMVIA_P##N) {         \
+        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
+        return AMVIA_GetXfer(ep, dest, source_offset, h, dest_offset, nbytes, N, args_);       \
     }
 
 AMVIA_DEFINE_FORMS(0)
@@ -406,4 +423,7 @@ AMVIA_DEFINE_FORMS(16)
 #ifdef __cplusplus
 }
 #endif
+
+#include "am_amx.h" /* the AMUDP/AMMPI core names beyond AM-2 */
+
 #endif /* VIASTACK_AM_H */

@@ -80,6 +80,28 @@ int AM_SPMDIsWorker(char **argv);
 int AMVIA_SPMDStartup(int *argc, char ***argv, int networkdepth, uint64_t *networkpid, eb_t *eb,
                       ep_t *ep);
 
+/* The function that finally ends this process when the job ends through
+ * AMVIA_SPMDExit (on the calling rank for exit code 0, and on every peer the
+ * exit notice reaches): _exit by default.  A program may point it at its own
+ * function (AMUDP/AMMPI's AMX_SPMDkillmyprocess); it is called with the exit
+ * code after the exit callback ran and stdio was flushed, and must not return. */
+extern void (*AMVIA_SPMDkillmyprocess)(int);
+/* AMMPI_SPMDBroadcast: len bytes from rootid's buf to buf on every rank.
+ * Collective; blocks without polling (as AMMPI's); AM_OK, AM_ERR_NOT_INIT
+ * before start-up, AM_ERR_BAD_ARG for a NULL buf or a rootid outside the job. */
+int AMVIA_SPMDBroadcast(void *buf, size_t len, int rootid);
+/* AMMPI_SPMDSetThreadMode: asks for the thread support of the layer below
+ * (MPI's, for AMMPI) before AM_SPMDStartup.  viastack's bundles are AM_SEQ:
+ * several threads may call AM only one at a time, which MPI calls
+ * MPI_THREAD_SERIALIZED; that is what *provided_level reports, and the call
+ * returns non-zero (success) for any usingthreads. */
+int AMVIA_SPMDSetThreadMode(int usingthreads, const char **provided_level, int *argc, char ***argv);
+/* AMUDP_SPMDStartup's shape as a function (so its address can be taken):
+ * nproc and spawnfn are ignored, the launcher (vipl-run, PMIx) starts the ranks. */
+typedef int (*amvia_spawnfn_t)(int nproc, int argc, char **argv);
+int AMVIA_SPMDStartupAMUDP(int *argc, char ***argv, int nproc, int networkdepth, amvia_spawnfn_t spawnfn,
+                           uint64_t *networkpid, eb_t *eb, ep_t *ep);
+
 /* The amx names of the SPMD calls (AMX_* as in GASNet's amx headers) and the
  * AMUDP_* ones.  AMUDP_SPMDStartup's nproc and spawnfn are ignored: vipl-run
  * (or a PMIx launcher) starts the ranks. */
@@ -93,10 +115,24 @@ int AMVIA_SPMDStartup(int *argc, char ***argv, int networkdepth, uint64_t *netwo
 #define AMX_SPMDMyProc AM_SPMDMyProc
 #define AMX_SPMDBarrier AM_SPMDBarrier
 #define AMX_SPMDAllGather AM_SPMDAllGather
+#define AMX_SPMDkillmyprocess AMVIA_SPMDkillmyprocess
 #ifndef AMVIA_NO_AMUDP_NAMES
-#define AMUDP_SPMDStartup(pargc, pargv, nproc, networkdepth, spawnfn, pnetworkpid, peb, pep) \
-    ((void)(nproc), (void)(spawnfn),                                                       \
-     AMVIA_SPMDStartup((pargc), (pargv), (networkdepth), (pnetworkpid), (peb), (pep)))
+#define AMUDP_SPMDStartup AMVIA_SPMDStartupAMUDP
+#define amudp_spawnfn_t amvia_spawnfn_t
+#define AMUDP_SPMDkillmyprocess AMVIA_SPMDkillmyprocess
+#define AMMPI_SPMDStartup AMVIA_SPMDStartup
+#define spawnfn_t amvia_spawnfn_t
+#define AMMPI_SPMDExit AMVIA_SPMDExit
+#define AMMPI_SPMDSetExitCallback AM_SPMDSetExitCallback
+#define AMMPI_SPMDkillmyprocess AMVIA_SPMDkillmyprocess
+#define AMMPI_SPMDSetThreadMode AMVIA_SPMDSetThreadMode
+#define AMMPI_SPMDIsWorker AM_SPMDIsWorker
+#define AMMPI_SPMDNumProcs AM_SPMDNumProcs
+#define AMMPI_SPMDMyProc AM_SPMDMyProc
+#define AMMPI_SPMDBarrier AM_SPMDBarrier
+#define AMMPI_SPMDAllGather AM_SPMDAllGather
+#define AMMPI_SPMDBroadcast AMVIA_SPMDBroadcast
+#define AMMPI_SPMDgetenvMaster AM_SPMDgetenvMaster
 #define AMUDP_SPMDExit AMVIA_SPMDExit
 #define AMUDP_SPMDSetExitCallback AM_SPMDSetExitCallback
 #define AMUDP_SPMDgetenvMaster AM_SPMDgetenvMaster

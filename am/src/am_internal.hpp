@@ -57,6 +57,7 @@ enum SysType : uint8_t {
     kSysBye = 7,       // request: the sender's endpoint is going away (a clean exit)
     kSysSegAck = 8,    // reply to kSysSegInfo: the credit, and nbytes = the gen now known
     kSysExit = 9,      // request: the job ends (AMVIA_SPMDExit on the sender), a0 = exit code
+    kSysGet = 10,      // request: AM_GetXfer (am_get.cpp); answered by a long reply or kSysReturned
 };
 
 struct MsgHeader {
@@ -223,6 +224,8 @@ struct amvia_ep {
     std::vector<amvia::RetiredSeg> retired;
     int credits_k;
     amx_handler_fn_t handlers[AMVIA_MAX_NUMHANDLERS];
+    amvia_preHandlerCallback_t pre_handler = nullptr;   // AMVIA_SetHandlerCallbacks
+    amvia_postHandlerCallback_t post_handler = nullptr;
     std::vector<amvia::Translation> xlate;
     std::vector<amvia::Link *> links;
     amvia_stats_t stats; // AMVIA_GetEndpointStatistics (am_stats.cpp); plain counters
@@ -355,6 +358,7 @@ void bounce_free(Link *l);
 // ---- SPMD barrier hooks (am_spmd.cpp) ------------------------------------------------
 void spmd_barrier_message(int32_t epoch, int32_t what);
 void spmd_forget(); // AM_Terminate ran: the SPMD bundle/endpoint are gone
+void serve_get(Token *t, const MsgHeader *m); // a peer's kSysGet (am_get.cpp)
 // A peer called AMVIA_SPMDExit(code): run the exit callback and end this process.
 [[noreturn]] void spmd_exit_notice(int32_t code);
 

@@ -85,10 +85,17 @@ static inline void dispatch(amx_handler_fn_t fn, Token *t, MsgHeader *m, void *b
     void *const outer = g.live_token;
     g.live_token = t;
     g.handler_depth++;
+    const ep_t ep = t->ep;
+    if (AMVIA_UNLIKELY(ep->pre_handler != nullptr))
+        ep->pre_handler(amvia_category_t(msg_category(m)), t->is_request, m->handler, t,
+                        msg_category(m) == kShort ? nullptr : buf, msg_category(m) == kShort ? 0 : m->nbytes,
+                        m->nargs, reinterpret_cast<uint32_t *>(msg_args(m)));
     if (msg_category(m) == kShort)
         kShortCalls[m->nargs](fn, t, msg_args(m));
     else
         kBulkCalls[m->nargs](fn, t, buf, m->nbytes, msg_args(m));
+    if (AMVIA_UNLIKELY(ep->post_handler != nullptr))
+        ep->post_handler(amvia_category_t(msg_category(m)), t->is_request);
     g.handler_depth--;
     g.live_token = outer;
 #if VIASTACK_INSTR_COMPILED
@@ -281,6 +288,9 @@ static void run_system_request(Channel *c, MsgHeader *m) {
         l->peer_closing = true; // its disconnect, coming next, is a clean exit
     } else if (m->sys == kSysBarrier && m->nargs >= 2) {
         spmd_barrier_message(msg_args(m)[0], msg_args(m)[1]);
+    } else if (m->sys == kSysGet) {
+        serve_get(&t, m); // replies with the data or returns the request
+        return;
     } else if (m->sys == kSysExit && m->nargs >= 1) {
         spmd_exit_notice(msg_args(m)[0]); // does not return
     }

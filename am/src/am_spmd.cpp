@@ -78,7 +78,8 @@ void spmd_exit_notice(int32_t code) {
         s_exiting = true;
         run_exit_callback(code);
     }
-    _exit(code & 0xff);
+    AMVIA_SPMDkillmyprocess(code & 0xff);
+    _exit(code & 0xff); // the program's kill function returned
 }
 
 } // namespace amvia
@@ -86,6 +87,8 @@ void spmd_exit_notice(int32_t code) {
 using namespace amvia;
 
 extern "C" {
+
+void (*AMVIA_SPMDkillmyprocess)(int) = _exit;
 
 static int startup(int *argc, char ***argv, void *seg, uintptr_t seglen, int depth, eb_t *eb,
                    ep_t *ep) {
@@ -287,7 +290,8 @@ int AMVIA_SPMDExit(int exitcode) {
         std::snprintf(why, sizeof why, "AMVIA_SPMDExit(%d) on rank %d", exitcode, me);
         vipl_boot_abort(exitcode, why); // vipl-run ends the job with this code
     }
-    _exit(0);
+    AMVIA_SPMDkillmyprocess(0);
+    _exit(0); // the program's kill function returned
 }
 
 } // extern "C"

@@ -32,7 +32,7 @@ if(STEP STREQUAL "install")
 elseif(STEP STREQUAL "layout")
   set(want
     include/viastack/vipl.h include/viastack/vipl_boot.h include/viastack/vipl_instr.h
-    include/viastack/am.h include/viastack/am_spmd.h include/viastack/fm.h include/viastack/bip.h
+    include/viastack/am.h include/viastack/am_amx.h include/viastack/am_spmd.h include/viastack/fm.h include/viastack/bip.h
     include/viastack/splitc_rt.h
     include/viastack/split-c/split-c.h include/viastack/split-c/control.h
     include/viastack/splitc/splitc.hpp
@@ -88,6 +88,17 @@ elseif(STEP STREQUAL "layout")
       -Wl,--whole-archive ${lib}/libvipl.a -Wl,--no-whole-archive ${deps} -pthread)
   run(${WORK}/c/open_nic_static)
   message(STATUS "libvipl.a: ${run_output}")
+  # Programs written for AMMPI/AMUDP, through two-line forwarding headers
+  # (amx/ammpi.h -> am.h, amx/ammpi_spmd.h -> am_spmd.h, and the amudp pair):
+  # every public name of their core and SPMD headers by address, and the
+  # AMMPI-style test program; warnings are errors.
+  set(amx ${SOURCE_DIR}/cmake/package-tests/amx)
+  run(${CC} -std=c99 -Wall -Wextra -Werror -o ${WORK}/c/amx_names ${SOURCE_DIR}/cmake/package-tests/amx_names.c
+      -I${amx} -I${inc} -L${lib} -lam -Wl,-rpath,${lib})
+  run(${WORK}/c/amx_names)
+  message(STATUS "${run_output}")
+  run(${CC} -std=gnu99 -Wall -Wextra -Werror -o ${WORK}/c/ammpi_style_program
+      ${SOURCE_DIR}/tests/am/ammpi_style_program.c -I${amx} -I${inc} -L${lib} -lam -Wl,-rpath,${lib})
   # Each public header on its own, as a user includes it: C99 and C11, C++11
   # (C++20 for the C++ embedding), all warnings, pedantic, as errors.
   file(GLOB_RECURSE headers RELATIVE ${inc} ${inc}/*.h ${inc}/*.hpp)

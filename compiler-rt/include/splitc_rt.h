@@ -46,6 +46,22 @@ extern "C" {
 
 #define SPLITC_RT_ABI_VERSION 1
 
+/* The inline functions of this header.  In C they are GNU `extern inline`
+ * (gnu_inline in every dialect): inlined where the compiler inlines, and
+ * otherwise calls to the out-of-line copies libsplitc exports (rt_inline.c
+ * compiles this header with SPLITC_RT_OUT_OF_LINE_ defined).  Being
+ * non-static, they may be called from a program's own GNU89 or C99 `inline`
+ * functions without gcc's "static but used in inline function which is not
+ * static" (which `static inline` drew once per such function); the code at a
+ * call site that inlines is the same.  C++ keeps `static inline`. */
+#if defined(__cplusplus)
+#define SPLITC_INLINE_ static inline
+#elif defined(SPLITC_RT_OUT_OF_LINE_)
+#define SPLITC_INLINE_
+#else
+#define SPLITC_INLINE_ extern __inline__ __attribute__((__gnu_inline__))
+#endif
+
 /* ---- processes -------------------------------------------------------- */
 /* Set by splitc_init; read them through the accessors. */
 extern int splitc_rt_procs;
@@ -54,11 +70,11 @@ extern int splitc_rt_myproc;
  * so programs that need a power of two test PROCSLOG < 0 and refuse to run. */
 extern int splitc_rt_procslog;
 
-static inline int splitc_procs(void) { return splitc_rt_procs; }
-static inline int splitc_myproc(void) { return splitc_rt_myproc; }
-static inline int splitc_procslog(void) { return splitc_rt_procslog; }
+SPLITC_INLINE_ int splitc_procs(void) { return splitc_rt_procs; }
+SPLITC_INLINE_ int splitc_myproc(void) { return splitc_rt_myproc; }
+SPLITC_INLINE_ int splitc_procslog(void) { return splitc_rt_procslog; }
 /* Split-C's on_one: true on processor 0 only. */
-static inline int splitc_on_one(void) { return splitc_rt_myproc == 0; }
+SPLITC_INLINE_ int splitc_on_one(void) { return splitc_rt_myproc == 0; }
 
 /* The language names as rvalues (a program cannot assign to PROCS).  The same
  * token sequences are in <split-c/split-c.h>, so both may be included. */
@@ -82,36 +98,36 @@ typedef struct splitc_sptr { uint64_t bits; } splitc_sptr_t;
 #define SPLITC_MAX_PROCS 65536
 #define SPLITC_GPTR_NULL_INIT {0}
 
-static inline splitc_gptr_t splitc_toglobal(int proc, const void *addr) {
+SPLITC_INLINE_ splitc_gptr_t splitc_toglobal(int proc, const void *addr) {
     splitc_gptr_t g;
     g.bits = ((uint64_t)(uint16_t)proc << SPLITC_ADDR_BITS) | ((uint64_t)(uintptr_t)addr & SPLITC_ADDR_MASK);
     return g;
 }
-static inline int splitc_toproc(splitc_gptr_t g) { return (int)(g.bits >> SPLITC_ADDR_BITS); }
+SPLITC_INLINE_ int splitc_toproc(splitc_gptr_t g) { return (int)(g.bits >> SPLITC_ADDR_BITS); }
 /* The local address part (meaningful on processor splitc_toproc(g)). */
-static inline void *splitc_tolocal(splitc_gptr_t g) { return (void *)(uintptr_t)(g.bits & SPLITC_ADDR_MASK); }
-static inline int splitc_gptr_is_null(splitc_gptr_t g) { return (g.bits & SPLITC_ADDR_MASK) == 0; }
-static inline int splitc_gptr_is_local(splitc_gptr_t g) { return splitc_toproc(g) == splitc_rt_myproc; }
-static inline int splitc_gptr_equal(splitc_gptr_t a, splitc_gptr_t b) { return a.bits == b.bits; }
+SPLITC_INLINE_ void *splitc_tolocal(splitc_gptr_t g) { return (void *)(uintptr_t)(g.bits & SPLITC_ADDR_MASK); }
+SPLITC_INLINE_ int splitc_gptr_is_null(splitc_gptr_t g) { return (g.bits & SPLITC_ADDR_MASK) == 0; }
+SPLITC_INLINE_ int splitc_gptr_is_local(splitc_gptr_t g) { return splitc_toproc(g) == splitc_rt_myproc; }
+SPLITC_INLINE_ int splitc_gptr_equal(splitc_gptr_t a, splitc_gptr_t b) { return a.bits == b.bits; }
 /* g + nbytes: same processor. */
-static inline splitc_gptr_t splitc_gptr_add(splitc_gptr_t g, int64_t nbytes) {
+SPLITC_INLINE_ splitc_gptr_t splitc_gptr_add(splitc_gptr_t g, int64_t nbytes) {
     splitc_gptr_t r;
     r.bits = (g.bits & ~SPLITC_ADDR_MASK) | ((g.bits + (uint64_t)nbytes) & SPLITC_ADDR_MASK);
     return r;
 }
 /* Byte difference of two global pointers on the same processor. */
-static inline int64_t splitc_gptr_diff(splitc_gptr_t a, splitc_gptr_t b) {
+SPLITC_INLINE_ int64_t splitc_gptr_diff(splitc_gptr_t a, splitc_gptr_t b) {
     return (int64_t)(a.bits & SPLITC_ADDR_MASK) - (int64_t)(b.bits & SPLITC_ADDR_MASK);
 }
 
-static inline splitc_sptr_t splitc_sptr_from_gptr(splitc_gptr_t g) { splitc_sptr_t s; s.bits = g.bits; return s; }
-static inline splitc_gptr_t splitc_sptr_to_gptr(splitc_sptr_t s) { splitc_gptr_t g; g.bits = s.bits; return g; }
-static inline int splitc_sptr_proc(splitc_sptr_t s) { return (int)(s.bits >> SPLITC_ADDR_BITS); }
-static inline void *splitc_sptr_addr(splitc_sptr_t s) { return (void *)(uintptr_t)(s.bits & SPLITC_ADDR_MASK); }
+SPLITC_INLINE_ splitc_sptr_t splitc_sptr_from_gptr(splitc_gptr_t g) { splitc_sptr_t s; s.bits = g.bits; return s; }
+SPLITC_INLINE_ splitc_gptr_t splitc_sptr_to_gptr(splitc_sptr_t s) { splitc_gptr_t g; g.bits = s.bits; return g; }
+SPLITC_INLINE_ int splitc_sptr_proc(splitc_sptr_t s) { return (int)(s.bits >> SPLITC_ADDR_BITS); }
+SPLITC_INLINE_ void *splitc_sptr_addr(splitc_sptr_t s) { return (void *)(uintptr_t)(s.bits & SPLITC_ADDR_MASK); }
 
 /* s + n elements of elemsize bytes: processor advances cyclically, the address
  * advances by elemsize each time the processor wraps past PROCS-1. */
-static inline splitc_sptr_t splitc_sptr_add(splitc_sptr_t s, int64_t n, size_t elemsize) {
+SPLITC_INLINE_ splitc_sptr_t splitc_sptr_add(splitc_sptr_t s, int64_t n, size_t elemsize) {
     int64_t P = splitc_rt_procs;
     int64_t t = (int64_t)splitc_sptr_proc(s) + n;
     int64_t q = t / P, r = t % P;
@@ -122,7 +138,7 @@ static inline splitc_sptr_t splitc_sptr_add(splitc_sptr_t s, int64_t n, size_t e
     return o;
 }
 /* Number of elements from b to a (a - b), for pointers into one spread object. */
-static inline int64_t splitc_sptr_diff(splitc_sptr_t a, splitc_sptr_t b, size_t elemsize) {
+SPLITC_INLINE_ int64_t splitc_sptr_diff(splitc_sptr_t a, splitc_sptr_t b, size_t elemsize) {
     int64_t rows = ((int64_t)(a.bits & SPLITC_ADDR_MASK) - (int64_t)(b.bits & SPLITC_ADDR_MASK)) / (int64_t)elemsize;
     return rows * splitc_rt_procs + (splitc_sptr_proc(a) - splitc_sptr_proc(b));
 }
@@ -218,7 +234,7 @@ typedef uint16_t __attribute__((__may_alias__)) splitc_alias_u2_;
 typedef uint32_t __attribute__((__may_alias__)) splitc_alias_u4_;
 typedef uint64_t __attribute__((__may_alias__)) splitc_alias_u8_;
 
-static inline int splitc_local_fast_(splitc_gptr_t g, uint64_t align) {
+SPLITC_INLINE_ int splitc_local_fast_(splitc_gptr_t g, uint64_t align) {
     uint64_t a = g.bits & SPLITC_ADDR_MASK;
     return (g.bits >> SPLITC_ADDR_BITS) == (uint64_t)(int64_t)splitc_rt_fast_proc && a != 0 &&
            (a & (align - 1)) == 0;
@@ -234,24 +250,24 @@ static inline int splitc_local_fast_(splitc_gptr_t g, uint64_t align) {
     void splitc_get_##N##_slow(void *dst, splitc_gptr_t g);                                       \
     void splitc_put_##N##_slow(splitc_gptr_t g, T v);                                             \
     void splitc_store_##N(splitc_gptr_t g, T v);                                                  \
-    static inline T splitc_read_##N(splitc_gptr_t g) {                                            \
+    SPLITC_INLINE_ T splitc_read_##N(splitc_gptr_t g) {                                            \
         if (__builtin_expect(splitc_local_fast_(g, N), 1))                                        \
             return *(const volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g);                 \
         return splitc_read_##N##_slow(g);                                                         \
     }                                                                                             \
-    static inline void splitc_write_##N(splitc_gptr_t g, T v) {                                   \
+    SPLITC_INLINE_ void splitc_write_##N(splitc_gptr_t g, T v) {                                   \
         if (__builtin_expect(splitc_local_fast_(g, N), 1))                                        \
             *(volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g) = v;                          \
         else                                                                                      \
             splitc_write_##N##_slow(g, v);                                                        \
     }                                                                                             \
-    static inline void splitc_get_##N(void *dst, splitc_gptr_t g) {                               \
+    SPLITC_INLINE_ void splitc_get_##N(void *dst, splitc_gptr_t g) {                               \
         if (__builtin_expect(dst != NULL && splitc_local_fast_(g, N), 1))                         \
             __builtin_memcpy(dst, (const void *)SPLITC_LOCAL_ADDR_(g), N);                        \
         else                                                                                      \
             splitc_get_##N##_slow(dst, g);                                                        \
     }                                                                                             \
-    static inline void splitc_put_##N(splitc_gptr_t g, T v) {                                     \
+    SPLITC_INLINE_ void splitc_put_##N(splitc_gptr_t g, T v) {                                     \
         if (__builtin_expect(splitc_local_fast_(g, N), 1))                                        \
             *(volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g) = v;                          \
         else                                                                                      \
@@ -392,22 +408,22 @@ double splitc_all_scan_add_d(double v);
 double splitc_get_seconds(void);
 
 /* ---- typed wrappers ---------------------------------------------------------------------- */
-static inline float splitc_read_f(splitc_gptr_t g) { uint32_t u = splitc_read_4(g); float f; __builtin_memcpy(&f, &u, 4); return f; }
-static inline double splitc_read_d(splitc_gptr_t g) { uint64_t u = splitc_read_8(g); double d; __builtin_memcpy(&d, &u, 8); return d; }
-static inline void splitc_write_f(splitc_gptr_t g, float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); splitc_write_4(g, u); }
-static inline void splitc_write_d(splitc_gptr_t g, double d) { uint64_t u; __builtin_memcpy(&u, &d, 8); splitc_write_8(g, u); }
-static inline void splitc_put_f(splitc_gptr_t g, float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); splitc_put_4(g, u); }
-static inline void splitc_put_d(splitc_gptr_t g, double d) { uint64_t u; __builtin_memcpy(&u, &d, 8); splitc_put_8(g, u); }
-static inline void splitc_store_f(splitc_gptr_t g, float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); splitc_store_4(g, u); }
-static inline void splitc_store_d(splitc_gptr_t g, double d) { uint64_t u; __builtin_memcpy(&u, &d, 8); splitc_store_8(g, u); }
+SPLITC_INLINE_ float splitc_read_f(splitc_gptr_t g) { uint32_t u = splitc_read_4(g); float f; __builtin_memcpy(&f, &u, 4); return f; }
+SPLITC_INLINE_ double splitc_read_d(splitc_gptr_t g) { uint64_t u = splitc_read_8(g); double d; __builtin_memcpy(&d, &u, 8); return d; }
+SPLITC_INLINE_ void splitc_write_f(splitc_gptr_t g, float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); splitc_write_4(g, u); }
+SPLITC_INLINE_ void splitc_write_d(splitc_gptr_t g, double d) { uint64_t u; __builtin_memcpy(&u, &d, 8); splitc_write_8(g, u); }
+SPLITC_INLINE_ void splitc_put_f(splitc_gptr_t g, float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); splitc_put_4(g, u); }
+SPLITC_INLINE_ void splitc_put_d(splitc_gptr_t g, double d) { uint64_t u; __builtin_memcpy(&u, &d, 8); splitc_put_8(g, u); }
+SPLITC_INLINE_ void splitc_store_f(splitc_gptr_t g, float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); splitc_store_4(g, u); }
+SPLITC_INLINE_ void splitc_store_d(splitc_gptr_t g, double d) { uint64_t u; __builtin_memcpy(&u, &d, 8); splitc_store_8(g, u); }
 /* Global pointers stored in global memory are 8-byte values. */
-static inline splitc_gptr_t splitc_read_gptr(splitc_gptr_t g) { splitc_gptr_t r; r.bits = splitc_read_8(g); return r; }
-static inline void splitc_write_gptr(splitc_gptr_t g, splitc_gptr_t v) { splitc_write_8(g, v.bits); }
-static inline void splitc_put_gptr(splitc_gptr_t g, splitc_gptr_t v) { splitc_put_8(g, v.bits); }
-static inline void splitc_store_gptr(splitc_gptr_t g, splitc_gptr_t v) { splitc_store_8(g, v.bits); }
+SPLITC_INLINE_ splitc_gptr_t splitc_read_gptr(splitc_gptr_t g) { splitc_gptr_t r; r.bits = splitc_read_8(g); return r; }
+SPLITC_INLINE_ void splitc_write_gptr(splitc_gptr_t g, splitc_gptr_t v) { splitc_write_8(g, v.bits); }
+SPLITC_INLINE_ void splitc_put_gptr(splitc_gptr_t g, splitc_gptr_t v) { splitc_put_8(g, v.bits); }
+SPLITC_INLINE_ void splitc_store_gptr(splitc_gptr_t g, splitc_gptr_t v) { splitc_store_8(g, v.bits); }
 /* Structs of any size are bulk transfers. */
-static inline void splitc_read_struct(void *dst, splitc_gptr_t g, size_t n) { splitc_bulk_read(dst, g, n); }
-static inline void splitc_write_struct(splitc_gptr_t g, const void *src, size_t n) { splitc_bulk_write(g, src, n); }
+SPLITC_INLINE_ void splitc_read_struct(void *dst, splitc_gptr_t g, size_t n) { splitc_bulk_read(dst, g, n); }
+SPLITC_INLINE_ void splitc_write_struct(splitc_gptr_t g, const void *src, size_t n) { splitc_bulk_write(g, src, n); }
 
 /* ---- introspection ------------------------------------------------------------------------- */
 /* Largest payload one message carries (bulk transfers above it are fragmented). */

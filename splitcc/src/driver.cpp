@@ -65,6 +65,7 @@ struct Options {
     bool werror = false, nowarn = false, have_opt = false;
     std::vector<std::string> pp, cc, ld;
     std::string compiler;
+    std::string std; // the user's -std=..., given to the preprocessor too
 };
 
 [[noreturn]] void die(const std::string &msg) {
@@ -192,6 +193,8 @@ std::vector<std::string> dialect(const Compiler &c) {
         for (const char *w : {"implicit-function-declaration", "implicit-int", "int-conversion",
                               "incompatible-pointer-types", "return-type", "incompatible-function-pointer-types"})
             f.push_back(std::string("-Wno-error=") + w);
+        // K&R definitions are the dialect; Clang 15 and later call each one deprecated.
+        f.push_back("-Wno-deprecated-non-prototype");
         f.push_back("-Wno-unknown-warning-option");
     } else if (c.major >= 14) {
         f.push_back("-fpermissive");
@@ -250,6 +253,7 @@ Options parse_args(int argc, char **argv) {
             o.cc.push_back(a);
         } else if (a.rfind("-std=", 0) == 0) {
             o.cc.push_back(a);  // the user's choice wins (it comes after gnu89)
+            o.std = a;          // and the preprocessor's __STDC_VERSION__ and inline macros follow it
         } else if (a.rfind("-g", 0) == 0 || a.rfind("-W", 0) == 0 || a.rfind("-f", 0) == 0 || a.rfind("-m", 0) == 0 ||
                    a == "-pedantic" || a == "-ansi") {
             o.cc.push_back(a);
@@ -325,6 +329,7 @@ int main(int argc, char **argv) {
         }
         std::vector<std::string> ppcmd = {comp.path, "-E", "-x", "c", "-std=gnu89", "-D__SPLITC__=1", "-D__splitc__=1",
                                           "-isystem", lay.include_dir};
+        if (!o.std.empty()) ppcmd.push_back(o.std);
         if (e == ".sc") {
             ppcmd.push_back("-include");
             ppcmd.push_back("splitc_rt.h");

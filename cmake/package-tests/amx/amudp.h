@@ -1,0 +1,2 @@
+/* amudp.h - forwarding header: a program written for AMUDP builds against viastack's AM. */
+#include <am.h>
