@@ -157,6 +157,11 @@ struct Cq {
     Waitable wait;
     std::deque<CqEntry> q, errq;
     int refs = 0;
+    // A VIP CQ holds exactly what it was sized for (one more is an overrun), so
+    // it grows with the work queues of the VIs that complete on it.
+    size_t capacity = 0, needed = 0;
+    int reserve(size_t n);   // room for n more entries
+    void release(size_t n) { needed -= n; }
     void push(const CqEntry &e);
 };
 

@@ -20,6 +20,19 @@ void Cq::push(const CqEntry &e) {
     wait.signal_if(true);
 }
 
+int Cq::reserve(size_t n) {
+    if (needed + n > capacity) {
+        VIP_RETURN rc = VipResizeCQ(vcq, needed + n);
+        if (rc != VIP_SUCCESS) {
+            warn("VipResizeCQ(%zu): %s", needed + n, VipxReturnString(rc));
+            return -FI_ENOSPC;
+        }
+        capacity = needed + n;
+    }
+    needed += n;
+    return 0;
+}
+
 void progress_cq(Cq *cq) {
     for (int i = 0; i < 64; i++) {
         VIP_VI_HANDLE vi = nullptr;
@@ -205,6 +218,7 @@ int cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **
         delete c;
         return vip_to_fi(rc);
     }
+    c->capacity = size;
     if (attr->wait_obj != FI_WAIT_NONE) {
         c->wait.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         c->wait.wait_obj = FI_WAIT_FD;

@@ -28,8 +28,20 @@ static VIP_MEM_HANDLE handle_of(void *desc) { return desc ? static_cast<Mr *>(de
 static void post_credit(Ep *e) {
     constexpr size_t kCreditSlots = 4;
     if (e->tx_credit_inflight >= kCreditSlots) {
-        e->credit_owed = true;
-        return;
+        // The credit writes complete on the send CQ, which a receiver that is
+        // only waiting for messages may never read: take its completions now
+        // (the application's are queued for it).  Not from inside that very
+        // drain: ep_process retries the owed write when a credit write completes.
+        static bool reaping = false;
+        if (!reaping) {
+            reaping = true;
+            progress_cq(e->tx_cq);
+            reaping = false;
+        }
+        if (e->tx_credit_inflight >= kCreditSlots) {
+            e->credit_owed = true;
+            return;
+        }
     }
     size_t i = e->tx_head % e->tx_n;
     VIP_DESCRIPTOR *d = e->tx_desc(i);

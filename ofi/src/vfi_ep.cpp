@@ -73,6 +73,16 @@ int ep_create_vi(Ep *e) {
         return vip_to_fi(rc);
     }
     e->credit_handle = ch;
+    int grow = e->tx_cq->reserve(e->tx_n);
+    if (grow == 0 && (grow = e->rx_cq->reserve(e->rx_n)) != 0)
+        e->tx_cq->release(e->tx_n);
+    if (grow) {
+        VipDeregisterMem(n->handle, (void *)credit_page(e), ch);
+        VipDeregisterMem(n->handle, e->block, e->block_handle);
+        std::free(e->block);
+        e->block = nullptr;
+        return grow;
+    }
     e->tx_slots.assign(e->tx_n, Slot{});
     e->rx_slots.assign(e->rx_n, Slot{});
     VIP_VI_ATTRIBUTES va{};
@@ -84,6 +94,8 @@ int ep_create_vi(Ep *e) {
     va.EnableRdmaRead = (n->attr.RDMAReadSupport & va.ReliabilityLevel) ? VIP_TRUE : VIP_FALSE;
     rc = VipCreateVi(n->handle, &va, e->tx_cq->vcq, e->rx_cq->vcq, &e->vi);
     if (rc != VIP_SUCCESS) {
+        e->tx_cq->release(e->tx_n);
+        e->rx_cq->release(e->rx_n);
         VipDeregisterMem(n->handle, (void *)credit_page(e), ch);
         VipDeregisterMem(n->handle, e->block, e->block_handle);
         std::free(e->block);
@@ -120,10 +132,16 @@ static int ep_close(struct fid *fid) {
     register_ep(e, false);
     if (e->eq)
         e->eq->drop_fid(&e->ep.fid);
-    if (e->tx_cq)
+    if (e->tx_cq) {
         e->tx_cq->refs--;
-    if (e->rx_cq)
+        if (e->vi)
+            e->tx_cq->release(e->tx_n);
+    }
+    if (e->rx_cq) {
         e->rx_cq->refs--;
+        if (e->vi)
+            e->rx_cq->release(e->rx_n);
+    }
     e->domain->refs--;
     if (e->info)
         fi_freeinfo(e->info);
