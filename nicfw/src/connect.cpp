@@ -1,8 +1,8 @@
 // connect.cpp - connection management over the wire (ConnectionManager,
 // connection.hpp): client/server (ConnectRequest / ConnectWait / Accept /
-// Reject) and peer-to-peer (ConnectPeerRequest / Done / Wait), matched by
-// discriminators, plus orderly disconnect, and the firmware's handling of the
-// connection-management packets.
+// Reject, and their private data) and peer-to-peer (ConnectPeerRequest / Done
+// / Wait), matched by discriminators, plus orderly disconnect, and the
+// firmware's handling of the connection-management packets.
 #include <cstring>
 
 #include "connection.hpp"
@@ -25,6 +25,8 @@ struct CmHeader {      // payload of ConnReq / ConnAck / PeerReq / ConnRej / can
     WireAttr attr;
     uint16_t len_a;    // ConnReq: wanted discriminator; PeerReq: sender's own
     uint16_t len_b;    // ConnReq: client's own;          PeerReq: wanted
+    uint16_t len_data; // ConnReq / ConnAck / ConnRej: private data, after the discriminators
+    uint16_t reserved;
 };
 
 WireAttr to_wire(const vipl::prov::ViAttr &a) {
@@ -45,15 +47,24 @@ std::vector<uint8_t> disc_of(const VIP_NET_ADDRESS *a) {
                                 a->HostAddress + a->HostAddressLen + a->DiscriminatorLen);
 }
 
-// A CmHeader followed by up to two discriminators, as one payload.
+// A CmHeader followed by up to two discriminators and the private data, as one
+// payload (the header's lengths are set here).
 struct CmPayload {
-    unsigned char buf[sizeof(CmHeader) + 2 * VIP_MAX_DISCRIMINATOR_LEN];
+    unsigned char buf[sizeof(CmHeader) + 2 * VIP_MAX_DISCRIMINATOR_LEN + VIPX_CM_DATA_MAX];
     uint32_t len;
-    explicit CmPayload(const CmHeader &ch, const std::vector<uint8_t> &a = {}, const std::vector<uint8_t> &b = {}) {
+    CmPayload(CmHeader ch, const std::vector<uint8_t> &a, const std::vector<uint8_t> &b, const void *data,
+              VIP_ULONG data_len) {
+        ch.len_a = static_cast<uint16_t>(a.size());
+        ch.len_b = static_cast<uint16_t>(b.size());
+        ch.len_data = static_cast<uint16_t>(data_len);
         std::memcpy(buf, &ch, sizeof ch);
-        if (!a.empty()) std::memcpy(buf + sizeof ch, a.data(), a.size());
-        if (!b.empty()) std::memcpy(buf + sizeof ch + a.size(), b.data(), b.size());
-        len = static_cast<uint32_t>(sizeof ch + a.size() + b.size());
+        unsigned char *p = buf + sizeof ch;
+        if (!a.empty()) std::memcpy(p, a.data(), a.size());
+        p += a.size();
+        if (!b.empty()) std::memcpy(p, b.data(), b.size());
+        p += b.size();
+        if (data_len) std::memcpy(p, data, data_len);
+        len = static_cast<uint32_t>(sizeof ch + a.size() + b.size() + data_len);
     }
 };
 
@@ -101,9 +112,8 @@ VIP_RETURN ConnectionManager::parse_addr(const VIP_NET_ADDRESS *a, uint16_t *nic
     return VIP_SUCCESS;
 }
 // ---------------------------------------------------------------- client side
-VIP_RETURN ConnectionManager::connect_request(ViImpl *vi, const VIP_NET_ADDRESS *local,
-                                              const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms,
-                                              VIP_VI_ATTRIBUTES *remote_attr) {
+VIP_RETURN ConnectionManager::connect_start(ViImpl *vi, const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
+                                            VIP_ULONG timeout_ms, const void *data, VIP_ULONG len) {
     uint16_t dst;
     if (VIP_RETURN rc = parse_addr(remote, &dst); rc != VIP_SUCCESS) return rc;
     if (local && local->DiscriminatorLen > VIP_MAX_DISCRIMINATOR_LEN) return VIP_INVALID_PARAMETER;
@@ -112,35 +122,75 @@ VIP_RETURN ConnectionManager::connect_request(ViImpl *vi, const VIP_NET_ADDRESS 
         if (vi->state.load() != ViState::Idle) return VIP_INVALID_STATE;
         vi->cm_nonce = nonce_gen_.fetch_add(1);
         vi->cm_result.store(ConnResult::Pending);
+        vi->cm_client = true;
+        vi->cm_server = dst;
+        vi->cm_deadline_ns = timeout_ms == VIP_INFINITE ? UINT64_MAX : now_ns() + uint64_t(timeout_ms) * 1000000ull;
+        vi->cm_data_len = 0;
         vi->state.store(ViState::Pending);
     }
-    const auto want = disc_of(remote);
-    const auto mine = local ? disc_of(local) : std::vector<uint8_t>{};
     CmHeader ch{};
     ch.nonce = vi->cm_nonce;
     ch.attr = to_wire(vi->attr);
-    ch.len_a = static_cast<uint16_t>(want.size());
-    ch.len_b = static_cast<uint16_t>(mine.size());
-    const CmPayload req(ch, want, mine);
+    const CmPayload req(ch, disc_of(remote), local ? disc_of(local) : std::vector<uint8_t>{}, data, len);
     send_cm(dst, Op::ConnReq, 0, static_cast<uint16_t>(vi->index), req.buf, req.len);
-
-    const bool answered = poll_until(
-        nic_, timeout_ms, [&] { return vi->cm_result.load(std::memory_order_acquire) != ConnResult::Pending; });
-    std::lock_guard<std::mutex> g(mu_);
-    if (!answered && vi->cm_result.load() == ConnResult::Pending) {
-        vi->cm_result.store(ConnResult::Cancelled);
-        vi->state.store(ViState::Idle);
-        CmHeader c{};
-        c.nonce = vi->cm_nonce;
-        fw_.send_ctl(dst, Op::ConnCancel, 0, static_cast<uint16_t>(vi->index), 0, &c, sizeof c);
-        return VIP_TIMEOUT;
-    }
-    if (vi->cm_result.load() == ConnResult::Rejected) {
-        vi->state.store(ViState::Idle);
-        return VIP_REJECT;
-    }
-    if (remote_attr) *remote_attr = vi->peer_attr;
     return VIP_SUCCESS;
+}
+
+// The client gives up: the VI is idle again, and the server drops the request
+// (or, if a VipConnectWait has it already, its accept answers VIP_TIMEOUT; an
+// accept already on its way is answered by a Disc, on_packet).
+void ConnectionManager::cancel_client_request(ViImpl *vi) {
+    vi->cm_result.store(ConnResult::Cancelled);
+    vi->cm_client = false;
+    vi->state.store(ViState::Idle);
+    CmHeader c{};
+    c.nonce = vi->cm_nonce;
+    fw_.send_ctl(vi->cm_server, Op::ConnCancel, 0, static_cast<uint16_t>(vi->index), 0, &c, sizeof c);
+}
+
+VIP_RETURN ConnectionManager::client_result(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_attr, void *data,
+                                            VIP_ULONG *len) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!vi->cm_client) return VIP_INVALID_STATE;
+    switch (vi->cm_result.load()) {
+    case ConnResult::Pending:
+        if (now_ns() < vi->cm_deadline_ns) return VIP_NOT_DONE;
+        cancel_client_request(vi);
+        return VIP_TIMEOUT;
+    case ConnResult::Rejected:
+        vi->cm_client = false;
+        vi->state.store(ViState::Idle);
+        vipl::prov::copy_cm_data(vi->cm_data, vi->cm_data_len, data, len);
+        return VIP_REJECT;
+    case ConnResult::Connected: // (the VI may have broken since: VipQueryVi says so)
+        vi->cm_client = false;
+        if (remote_attr) *remote_attr = vi->peer_attr;
+        vipl::prov::copy_cm_data(vi->cm_data, vi->cm_data_len, data, len);
+        return VIP_SUCCESS;
+    case ConnResult::ServerGone: // nobody will answer (fail_requests_to_dead)
+        vi->cm_client = false;
+        vi->state.store(ViState::Idle);
+        return VIP_NO_MATCH;
+    default: // Cancelled: disconnect abandoned it (and cleared cm_client)
+        vi->cm_client = false;
+        return VIP_INVALID_STATE;
+    }
+}
+
+VIP_RETURN ConnectionManager::connect_done(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) {
+    nic_.host_poll(); // an inline firmware takes in the answer
+    return client_result(vi, remote_attr, data, len);
+}
+
+VIP_RETURN ConnectionManager::connect_wait_done(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_attr, void *data,
+                                                VIP_ULONG *len) {
+    VIP_RETURN rc = VIP_NOT_DONE;
+    // The request's deadline ends the wait (client_result gives up then).
+    poll_until(nic_, VIP_INFINITE, [&] {
+        rc = client_result(vi, remote_attr, data, len);
+        return rc != VIP_NOT_DONE;
+    });
+    return rc;
 }
 
 // ---------------------------------------------------------------- server side
@@ -150,7 +200,7 @@ VIP_RETURN ConnectionManager::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULO
     if (!local || local->DiscriminatorLen > VIP_MAX_DISCRIMINATOR_LEN) return VIP_INVALID_PARAMETER;
     const auto want = disc_of(local);
     ConnRequest got{};
-    const bool found = poll_until(nic_, timeout_ms, [&] {
+    auto take = [&] {
         std::lock_guard<std::mutex> g(mu_);
         for (auto &r : conn_requests_) {
             if (!r.claimed && r.want_disc == want) {
@@ -160,7 +210,9 @@ VIP_RETURN ConnectionManager::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULO
             }
         }
         return false;
-    });
+    };
+    // Timeout 0 polls: one step of an inline firmware, no spinning.
+    const bool found = timeout_ms == 0 ? take() || (nic_.host_poll(), take()) : poll_until(nic_, timeout_ms, take);
     if (!found) return VIP_TIMEOUT;
     remote->HostAddressLen = 2;
     remote->DiscriminatorLen = static_cast<VIP_UINT16>(got.client_disc.size());
@@ -174,6 +226,8 @@ VIP_RETURN ConnectionManager::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULO
     c->client_vi = got.src_vi;
     c->nonce = got.nonce;
     c->client_attr = got.attr;
+    c->data_len = got.data.size();
+    if (!got.data.empty()) std::memcpy(c->data, got.data.data(), got.data.size());
     *out = c;
     return VIP_SUCCESS;
 }
@@ -186,7 +240,7 @@ void ConnectionManager::forget_request(uint16_t nic, uint32_t nonce) {
         }
 }
 
-VIP_RETURN ConnectionManager::accept(const ConnImpl &c, ViImpl *vi) {
+VIP_RETURN ConnectionManager::accept(const ConnImpl &c, ViImpl *vi, const void *data, VIP_ULONG len) {
     if (vi->hw != c.hw) return VIP_INVALID_PARAMETER;
     if (vi->attr.reliability != c.client_attr.ReliabilityLevel) return VIP_INVALID_RELIABILITY_LEVEL;
     nic_.host_poll(); // an inline firmware takes in a ConnCancel that has arrived
@@ -205,18 +259,20 @@ VIP_RETURN ConnectionManager::accept(const ConnImpl &c, ViImpl *vi) {
     CmHeader ch{};
     ch.nonce = c.nonce;
     ch.attr = to_wire(vi->attr);
-    send_cm(c.client_nic, Op::ConnAck, c.client_vi, static_cast<uint16_t>(vi->index), &ch, sizeof ch);
+    const CmPayload ack(ch, {}, {}, data, len);
+    send_cm(c.client_nic, Op::ConnAck, c.client_vi, static_cast<uint16_t>(vi->index), ack.buf, ack.len);
     return VIP_SUCCESS;
 }
 
-VIP_RETURN ConnectionManager::reject(const ConnImpl &c) {
+VIP_RETURN ConnectionManager::reject(const ConnImpl &c, const void *data, VIP_ULONG len) {
     {
         std::lock_guard<std::mutex> g(mu_);
         forget_request(c.client_nic, c.nonce);
     }
     CmHeader ch{};
     ch.nonce = c.nonce;
-    send_cm(c.client_nic, Op::ConnRej, c.client_vi, 0, &ch, sizeof ch);
+    const CmPayload rej(ch, {}, {}, data, len);
+    send_cm(c.client_nic, Op::ConnRej, c.client_vi, 0, rej.buf, rej.len);
     return VIP_SUCCESS;
 }
 
@@ -256,9 +312,7 @@ VIP_RETURN ConnectionManager::peer_request(ViImpl *vi, const VIP_NET_ADDRESS *lo
     CmHeader ch{};
     ch.nonce = vi->cm_nonce;
     ch.attr = to_wire(vi->attr);
-    ch.len_a = static_cast<uint16_t>(mine.size());
-    ch.len_b = static_cast<uint16_t>(theirs.size());
-    const CmPayload req(ch, mine, theirs);
+    const CmPayload req(ch, mine, theirs, nullptr, 0);
     send_cm(dst, Op::PeerReq, 0, static_cast<uint16_t>(vi->index), req.buf, req.len);
     return VIP_SUCCESS;
 }
@@ -273,6 +327,7 @@ VIP_RETURN ConnectionManager::peer_done(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_at
         if (st != ViState::Pending) return VIP_INVALID_STATE;
         {
             std::lock_guard<std::mutex> g(mu_);
+            if (vi->cm_client) return VIP_INVALID_STATE; // a client request: VipxConnectRequestDone's
             if (vi->cm_result.load() == ConnResult::ReliabilityMismatch) {
                 vi->state.store(ViState::Idle);
                 return VIP_INVALID_RELIABILITY_LEVEL;
@@ -315,7 +370,9 @@ VIP_RETURN ConnectionManager::disconnect(ViImpl *vi) {
     {
         std::lock_guard<std::mutex> g(mu_);
         st = vi->state.load();
-        if (st == ViState::Pending) { // abandon a peer request
+        if (st == ViState::Pending && vi->cm_client) { // abandon a client request
+            cancel_client_request(vi);
+        } else if (st == ViState::Pending) { // abandon a peer request
             for (auto it = local_peers_.begin(); it != local_peers_.end(); ++it)
                 if (it->vi == vi) {
                     local_peers_.erase(it);
@@ -335,11 +392,22 @@ VIP_RETURN ConnectionManager::disconnect(ViImpl *vi) {
 }
 
 // ---------------------------------------------------------------- firmware side
+void ConnectionManager::fail_requests_to_dead(const std::function<bool(uint16_t)> &dead) {
+    std::lock_guard<std::mutex> g(mu_);
+    for (uint32_t i = 0; i < kMaxVi; ++i) {
+        ViImpl *vi = vis_.find(i);
+        if (vi && vi->cm_client && vi->cm_result.load() == ConnResult::Pending && dead(vi->cm_server))
+            vi->cm_result.store(ConnResult::ServerGone, std::memory_order_release);
+    }
+}
+
 void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p) {
     CmHeader ch{};
     if (h->length >= sizeof ch) std::memcpy(&ch, p, sizeof ch);
     const unsigned char *a = p + sizeof ch;
-    const bool lens_ok = h->length >= sizeof ch && sizeof ch + ch.len_a + ch.len_b <= h->length;
+    const bool lens_ok = h->length >= sizeof ch && ch.len_data <= VIPX_CM_DATA_MAX &&
+                         sizeof ch + ch.len_a + ch.len_b + ch.len_data <= h->length;
+    const unsigned char *data = a + ch.len_a + ch.len_b; // private data (ConnReq / ConnAck / ConnRej)
     ViImpl *vi = vis_.find(h->dst_vi);
     std::unique_lock<std::mutex> g(mu_);
     switch (h->op) {
@@ -352,6 +420,7 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
         r.attr = from_wire(ch.attr);
         r.want_disc.assign(a, a + ch.len_a);
         r.client_disc.assign(a + ch.len_a, a + ch.len_a + ch.len_b);
+        r.data.assign(data, data + ch.len_data);
         conn_requests_.push_back(std::move(r));
         return;
     }
@@ -366,16 +435,21 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
             }
         return;
     case Op::ConnAck:
-        if (vi && vi->state.load() == ViState::Pending && vi->cm_nonce == ch.nonce &&
+        if (lens_ok && vi && vi->state.load() == ViState::Pending && vi->cm_nonce == ch.nonce &&
             vi->cm_result.load() == ConnResult::Pending) {
+            std::memcpy(vi->cm_data, data, ch.len_data);
+            vi->cm_data_len = ch.len_data;
             make_connected(vi, h->src_nic, h->src_vi, from_wire(ch.attr), ch.nonce, ch.nonce);
         } else { // the client gave up meanwhile: tear the server's end down
             fw_.send_ctl_reliably(h->src_nic, Op::Disc, h->src_vi, h->dst_vi, 0);
         }
         return;
     case Op::ConnRej:
-        if (vi && vi->cm_nonce == ch.nonce && vi->cm_result.load() == ConnResult::Pending)
+        if (lens_ok && vi && vi->cm_nonce == ch.nonce && vi->cm_result.load() == ConnResult::Pending) {
+            std::memcpy(vi->cm_data, data, ch.len_data);
+            vi->cm_data_len = ch.len_data;
             vi->cm_result.store(ConnResult::Rejected, std::memory_order_release);
+        }
         return;
     case Op::PeerReq: {
         if (!lens_ok) return;

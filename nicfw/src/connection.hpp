@@ -1,5 +1,6 @@
 // connection.hpp - the NIC's connection management: client/server
-// (ConnectRequest / ConnectWait / Accept / Reject) and peer-to-peer
+// (ConnectRequest / ConnectWait / Accept / Reject, with the private data of
+// the Vipx calls, the request not blocking: start, then done) and peer-to-peer
 // (ConnectPeerRequest / Done / Wait) connections matched by discriminators,
 // and orderly disconnect (connect.cpp).
 //
@@ -12,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -33,12 +35,17 @@ public:
     VIP_RETURN parse_addr(const VIP_NET_ADDRESS *a, uint16_t *nic) const;
 
     // ---- host side ----
-    VIP_RETURN connect_request(ViImpl *vi, const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                               VIP_ULONG timeout_ms, VIP_VI_ATTRIBUTES *remote_attr);
+    // The client's request: sent by connect_start; connect_done steps an
+    // inline firmware once and reports the answer (or gives up at the
+    // deadline); connect_wait_done waits for it.
+    VIP_RETURN connect_start(ViImpl *vi, const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
+                             VIP_ULONG timeout_ms, const void *data, VIP_ULONG len);
+    VIP_RETURN connect_done(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len);
+    VIP_RETURN connect_wait_done(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len);
     VIP_RETURN connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms, VIP_NET_ADDRESS *remote,
                             VIP_VI_ATTRIBUTES *remote_attr, ConnImpl **out);
-    VIP_RETURN accept(const ConnImpl &c, ViImpl *vi);
-    VIP_RETURN reject(const ConnImpl &c);
+    VIP_RETURN accept(const ConnImpl &c, ViImpl *vi, const void *data, VIP_ULONG len);
+    VIP_RETURN reject(const ConnImpl &c, const void *data, VIP_ULONG len);
     VIP_RETURN peer_request(ViImpl *vi, const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
                             VIP_ULONG timeout_ms);
     VIP_RETURN peer_done(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_attr);
@@ -47,6 +54,9 @@ public:
 
     // ---- firmware side: a connection-management packet arrived ----
     void on_packet(const PacketHeader *h, const unsigned char *payload);
+    // Client requests whose server's process is gone (dead(nic)) fail:
+    // VipxConnectRequestDone answers VIP_NO_MATCH.
+    void fail_requests_to_dead(const std::function<bool(uint16_t)> &dead);
 
 private:
     struct ConnRequest {        // a ConnReq that arrived, waiting for VipConnectWait
@@ -55,6 +65,7 @@ private:
         VIP_VI_ATTRIBUTES attr;
         std::vector<uint8_t> want_disc;   // discriminator the client asked for
         std::vector<uint8_t> client_disc; // the client's own discriminator
+        std::vector<uint8_t> data;        // its private data
         bool claimed = false;
         bool cancelled = false; // the client gave up (ConnCancel) after a VipConnectWait claimed it
     };
@@ -73,6 +84,9 @@ private:
     };
 
     void forget_request(uint16_t nic, uint32_t nonce); // under mu_
+    // The client request's result without stepping the NIC (VIP_NOT_DONE while pending).
+    VIP_RETURN client_result(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len);
+    void cancel_client_request(ViImpl *vi); // under mu_: give up, tell the server
     void send_cm(uint16_t dst, Op op, uint16_t dst_vi, uint16_t src_vi, const void *payload, uint32_t len);
 
     NicHw &nic_;              // only to step it while waiting (host_poll)

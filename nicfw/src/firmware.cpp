@@ -378,11 +378,17 @@ void Firmware::housekeeping() {
         return;
     }
     const uint32_t n = vi_words_.load(std::memory_order_relaxed) * 64;
+    bool pending = false;
     for (uint32_t i = 0; i < n; ++i) {
         ViImpl *vi = vis_.get(i);
-        if (vi && vi->state.load(std::memory_order_acquire) == ViState::Connected && peers_.dead(vi->peer_nic))
-            peer_died(vi->peer_nic);
+        if (!vi) continue;
+        const ViState st = vi->state.load(std::memory_order_acquire);
+        if (st == ViState::Connected && peers_.dead(vi->peer_nic)) peer_died(vi->peer_nic);
+        pending |= st == ViState::Pending;
     }
+    // A client request to a process that is gone would wait for its whole
+    // timeout (for ever with VIP_INFINITE): it fails now.
+    if (pending) cm_.fail_requests_to_dead([this](uint16_t nic) { return peers_.dead(nic); });
 }
 
 void Firmware::peer_died(uint16_t nic) {

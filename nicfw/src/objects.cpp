@@ -228,9 +228,15 @@ VIP_RETURN CqImpl::resize(VIP_ULONG entries) {
 VIP_RETURN CqImpl::notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) { return hw->agent.arm(this, ctx, h); }
 
 // ---------------------------------------------------------------- connections
-VIP_RETURN ViImpl::connect_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                                   VIP_ULONG timeout_ms, VIP_VI_ATTRIBUTES *remote_attr) {
-    return hw->cm.connect_request(this, local, remote, timeout_ms, remote_attr);
+VIP_RETURN ViImpl::connect_start(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms,
+                                 const void *data, VIP_ULONG len) {
+    return hw->cm.connect_start(this, local, remote, timeout_ms, data, len);
+}
+VIP_RETURN ViImpl::connect_done(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) {
+    return hw->cm.connect_done(this, remote_attr, data, len);
+}
+VIP_RETURN ViImpl::connect_wait(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) {
+    return hw->cm.connect_wait_done(this, remote_attr, data, len);
 }
 VIP_RETURN ViImpl::peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms) {
     return hw->cm.peer_request(this, local, remote, timeout_ms);
@@ -238,7 +244,9 @@ VIP_RETURN ViImpl::peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDR
 VIP_RETURN ViImpl::peer_done(VIP_VI_ATTRIBUTES *remote_attr) { return hw->cm.peer_done(this, remote_attr); }
 VIP_RETURN ViImpl::peer_wait(VIP_VI_ATTRIBUTES *remote_attr) { return hw->cm.peer_wait(this, remote_attr); }
 VIP_RETURN ViImpl::disconnect() { return hw->cm.disconnect(this); }
-VIP_RETURN ConnImpl::accept(vipl::prov::Vi *vi) { return hw->cm.accept(*this, static_cast<ViImpl *>(vi)); }
-VIP_RETURN ConnImpl::reject() { return hw->cm.reject(*this); }
+VIP_RETURN ConnImpl::accept(vipl::prov::Vi *vi, const void *data, VIP_ULONG len) {
+    return hw->cm.accept(*this, static_cast<ViImpl *>(vi), data, len);
+}
+VIP_RETURN ConnImpl::reject(const void *data, VIP_ULONG len) { return hw->cm.reject(*this, data, len); }
 
 } // namespace nicfw

@@ -41,6 +41,7 @@ enum class ConnResult : uint8_t {
     Rejected,            // the server called VipConnectReject
     Cancelled,           // we gave up (timeout) and told the server
     ReliabilityMismatch, // peer-to-peer: the two VIs asked for different reliability levels
+    ServerGone,          // client/server: the server's process exited before it answered
 };
 
 // A token the host writes into a doorbell: which descriptor was posted.
@@ -144,6 +145,14 @@ public:
     uint32_t cm_nonce = 0;              // our pending connection request
     uint32_t peer_nonce = 0;            // the peer's request this connection answered
     std::atomic<ConnResult> cm_result{ConnResult::Pending};
+    // A client request (VipxConnectRequestStart) whose result VipxConnectRequestDone
+    // has not handed back yet: its server, when it gives up, and the private
+    // data of the answer (accept or reject).  Under the connection manager's mutex.
+    bool cm_client = false;
+    uint16_t cm_server = 0;
+    uint64_t cm_deadline_ns = 0;
+    unsigned char cm_data[VIPX_CM_DATA_MAX] = {};
+    uint32_t cm_data_len = 0;
 
     NotifySlot notify_send, notify_recv;
 
@@ -157,8 +166,8 @@ private:
 // A connection request taken by VipConnectWait, answered by Accept or Reject.
 class ConnImpl : public vipl::prov::Conn {
 public:
-    VIP_RETURN accept(vipl::prov::Vi *vi) override;
-    VIP_RETURN reject() override;
+    VIP_RETURN accept(vipl::prov::Vi *vi, const void *data, VIP_ULONG len) override;
+    VIP_RETURN reject(const void *data, VIP_ULONG len) override;
     NicHw *hw = nullptr;
     uint16_t client_nic = 0;
     uint16_t client_vi = 0;

@@ -398,6 +398,44 @@ TEST_F(Vipl, ConnectCallsBadArguments) {
     EXPECT_RC(VIP_SUCCESS, VipDestroyVi(v));
 }
 
+// The connection extensions (VipxConnect*): the spec calls' checks, plus the
+// private data's length and buffer.  Nothing is sent when a call is refused.
+TEST_F(Vipl, ConnectExtensionsBadArguments) {
+    VIP_VI_HANDLE v = make_vi();
+    ASSERT_NE(v, nullptr);
+    auto local = address(disc("xw")), remote = address(disc("xr"));
+    std::vector<uint8_t> out(VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, VIP_MAX_DISCRIMINATOR_LEN));
+    uint8_t data[VIPX_CM_DATA_MAX + 1] = {};
+    VIP_ULONG len = sizeof data;
+    VIP_VI_ATTRIBUTES ra;
+    VIP_CONN_HANDLE ch;
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectRequestStart(forged(), na(local), na(remote), 0, data, 8));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectRequestStart(v, na(local), nullptr, 0, data, 8));
+    std::vector<uint8_t> huge(VIP_NET_ADDRESS_SIZE(attr.NicAddressLen, 4096));
+    na(huge)->HostAddressLen = attr.NicAddressLen;
+    na(huge)->DiscriminatorLen = 4096;
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectRequestStart(v, na(local), na(huge), 0, data, 8));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectWaitData(nic, na(huge), 0, na(out), &ra, &ch, data, &len));
+    EXPECT_RC(VIP_INVALID_PARAMETER,
+              VipxConnectRequestStart(v, na(local), na(remote), 0, data, VIPX_CM_DATA_MAX + 1));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectRequestStart(v, na(local), na(remote), 0, nullptr, 1));
+    EXPECT_EQ(state(v), VIP_STATE_IDLE) << "a refused request starts nothing";
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectRequestDone(forged(), &ra, data, &len));
+    EXPECT_RC(VIP_INVALID_STATE, VipxConnectRequestDone(v, &ra, data, &len));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectWaitData(forged(), na(local), 0, na(out), &ra, &ch, data, &len));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectWaitData(nic, nullptr, 0, na(out), &ra, &ch, data, &len));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectWaitData(nic, na(local), 0, nullptr, &ra, &ch, data, &len));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectWaitData(nic, na(local), 0, na(out), nullptr, &ch, data, &len));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectWaitData(nic, na(local), 0, na(out), &ra, nullptr, data, &len));
+    // Timeout 0 with nobody asking: at once.
+    EXPECT_RC(VIP_TIMEOUT, VipxConnectWaitData(nic, na(local), 0, na(out), &ra, &ch, nullptr, nullptr));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectAcceptData(forged(), v, data, 8));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectRejectData(forged(), data, 8));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectRejectData(v, data, 8)) << "a VI handle is not a connection";
+    EXPECT_EQ(state(v), VIP_STATE_IDLE);
+    EXPECT_RC(VIP_SUCCESS, VipDestroyVi(v));
+}
+
 // A connection request handle is used up by accept or reject.
 TEST_F(Vipl, ConnHandleIsStaleAfterRejectAndAccept) {
     VIP_VI_HANDLE client = make_vi(), server = make_vi();

@@ -124,8 +124,8 @@ TEST(Discriminator, ShortOnesTravelVerbatimLongOnesAsDigest) {
     // Not enough room left: even a short one goes as a digest.
     EXPECT_TRUE(encode_disc(shortd, 10).digest);
     // Both encoded discriminators always fit the REQ's private data.
-    EXPECT_LE(offsetof(RequestPriv, disc) + 2 * kDigestLen, 56u);
-    EXPECT_LE(offsetof(RequestPriv, disc) + kRawDiscriminator + kDigestLen, 56u);
+    EXPECT_LE(offsetof(RequestPriv, bytes) + 2 * kDigestLen, 56u);
+    EXPECT_LE(offsetof(RequestPriv, bytes) + kRawDiscriminator + kDigestLen, 56u);
 }
 
 } // namespace

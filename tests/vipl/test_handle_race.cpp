@@ -25,8 +25,12 @@ struct FakeVi final : vipl::prov::Vi {
     VIP_RETURN recv_notify(VIP_PVOID, VIP_DESCRIPTOR_NOTIFY_HANDLER) override { return VIP_SUCCESS; }
     VIP_RETURN query(VIP_VI_STATE *, vipl::prov::ViAttr *, bool *, bool *) override { return VIP_SUCCESS; }
     VIP_RETURN set_attributes(const vipl::prov::ViAttr &) override { return VIP_SUCCESS; }
-    VIP_RETURN connect_request(const VIP_NET_ADDRESS *, const VIP_NET_ADDRESS *, VIP_ULONG,
-                               VIP_VI_ATTRIBUTES *) override { return VIP_SUCCESS; }
+    VIP_RETURN connect_start(const VIP_NET_ADDRESS *, const VIP_NET_ADDRESS *, VIP_ULONG, const void *,
+                             VIP_ULONG) override {
+        return VIP_SUCCESS;
+    }
+    VIP_RETURN connect_done(VIP_VI_ATTRIBUTES *, void *, VIP_ULONG *) override { return VIP_SUCCESS; }
+    VIP_RETURN connect_wait(VIP_VI_ATTRIBUTES *, void *, VIP_ULONG *) override { return VIP_SUCCESS; }
     VIP_RETURN disconnect() override { return VIP_SUCCESS; }
     VIP_RETURN peer_request(const VIP_NET_ADDRESS *, const VIP_NET_ADDRESS *, VIP_ULONG) override {
         return VIP_SUCCESS;

@@ -1,7 +1,11 @@
 // test_mp_conn.cpp - connections between partner ranks (run under `vipl-run -n 2`):
-// client/server accept and reject, timeouts, peer-to-peer, disconnect, the name
-// service, and many VIs sharing one completion queue.
+// client/server accept and reject, their private data and the request that
+// does not block, timeouts, peer-to-peer, disconnect, the name service, and
+// many VIs sharing one completion queue.
 #include <unistd.h>
+
+#include <functional>
+#include <thread>
 
 #include "mp_fixture.hpp"
 
@@ -128,6 +132,71 @@ TEST_P(MpConn, ClientServerRejectThenAccept) {
         ASSERT_TRUE(connect_to_partner(vi.h(), disc)) << "the VI is reusable after a reject";
     }
     EXPECT_EQ(vi_state(vi.h()), VIP_STATE_CONNECTED);
+}
+
+// The connection extensions across processes (and over verbs): a request's
+// private data reaches the server, a reject's and an accept's reach the client,
+// whose request does not block.  The lengths are ofi_rxm's: 24 bytes with
+// fi_connect, 16 with fi_accept, a short reason with fi_reject.
+TEST_P(MpConn, PrivateDataTravelsWithRequestRejectAndAccept) {
+    Ptag tag;
+    VIP_VI_ATTRIBUTES at = attr();
+    at.Ptag = tag.h();
+    Vi vi(at);
+    VT_ASSERT_OK(vi.rc);
+    BarrierAtScopeExit keep_until_both_checked;
+    // Short: on verbs a request's data shares rdma_cm's REQ with the discriminators.
+    std::string disc = "pd" + std::to_string(std::hash<std::string>{}(name()) % 1000000);
+    auto bytes = [](uint8_t seed, size_t n) {
+        std::vector<uint8_t> v(n);
+        for (size_t i = 0; i < n; i++)
+            v[i] = uint8_t(seed * 31 + i);
+        return v;
+    };
+    if (is_server()) {
+        NetAddr local = NetAddr::local(disc), remote;
+        VIP_VI_ATTRIBUTES ra{};
+        VIP_CONN_HANDLE conn = nullptr;
+        uint8_t got[VIPX_CM_DATA_MAX];
+        VIP_ULONG len = sizeof got;
+        VT_ASSERT_OK(VipxConnectWaitData(nic(), local.get(), kWaitMs, remote.get(), &ra, &conn, got, &len));
+        ASSERT_EQ(len, 24u);
+        EXPECT_EQ(std::vector<uint8_t>(got, got + len), bytes(1, 24));
+        auto reason = bytes(2, 2);
+        VT_ASSERT_OK(VipxConnectRejectData(conn, reason.data(), reason.size()));
+        len = sizeof got;
+        VT_ASSERT_OK(VipxConnectWaitData(nic(), local.get(), kWaitMs, remote.get(), &ra, &conn, got, &len));
+        ASSERT_EQ(len, 24u);
+        EXPECT_EQ(std::vector<uint8_t>(got, got + len), bytes(3, 24));
+        auto reply = bytes(4, 16);
+        VT_ASSERT_OK(VipxConnectAcceptData(conn, vi.h(), reply.data(), reply.size()));
+        EXPECT_EQ(vi_state(vi.h()), VIP_STATE_CONNECTED);
+    } else {
+        NetAddr local = NetAddr::local("");
+        NetAddr remote(partner_host().data(), (VIP_UINT16)partner_host().size(), disc);
+        auto request = [&](uint8_t seed, std::vector<uint8_t> *answer, VIP_VI_ATTRIBUTES *ra) {
+            auto data = bytes(seed, 24);
+            VIP_RETURN rc = VipxConnectRequestStart(vi.h(), local.get(), remote.get(), kWaitMs, data.data(), 24);
+            if (rc != VIP_SUCCESS)
+                return rc;
+            uint8_t buf[VIPX_CM_DATA_MAX];
+            VIP_ULONG len = sizeof buf;
+            // Polled: the call never waits.
+            while ((rc = VipxConnectRequestDone(vi.h(), ra, buf, &len)) == VIP_NOT_DONE)
+                std::this_thread::yield();
+            answer->assign(buf, buf + std::min<VIP_ULONG>(len, sizeof buf));
+            return rc;
+        };
+        std::vector<uint8_t> answer;
+        VIP_VI_ATTRIBUTES ra{};
+        VT_ASSERT_RC(VIP_REJECT, request(1, &answer, &ra));
+        EXPECT_EQ(answer, bytes(2, 2));
+        EXPECT_EQ(vi_state(vi.h()), VIP_STATE_IDLE);
+        VT_ASSERT_OK(request(3, &answer, &ra));
+        EXPECT_EQ(answer, bytes(4, 16));
+        EXPECT_EQ(ra.ReliabilityLevel, level());
+        EXPECT_EQ(vi_state(vi.h()), VIP_STATE_CONNECTED);
+    }
 }
 
 TEST_P(MpConn, ConnectTimeouts) {

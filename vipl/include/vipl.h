@@ -450,6 +450,56 @@ VIP_RETURN VipxAllocMemAt(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_ULONG
  * such memory. */
 VIP_RETURN VipxFreeMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address);
 
+/* Connection private data and a connect that does not block (what libfabric's
+ * connection model needs: fi_connect / fi_accept / fi_reject carry data, and
+ * fi_connect returns at once; docs/vipl.md, "Connection extensions").
+ *
+ * Bytes of private data a connection request, accept or reject may carry.  On
+ * verbs a request's data shares rdma_cm's 56 bytes with VIPL's own header and
+ * the two discriminators: there Len + both discriminators (one over 20 bytes
+ * counts 16) must not exceed 43 (docs/verbs.md); accepts and rejects carry 56
+ * on every provider. */
+#define VIPX_CM_DATA_MAX 56
+
+/* VipConnectRequest that does not wait: sends the request with Len bytes of
+ * private data (Data may be NULL when Len is 0) and returns.  VIP_SUCCESS: the
+ * request is under way (VipQueryVi: VIP_STATE_CONNECT_PENDING).  Errors as
+ * VipConnectRequest, plus VIP_INVALID_PARAMETER for Len > VIPX_CM_DATA_MAX or
+ * Data NULL with Len > 0.  Timeout (ms, VIP_INFINITE) bounds the wait for the
+ * answer, as for VipConnectRequest. */
+VIP_RETURN VipxConnectRequestStart(VIP_VI_HANDLE ViHandle, VIP_NET_ADDRESS *LocalAddr,
+                                   VIP_NET_ADDRESS *RemoteAddr, VIP_ULONG Timeout,
+                                   const void *Data, VIP_ULONG Len);
+
+/* Progress and result of VipxConnectRequestStart; never waits.
+ *  VIP_NOT_DONE    still pending;
+ *  VIP_SUCCESS     connected: RemoteViAttribs filled, the accept's private data
+ *                  copied to Data (at most *Len bytes; *Len set to the length the
+ *                  accept carried);
+ *  VIP_REJECT      rejected: the reject's private data in Data/ *Len; VI idle again;
+ *  VIP_TIMEOUT     no answer within Timeout; VI idle again;
+ *  other errors    as VipConnectRequest (e.g. VIP_INVALID_RELIABILITY_LEVEL), VI idle;
+ *  VIP_INVALID_STATE  no request was started on this VI (or its result was
+ *                  already handed back).
+ * RemoteViAttribs, Data and Len may be NULL. */
+VIP_RETURN VipxConnectRequestDone(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *RemoteViAttribs,
+                                  void *Data, VIP_ULONG *Len);
+
+/* VipConnectWait that also returns the request's private data (Data/ *Len as
+ * above; may be NULL).  Timeout 0 polls: VIP_TIMEOUT at once when no request
+ * is waiting. */
+VIP_RETURN VipxConnectWaitData(VIP_NIC_HANDLE NicHandle, VIP_NET_ADDRESS *LocalAddr,
+                               VIP_ULONG Timeout, VIP_NET_ADDRESS *RemoteAddr,
+                               VIP_VI_ATTRIBUTES *RemoteViAttribs, VIP_CONN_HANDLE *ConnHandle,
+                               void *Data, VIP_ULONG *Len);
+
+/* VipConnectAccept / VipConnectReject carrying Len bytes of private data to the
+ * requester (VIP_INVALID_PARAMETER for Len > VIPX_CM_DATA_MAX or Data NULL with
+ * Len > 0; the connection handle stays usable then). */
+VIP_RETURN VipxConnectAcceptData(VIP_CONN_HANDLE ConnHandle, VIP_VI_HANDLE ViHandle,
+                                 const void *Data, VIP_ULONG Len);
+VIP_RETURN VipxConnectRejectData(VIP_CONN_HANDLE ConnHandle, const void *Data, VIP_ULONG Len);
+
 #ifdef __cplusplus
 }
 #endif

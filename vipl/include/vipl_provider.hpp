@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "vipl.h"
@@ -81,9 +82,18 @@ public:
                              bool *recvq_empty) = 0;
     virtual VIP_RETURN set_attributes(const ViAttr &attr) = 0;
 
-    // connection management
-    virtual VIP_RETURN connect_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                                       VIP_ULONG timeout_ms, VIP_VI_ATTRIBUTES *remote_attr) = 0;
+    // connection management.  The client side does not block: connect_start
+    // sends the request with `len` (<= VIPX_CM_DATA_MAX, checked by the API
+    // layer) bytes of private data; connect_done reports progress and the
+    // result (VIP_NOT_DONE while pending; the answer's private data copied to
+    // data, at most *len bytes, *len set to the length it carried; either may
+    // be NULL), handing a result back once (then VIP_INVALID_STATE);
+    // connect_wait is connect_done waiting until it is not VIP_NOT_DONE (the
+    // request's own timeout ends it).  VipConnectRequest is start + wait.
+    virtual VIP_RETURN connect_start(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
+                                     VIP_ULONG timeout_ms, const void *data, VIP_ULONG len) = 0;
+    virtual VIP_RETURN connect_done(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) = 0;
+    virtual VIP_RETURN connect_wait(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) = 0;
     virtual VIP_RETURN disconnect() = 0;
     virtual VIP_RETURN peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
                                     VIP_ULONG timeout_ms) = 0;
@@ -91,12 +101,26 @@ public:
     virtual VIP_RETURN peer_wait(VIP_VI_ATTRIBUTES *remote_attr) = 0;
 };
 
-// A pending incoming connection request returned by Nic::connect_wait.
+// A pending incoming connection request returned by Nic::connect_wait, with
+// the private data it carried.  accept and reject send `len` (<=
+// VIPX_CM_DATA_MAX, checked by the API layer) bytes of private data back.
 class Conn : public Object {
 public:
-    virtual VIP_RETURN accept(Vi *vi) = 0;
-    virtual VIP_RETURN reject() = 0;
+    virtual VIP_RETURN accept(Vi *vi, const void *data, VIP_ULONG len) = 0;
+    virtual VIP_RETURN reject(const void *data, VIP_ULONG len) = 0;
+
+    unsigned char data[VIPX_CM_DATA_MAX] = {}; // the request's private data
+    VIP_ULONG data_len = 0;
 };
+
+// Copies private data that arrived (n bytes) to the caller's buffer (at most
+// *len bytes) and sets *len to n; data and len may be NULL.
+inline void copy_cm_data(const void *src, VIP_ULONG n, void *data, VIP_ULONG *len) {
+    if (len) {
+        if (data && n) std::memcpy(data, src, n < *len ? n : *len);
+        *len = n;
+    }
+}
 
 class Nic : public Object {
 public:

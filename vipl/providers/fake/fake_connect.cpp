@@ -52,35 +52,64 @@ void FakeVi::make_connected(FakeVi *p) {
 }
 
 // ---------------------------------------------------------------- client/server
-VIP_RETURN FakeVi::connect_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms,
-                                   VIP_VI_ATTRIBUTES *remote_attr) {
+VIP_RETURN FakeVi::connect_start(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms,
+                                 const void *data, VIP_ULONG len) {
     Switchboard &b = board();
-    std::unique_lock<std::mutex> lk(b.mu);
+    std::lock_guard<std::mutex> g(b.mu);
     Device *server = nullptr;
     if (VIP_RETURN rc = parse_address(remote, &server); rc != VIP_SUCCESS) return rc;
     if (state != ViState::Idle) return VIP_INVALID_STATE;
     const uint64_t id = b.next_request_id++;
-    b.conn_requests.push_back(ConnRequest{id, this, server, disc_of(remote), disc_of(local), public_attr(attr), false});
+    const auto *bytes = static_cast<const uint8_t *>(data);
+    b.conn_requests.push_back(ConnRequest{id, this, server, disc_of(remote), disc_of(local), public_attr(attr), false,
+                                          std::vector<uint8_t>(bytes, bytes + len)});
     state = ViState::Pending;
     cm = CmResult::Pending;
+    cm_client = true;
+    cm_request = id;
+    cm_deadline_ns = deadline_of(timeout_ms);
+    cm_data.clear();
     b.cv.notify_all();
-    const bool answered = wait_until_ns(lk, deadline_of(timeout_ms), [&] { return cm != CmResult::Pending; });
-    std::erase_if(b.conn_requests, [id](const ConnRequest &r) { return r.id == id; });
-    if (!answered) {
+    return VIP_SUCCESS;
+}
+
+void FakeVi::end_client_request() {
+    std::erase_if(board().conn_requests, [id = cm_request](const ConnRequest &r) { return r.id == id; });
+    cm_client = false;
+}
+
+VIP_RETURN FakeVi::client_result(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) {
+    if (!cm_client) return VIP_INVALID_STATE;
+    if (cm == CmResult::Pending && now_ns() < cm_deadline_ns) return VIP_NOT_DONE;
+    end_client_request();
+    switch (cm) {
+    case CmResult::Connected: // (the VI may have broken since: VipQueryVi says so)
+        if (remote_attr) *remote_attr = peer_attr;
+        prov::copy_cm_data(cm_data.data(), cm_data.size(), data, len);
+        return VIP_SUCCESS;
+    case CmResult::Rejected:
+        state = ViState::Idle;
+        prov::copy_cm_data(cm_data.data(), cm_data.size(), data, len);
+        return VIP_REJECT;
+    case CmResult::Mismatch:
+        state = ViState::Idle;
+        return VIP_INVALID_RELIABILITY_LEVEL;
+    default: // no answer by the deadline
         state = ViState::Idle;
         cm = CmResult::None;
         return VIP_TIMEOUT;
     }
-    if (cm == CmResult::Rejected) {
-        state = ViState::Idle;
-        return VIP_REJECT;
-    }
-    if (cm == CmResult::Mismatch) {
-        state = ViState::Idle;
-        return VIP_INVALID_RELIABILITY_LEVEL;
-    }
-    if (remote_attr) *remote_attr = peer_attr;
-    return VIP_SUCCESS;
+}
+
+VIP_RETURN FakeVi::connect_done(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) {
+    std::lock_guard<std::mutex> g(board().mu);
+    return client_result(remote_attr, data, len);
+}
+
+VIP_RETURN FakeVi::connect_wait(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) {
+    std::unique_lock<std::mutex> lk(board().mu);
+    if (cm_client) wait_until_ns(lk, cm_deadline_ns, [&] { return cm != CmResult::Pending; });
+    return client_result(remote_attr, data, len);
 }
 
 VIP_RETURN NicHandle::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms, VIP_NET_ADDRESS *remote,
@@ -107,6 +136,8 @@ VIP_RETURN NicHandle::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeo
     if (!got->client_disc.empty()) std::memcpy(remote->HostAddress + 2, got->client_disc.data(), got->client_disc.size());
     if (remote_attr) *remote_attr = got->attr;
     auto *c = new FakeConn;
+    c->data_len = got->data.size();
+    if (!got->data.empty()) std::memcpy(c->data, got->data.data(), got->data.size());
     c->request_id = got->id;
     c->dev = dev;
     *out = c;
@@ -121,7 +152,7 @@ ConnRequest *find_request(uint64_t id) {
 }
 } // namespace
 
-VIP_RETURN FakeConn::accept(prov::Vi *pv) {
+VIP_RETURN FakeConn::accept(prov::Vi *pv, const void *data, VIP_ULONG len) {
     auto *vi = static_cast<FakeVi *>(pv);
     Switchboard &b = board();
     std::lock_guard<std::mutex> g(b.mu);
@@ -140,15 +171,19 @@ VIP_RETURN FakeConn::accept(prov::Vi *pv) {
     }
     vi->make_connected(r->client);
     r->client->make_connected(vi);
+    const auto *bytes = static_cast<const uint8_t *>(data);
+    r->client->cm_data.assign(bytes, bytes + len);
     b.settle();
     return VIP_SUCCESS;
 }
 
-VIP_RETURN FakeConn::reject() {
+VIP_RETURN FakeConn::reject(const void *data, VIP_ULONG len) {
     Switchboard &b = board();
     std::lock_guard<std::mutex> g(b.mu);
     if (ConnRequest *r = find_request(request_id); r && r->client->cm == CmResult::Pending) {
         r->client->cm = CmResult::Rejected;
+        const auto *bytes = static_cast<const uint8_t *>(data);
+        r->client->cm_data.assign(bytes, bytes + len);
         b.settle();
     }
     return VIP_SUCCESS;
@@ -191,7 +226,7 @@ VIP_RETURN FakeVi::peer_done(VIP_VI_ATTRIBUTES *remote_attr) {
         if (remote_attr) *remote_attr = peer_attr;
         return VIP_SUCCESS;
     }
-    if (state != ViState::Pending) return VIP_INVALID_STATE;
+    if (state != ViState::Pending || cm_client) return VIP_INVALID_STATE;
     if (cm == CmResult::Mismatch) {
         state = ViState::Idle;
         cm = CmResult::None;
@@ -228,6 +263,7 @@ VIP_RETURN FakeVi::disconnect() {
     Switchboard &b = board();
     std::lock_guard<std::mutex> g(b.mu);
     if (state == ViState::Pending) std::erase_if(b.peer_requests, [this](const PeerRequest &r) { return r.vi == this; });
+    if (cm_client) end_client_request(); // a client request abandoned: its server sees it no more
     if (state == ViState::Connected) {
         FakeVi *p = peer;
         b.forget_held(this);

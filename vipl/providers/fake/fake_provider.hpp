@@ -117,8 +117,18 @@ public:
     uint64_t seen_base = 0, seen_bits = 0;               // unreliable: at-most-once window
     DescNotify notify_send, notify_recv;
     CmResult cm = CmResult::None;
+    // A client request (VipxConnectRequestStart) whose result
+    // VipxConnectRequestDone has not handed back: its ConnRequest, deadline,
+    // and the private data of the answer (accept or reject).
+    bool cm_client = false;
+    uint64_t cm_request = 0;
+    uint64_t cm_deadline_ns = 0;
+    std::vector<uint8_t> cm_data;
 
 private:
+    // VipxConnectRequestDone's result; caller holds the mutex.
+    VIP_RETURN client_result(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len);
+    void end_client_request(); // drops the request from the switchboard
     VIP_RETURN wait(common::WorkRing<> *sring, common::WorkRing<RecvInfo> *rring, VIP_ULONG timeout_ms,
                     VIP_DESCRIPTOR **d);
 };
@@ -155,12 +165,13 @@ struct ConnRequest {
     std::vector<uint8_t> want_disc, client_disc;
     VIP_VI_ATTRIBUTES attr{};
     bool claimed = false;
+    std::vector<uint8_t> data; // private data
 };
 
 class FakeConn : public prov::Conn {
 public:
-    VIP_RETURN accept(prov::Vi *vi) override;
-    VIP_RETURN reject() override;
+    VIP_RETURN accept(prov::Vi *vi, const void *data, VIP_ULONG len) override;
+    VIP_RETURN reject(const void *data, VIP_ULONG len) override;
     uint64_t request_id = 0;
     Device *dev = nullptr;
 };

@@ -50,14 +50,17 @@ std::vector<uint8_t> digest_of(const std::vector<uint8_t> &d) {
     return out;
 }
 
-// Waits (pumping connection events) until pred() or the deadline.
+// Waits (pumping connection events) until pred() or the deadline.  The events
+// are pumped at least once, so a deadline already past (Timeout 0) polls.
 template <class Pred> bool pump_until(VerbsNic &nic, Clock::time_point deadline, Pred pred) {
     for (;;) {
         if (pred())
             return true;
         auto now = Clock::now();
-        if (now >= deadline)
-            return false;
+        if (now >= deadline) {
+            nic.pump_cm(0);
+            return pred();
+        }
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
         nic.pump_cm(int(std::min<long>(10, left)));
     }
@@ -125,6 +128,29 @@ bool disc_matches(const uint8_t *p, size_t n, bool digest, const std::vector<uin
     return n == d.size() && std::equal(d.begin(), d.end(), p);
 }
 
+ReplyPriv ReplyPriv::make(uint8_t kind, uint8_t a, uint8_t flags, uint32_t max_transfer, const void *d,
+                          size_t len) {
+    ReplyPriv r{};
+    r.magic = kPrivMagic;
+    r.kind = kind;
+    r.reliability_or_reason = a;
+    r.flags = flags;
+    r.max_transfer = max_transfer;
+    r.data_len = uint8_t(len);
+    if (len)
+        std::memcpy(r.data, d, len);
+    return r;
+}
+
+bool ReplyPriv::parse(const void *p, size_t n, uint8_t kind, const ReplyPriv **out) {
+    const auto *r = static_cast<const ReplyPriv *>(p);
+    if (!r || n < offsetof(ReplyPriv, data) || r->magic != kPrivMagic || r->kind != kind ||
+        r->data_len > VIPX_CM_DATA_MAX || n < r->size())
+        return false;
+    *out = r;
+    return true;
+}
+
 VIP_VI_ATTRIBUTES attrs_from(uint8_t reliability, uint8_t flags, uint32_t max_transfer) {
     VIP_VI_ATTRIBUTES a{};
     a.ReliabilityLevel = reliability;
@@ -161,10 +187,9 @@ void VerbsNic::pump_cm(int wait_ms) {
             e->id->context = req;
             const auto *p = static_cast<const RequestPriv *>(e->param.conn.private_data);
             size_t n = e->param.conn.private_data_len;
-            if (p && n >= offsetof(RequestPriv, disc) && p->magic == kPrivMagic &&
-                (p->kind == kKindClient || p->kind == kKindPeer) &&
-                size_t(p->dst_disc_len) + p->src_disc_len <= sizeof p->disc &&
-                n >= offsetof(RequestPriv, disc) + p->dst_disc_len + p->src_disc_len) {
+            if (p && n >= offsetof(RequestPriv, bytes) && p->magic == kPrivMagic &&
+                (p->kind == kKindClient || p->kind == kKindPeer) && p->used() <= kRequestRoom &&
+                n >= offsetof(RequestPriv, bytes) + p->used()) {
                 std::memcpy(&req->req, p, std::min(n, sizeof(RequestPriv)));
                 req->from = HostAddr::from_sockaddr(rdma_get_peer_addr(e->id));
                 req->from.port = ntohs(p->src_port);
@@ -207,11 +232,11 @@ void PendingRequest::on_event(rdma_cm_event *e) {
         gone = true;
 }
 
-VIP_RETURN start_accept(VerbsVi &vi, PendingRequest &req) {
+VIP_RETURN start_accept(VerbsVi &vi, PendingRequest &req, const void *data, size_t len) {
     VerbsNic &nic = vi.nic;
     auto refuse = [&](uint8_t reason) {
-        ReplyPriv r{kPrivMagic, kKindReject, reason, 0, 0};
-        rdma_reject(req.id, &r, sizeof r);
+        ReplyPriv r = ReplyPriv::make(kKindReject, reason, 0, 0, nullptr, 0);
+        rdma_reject(req.id, &r, uint8_t(r.size()));
         nic.doom(req.id);
         req.id = nullptr;
     };
@@ -239,9 +264,9 @@ VIP_RETURN start_accept(VerbsVi &vi, PendingRequest &req) {
         vi.qp_needs_reset = true;
         return VIP_ERROR_RESOURCE;
     }
-    ReplyPriv r{kPrivMagic, kKindAccept, uint8_t(vi.attr.reliability), flags_of(vi.attr),
-                htonl(uint32_t(vi.attr.max_transfer))};
-    rdma_conn_param p = conn_param(vi, &r, sizeof r);
+    ReplyPriv r = ReplyPriv::make(kKindAccept, uint8_t(vi.attr.reliability), flags_of(vi.attr),
+                                  htonl(uint32_t(vi.attr.max_transfer)), data, len);
+    rdma_conn_param p = conn_param(vi, &r, r.size());
     vi.remote_attr = attrs_from(req.req.reliability, req.req.flags, ntohl(req.req.max_transfer));
     vi.link_failed = false;
     vi.established = false;
@@ -271,7 +296,7 @@ PendingRequest *take_retry_of(VerbsNic &nic, const PendingRequest &req) {
         const RequestPriv &a = (*it)->req, &b = req.req;
         if (!(*it)->gone && (*it)->from == req.from && a.kind == b.kind &&
             a.dst_disc_len == b.dst_disc_len && a.src_disc_len == b.src_disc_len &&
-            std::memcmp(a.disc, b.disc, size_t(a.dst_disc_len) + a.src_disc_len) == 0) {
+            std::memcmp(a.bytes, b.bytes, size_t(a.dst_disc_len) + a.src_disc_len) == 0) {
             PendingRequest *r = *it;
             nic.pending.erase(it);
             return r;
@@ -281,7 +306,7 @@ PendingRequest *take_retry_of(VerbsNic &nic, const PendingRequest &req) {
 }
 } // namespace
 
-VIP_RETURN PendingRequest::accept(prov::Vi *pvi) {
+VIP_RETURN PendingRequest::accept(prov::Vi *pvi, const void *data, VIP_ULONG len) {
     auto &vi = *static_cast<VerbsVi *>(pvi);
     if (&vi.nic != &nic)
         return VIP_INVALID_PARAMETER;
@@ -302,7 +327,7 @@ VIP_RETURN PendingRequest::accept(prov::Vi *pvi) {
         {
             std::lock_guard<std::mutex> g(nic.cm_mu);
             if (cur->id && !cur->gone)
-                rc = start_accept(vi, *cur);
+                rc = start_accept(vi, *cur, data, len);
         }
         if (rc == VIP_SUCCESS) {
             bool ok = pump_until(nic, deadline, [&] { return vi.established || vi.link_failed; });
@@ -336,12 +361,12 @@ VIP_RETURN PendingRequest::accept(prov::Vi *pvi) {
     }
 }
 
-VIP_RETURN PendingRequest::reject() {
+VIP_RETURN PendingRequest::reject(const void *data, VIP_ULONG len) {
     std::lock_guard<std::mutex> g(nic.cm_mu);
     if (!id)
         return VIP_INVALID_STATE;
-    ReplyPriv r{kPrivMagic, kKindReject, kRejectByUser, 0, 0};
-    rdma_reject(id, &r, sizeof r);
+    ReplyPriv r = ReplyPriv::make(kKindReject, kRejectByUser, 0, 0, data, len);
+    rdma_reject(id, &r, uint8_t(r.size()));
     rdma_destroy_id(id);
     id = nullptr;
     return VIP_SUCCESS;
@@ -360,7 +385,7 @@ VIP_RETURN VerbsNic::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeou
         for (auto it = pending.begin(); it != pending.end(); ++it) {
             const RequestPriv &q = (*it)->req;
             if (!(*it)->gone && q.kind == kKindClient &&
-                disc_matches(q.disc, q.dst_disc_len, q.flags & kFlagDstDigest, want)) {
+                disc_matches(q.bytes, q.dst_disc_len, q.flags & kFlagDstDigest, want)) {
                 found = *it;
                 pending.erase(it);
                 return true;
@@ -376,8 +401,10 @@ VIP_RETURN VerbsNic::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeou
         remote->HostAddressLen = uint16_t(h.size());
         remote->DiscriminatorLen = q.src_disc_len;
         std::memcpy(remote->HostAddress, h.data(), h.size());
-        std::memcpy(remote->HostAddress + h.size(), q.disc + q.dst_disc_len, q.src_disc_len);
+        std::memcpy(remote->HostAddress + h.size(), q.src_disc(), q.src_disc_len);
     }
+    found->data_len = q.data_len;
+    std::memcpy(found->data, q.data(), q.data_len);
     if (remote_attr)
         *remote_attr = attrs_from(q.reliability, q.flags, ntohl(q.max_transfer));
     *out = found;

@@ -1,11 +1,13 @@
-// verbs_connect.cpp - the active side of a connection (VipConnectRequest), peer-to-
-// peer connections on either side, and VipDisconnect (see verbs_cm.hpp).
+// verbs_connect.cpp - the active side of a connection (VipxConnectRequestStart /
+// Done, VipConnectRequest), peer-to-peer connections on either side, and
+// VipDisconnect (see verbs_cm.hpp).
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "verbs_cm.hpp"
+#include "viastack_log.hpp"
 
 namespace vipl::verbs {
 
@@ -68,9 +70,8 @@ void Connector::tick() {
             PendingRequest &r = **it;
             const RequestPriv &q = r.req;
             if (r.gone || q.kind != kKindPeer || !(r.from == remote) ||
-                !disc_matches(q.disc, q.dst_disc_len, q.flags & kFlagDstDigest, local_disc) ||
-                !disc_matches(q.disc + q.dst_disc_len, q.src_disc_len, q.flags & kFlagSrcDigest,
-                              remote_disc))
+                !disc_matches(q.bytes, q.dst_disc_len, q.flags & kFlagDstDigest, local_disc) ||
+                !disc_matches(q.src_disc(), q.src_disc_len, q.flags & kFlagSrcDigest, remote_disc))
                 continue;
             nic.pending.erase(it);
             VIP_RETURN rc = start_accept(vi, r);
@@ -119,36 +120,21 @@ void Connector::on_event(rdma_cm_event *e) {
             finish(VIP_ERROR_RESOURCE);
             return;
         }
-        RequestPriv q{};
-        q.magic = kPrivMagic;
-        q.kind = role == Role::Client ? kKindClient : kKindPeer;
-        q.reliability = uint8_t(vi.attr.reliability);
-        q.flags = flags_of(vi.attr);
-        q.max_transfer = htonl(uint32_t(vi.attr.max_transfer));
-        q.src_port = htons(nic.local_addr.port);
-        EncodedDisc dst = encode_disc(remote_disc, sizeof q.disc);
-        EncodedDisc src = encode_disc(local_disc, sizeof q.disc - dst.bytes.size());
-        q.flags |= uint8_t((dst.digest ? kFlagDstDigest : 0) | (src.digest ? kFlagSrcDigest : 0));
-        q.dst_disc_len = uint8_t(dst.bytes.size());
-        q.src_disc_len = uint8_t(src.bytes.size());
-        std::copy(dst.bytes.begin(), dst.bytes.end(), q.disc);
-        std::copy(src.bytes.begin(), src.bytes.end(), q.disc + dst.bytes.size());
-        rdma_conn_param p = conn_param(vi, &q, offsetof(RequestPriv, disc) + dst.bytes.size() +
-                                                   src.bytes.size());
+        rdma_conn_param p = conn_param(vi, &request, request_len);
         phase = Phase::Connecting;
         if (rdma_connect(id, &p) != 0)
             retry_later();
         return;
     }
     case RDMA_CM_EVENT_CONNECT_RESPONSE: {
-        const auto *r = static_cast<const ReplyPriv *>(e->param.conn.private_data);
-        if (!r || e->param.conn.private_data_len < sizeof(ReplyPriv) || r->magic != kPrivMagic ||
-            r->kind != kKindAccept) {
+        const ReplyPriv *r = nullptr;
+        if (!ReplyPriv::parse(e->param.conn.private_data, e->param.conn.private_data_len, kKindAccept, &r)) {
             rdma_reject(id, nullptr, 0);
             finish(VIP_REJECT);
             return;
         }
         peer_attr = attrs_from(r->reliability_or_reason, r->flags, ntohl(r->max_transfer));
+        reply_data.assign(r->data, r->data + r->data_len);
         if (vi.bring_up(id) != VIP_SUCCESS) {
             rdma_reject(id, nullptr, 0);
             vi.qp_needs_reset = true;
@@ -170,9 +156,9 @@ void Connector::on_event(rdma_cm_event *e) {
         return;
     }
     case RDMA_CM_EVENT_REJECTED: {
-        const auto *r = static_cast<const ReplyPriv *>(e->param.conn.private_data);
-        if (r && e->param.conn.private_data_len >= 3 && r->magic == kPrivMagic &&
-            r->kind == kKindReject) {
+        const ReplyPriv *r = nullptr;
+        if (ReplyPriv::parse(e->param.conn.private_data, e->param.conn.private_data_len, kKindReject, &r)) {
+            reply_data.assign(r->data, r->data + r->data_len);
             if (r->reliability_or_reason == kRejectReliability)
                 finish(VIP_INVALID_RELIABILITY_LEVEL);
             else if (r->reliability_or_reason == kRejectResource)
@@ -198,24 +184,60 @@ void Connector::on_event(rdma_cm_event *e) {
 
 namespace {
 
+// The REQ's private data: the header, both discriminators and `len` bytes of the
+// requester's; false if they do not fit together (kRequestRoom).
+bool build_request(Connector &c, const prov::ViAttr &attr, uint16_t port, const void *data, size_t len) {
+    RequestPriv &q = c.request;
+    q = RequestPriv{};
+    q.magic = kPrivMagic;
+    q.kind = c.role == Connector::Role::Client ? kKindClient : kKindPeer;
+    q.reliability = uint8_t(attr.reliability);
+    q.flags = flags_of(attr);
+    q.max_transfer = htonl(uint32_t(attr.max_transfer));
+    q.src_port = htons(port);
+    EncodedDisc dst = encode_disc(c.remote_disc, kRequestRoom);
+    EncodedDisc src = encode_disc(c.local_disc, kRequestRoom - dst.bytes.size());
+    if (dst.bytes.size() + src.bytes.size() + len > kRequestRoom)
+        return false;
+    q.flags |= uint8_t((dst.digest ? kFlagDstDigest : 0) | (src.digest ? kFlagSrcDigest : 0));
+    q.dst_disc_len = uint8_t(dst.bytes.size());
+    q.src_disc_len = uint8_t(src.bytes.size());
+    q.data_len = uint8_t(len);
+    std::copy(dst.bytes.begin(), dst.bytes.end(), q.bytes);
+    std::copy(src.bytes.begin(), src.bytes.end(), q.bytes + dst.bytes.size());
+    if (len)
+        std::memcpy(q.bytes + dst.bytes.size() + src.bytes.size(), data, len);
+    c.request_len = offsetof(RequestPriv, bytes) + q.used();
+    return true;
+}
+
 VIP_RETURN begin_connect(VerbsVi &vi, Connector::Role role, const VIP_NET_ADDRESS *local,
-                         const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms) {
+                         const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms, const void *data = nullptr,
+                         size_t len = 0) {
     VerbsNic &nic = vi.nic;
     if (check_local(nic, local) != VIP_SUCCESS || remote->DiscriminatorLen > kMaxDiscriminator)
         return VIP_INVALID_PARAMETER;
     HostAddr to;
     if (!HostAddr::from_bytes(remote->HostAddress, remote->HostAddressLen, &to))
         return VIP_INVALID_PARAMETER;
-    std::lock_guard<std::mutex> g(nic.cm_mu);
-    if (vi.state.load() != VIP_STATE_IDLE || vi.connector)
-        return VIP_INVALID_STATE;
-    if (vi.qp_needs_reset && (!vi.sq.empty() || !vi.rq.empty()))
-        return VIP_INVALID_STATE; // reap the descriptors of the last connection first
     auto c = std::make_unique<Connector>(vi, role);
     c->remote = to;
     c->local_disc = disc_of(local);
     c->remote_disc = disc_of(remote);
     c->deadline = deadline_of(timeout_ms);
+    if (!build_request(*c, vi.attr, nic.local_addr.port, data, len)) {
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR,
+                     "a connection request carries at most %zu bytes of private data and discriminators "
+                     "together on verbs (rdma_cm's 56-byte REQ); %zu bytes of data do not fit with these "
+                     "discriminators",
+                     kRequestRoom, len);
+        return VIP_INVALID_PARAMETER;
+    }
+    std::lock_guard<std::mutex> g(nic.cm_mu);
+    if (vi.state.load() != VIP_STATE_IDLE || vi.connector)
+        return VIP_INVALID_STATE;
+    if (vi.qp_needs_reset && (!vi.sq.empty() || !vi.rq.empty()))
+        return VIP_INVALID_STATE; // reap the descriptors of the last connection first
     vi.connector = std::move(c);
     vi.state = VIP_STATE_CONNECT_PENDING;
     vi.link_failed = false;
@@ -223,17 +245,22 @@ VIP_RETURN begin_connect(VerbsVi &vi, Connector::Role role, const VIP_NET_ADDRES
     return VIP_SUCCESS;
 }
 
-// Polls a connection attempt once; VIP_NOT_DONE while it is in progress.
-VIP_RETURN poll_connect(VerbsVi &vi, VIP_VI_ATTRIBUTES *remote_attr, int wait_ms) {
+// Polls a connection attempt once; VIP_NOT_DONE while it is in progress.  `client`:
+// the attempt is VipxConnectRequestStart's (else a peer-to-peer one); the
+// accept's or reject's private data goes to data/len.
+VIP_RETURN poll_connect(VerbsVi &vi, bool client, VIP_VI_ATTRIBUTES *remote_attr, int wait_ms,
+                        void *data = nullptr, VIP_ULONG *len = nullptr) {
     VerbsNic &nic = vi.nic;
     nic.pump_cm(wait_ms);
     std::lock_guard<std::mutex> g(nic.cm_mu);
-    if (!vi.connector)
+    if (!vi.connector || (vi.connector->role == Connector::Role::Client) != client)
         return VIP_INVALID_STATE;
     vi.connector->tick();
     VIP_RETURN rc = vi.connector->result;
     if (rc == VIP_NOT_DONE)
         return rc;
+    if (client)
+        prov::copy_cm_data(vi.connector->reply_data.data(), vi.connector->reply_data.size(), data, len);
     if (rc == VIP_SUCCESS) {
         if (remote_attr)
             *remote_attr = vi.connector->peer_attr;
@@ -250,12 +277,18 @@ VIP_RETURN poll_connect(VerbsVi &vi, VIP_VI_ATTRIBUTES *remote_attr, int wait_ms
 
 } // namespace
 
-VIP_RETURN VerbsVi::connect_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                                    VIP_ULONG timeout_ms, VIP_VI_ATTRIBUTES *remote_attr) {
-    VIP_RETURN rc = begin_connect(*this, Connector::Role::Client, local, remote, timeout_ms);
-    if (rc != VIP_SUCCESS)
-        return rc;
-    while ((rc = poll_connect(*this, remote_attr, 10)) == VIP_NOT_DONE) {
+VIP_RETURN VerbsVi::connect_start(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
+                                  VIP_ULONG timeout_ms, const void *data, VIP_ULONG len) {
+    return begin_connect(*this, Connector::Role::Client, local, remote, timeout_ms, data, len);
+}
+
+VIP_RETURN VerbsVi::connect_done(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) {
+    return poll_connect(*this, true, remote_attr, 0, data, len);
+}
+
+VIP_RETURN VerbsVi::connect_wait(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) {
+    VIP_RETURN rc;
+    while ((rc = poll_connect(*this, true, remote_attr, 10, data, len)) == VIP_NOT_DONE) {
     }
     return rc;
 }
@@ -271,12 +304,12 @@ VIP_RETURN VerbsVi::peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADD
 }
 
 VIP_RETURN VerbsVi::peer_done(VIP_VI_ATTRIBUTES *remote_attr) {
-    return poll_connect(*this, remote_attr, 0);
+    return poll_connect(*this, false, remote_attr, 0);
 }
 
 VIP_RETURN VerbsVi::peer_wait(VIP_VI_ATTRIBUTES *remote_attr) {
     VIP_RETURN rc;
-    while ((rc = poll_connect(*this, remote_attr, 10)) == VIP_NOT_DONE) {
+    while ((rc = poll_connect(*this, false, remote_attr, 10)) == VIP_NOT_DONE) {
     }
     return rc;
 }

@@ -180,8 +180,10 @@ public:
                      bool *recvq_empty) override;
     VIP_RETURN set_attributes(const prov::ViAttr &attr) override;
 
-    VIP_RETURN connect_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                               VIP_ULONG timeout_ms, VIP_VI_ATTRIBUTES *remote_attr) override;
+    VIP_RETURN connect_start(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
+                             VIP_ULONG timeout_ms, const void *data, VIP_ULONG len) override;
+    VIP_RETURN connect_done(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) override;
+    VIP_RETURN connect_wait(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) override;
     VIP_RETURN disconnect() override;
     VIP_RETURN peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
                             VIP_ULONG timeout_ms) override;
