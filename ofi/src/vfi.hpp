@@ -81,7 +81,9 @@ uint16_t next_auto_port();
 // ---- getinfo (vfi_getinfo.cpp) --------------------------------------------
 int getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
             const struct fi_info *hints, struct fi_info **info);
-constexpr size_t kCmDataMax = 40; // user private data (VIPX_CM_DATA_MAX minus ours)
+// User private data: a request over verbs carries 43 bytes with both
+// discriminators (2 bytes each here), less the provider's 12-byte header.
+constexpr size_t kCmDataMax = 27;
 constexpr size_t kIovLimit = 4;
 constexpr size_t kInjectSize = 64;
 constexpr size_t kDefaultQueue = 256;
@@ -180,13 +182,14 @@ struct Slot {           // what the provider remembers about a posted descriptor
     uint64_t flags = 0;
 };
 
-// Connection private data the provider puts in front of the user's.
-struct CmHeader {
+// Connection private data the provider puts in front of the user's: where
+// the peer writes its posted-receive count (vfi_data.cpp).  Packed: the
+// request's private data is scarce (kCmDataMax).
+struct __attribute__((packed)) CmHeader {
     uint64_t credit_addr;   // the registered word the peer RDMA-writes its posted count into
     uint32_t credit_handle; // its memory handle
-    uint32_t posted;        // receives posted so far by the sender of this data
 };
-static_assert(sizeof(CmHeader) == 16);
+static_assert(sizeof(CmHeader) == 12);
 
 struct Pep {
     fid_pep pep{};
@@ -226,7 +229,6 @@ struct Ep {
     uint64_t advertised = 0;   // the count the peer knows
     uint64_t received = 0;     // receive descriptors that completed (each used one peer credit)
     uint64_t sent = 0;         // sends + writedata posted (each uses one credit)
-    uint64_t peer_posted0 = 0; // the peer's count from its connection data
     uint64_t peer_credit_addr = 0;
     VIP_MEM_HANDLE peer_credit_handle = 0;
     bool credit_owed = false;  // a credit write could not be posted yet

@@ -11,7 +11,8 @@
 // only while the endpoint's sent count is below the peer's posted count, and
 // otherwise returns -FI_EAGAIN.  The receiver writes its count when a batch
 // of new receives is posted, and at once when the peer has used everything
-// advertised, so a waiting sender always hears of the next receive.
+// advertised, so a waiting sender always hears of the next receive; and
+// first right after connecting (the receives posted before).
 // The application's receive buffers are the VI receive descriptors' segments
 // (no copy); the credit writes complete on the VI's send queue and are
 // consumed here.
@@ -77,12 +78,9 @@ void ep_credit_check(Ep *e) {
 void ep_fill_header(Ep *e, CmHeader *h) {
     h->credit_addr = reinterpret_cast<uintptr_t>(e->credit_word());
     h->credit_handle = e->credit_handle;
-    h->posted = uint32_t(e->posted);
-    e->advertised = e->posted;
 }
 
 void ep_connected(Ep *e, const CmHeader &peer) {
-    e->peer_posted0 = peer.posted;
     e->peer_credit_addr = peer.credit_addr;
     e->peer_credit_handle = peer.credit_handle;
     e->state = EpState::Connected;

@@ -35,10 +35,7 @@ static CreditPage *credit_page(Ep *e) {
 }
 volatile uint64_t *Ep::credit_word() { return &credit_page(this)->word; }
 
-uint64_t Ep::peer_posted() const {
-    uint64_t w = const_cast<Ep *>(this)->credit_word()[0];
-    return w > peer_posted0 ? w : peer_posted0;
-}
+uint64_t Ep::peer_posted() const { return const_cast<Ep *>(this)->credit_word()[0]; }
 
 int ep_create_vi(Ep *e) {
     Nic *n = nic();
@@ -254,7 +251,6 @@ static ssize_t ep_tx_size_left(struct fid_ep *ep) {
     return ssize_t(e->tx_user_max - e->tx_user_inflight);
 }
 
-static int ep_no_ctx(struct fid_ep *, int, void *, struct fid_ep **, void *) { return -FI_ENOSYS; }
 static int ep_no_txctx(struct fid_ep *, int, struct fi_tx_attr *, struct fid_ep **, void *) {
     return -FI_ENOSYS;
 }
