@@ -19,6 +19,7 @@
 #include "vfi.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace vfi {
 
@@ -176,6 +177,23 @@ static int ready(Ep *e) {
     }
 }
 
+// Out of credits.  A peer that has just reposted its receive (a ping-pong
+// partner that answered and reposted) has its credit write on the wire:
+// wait for it a little, stepping the NIC (the write lands without a local
+// completion, and on an inline-firmware NIC only while someone steps it),
+// before telling the caller -FI_EAGAIN.  A receiver that is really not ready
+// costs the sender this wait once per attempt.
+static bool wait_for_credit(Ep *e) {
+    constexpr auto kWait = std::chrono::milliseconds(2);
+    auto start = std::chrono::steady_clock::now();
+    do {
+        VipxProgress(nic()->handle);
+        if (e->sent < e->peer_posted())
+            return true;
+    } while (std::chrono::steady_clock::now() - start < kWait);
+    return false;
+}
+
 struct TxReq {
     Op op;
     const struct iovec *iov;
@@ -214,13 +232,8 @@ static ssize_t post_tx(Ep *e, const TxReq &r) {
         if (e->tx_user_inflight >= e->tx_user_max)
             return -FI_EAGAIN;
     }
-    if (uses_credit && e->sent >= e->peer_posted()) {
-        // The peer's credit write lands without a local completion; on an
-        // inline-firmware NIC it lands only while someone steps the NIC.
-        VipxProgress(nic()->handle);
-        if (e->sent >= e->peer_posted())
-            return -FI_EAGAIN;
-    }
+    if (uses_credit && e->sent >= e->peer_posted() && !wait_for_credit(e))
+        return -FI_EAGAIN;
     size_t i = e->tx_head % e->tx_n;
     VIP_DESCRIPTOR *d = e->tx_desc(i);
     std::memset(&d->CS, 0, sizeof(d->CS));

@@ -107,6 +107,18 @@ static int ep_close(struct fid *fid) {
     Guard g(big_lock());
     Nic *n = nic();
     if (e->vi) {
+        // Descriptors that completed before the close are the application's
+        // completions: queue them (rxm reads its CQ after closing a
+        // connection's endpoint for exactly these).  What the disconnect then
+        // flushes is dropped.
+        if (e->tx_cq && e->rx_cq) {
+            size_t n = e->tx_head - e->tx_tail;
+            while (n-- && e->tx_head != e->tx_tail)
+                ep_process(e, false);
+            n = e->rx_head - e->rx_tail;
+            while (n-- && e->rx_head != e->rx_tail)
+                ep_process(e, true);
+        }
         VIP_VI_STATE st;
         VIP_VI_ATTRIBUTES va;
         VIP_BOOLEAN se, re;
