@@ -64,6 +64,23 @@ Nic *nic() {
     return &g_nic;
 }
 
+// The NIC holds the process's reference to the job (vipl_boot; under mpirun
+// a PMIx client that must be finalized before the process exits), so it is
+// closed when the last fabric is: libfabric users close their fabric before
+// they leave (MPI_Finalize does), and the provider's cleanup runs too late.
+static int g_fabrics = 0;
+
+static void nic_release() {
+    if (!g_nic.handle || g_fabrics > 0)
+        return;
+    VipDestroyPtag(g_nic.handle, g_nic.ptag);
+    VIP_RETURN rc = VipCloseNic(g_nic.handle);
+    if (rc != VIP_SUCCESS)
+        warn("VipCloseNic: %s", VipxReturnString(rc));
+    g_nic = Nic{};
+    g_nic_tried = false;
+}
+
 VIP_RELIABILITY_LEVEL reliability() {
     Nic *n = nic();
     if (n && (n->attr.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY))
@@ -185,7 +202,10 @@ void start_wait_thread() {
 
 // ---- fabric ----------------------------------------------------------------------
 static int fabric_close(struct fid *fid) {
+    Guard g(big_lock());
     delete reinterpret_cast<Fabric *>(fid);
+    g_fabrics--;
+    nic_release();
     return 0;
 }
 
@@ -222,6 +242,8 @@ int fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *c
         return -FI_EINVAL;
     if (!nic())
         return -FI_ENODEV;
+    Guard g(big_lock());
+    g_fabrics++;
     Fabric *f = new Fabric;
     f->fab.fid.fclass = FI_CLASS_FABRIC;
     f->fab.fid.context = context;
