@@ -184,7 +184,7 @@ static int ready(Ep *e) {
 // before telling the caller -FI_EAGAIN.  A receiver that is really not ready
 // costs the sender this wait once per attempt.
 static bool wait_for_credit(Ep *e) {
-    constexpr auto kWait = std::chrono::milliseconds(2);
+    constexpr auto kWait = std::chrono::milliseconds(10);
     auto start = std::chrono::steady_clock::now();
     do {
         VipxProgress(nic()->handle);

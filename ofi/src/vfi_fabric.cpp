@@ -2,6 +2,8 @@
 // registries progress walks, and the thread behind FI_GETWAIT descriptors.
 #include "vfi.hpp"
 
+#include "vipl_boot.h"
+
 #include <rdma/providers/fi_log.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -31,6 +33,7 @@ void warn(const char *fmt, ...) {
 // ---- the NIC ---------------------------------------------------------------
 static Nic g_nic;
 static bool g_nic_tried = false;
+static bool g_boot_ref = false;
 
 Nic *nic() {
     Guard g(big_lock());
@@ -39,6 +42,10 @@ Nic *nic() {
     if (g_nic_tried)
         return nullptr;
     g_nic_tried = true;
+    // A reference to the job for as long as the NIC is open (vipl_boot.h): the
+    // VIPL providers only look the job up, and under mpirun the process must
+    // leave it (PMIx_Finalize) before it exits.
+    g_boot_ref = vipl_boot_init() == VIPL_BOOT_OK;
     const char *dev = std::getenv("FI_VIASTACK_DEVICE");
     VIP_RETURN rc = VipOpenNic(dev && *dev ? dev : nullptr, &g_nic.handle);
     if (rc != VIP_SUCCESS) {
@@ -79,6 +86,9 @@ static void nic_release() {
         warn("VipCloseNic: %s", VipxReturnString(rc));
     g_nic = Nic{};
     g_nic_tried = false;
+    if (g_boot_ref)
+        vipl_boot_finalize(); // the last reference leaves the job (a barrier of its ranks)
+    g_boot_ref = false;
 }
 
 VIP_RELIABILITY_LEVEL reliability() {
