@@ -233,6 +233,21 @@ struct Ep {
     VIP_MEM_HANDLE peer_credit_handle = 0;
     bool credit_owed = false;  // a credit write could not be posted yet
 
+    // Operations waiting for a peer credit, or posted behind one that is, in
+    // posting order (vfi_data.cpp).  They count against the transmit queue's
+    // size; an injected payload is copied here since the caller may reuse it.
+    struct PendingTx {
+        Op op;
+        std::vector<struct iovec> iov;
+        std::vector<void *> desc;
+        bool has_data;
+        uint64_t data, raddr, rkey;
+        void *context;
+        uint64_t flags;
+        std::vector<uint8_t> inject;
+    };
+    std::deque<PendingTx> pending;
+
     VIP_DESCRIPTOR *tx_desc(size_t i);
     VIP_DESCRIPTOR *rx_desc(size_t i);
     volatile uint64_t *credit_word();   // written by the peer
@@ -256,6 +271,10 @@ extern struct fi_ops_mr mr_ops;
 
 // Progress (caller holds the lock).
 void progress_cq(Cq *cq);   // moves VI completions of this CQ into it
+void ep_flush_pending(Ep *e); // posts the queued operations the peer's credits now allow
+void flush_pending_on(Cq *cq); // ep_flush_pending for the endpoints sending on cq
+void ep_drop_pending(Ep *e);  // at close: the queued operations are dropped
+std::vector<Ep *> &eps();
 void progress_cm();         // listeners, connecting and connected endpoints
 void progress_all();
 void register_pep(Pep *p, bool on);

@@ -51,6 +51,7 @@ void progress_cq(Cq *cq) {
         }
         ep_process(e, recv == VIP_TRUE);
     }
+    flush_pending_on(cq);
     cq->wait.signal_if(!cq->q.empty() || !cq->errq.empty());
 }
 

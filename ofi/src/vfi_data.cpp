@@ -8,8 +8,11 @@
 // its cumulative count by an RDMA write of one word into a registered word
 // of the peer (address and handle exchanged in the connection data).  A send
 // (or a write with immediate data, which also completes a receive) goes out
-// only while the endpoint's sent count is below the peer's posted count, and
-// otherwise returns -FI_EAGAIN.  The receiver writes its count when a batch
+// only while the endpoint's sent count is below the peer's posted count;
+// otherwise it waits in the endpoint's queue of pending operations (with every
+// operation posted after it, so the VI still sees them in posting order) and
+// is posted by the progress that finds the peer's count advanced
+// (FI_RM_ENABLED: the caller never sees the receiver not ready).  The receiver writes its count when a batch
 // of new receives is posted, and at once when the peer has used everything
 // advertised, so a waiting sender always hears of the next receive; and
 // first right after connecting (the receives posted before).
@@ -177,23 +180,6 @@ static int ready(Ep *e) {
     }
 }
 
-// Out of credits.  A peer that has just reposted its receive (a ping-pong
-// partner that answered and reposted) has its credit write on the wire:
-// wait for it a little, stepping the NIC (the write lands without a local
-// completion, and on an inline-firmware NIC only while someone steps it),
-// before telling the caller -FI_EAGAIN.  A receiver that is really not ready
-// costs the sender this wait once per attempt.
-static bool wait_for_credit(Ep *e) {
-    constexpr auto kWait = std::chrono::milliseconds(10);
-    auto start = std::chrono::steady_clock::now();
-    do {
-        VipxProgress(nic()->handle);
-        if (e->sent < e->peer_posted())
-            return true;
-    } while (std::chrono::steady_clock::now() - start < kWait);
-    return false;
-}
-
 struct TxReq {
     Op op;
     const struct iovec *iov;
@@ -205,6 +191,35 @@ struct TxReq {
     void *context;
     uint64_t flags;
 };
+
+static bool uses_credit(Op op, bool has_data) { return op == Op::Send || (op == Op::Write && has_data); }
+
+// Endpoints with a non-empty pending queue: progress looks for them only
+// while there are any, so a poll that finds nothing costs no walk.
+static size_t g_eps_pending = 0;
+
+static void queue_tx(Ep *e, const TxReq &r) {
+    if (e->pending.empty())
+        g_eps_pending++;
+    Ep::PendingTx p{r.op, {}, {}, r.has_data, r.data, r.raddr, r.rkey, r.context, r.flags, {}};
+    if (r.flags & FI_INJECT) {
+        for (size_t k = 0; k < r.count; k++) {
+            const uint8_t *b = static_cast<const uint8_t *>(r.iov[k].iov_base);
+            p.inject.insert(p.inject.end(), b, b + r.iov[k].iov_len);
+        }
+        p.iov.push_back({p.inject.data(), p.inject.size()});
+        p.desc.push_back(nullptr);
+    } else {
+        p.iov.assign(r.iov, r.iov + r.count);
+        if (r.desc)
+            p.desc.assign(r.desc, r.desc + r.count);
+        else
+            p.desc.assign(r.count, nullptr);
+    }
+    e->pending.push_back(std::move(p));
+}
+
+static ssize_t post_now(Ep *e, const TxReq &r, size_t total);
 
 static ssize_t post_tx(Ep *e, const TxReq &r) {
     Guard g(big_lock());
@@ -226,14 +241,25 @@ static ssize_t post_tx(Ep *e, const TxReq &r) {
                 return -FI_EINVAL; // FI_MR_LOCAL: every buffer needs its registration
     if (r.op != Op::Send && r.rkey > UINT32_MAX)
         return -FI_EINVAL;
-    bool uses_credit = r.op == Op::Send || (r.op == Op::Write && r.has_data);
-    if (e->tx_user_inflight >= e->tx_user_max) {
+    if (e->tx_user_inflight + e->pending.size() >= e->tx_user_max) {
         progress_cq(e->tx_cq);
-        if (e->tx_user_inflight >= e->tx_user_max)
+        if (e->tx_user_inflight + e->pending.size() >= e->tx_user_max)
             return -FI_EAGAIN;
     }
-    if (uses_credit && e->sent >= e->peer_posted() && !wait_for_credit(e))
-        return -FI_EAGAIN;
+    if (!e->pending.empty() || (uses_credit(r.op, r.has_data) && e->sent >= e->peer_posted())) {
+        VipxProgress(nic()->handle); // the peer's count may be on its way
+        ep_flush_pending(e);
+        if (!e->pending.empty() || (uses_credit(r.op, r.has_data) && e->sent >= e->peer_posted())) {
+            queue_tx(e, r);
+            return 0;
+        }
+    }
+    return post_now(e, r, total);
+}
+
+// Builds r's descriptor in the next transmit slot and posts it (r is valid).
+static ssize_t post_now(Ep *e, const TxReq &r, size_t total) {
+    bool inject = r.flags & FI_INJECT;
     size_t i = e->tx_head % e->tx_n;
     VIP_DESCRIPTOR *d = e->tx_desc(i);
     std::memset(&d->CS, 0, sizeof(d->CS));
@@ -288,9 +314,44 @@ static ssize_t post_tx(Ep *e, const TxReq &r) {
     s.flags = r.op == Op::Send ? FI_SEND | FI_MSG : r.op == Op::Write ? FI_RMA | FI_WRITE : FI_RMA | FI_READ;
     e->tx_head++;
     e->tx_user_inflight++;
-    if (uses_credit)
+    if (uses_credit(r.op, r.has_data))
         e->sent++;
     return 0;
+}
+
+void ep_flush_pending(Ep *e) {
+    while (!e->pending.empty()) {
+        Ep::PendingTx &p = e->pending.front();
+        if (e->state == EpState::Connected && uses_credit(p.op, p.has_data) && e->sent >= e->peer_posted())
+            return;
+        TxReq r{p.op, p.iov.data(), p.desc.data(), p.iov.size(), p.has_data, p.data,
+                p.raddr, p.rkey, p.context, p.flags};
+        size_t total = 0;
+        for (const auto &v : p.iov)
+            total += v.iov_len;
+        ssize_t rc = ready(e) ? ready(e) : post_now(e, r, total);
+        if (rc) { // the connection ended (or the VI refused it): the operation completes in error
+            uint64_t fl = p.op == Op::Send ? FI_SEND | FI_MSG : p.op == Op::Write ? FI_RMA | FI_WRITE : FI_RMA | FI_READ;
+            e->tx_cq->push(CqEntry{p.context, fl, 0, nullptr, 0, int(rc == -FI_ENOTCONN ? FI_ECANCELED : -rc), 0});
+        }
+        e->pending.pop_front();
+        if (e->pending.empty())
+            g_eps_pending--;
+    }
+}
+
+void flush_pending_on(Cq *cq) {
+    if (!g_eps_pending)
+        return;
+    for (Ep *e : std::vector<Ep *>(eps()))
+        if (e->tx_cq == cq && !e->pending.empty())
+            ep_flush_pending(e);
+}
+
+void ep_drop_pending(Ep *e) {
+    if (!e->pending.empty())
+        g_eps_pending--;
+    e->pending.clear();
 }
 
 static ssize_t post_rx(Ep *e, const struct iovec *iov, void **desc, size_t count, void *context,

@@ -106,6 +106,7 @@ static int ep_close(struct fid *fid) {
     Ep *e = reinterpret_cast<Ep *>(fid);
     Guard g(big_lock());
     Nic *n = nic();
+    ep_drop_pending(e);
     if (e->vi) {
         // Descriptors that completed before the close are the application's
         // completions: queue them (rxm reads its CQ after closing a
@@ -260,7 +261,7 @@ static ssize_t ep_rx_size_left(struct fid_ep *ep) {
 static ssize_t ep_tx_size_left(struct fid_ep *ep) {
     Ep *e = reinterpret_cast<Ep *>(ep);
     Guard g(big_lock());
-    return ssize_t(e->tx_user_max - e->tx_user_inflight);
+    return ssize_t(e->tx_user_max - e->tx_user_inflight - e->pending.size());
 }
 
 static int ep_no_txctx(struct fid_ep *, int, struct fi_tx_attr *, struct fid_ep **, void *) {
