@@ -149,6 +149,24 @@ class JobRunner {
     return true;
   }
 
+  // The build tree's provider directory when this vipl-run is the build
+  // tree's own, else "".
+  static std::string build_tree_ofi_dir() {
+#ifdef VIPL_RUN_BUILD_DIR
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return "";
+    self[n] = 0;
+    std::string dir(self);
+    dir.erase(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
+    char want[4096];
+    if (!realpath(VIPL_RUN_BUILD_DIR, want) || dir != want) return "";
+    return VIPL_RUN_OFI_DIR;
+#else
+    return "";
+#endif
+  }
+
   std::vector<std::string> child_env(int rank) const {
     auto overridden = [&](const char* e) {
       auto is = [&](const char* name) {
@@ -183,6 +201,15 @@ class JobRunner {
       env.push_back(std::string("VIASTACK_HOSTS=") + map);
     }
     if (!opts_.provider.empty()) env.push_back("VIPL_PROVIDER=" + opts_.provider);
+    if (std::string ofi = build_tree_ofi_dir(); !ofi.empty()) {
+      // fi_info, fi_pingpong, MPI programs started from a build tree find its
+      // libfabric provider (docs/mpi.md); the user's own path comes after.
+      const char* user = std::getenv("FI_PROVIDER_PATH");
+      env.erase(std::remove_if(env.begin(), env.end(),
+                               [](const std::string& e) { return e.rfind("FI_PROVIDER_PATH=", 0) == 0; }),
+                env.end());
+      env.push_back("FI_PROVIDER_PATH=" + ofi + (user && *user ? std::string(":") + user : std::string()));
+    }
     if (!opts_.mode.empty()) env.push_back("VIPL_NICFW_MODE=" + opts_.mode);
     if (!opts_.faults.empty()) env.push_back("VIPL_NICFW_FAULTS=" + opts_.faults);
     if (!opts_.bind_cpus.empty()) {
