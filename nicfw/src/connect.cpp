@@ -82,7 +82,7 @@ void make_connected(ViImpl *vi, uint16_t nic, uint16_t rvi, const VIP_VI_ATTRIBU
     vi->fw.recv_seq = transport ? initial_seq(theirs, mine) : 0;
     vi->hw->fw.link_connected(vi); // the reliable transport's window, when it is on
     vi->cm_result.store(ConnResult::Connected, std::memory_order_relaxed);
-    vi->state.store(ViState::Connected, std::memory_order_release);
+    vi->set_state(ViState::Connected);
 }
 } // namespace
 
@@ -112,7 +112,7 @@ VIP_RETURN ConnectionManager::connect_request(ViImpl *vi, const VIP_NET_ADDRESS 
         if (vi->state.load() != ViState::Idle) return VIP_INVALID_STATE;
         vi->cm_nonce = nonce_gen_.fetch_add(1);
         vi->cm_result.store(ConnResult::Pending);
-        vi->state.store(ViState::Pending);
+        vi->set_state(ViState::Pending);
     }
     const auto want = disc_of(remote);
     const auto mine = local ? disc_of(local) : std::vector<uint8_t>{};
@@ -129,14 +129,14 @@ VIP_RETURN ConnectionManager::connect_request(ViImpl *vi, const VIP_NET_ADDRESS 
     std::lock_guard<std::mutex> g(mu_);
     if (!answered && vi->cm_result.load() == ConnResult::Pending) {
         vi->cm_result.store(ConnResult::Cancelled);
-        vi->state.store(ViState::Idle);
+        vi->set_state(ViState::Idle);
         CmHeader c{};
         c.nonce = vi->cm_nonce;
         fw_.send_ctl(dst, Op::ConnCancel, 0, static_cast<uint16_t>(vi->index), 0, &c, sizeof c);
         return VIP_TIMEOUT;
     }
     if (vi->cm_result.load() == ConnResult::Rejected) {
-        vi->state.store(ViState::Idle);
+        vi->set_state(ViState::Idle);
         return VIP_REJECT;
     }
     if (remote_attr) *remote_attr = vi->peer_attr;
@@ -233,7 +233,7 @@ VIP_RETURN ConnectionManager::peer_request(ViImpl *vi, const VIP_NET_ADDRESS *lo
         if (vi->state.load() != ViState::Idle) return VIP_INVALID_STATE;
         vi->cm_nonce = nonce_gen_.fetch_add(1);
         vi->cm_result.store(ConnResult::Pending);
-        vi->state.store(ViState::Pending);
+        vi->set_state(ViState::Pending);
         bool matched = false;
         for (auto it = peer_requests_.begin(); it != peer_requests_.end(); ++it) {
             if (it->src_nic == dst && it->their_disc == theirs && it->want_disc == mine) {
@@ -274,7 +274,7 @@ VIP_RETURN ConnectionManager::peer_done(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_at
         {
             std::lock_guard<std::mutex> g(mu_);
             if (vi->cm_result.load() == ConnResult::ReliabilityMismatch) {
-                vi->state.store(ViState::Idle);
+                vi->set_state(ViState::Idle);
                 return VIP_INVALID_RELIABILITY_LEVEL;
             }
             for (auto it = local_peers_.begin(); it != local_peers_.end(); ++it) {
@@ -284,7 +284,7 @@ VIP_RETURN ConnectionManager::peer_done(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_at
                     fw_.send_ctl(it->remote_nic, Op::PeerCancel, 0, static_cast<uint16_t>(vi->index), 0, &c,
                                  sizeof c);
                     local_peers_.erase(it);
-                    vi->state.store(ViState::Idle);
+                    vi->set_state(ViState::Idle);
                     return VIP_TIMEOUT;
                 }
             }
@@ -321,16 +321,16 @@ VIP_RETURN ConnectionManager::disconnect(ViImpl *vi) {
                     local_peers_.erase(it);
                     break;
                 }
-            vi->state.store(ViState::Idle);
+            vi->set_state(ViState::Idle);
         }
         if (st == ViState::Connected) {
             // Error first: the firmware stops transmitting and flushes this VI.
-            vi->state.store(ViState::Error, std::memory_order_release);
+            vi->set_state(ViState::Error);
             fw_.send_ctl_reliably(vi->peer_nic, Op::Disc, vi->peer_vi, static_cast<uint16_t>(vi->index), 0);
         }
     }
     vi->request_flush();
-    vi->state.store(ViState::Idle, std::memory_order_release);
+    vi->set_state(ViState::Idle);
     return VIP_SUCCESS;
 }
 

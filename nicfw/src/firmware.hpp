@@ -23,12 +23,14 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "config.hpp"
 #include "dma.hpp"
 #include "fault_inject.hpp"
 #include "objects.hpp"
 #include "peer_watch.hpp"
+#include "published.hpp"
 #include "reliable.hpp"
 #include "wire.hpp"
 
@@ -199,6 +201,10 @@ public:
     // The same, kept and retried from step() while the peer's FIFO is full, so a
     // peer always learns that its connection is gone (Disc, ConnErr).
     void send_ctl_reliably(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm);
+    // A region of ours was retired or changed in the published table: returns
+    // once no one-sided transfer of any NIC that may have read the old entry
+    // is still running (onesided.cpp; the protection table's drain hook).
+    void wait_peer_dma();
     // The VI goes to the error state: report, optionally tell the peer, flush.
     void vi_error(ViImpl *vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *d, bool tell_peer);
 
@@ -276,6 +282,22 @@ private:
         TxSlot tx;
         bool held = false;
     };
+
+    // onesided.cpp: RDMA write/read done by this NIC's DMA engine against the
+    // target's published table (published.hpp); false: declined, the target's
+    // firmware does it (nothing was changed).
+    bool onesided_eligible(const ViImpl *vi, uint16_t op, bool imm) const;
+    bool tx_onesided(ViImpl *vi, TxEntry &e, const VIP_CONTROL_SEGMENT &cs, uint32_t ops,
+                     const VIP_DATA_SEGMENT *segs, uint32_t nseg);
+    const PublishedTable *peer_table(uint16_t nic);
+    struct PeerTable {
+        std::unique_ptr<PublishedTable> map; // read-only mapping of the peer's table
+        uint64_t word = 0, failed_word = 0;  // RingCtl::table it was mapped for / could not be
+        uint32_t pid = 0;
+    };
+    std::vector<PeerTable> peer_tables_;     // by rank
+    PubVi *pub_vis_ = nullptr;               // our VIs' published part (recv_seq, rx)
+    uint64_t onesided_ = 0;                  // transfers done one-sided (diagnostics)
 
     // bulk.cpp: the single-copy bulk path (dma.hpp)
     bool bulk_eligible(const ViImpl *vi, uint32_t len, const VIP_DATA_SEGMENT *segs, uint32_t nseg) const;

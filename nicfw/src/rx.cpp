@@ -122,6 +122,8 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
     }
     if (consumed) {
         vi->fw.recv_seq = h->seq + 1;
+        // Published: a peer's one-sided RDMA waits for nothing of its own on the wire.
+        pub_vis_[vi->index].recv_seq.store(h->seq + 1, std::memory_order_release);
         if (h->flags & kFlagRel) rel_delivered(vi);
     }
     return consumed;

@@ -62,6 +62,9 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
         const uint64_t next = last_inject_ns_ + cfg_.profile.gap_ns;
         while (now_ns() < next) __builtin_ia32_pause();
     }
+    // RDMA the initiator's DMA engine can do against the target's published
+    // table: nothing goes through the FIFO (onesided.cpp).
+    if (onesided_eligible(vi, op, imm) && tx_onesided(vi, e, cs, ops, segs, nseg)) return true;
     // Large transfers: only a request goes through the FIFO, the bytes move once (bulk.cpp).
     if (bulk_eligible(vi, cs.Length, segs, nseg)) return tx_bulk(vi, e, cs, ops, segs, nseg);
     if (cs.Length > kMaxStagedTransfer) return fail(ops | VIP_STATUS_LENGTH_ERROR);
