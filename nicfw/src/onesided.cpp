@@ -45,15 +45,6 @@ bool process_gone(uint32_t pid) {
 }
 } // namespace
 
-bool Firmware::onesided_eligible(const ViImpl *vi, uint16_t op, bool imm) const {
-    // With immediate data the target must consume a receive: its firmware's
-    // work, in order with the VI's other packets.  Faults, the transport and
-    // the timing profiles model the wire: their RDMA goes over it.
-    return cfg_.onesided != Config::OneSided::Off && cfg_.dma_min && !imm && op != VIP_CONTROL_OP_SENDRECV &&
-           !faults_ && !cfg_.transport && !stamping() && !cfg_.profile.gap_ns && !cfg_.profile.send_ns &&
-           vi->state.load(std::memory_order_relaxed) == ViState::Connected;
-}
-
 const PublishedTable *Firmware::peer_table(uint16_t nic) {
     if (nic == rank_) return &protection_.published();
     PeerTable &t = peer_tables_[nic];
@@ -74,24 +65,22 @@ const PublishedTable *Firmware::peer_table(uint16_t nic) {
     return t.map.get();
 }
 
-bool Firmware::tx_onesided(ViImpl *vi, TxEntry &e, const VIP_CONTROL_SEGMENT &cs, uint32_t ops,
-                           const VIP_DATA_SEGMENT *segs, uint32_t nseg) {
+TxResult Firmware::tx_onesided(ViImpl *vi, TxEntry &e, const TxRequest &q) {
     const PublishedTable *t = peer_table(vi->peer_nic);
-    if (!t) return false;
-    const bool write = (cs.Control & VIP_CONTROL_OP_MASK) == VIP_CONTROL_OP_RDMAWRITE;
+    if (!t) return TxResult::Declined;
+    const VIP_CONTROL_SEGMENT &cs = q.cs;
+    const VIP_DATA_SEGMENT *segs = q.segs;
+    const bool write = q.op == VIP_CONTROL_OP_RDMAWRITE;
     const uint32_t pid = vi->peer_nic == rank_ ? dma_.pid() : wire_.ctl(vi->peer_nic).pid.load(std::memory_order_relaxed);
     uint32_t nl = 0;
-    for (uint32_t i = 0; i < nseg; ++i)
+    for (uint32_t i = 0; i < q.nseg; ++i)
         if (segs[i].Length) iov_[nl++] = iovec{segs[i].Data.Address, segs[i].Length};
     const uint64_t raddr = desc_cache_[0].Remote.Data.AddressBits;
     const uint32_t n = cs.Length;
 
-    // Busy (odd) before the table is read: a deregistration that retired the
-    // entry after this fence waits for us; one before it is what we read.
-    RingCtl &me = wire_.ctl(rank_);
-    const uint32_t b = me.dma_busy.load(std::memory_order_relaxed);
-    me.dma_busy.store(b + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // Busy before the table is read: a deregistration that retired the entry
+    // after this fence waits for us; one before it is what we read.
+    const uint32_t b = dma_begin();
     bool done = false;
     const PubVi &pv = t->vi(vi->peer_vi);
     const uint64_t c = pv.conn.load(std::memory_order_acquire);
@@ -107,13 +96,13 @@ bool Firmware::tx_onesided(ViImpl *vi, TxEntry &e, const VIP_CONTROL_SEGMENT &cs
         const BulkSeg s{raddr, r.shm_off + (raddr - r.base), n, r.shm_id, r.shm_fd, 0};
         done = n == 0 || dma_.move(!write, vi->peer_nic, pid, &s, 1, iov_, nl, n) == 0;
     }
-    me.dma_busy.store(b + 2, std::memory_order_release);
-    if (!done) return false; // the target's firmware decides (and reports) instead
+    dma_end(b);
+    if (!done) return TxResult::Declined; // the target's firmware decides (and reports) instead
     ++onesided_;
     e.length = n;
-    e.status = ops;
+    e.status = q.ops;
     e.ready = true; // the data is in place: done, at every reliability level
-    return true;
+    return TxResult::Done;
 }
 
 void Firmware::wait_peer_dma() {
