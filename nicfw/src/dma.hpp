@@ -125,6 +125,8 @@ private:
     const uint32_t pid_;
     bool cma_ok_ = true;
     std::unordered_map<uint64_t, Mapping> maps_;  // (rank << 32 | shm_id) -> mapping
+    uint64_t last_key_ = 0;                       // the mapping used last (key 0 names none: ids start at 1)
+    const Mapping *last_map_ = nullptr;
     // cross-memory-attach batch: matching local/remote pieces
     static constexpr uint32_t kBatch = 64;
     iovec lv_[kBatch], rv_[kBatch];
