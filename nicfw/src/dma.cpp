@@ -151,6 +151,16 @@ const DmaEngine::Mapping *DmaEngine::map_peer(int peer_rank, uint32_t pid, const
     return last_map_ = &maps_.emplace(key, Mapping{static_cast<unsigned char *>(p), size_t(st.st_size)}).first->second;
 }
 
+unsigned char *DmaEngine::peer_bytes(int peer_rank, uint32_t pid, const BulkSeg &s) {
+    const Mapping *m = map_peer(peer_rank, pid, s);
+    if (!m) return nullptr;
+    if (s.shm_off > m->len || s.len > m->len - s.shm_off) {
+        errno = EFAULT;
+        return nullptr;
+    }
+    return m->base + s.shm_off;
+}
+
 int DmaEngine::flush_cma(bool pull, uint32_t pid) {
     iovec *lv = lv_, *rv = rv_;
     uint32_t n = nb_;

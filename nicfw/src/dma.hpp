@@ -112,6 +112,11 @@ public:
     int move(bool pull, int peer_rank, uint32_t pid, const BulkSeg *rs, uint32_t nr, const iovec *local,
              uint32_t nl, size_t total);
 
+    // Where the peer's VipxAllocMem segment named by `s` (shm_id, shm_fd) is
+    // mapped here, at s.shm_off, when [shm_off, shm_off + s.len) lies inside
+    // it; nullptr (errno set) if not.  One-sided RDMA copies through it.
+    unsigned char *peer_bytes(int peer_rank, uint32_t pid, const BulkSeg &s);
+
 private:
     struct Mapping {
         unsigned char *base;

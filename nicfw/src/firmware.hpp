@@ -313,6 +313,8 @@ private:
     // onesided.cpp: RDMA write/read done by this NIC's DMA engine against the
     // target's published table (published.hpp).
     TxResult tx_onesided(ViImpl *vi, TxEntry &e, const TxRequest &t);
+    bool move_onesided(bool write, uint16_t nic, uint32_t pid, const BulkSeg &s, const VIP_DATA_SEGMENT *segs,
+                       uint32_t nseg);
     const PublishedTable *peer_table(uint16_t nic);
     struct PeerTable {
         std::unique_ptr<PublishedTable> map; // read-only mapping of the peer's table

@@ -22,6 +22,7 @@
 #include <cstdio>
 
 #include "firmware.hpp"
+#include "host_dma.hpp"
 #include "protection.hpp"
 #include "published.hpp"
 #include "region.hpp"
@@ -72,9 +73,6 @@ TxResult Firmware::tx_onesided(ViImpl *vi, TxEntry &e, const TxRequest &q) {
     const VIP_DATA_SEGMENT *segs = q.segs;
     const bool write = q.op == VIP_CONTROL_OP_RDMAWRITE;
     const uint32_t pid = vi->peer_nic == rank_ ? dma_.pid() : wire_.ctl(vi->peer_nic).pid.load(std::memory_order_relaxed);
-    uint32_t nl = 0;
-    for (uint32_t i = 0; i < q.nseg; ++i)
-        if (segs[i].Length) iov_[nl++] = iovec{segs[i].Data.Address, segs[i].Length};
     const uint64_t raddr = desc_cache_[0].Remote.Data.AddressBits;
     const uint32_t n = cs.Length;
 
@@ -94,7 +92,7 @@ TxResult Firmware::tx_onesided(ViImpl *vi, TxEntry &e, const TxRequest &q) {
         (r.flags & (write ? kPubWrite : kPubRead)) && vipl::common::range_covers(r.base, r.len, raddr, n) &&
         (r.shm_id || vi->peer_nic == rank_ || (cfg_.onesided == Config::OneSided::On && dma_.cma_ok()))) {
         const BulkSeg s{raddr, r.shm_off + (raddr - r.base), n, r.shm_id, r.shm_fd, 0};
-        done = n == 0 || dma_.move(!write, vi->peer_nic, pid, &s, 1, iov_, nl, n) == 0;
+        done = n == 0 || move_onesided(write, vi->peer_nic, pid, s, segs, q.nseg);
     }
     dma_end(b);
     if (!done) return TxResult::Declined; // the target's firmware decides (and reports) instead
@@ -103,6 +101,28 @@ TxResult Firmware::tx_onesided(ViImpl *vi, TxEntry &e, const TxRequest &q) {
     e.status = q.ops;
     e.ready = true; // the data is in place: done, at every reliability level
     return TxResult::Done;
+}
+
+// The bytes of a checked one-sided transfer: one memcpy per local segment
+// through the mapping of the target's VipxAllocMem segment, else the DMA
+// engine's general mover (this process, or cross-memory attach).
+bool Firmware::move_onesided(bool write, uint16_t nic, uint32_t pid, const BulkSeg &s, const VIP_DATA_SEGMENT *segs,
+                             uint32_t nseg) {
+    if (s.shm_id && nic != rank_) {
+        unsigned char *rp = dma_.peer_bytes(nic, pid, s);
+        if (!rp) return false;
+        for (uint32_t i = 0; i < nseg; ++i) {
+            if (!segs[i].Length) continue;
+            if (write) dma_to_host(rp, segs[i].Data.Address, segs[i].Length);
+            else dma_to_host(segs[i].Data.Address, rp, segs[i].Length);
+            rp += segs[i].Length;
+        }
+        return true;
+    }
+    uint32_t nl = 0;
+    for (uint32_t i = 0; i < nseg; ++i)
+        if (segs[i].Length) iov_[nl++] = iovec{segs[i].Data.Address, segs[i].Length};
+    return dma_.move(!write, nic, pid, &s, 1, iov_, nl, s.len) == 0;
 }
 
 void Firmware::wait_peer_dma() {
