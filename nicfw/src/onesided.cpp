@@ -20,6 +20,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "firmware.hpp"
 #include "host_dma.hpp"
