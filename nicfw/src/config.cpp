@@ -125,6 +125,8 @@ Config Config::from_env() {
     const uint32_t shm = parse_dma_min("VIPL_NICFW_DMA_MIN_SHM",
                                        viastack::env::str("VIPL_NICFW_DMA_MIN_SHM", std::to_string(kDefaultDmaMinShm)));
     c.dma_min_shm = shm ? shm : c.dma_min;
+    const int os = strict_choice("VIPL_NICFW_ONESIDED", {"0", "shm", "1"}, "1", "0, shm or 1");
+    c.onesided = os == 0 ? Config::OneSided::Off : os == 1 ? Config::OneSided::Shm : Config::OneSided::On;
     return c;
 }
 

@@ -76,6 +76,15 @@ struct Config {
     uint32_t dma_min_shm = kDefaultDmaMinShm;
     uint32_t shm_crossover() const { return dma_min && dma_min_shm < dma_min ? dma_min_shm : dma_min; }
     uint32_t max_transfer() const { return dma_min ? kMaxTransfer : kMaxStagedTransfer; }
+    // One-sided RDMA (VIPL_NICFW_ONESIDED; onesided.cpp): the initiator's DMA
+    // engine checks an RDMA write or read against the target NIC's published
+    // protection table and moves the bytes itself, the target's firmware idle.
+    // On (1, the default): memcpy into a mapping of VipxAllocMem memory, cross-
+    // memory attach for other memory; Shm: only mapped memory (other memory by
+    // the target's firmware); Off (0): every RDMA by the target's firmware.
+    // Never with the bulk path off (VIPL_NICFW_DMA_MIN=off: everything staged).
+    enum class OneSided : uint8_t { Off, Shm, On };
+    OneSided onesided = OneSided::On;
     // Faults on the wire (VIPL_NICFW_FAULTS; fault_inject.hpp).  Any fault turns
     // the link CRC and the reliable transport on.
     FaultSpec faults;

@@ -93,7 +93,7 @@ void make_connected(ViImpl *vi, uint16_t nic, uint16_t rvi, const VIP_VI_ATTRIBU
     vi->fw.recv_seq = transport ? initial_seq(theirs, mine) : 0;
     vi->hw->fw.link_connected(vi); // the reliable transport's window, when it is on
     vi->cm_result.store(ConnResult::Connected, std::memory_order_relaxed);
-    vi->state.store(ViState::Connected, std::memory_order_release);
+    vi->set_state(ViState::Connected);
 }
 } // namespace
 
@@ -126,7 +126,7 @@ VIP_RETURN ConnectionManager::connect_start(ViImpl *vi, const VIP_NET_ADDRESS *l
         vi->cm_server = dst;
         vi->cm_deadline_ns = timeout_ms == VIP_INFINITE ? UINT64_MAX : now_ns() + uint64_t(timeout_ms) * 1000000ull;
         vi->cm_data_len = 0;
-        vi->state.store(ViState::Pending);
+        vi->set_state(ViState::Pending);
     }
     CmHeader ch{};
     ch.nonce = vi->cm_nonce;
@@ -142,7 +142,7 @@ VIP_RETURN ConnectionManager::connect_start(ViImpl *vi, const VIP_NET_ADDRESS *l
 void ConnectionManager::cancel_client_request(ViImpl *vi) {
     vi->cm_result.store(ConnResult::Cancelled);
     vi->cm_client = false;
-    vi->state.store(ViState::Idle);
+    vi->set_state(ViState::Idle);
     CmHeader c{};
     c.nonce = vi->cm_nonce;
     fw_.send_ctl(vi->cm_server, Op::ConnCancel, 0, static_cast<uint16_t>(vi->index), 0, &c, sizeof c);
@@ -159,7 +159,7 @@ VIP_RETURN ConnectionManager::client_result(ViImpl *vi, VIP_VI_ATTRIBUTES *remot
         return VIP_TIMEOUT;
     case ConnResult::Rejected:
         vi->cm_client = false;
-        vi->state.store(ViState::Idle);
+        vi->set_state(ViState::Idle);
         vipl::prov::copy_cm_data(vi->cm_data, vi->cm_data_len, data, len);
         return VIP_REJECT;
     case ConnResult::Connected: // (the VI may have broken since: VipQueryVi says so)
@@ -169,7 +169,7 @@ VIP_RETURN ConnectionManager::client_result(ViImpl *vi, VIP_VI_ATTRIBUTES *remot
         return VIP_SUCCESS;
     case ConnResult::ServerGone: // nobody will answer (fail_requests_to_dead)
         vi->cm_client = false;
-        vi->state.store(ViState::Idle);
+        vi->set_state(ViState::Idle);
         return VIP_NO_MATCH;
     default: // Cancelled: disconnect abandoned it (and cleared cm_client)
         vi->cm_client = false;
@@ -289,7 +289,7 @@ VIP_RETURN ConnectionManager::peer_request(ViImpl *vi, const VIP_NET_ADDRESS *lo
         if (vi->state.load() != ViState::Idle) return VIP_INVALID_STATE;
         vi->cm_nonce = nonce_gen_.fetch_add(1);
         vi->cm_result.store(ConnResult::Pending);
-        vi->state.store(ViState::Pending);
+        vi->set_state(ViState::Pending);
         bool matched = false;
         for (auto it = peer_requests_.begin(); it != peer_requests_.end(); ++it) {
             if (it->src_nic == dst && it->their_disc == theirs && it->want_disc == mine) {
@@ -329,7 +329,7 @@ VIP_RETURN ConnectionManager::peer_done(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_at
             std::lock_guard<std::mutex> g(mu_);
             if (vi->cm_client) return VIP_INVALID_STATE; // a client request: VipxConnectRequestDone's
             if (vi->cm_result.load() == ConnResult::ReliabilityMismatch) {
-                vi->state.store(ViState::Idle);
+                vi->set_state(ViState::Idle);
                 return VIP_INVALID_RELIABILITY_LEVEL;
             }
             for (auto it = local_peers_.begin(); it != local_peers_.end(); ++it) {
@@ -339,7 +339,7 @@ VIP_RETURN ConnectionManager::peer_done(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_at
                     fw_.send_ctl(it->remote_nic, Op::PeerCancel, 0, static_cast<uint16_t>(vi->index), 0, &c,
                                  sizeof c);
                     local_peers_.erase(it);
-                    vi->state.store(ViState::Idle);
+                    vi->set_state(ViState::Idle);
                     return VIP_TIMEOUT;
                 }
             }
@@ -378,16 +378,16 @@ VIP_RETURN ConnectionManager::disconnect(ViImpl *vi) {
                     local_peers_.erase(it);
                     break;
                 }
-            vi->state.store(ViState::Idle);
+            vi->set_state(ViState::Idle);
         }
         if (st == ViState::Connected) {
             // Error first: the firmware stops transmitting and flushes this VI.
-            vi->state.store(ViState::Error, std::memory_order_release);
+            vi->set_state(ViState::Error);
             fw_.send_ctl_reliably(vi->peer_nic, Op::Disc, vi->peer_vi, static_cast<uint16_t>(vi->index), 0);
         }
     }
     vi->request_flush();
-    vi->state.store(ViState::Idle, std::memory_order_release);
+    vi->set_state(ViState::Idle);
     return VIP_SUCCESS;
 }
 

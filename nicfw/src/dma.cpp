@@ -112,7 +112,11 @@ DmaEngine::~DmaEngine() {
 
 const DmaEngine::Mapping *DmaEngine::map_peer(int peer_rank, uint32_t pid, const BulkSeg &s) {
     const uint64_t key = (uint64_t(uint32_t(peer_rank)) << 32) | s.shm_id;
-    if (auto it = maps_.find(key); it != maps_.end()) return &it->second;
+    if (key == last_key_ && last_map_) return last_map_; // a stream into one segment: no hash lookup
+    if (auto it = maps_.find(key); it != maps_.end()) {
+        last_key_ = key;
+        return last_map_ = &it->second; // (the map's nodes never move)
+    }
     // First use of this segment: open the peer's memfd through /proc, check it
     // is the segment named (ids are never reused, fd numbers are), map it.
     char path[64], want[64], link[128];
@@ -143,7 +147,18 @@ const DmaEngine::Mapping *DmaEngine::map_peer(int peer_rank, uint32_t pid, const
         errno = e;
         return nullptr;
     }
-    return &maps_.emplace(key, Mapping{static_cast<unsigned char *>(p), size_t(st.st_size)}).first->second;
+    last_key_ = key;
+    return last_map_ = &maps_.emplace(key, Mapping{static_cast<unsigned char *>(p), size_t(st.st_size)}).first->second;
+}
+
+unsigned char *DmaEngine::peer_bytes(int peer_rank, uint32_t pid, const BulkSeg &s) {
+    const Mapping *m = map_peer(peer_rank, pid, s);
+    if (!m) return nullptr;
+    if (s.shm_off > m->len || s.len > m->len - s.shm_off) {
+        errno = EFAULT;
+        return nullptr;
+    }
+    return m->base + s.shm_off;
 }
 
 int DmaEngine::flush_cma(bool pull, uint32_t pid) {

@@ -112,6 +112,11 @@ public:
     int move(bool pull, int peer_rank, uint32_t pid, const BulkSeg *rs, uint32_t nr, const iovec *local,
              uint32_t nl, size_t total);
 
+    // Where the peer's VipxAllocMem segment named by `s` (shm_id, shm_fd) is
+    // mapped here, at s.shm_off, when [shm_off, shm_off + s.len) lies inside
+    // it; nullptr (errno set) if not.  One-sided RDMA copies through it.
+    unsigned char *peer_bytes(int peer_rank, uint32_t pid, const BulkSeg &s);
+
 private:
     struct Mapping {
         unsigned char *base;
@@ -125,6 +130,8 @@ private:
     const uint32_t pid_;
     bool cma_ok_ = true;
     std::unordered_map<uint64_t, Mapping> maps_;  // (rank << 32 | shm_id) -> mapping
+    uint64_t last_key_ = 0;                       // the mapping used last (key 0 names none: ids start at 1)
+    const Mapping *last_map_ = nullptr;
     // cross-memory-attach batch: matching local/remote pieces
     static constexpr uint32_t kBatch = 64;
     iovec lv_[kBatch], rv_[kBatch];

@@ -63,10 +63,17 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
     wire_.self = static_cast<uint16_t>(rank_);
     if (cfg_.faults.die_reserved_rank == rank_) wire_.die_after_reserves.store(cfg_.faults.die_reserved_n);
     if (cost_.on()) cost_host_acquire();
+    // One-sided RDMA (onesided.cpp): peers find this NIC's published table here.
+    pub_vis_ = &protection_.published().vi(0);
+    peer_tables_.resize(size_t(nprocs));
+    static std::atomic<uint32_t> serial{0};
+    const uint32_t fd = uint32_t(protection_.published().fd()) + 1;
+    wire_.ctl(rank_).table.store((uint64_t(serial.fetch_add(1) + 1) << 32) | fd, std::memory_order_release);
 }
 
 Firmware::~Firmware() {
     stop_thread();
+    wire_.ctl(rank_).table.store(0, std::memory_order_release);
     if (cost_host_) cost_host_release();
     if (faults_ || cfg_.transport) {
         const FaultInjector::Stats f = faults_ ? faults_->stats : FaultInjector::Stats{};
@@ -162,7 +169,7 @@ void Firmware::flush_vi(ViImpl *vi) {
 void Firmware::vi_error(ViImpl *vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *d, bool tell_peer) {
     if (vi->state.load() == ViState::Error) return;
     const bool was_connected = vi->state.load() == ViState::Connected;
-    vi->state.store(ViState::Error, std::memory_order_release);
+    vi->set_state(ViState::Error);
     if (tell_peer && was_connected)
         send_ctl_reliably(vi->peer_nic, Op::ConnErr, vi->peer_vi, static_cast<uint16_t>(vi->index), code);
     report_error(vi, nullptr, d, d ? VIP_RESOURCE_DESCRIPTOR : VIP_RESOURCE_VI, code);

@@ -23,12 +23,15 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "config.hpp"
 #include "dma.hpp"
 #include "fault_inject.hpp"
 #include "objects.hpp"
 #include "peer_watch.hpp"
+#include "protocol.hpp"
+#include "published.hpp"
 #include "reliable.hpp"
 #include "wire.hpp"
 
@@ -199,6 +202,10 @@ public:
     // The same, kept and retried from step() while the peer's FIFO is full, so a
     // peer always learns that its connection is gone (Disc, ConnErr).
     void send_ctl_reliably(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm);
+    // A region of ours was retired or changed in the published table: returns
+    // once no one-sided transfer of any NIC that may have read the old entry
+    // is still running (onesided.cpp; the protection table's drain hook).
+    void wait_peer_dma();
     // The VI goes to the error state: report, optionally tell the peer, flush.
     void vi_error(ViImpl *vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *d, bool tell_peer);
 
@@ -258,17 +265,78 @@ private:
     bool validate_segments(const ViImpl *vi, const VIP_DESCRIPTOR_SEGMENT *ds, uint32_t n, uint32_t *total) const;
     // A posted receive descriptor checked for a message of `length` bytes (the common
     // receive rules, on SRAM copies): 0 or the spec's status bits.  On 0 its data
-    // segments are in desc_cache_[0 .. *nseg).  Shared by staged and bulk sends.
+    // segments are in desc_cache_[0 .. *nseg).  Shared by staged and pull sends.
     uint32_t check_rx_desc(const ViImpl *vi, const Token &t, uint32_t length, uint32_t *nseg);
+
+    // protocol.cpp: the choice of protocol (protocol.hpp) and its table.
+    Protocol choose_protocol(const ViImpl *vi, const TxRequest &t, bool onesided) const {
+        if (onesided && onesided_eligible(t)) return Protocol::OneSided;
+        if (bulk_eligible(vi, t.cs.Length, t.segs, t.nseg)) return Protocol::Pull;
+        return Protocol::Staged;
+    }
+    // RDMA only.  With immediate data the target must consume a receive: its
+    // firmware's work, in order with the VI's other packets.  Faults, the
+    // transport and the timing profiles model the wire: their RDMA goes over
+    // it.  With the bulk path off everything is staged.
+    bool onesided_eligible(const TxRequest &t) const {
+        return t.op != VIP_CONTROL_OP_SENDRECV && !t.imm && cfg_.onesided != Config::OneSided::Off &&
+               cfg_.dma_min && !faults_ && !cfg_.transport && !stamping() && !cfg_.profile.gap_ns &&
+               !cfg_.profile.send_ns;
+    }
+    bool bulk_eligible(const ViImpl *vi, uint32_t len, const VIP_DATA_SEGMENT *segs, uint32_t nseg) const;
+    using TxOp = TxResult (Firmware::*)(ViImpl *, TxEntry &, const TxRequest &);
+    static const TxOp kTxOps[kProtocols]; // by Protocol
+    // The packet protocols (tx.cpp): one packet per descriptor, its data in
+    // the FIFO slots (staged) or named for the target to pull.
+    TxResult tx_staged(ViImpl *vi, TxEntry &e, const TxRequest &t);
+    TxResult tx_pull(ViImpl *vi, TxEntry &e, const TxRequest &t);
+    template <bool pull> TxResult tx_packet(ViImpl *vi, TxEntry &e, const TxRequest &t);
+    void write_pull_request(unsigned char *out, const TxRequest &t) const;
+    // The target could not move a pull request's bytes (the initiator died or
+    // unmapped them): the connection breaks.
+    void bulk_copy_failed(ViImpl *vi, VIP_DESCRIPTOR *d);
+
+    // The DMA engine inside registered memory (RingCtl::dma_busy odd): from
+    // before the protection check to after the copy, for one-sided transfers
+    // and for RDMA our firmware serves, so that a deregistration or attribute
+    // change on any NIC of the job waits for a copy checked against the old
+    // entry (wait_peer_dma).  Only whoever steps the firmware writes it.
+    uint32_t dma_begin() {
+        RingCtl &me = wire_.ctl(rank_);
+        const uint32_t b = me.dma_busy.load(std::memory_order_relaxed);
+        me.dma_busy.store(b + 1, std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_seq_cst); // before the table is read
+        return b;
+    }
+    void dma_end(uint32_t b) { wire_.ctl(rank_).dma_busy.store(b + 2, std::memory_order_release); }
+
+    // onesided.cpp: RDMA write/read done by this NIC's DMA engine against the
+    // target's published table (published.hpp).
+    TxResult tx_onesided(ViImpl *vi, TxEntry &e, const TxRequest &t);
+    bool move_onesided(bool write, uint16_t nic, uint32_t pid, const BulkSeg &s, const VIP_DATA_SEGMENT *segs,
+                       uint32_t nseg);
+    const PublishedTable *peer_table(uint16_t nic);
+    struct PeerTable {
+        std::unique_ptr<PublishedTable> map; // read-only mapping of the peer's table
+        uint64_t word = 0, failed_word = 0;  // RingCtl::table it was mapped for / could not be
+        uint32_t pid = 0;
+    };
+    std::vector<PeerTable> peer_tables_;     // by rank
+    PubVi *pub_vis_ = nullptr;               // our VIs' published part (recv_seq, rx)
+    uint64_t onesided_ = 0;                  // transfers done one-sided (diagnostics)
 
     // rx.cpp: the receive side.  Each rx_* returns false when it must answer but
     // the peer's FIFO is full: the packet then stays on the wire and is retried
-    // (nothing was changed).
+    // (nothing was changed).  Staged and pull requests alike (kFlagBulk: pull).
     bool rx_packet_try(const PacketHeader *h);
     bool rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
     bool rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
     bool rx_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
     void rx_read_resp(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    // One definition each, instantiated for staged and pull requests.
+    template <bool pull> bool rx_send_as(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    template <bool pull> bool rx_rdma_write_as(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    template <bool pull> bool rx_read_req_as(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
     void rx_ack(ViImpl *vi, const PacketHeader *h);
     // An Ack (or read response) is reserved before anything else is done, so a
     // full FIFO leaves the packet untouched on the wire for a later retry.
@@ -276,15 +344,6 @@ private:
         TxSlot tx;
         bool held = false;
     };
-
-    // bulk.cpp: the single-copy bulk path (dma.hpp)
-    bool bulk_eligible(const ViImpl *vi, uint32_t len, const VIP_DATA_SEGMENT *segs, uint32_t nseg) const;
-    bool tx_bulk(ViImpl *vi, TxEntry &e, const VIP_CONTROL_SEGMENT &cs, uint32_t ops, const VIP_DATA_SEGMENT *segs,
-                 uint32_t nseg);
-    bool rx_bulk_send(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
-    bool rx_bulk_write(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
-    bool rx_bulk_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
-    void bulk_copy_failed(ViImpl *vi, VIP_DESCRIPTOR *d);
     bool reserve_reply(ViImpl *vi, uint32_t len, Reply *r);
     void publish_reply(ViImpl *vi, Reply *r, Op op, uint32_t status, uint32_t len);
 

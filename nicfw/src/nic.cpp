@@ -10,6 +10,8 @@ NicHw::NicHw(const Config &c, const std::string &job, int rank_, int nprocs_)
       addr_bytes{static_cast<uint8_t>(rank_ & 0xff), static_cast<uint8_t>(rank_ >> 8)},
       fw(cfg, job, rank_, nprocs_, protection, vis, errors, cm),
       cm(*this, fw, vis, nprocs_), agent(cfg, fw, errors) {
+    // Peers' one-sided transfers end before a deregistration returns.
+    protection.set_drain([this] { fw.wait_peer_dma(); });
     // Threads last: they use every component.
     fw.start();
     if (cfg.progress_thread && cfg.mode == Mode::Inline) agent.ensure_running(true);

@@ -169,6 +169,14 @@ VIP_RETURN ViImpl::query(VIP_VI_STATE *st, vipl::prov::ViAttr *a, bool *sq_empty
     return VIP_SUCCESS;
 }
 
+void ViImpl::set_state(ViState s) {
+    PubVi &pub = hw->protection.published().vi(index);
+    if (s == ViState::Connected) pub.recv_seq.store(fw.recv_seq, std::memory_order_relaxed);
+    state.store(s);
+    pub.conn.store(pub_conn(s == ViState::Connected, attr.rdma_write, attr.rdma_read, ptag_id, peer_nic, peer_vi),
+                   std::memory_order_release);
+}
+
 VIP_RETURN ViImpl::set_attributes(const vipl::prov::ViAttr &a) {
     if (state.load() != ViState::Idle) return VIP_INVALID_STATE;
     if (VIP_RETURN rc = check_vi_attr(*hw, a); rc != VIP_SUCCESS) return rc;

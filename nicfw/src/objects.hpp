@@ -102,6 +102,11 @@ public:
 
     VIPL_PROV_VI_OVERRIDES; // the provider interface (vipl_provider.hpp)
 
+    // Changes the connection state (release order) and publishes the VI's part
+    // of the protection table peers read for one-sided RDMA (published.hpp):
+    // its peer, ptag and RDMA enables while Connected, nothing otherwise.
+    void set_state(ViState s);
+
     // Host asks the firmware to complete everything it holds for this VI as
     // flushed (disconnect), and waits until it has.
     void request_flush();

@@ -34,6 +34,7 @@ VIP_RETURN ProtectionTable::register_region(void *addr, size_t len, const vipl::
         const uint32_t h = (uint32_t(gen_) << 16) | idx;
         t->refs.fetch_add(1);
         r.handle.store(h, std::memory_order_release); // published: the firmware may use it
+        pub_->publish_region(idx, r);                 // and peers' DMA engines
         hint_ = idx % kMaxRegions + 1;
         *out = h;
         return VIP_SUCCESS;
@@ -48,6 +49,8 @@ VIP_RETURN ProtectionTable::deregister_region(void *addr, VIP_MEM_HANDLE mh) {
     Region &w = regions_[mh & 0xffff];
     w.ptag->refs.fetch_sub(1);
     w.handle.store(0, std::memory_order_release);
+    pub_->retire_region(mh & 0xffff);
+    if (drain_) drain_(); // no peer's write or read of it lands after we return
     return VIP_SUCCESS;
 }
 
@@ -77,6 +80,8 @@ VIP_RETURN ProtectionTable::set_region_attributes(void *addr, VIP_MEM_HANDLE mh,
     w.ptag_id = t->id;
     w.rdma_write = a.rdma_write;
     w.rdma_read = a.rdma_read;
+    pub_->publish_region(mh & 0xffff, w);
+    if (drain_) drain_(); // a transfer checked against the old attributes has ended
     return VIP_SUCCESS;
 }
 

@@ -6,16 +6,23 @@
 // a region is published by storing its handle last (release) and retired by
 // clearing it, and the host quiesces the firmware before changing a live
 // entry's attributes.  Host-side updates take the table's own mutex.
+//
+// Every change is also written to the table's published part (published.hpp),
+// which peers' DMA engines read to check one-sided RDMA; a deregistration or
+// an attribute change returns only once no peer's transfer that may have read
+// the old entry is still running (the drain hook, Firmware::wait_peer_dma).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 
 #include "config.hpp"
 #include "dma.hpp"
+#include "published.hpp"
 #include "region.hpp"
 #include "vipl.h"
 #include "vipl_provider.hpp"
@@ -49,7 +56,13 @@ struct Region {
 
 class ProtectionTable {
 public:
-    ProtectionTable() : regions_(new Region[kMaxRegions + 1]) {}
+    ProtectionTable() : regions_(new Region[kMaxRegions + 1]), pub_(new PublishedTable) {}
+
+    // What peers read (published.hpp); the firmware writes the VIs' part.
+    PublishedTable &published() const { return *pub_; }
+    // Waits until no peer's one-sided transfer that may have read an entry
+    // before the last change is still running (set once the firmware exists).
+    void set_drain(std::function<void()> f) { drain_ = std::move(f); }
 
     // ---- firmware side (lock-free) ----
     // The live region named by `mh`, or nullptr.
@@ -79,6 +92,8 @@ public:
 
 private:
     std::unique_ptr<Region[]> regions_; // index 1..kMaxRegions
+    std::unique_ptr<PublishedTable> pub_;
+    std::function<void()> drain_;
     std::mutex mu_;
     uint32_t hint_ = 1;                 // where the next free entry is likely
     uint16_t gen_ = 1;                  // handle generation: a stale handle never names a new region

@@ -1,6 +1,8 @@
 // rx.cpp - the receive side of the firmware: take a packet off the wire FIFO
 // (link DMA into SRAM), check CRC, connection and sequence, then place the data
-// (SRAM -> host DMA) into a posted receive descriptor or an RDMA target region.
+// into a posted receive descriptor or an RDMA target region: from the packet
+// (staged) or, for a pull request (kFlagBulk, protocol.hpp), by the DMA engine
+// from the initiator's memory (dma.hpp).
 #include <cstring>
 
 #include "host_dma.hpp"
@@ -122,35 +124,57 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
     }
     if (consumed) {
         vi->fw.recv_seq = h->seq + 1;
+        // Published: a peer's one-sided RDMA waits for nothing of its own on the wire.
+        pub_vis_[vi->index].recv_seq.store(h->seq + 1, std::memory_order_release);
         if (h->flags & kFlagRel) rel_delivered(vi);
     }
     return consumed;
 }
 
+// A send, staged (its bytes in the packet) or pull (kFlagBulk: the packet
+// names the initiator's memory, which our DMA engine reads), into the next
+// posted receive, checked as the common receive rules say.  A pull request is
+// answered at every level: the initiator's buffer is ours until then.
 bool Firmware::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
-    if (h->flags & kFlagBulk) return rx_bulk_send(vi, h, p);
+    return h->flags & kFlagBulk ? rx_send_as<true>(vi, h, p) : rx_send_as<false>(vi, h, p);
+}
+template <bool pull> bool Firmware::rx_send_as(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+    BulkRequest q;
+    if (pull && !parse_bulk_request(h->length, p, false, &q)) {
+        vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true); // malformed: the initiator would wait for ever
+        return true;
+    }
+    const uint32_t len = pull ? q.b.length : h->length;
     const bool ackreq = h->flags & kFlagAckReq;
+    const bool answer = ackreq || pull;
     Reply ack;
-    if (ackreq && !reserve_reply(vi, 0, &ack)) return false;
+    if (answer && !reserve_reply(vi, 0, &ack)) return false;
     Token t;
     if (!fetch_rx_desc(vi, &t)) {
-        if (ackreq) publish_reply(vi, &ack, Op::Ack, VIP_STATUS_REMOTE_DESC_ERROR, 0);
+        if (answer) publish_reply(vi, &ack, Op::Ack, ackreq ? VIP_STATUS_REMOTE_DESC_ERROR : 0, 0);
         if (reliable(vi)) vi_error(vi, VIP_ERROR_RECVQ_EMPTY, nullptr, !ackreq);
         else ++dropped_; // unreliable: no receive posted, the message is lost
         return true;
     }
     VIP_DESCRIPTOR *d = t.desc;
     uint32_t nseg = 0;
-    const uint32_t err = check_rx_desc(vi, t, h->length, &nseg);
-    if (!err) { // host DMA: SRAM -> the descriptor's scatter list
-        uint32_t left = h->length;
+    uint32_t err = check_rx_desc(vi, t, len, &nseg);
+    bool copy_failed = false;
+    if (!err) { // host DMA: the bytes -> the descriptor's scatter list
+        // (pull: the scatter list as the DMA engine's pieces, cut at the length)
+        uint32_t left = len, n = 0;
         const unsigned char *s = p;
         for (uint32_t i = 0; i < nseg && left; ++i) {
             const VIP_DATA_SEGMENT &sg = desc_cache_[i].Local;
-            const uint32_t n = sg.Length < left ? sg.Length : left;
-            dma_to_host(sg.Data.Address, s, n);
-            s += n;
-            left -= n;
+            const uint32_t k = sg.Length < left ? sg.Length : left;
+            if (pull) iov_[n++] = iovec{sg.Data.Address, k};
+            else dma_to_host(sg.Data.Address, s, k);
+            s += k;
+            left -= k;
+        }
+        if (pull && dma_.move(true, h->src_nic, q.b.pid, q.segs, q.b.nseg, iov_, n, len) != 0) {
+            err = VIP_STATUS_TRANSPORT_ERROR;
+            copy_failed = true;
         }
     }
     uint32_t st = VIP_STATUS_OP_RECEIVE | err;
@@ -158,28 +182,61 @@ bool Firmware::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p
         d->CS.ImmediateData = h->imm;
         st |= VIP_STATUS_IMMEDIATE;
     }
-    complete_desc(vi, d, st, err ? 0 : h->length, true);
-    if (ackreq) publish_reply(vi, &ack, Op::Ack, err ? VIP_STATUS_REMOTE_DESC_ERROR : 0, 0);
-    if (err && reliable(vi)) vi_error(vi, VIP_ERROR_POST_DESC, d, !ackreq);
+    complete_desc(vi, d, st, err ? 0 : len, true);
+    if (answer)
+        publish_reply(vi, &ack, Op::Ack,
+                      ackreq && err ? (copy_failed ? VIP_STATUS_TRANSPORT_ERROR : VIP_STATUS_REMOTE_DESC_ERROR) : 0, 0);
+    if (copy_failed) bulk_copy_failed(vi, d);
+    else if (err && reliable(vi)) vi_error(vi, VIP_ERROR_POST_DESC, d, !ackreq);
     return true;
 }
 
+// An RDMA write, staged or pull: the protection check of the NIC that owns the
+// target memory, the bytes placed, and with immediate data a receive consumed.
 bool Firmware::rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
-    if (h->flags & kFlagBulk) return rx_bulk_write(vi, h, p);
-    const bool ackreq = h->flags & kFlagAckReq;
-    if (h->length < sizeof(RdmaExt)) {
-        ++dropped_;
-        return true;
-    }
-    Reply ack;
-    if (ackreq && !reserve_reply(vi, 0, &ack)) return false;
+    return h->flags & kFlagBulk ? rx_rdma_write_as<true>(vi, h, p) : rx_rdma_write_as<false>(vi, h, p);
+}
+template <bool pull> bool Firmware::rx_rdma_write_as(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+    BulkRequest q;
     RdmaExt x;
-    std::memcpy(&x, p, sizeof x);
-    const uint32_t n = h->length - static_cast<uint32_t>(sizeof x);
+    uint32_t n;
+    if constexpr (pull) {
+        if (!parse_bulk_request(h->length, p, true, &q)) {
+            vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
+            return true;
+        }
+        x = q.x;
+        n = q.b.length;
+    } else {
+        if (h->length < sizeof(RdmaExt)) {
+            ++dropped_;
+            return true;
+        }
+        std::memcpy(&x, p, sizeof x);
+        n = h->length - static_cast<uint32_t>(sizeof x);
+    }
+    const bool ackreq = h->flags & kFlagAckReq;
+    const bool answer = ackreq || pull;
+    Reply ack;
+    if (answer && !reserve_reply(vi, 0, &ack)) return false;
+    auto reply = [&](uint32_t status) {
+        if (answer) publish_reply(vi, &ack, Op::Ack, ackreq ? status : 0, 0);
+    };
+    // Checked and placed inside one DMA bracket: a deregistration racing us
+    // returns only after the bytes are in (or were refused).
+    const uint32_t busy = dma_begin();
     const Region *r = protection_.lookup(x.rhandle);
     const bool ok = r && r->ptag_id == vi->ptag_id && r->rdma_write && vi->attr.rdma_write && r->contains(x.raddr, n);
+    int moved = 0;
+    if (ok && n && !pull) {
+        dma_to_host(reinterpret_cast<void *>(x.raddr), p + sizeof x, n); // SRAM -> host
+    } else if (ok && n) {
+        const iovec dst{reinterpret_cast<void *>(x.raddr), n};
+        moved = dma_.move(true, h->src_nic, q.b.pid, q.segs, q.b.nseg, &dst, 1, n);
+    }
+    dma_end(busy);
     if (!ok) {
-        if (ackreq) publish_reply(vi, &ack, Op::Ack, VIP_STATUS_RDMA_PROT_ERROR, 0);
+        reply(VIP_STATUS_RDMA_PROT_ERROR);
         if (reliable(vi)) {
             vi_error(vi, VIP_ERROR_RDMAW_PROT, nullptr, !ackreq);
         } else { // unreliable: dropped, reported at the target, connection kept
@@ -188,48 +245,78 @@ bool Firmware::rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned c
         }
         return true;
     }
-    if (n) dma_to_host(reinterpret_cast<void *>(x.raddr), p + sizeof x, n); // SRAM -> host
+    if (moved != 0) {
+        reply(VIP_STATUS_TRANSPORT_ERROR);
+        bulk_copy_failed(vi, nullptr);
+        return true;
+    }
     uint32_t status = 0;
     if (h->flags & kFlagImm) { // consumes a receive descriptor that carries the immediate
         Token t;
         if (!fetch_rx_desc(vi, &t)) {
-            if (ackreq) publish_reply(vi, &ack, Op::Ack, VIP_STATUS_REMOTE_DESC_ERROR, 0);
+            reply(VIP_STATUS_REMOTE_DESC_ERROR);
             if (reliable(vi)) vi_error(vi, VIP_ERROR_RECVQ_EMPTY, nullptr, !ackreq);
             else ++dropped_;
             return true;
         }
-        if (!protection_.covers(t.mh, vi->ptag_id, t.desc, sizeof(VIP_CONTROL_SEGMENT))) {
+        if (!protection_.covers(t.mh, vi->ptag_id, t.desc, sizeof(VIP_CONTROL_SEGMENT)))
             status = VIP_STATUS_PROTECTION_ERROR;
-        } else {
+        else
             t.desc->CS.ImmediateData = h->imm;
-        }
-        complete_desc(vi, t.desc,
-                      VIP_STATUS_OP_REMOTE_RDMA_WRITE | VIP_STATUS_IMMEDIATE | status, status ? 0 : n, true);
+        complete_desc(vi, t.desc, VIP_STATUS_OP_REMOTE_RDMA_WRITE | VIP_STATUS_IMMEDIATE | status, status ? 0 : n,
+                      true);
     }
-    if (ackreq) publish_reply(vi, &ack, Op::Ack, status ? VIP_STATUS_REMOTE_DESC_ERROR : 0, 0);
+    reply(status ? VIP_STATUS_REMOTE_DESC_ERROR : 0);
     if (status && reliable(vi)) vi_error(vi, VIP_ERROR_POST_DESC, nullptr, !ackreq);
     return true;
 }
 
+// An RDMA read request: staged, the response carries the bytes (at most what
+// the FIFO's share holds); pull (kFlagBulk), our DMA engine pushes them into
+// the initiator's scatter list and the response carries none.
 bool Firmware::rx_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
-    if (h->flags & kFlagBulk) return rx_bulk_read_req(vi, h, p);
-    if (h->length < sizeof(RdmaExt)) {
-        ++dropped_;
-        return true;
-    }
+    return h->flags & kFlagBulk ? rx_read_req_as<true>(vi, h, p) : rx_read_req_as<false>(vi, h, p);
+}
+template <bool pull> bool Firmware::rx_read_req_as(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+    BulkRequest q;
     RdmaExt x;
-    std::memcpy(&x, p, sizeof x);
+    if constexpr (pull) {
+        if (!parse_bulk_request(h->length, p, true, &q)) {
+            vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
+            return true;
+        }
+        x = q.x;
+    } else {
+        if (h->length < sizeof(RdmaExt)) {
+            ++dropped_;
+            return true;
+        }
+        std::memcpy(&x, p, sizeof x);
+    }
+    const uint32_t busy = dma_begin(); // the check and the copy, as for a write
     const Region *r = protection_.lookup(x.rhandle);
     const bool ok = r && r->ptag_id == vi->ptag_id && r->rdma_read && vi->attr.rdma_read &&
-                    x.rlen <= kMaxStagedTransfer && r->contains(x.raddr, x.rlen);
+                    x.rlen <= (pull ? kMaxTransfer : kMaxStagedTransfer) && (!pull || x.rlen == q.b.length) &&
+                    r->contains(x.raddr, x.rlen);
+    const uint32_t carried = ok && !pull ? x.rlen : 0;
     Reply resp;
-    if (!reserve_reply(vi, ok ? x.rlen : 0, &resp)) return false;
-    if (ok && x.rlen) { // host -> SRAM -> wire
+    if (!reserve_reply(vi, carried, &resp)) {
+        dma_end(busy);
+        return false;
+    }
+    uint32_t st = ok ? 0 : VIP_STATUS_RDMA_PROT_ERROR;
+    if (carried) { // host -> SRAM -> wire
         std::memcpy(sram_tx_.get(), reinterpret_cast<const void *>(x.raddr), x.rlen);
         std::memcpy(resp.tx.payload, sram_tx_.get(), x.rlen);
+    } else if (ok && x.rlen) { // the one copy: our region -> the initiator's scatter list
+        const iovec src{reinterpret_cast<void *>(x.raddr), x.rlen};
+        if (dma_.move(false, h->src_nic, q.b.pid, q.segs, q.b.nseg, &src, 1, x.rlen) != 0)
+            st = VIP_STATUS_TRANSPORT_ERROR;
     }
-    publish_reply(vi, &resp, Op::ReadResp, ok ? 0 : VIP_STATUS_RDMA_PROT_ERROR, ok ? x.rlen : 0);
+    dma_end(busy);
+    publish_reply(vi, &resp, Op::ReadResp, st, carried);
     if (!ok) vi_error(vi, VIP_ERROR_RDMAR_PROT, nullptr, false); // the response tells the initiator
+    else if (st) bulk_copy_failed(vi, nullptr);
     return true;
 }
 

@@ -1,6 +1,8 @@
 // tx.cpp - the send side of the firmware: fetch a descriptor from host memory
 // into the SRAM descriptor cache, check it against the NIC's protection table,
-// move the data host -> SRAM (host DMA) -> wire (link DMA).
+// choose its protocol (protocol.cpp) and send it: the packet protocols here
+// (staged: the data through the wire FIFO; pull: a request naming the
+// initiator's memory), one-sided RDMA in onesided.cpp.
 #include <cstring>
 
 #include "descriptor_check.hpp"
@@ -23,6 +25,94 @@ bool Firmware::validate_segments(const ViImpl *vi, const VIP_DESCRIPTOR_SEGMENT 
     return true;
 }
 
+// One packet per descriptor, staged or pull:
+//
+//   staged  header | RdmaExt (RDMA) | the data (not for a read)   the target places the bytes from the slot
+//   pull    header | RdmaExt (RDMA) | BulkExt | BulkSeg per segment   the target's DMA engine moves them (dma.hpp)
+//
+// A staged send or write of reliable delivery (or unreliable) completes once on
+// the wire; reliable reception, an RDMA read and every pull request complete
+// on the target's answer (a pull request's buffer is the target's until then).
+template <bool pull>
+[[gnu::always_inline]] inline TxResult Firmware::tx_packet(ViImpl *vi, TxEntry &e, const TxRequest &t) {
+    const VIP_CONTROL_SEGMENT &cs = t.cs;
+    const bool rdma = t.op != VIP_CONTROL_OP_SENDRECV;
+    const bool read = t.op == VIP_CONTROL_OP_RDMAREAD;
+    const uint32_t data_len = pull || read ? 0 : cs.Length; // bytes carried in the packet
+    const uint32_t payload = static_cast<uint32_t>((rdma ? sizeof(RdmaExt) : 0) +
+                                                   (pull ? sizeof(BulkExt) + t.nseg * sizeof(BulkSeg) : data_len));
+    // Reliable transport: the packet's copy must fit the retransmit window.
+    const bool rel = rel_on(vi);
+    if (rel && !rel_room(vi, payload + stamp_bytes(), false)) return TxResult::Full; // back-pressure
+    TxSlot tx;
+    if (!wire_reserve(wire_, vi->peer_nic, payload + stamp_bytes(), &tx)) return TxResult::Full; // back-pressure
+    if (__builtin_expect(cost_.on(), 0)) cost_tx(vi, e, pull ? cs.Length : data_len);
+
+    const uint32_t seq = vi->fw.send_seq;
+    // kFlagAckReq: reliable reception (the Ack carries the target's errors).
+    const bool ack = vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION && !read;
+    write_header(tx.hdr, static_cast<uint16_t>(rank_),
+                 {.op = !rdma ? Op::Send : read ? Op::ReadReq : Op::RdmaWrite,
+                  .flags = static_cast<uint8_t>((pull ? kFlagBulk : 0) | (t.imm ? kFlagImm : 0) |
+                                                (ack ? kFlagAckReq : 0) | (stamping() ? kFlagStamp : 0)),
+                  .dst_vi = vi->peer_vi,
+                  .src_vi = static_cast<uint16_t>(vi->index),
+                  .seq = vi->fw.send_seq++,
+                  .length = payload,
+                  .imm = t.imm ? cs.ImmediateData : 0});
+    unsigned char *out = tx.payload;
+    if (rdma) {
+        const RdmaExt x{desc_cache_[0].Remote.Data.AddressBits, desc_cache_[0].Remote.Handle, read ? cs.Length : 0};
+        std::memcpy(out, &x, sizeof x);
+        out += sizeof x;
+    }
+    if constexpr (pull) {
+        write_pull_request(out, t);
+    } else if (data_len) {
+        // host DMA and link DMA in one: the segments are gathered straight into
+        // the reserved FIFO slot (ours until published), not staged in SRAM
+        // first - the same bytes moved once instead of twice.
+        for (uint32_t i = 0; i < t.nseg; ++i) {
+            std::memcpy(out, t.segs[i].Data.Address, t.segs[i].Length);
+            out += t.segs[i].Length;
+        }
+    }
+    stamp(tx.payload + payload);
+    if (rel) rel_record(vi, tx, false); // retransmitted until acked; a pull request is served once
+    wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
+    if (cfg_.profile.gap_ns) last_inject_ns_ = now_ns();
+
+    e.length = cs.Length;
+    e.status = t.ops;
+    if (pull || read || ack) {
+        e.awaiting = true;   // completes on the answer (Ack / read response)
+    } else if (rel) {
+        e.tack = true;       // reliable delivery over the transport: once the peer NIC has it
+        e.seq = seq;
+    } else {
+        e.ready = true;      // unreliable and reliable delivery: done once on the wire
+    }
+    return TxResult::Done;
+}
+
+[[gnu::always_inline]] inline TxResult Firmware::tx_staged(ViImpl *vi, TxEntry &e, const TxRequest &t) {
+    if (t.cs.Length > kMaxStagedTransfer) { // more than the FIFO's share can hold
+        e.status = t.ops | VIP_STATUS_LENGTH_ERROR;
+        e.ready = true;
+        return TxResult::Done;
+    }
+    return tx_packet<false>(vi, e, t);
+}
+
+TxResult Firmware::tx_pull(ViImpl *vi, TxEntry &e, const TxRequest &t) { return tx_packet<true>(vi, e, t); }
+
+// The protocols' table (protocol.hpp): what each does at the initiator.
+const Firmware::TxOp Firmware::kTxOps[kProtocols] = {
+    &Firmware::tx_staged,   // Protocol::Staged
+    &Firmware::tx_pull,     // Protocol::Pull
+    &Firmware::tx_onesided, // Protocol::OneSided
+};
+
 bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     VIP_DESCRIPTOR *d = e.desc;
     auto fail = [&](uint32_t st) {
@@ -36,89 +126,63 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     // Host DMA of the descriptor: it must lie in registered memory under our ptag.
     const Region *dr = protection_.covers(e.mh, vi->ptag_id, d, sizeof(VIP_CONTROL_SEGMENT));
     if (!dr) return fail(VIP_STATUS_PROTECTION_ERROR);
-    VIP_CONTROL_SEGMENT cs;
-    std::memcpy(&cs, &d->CS, sizeof cs);
-    const uint16_t op = cs.Control & VIP_CONTROL_OP_MASK;
-    const uint32_t ops = vipl::common::op_status(cs.Control);
+    TxRequest t;
+    std::memcpy(&t.cs, &d->CS, sizeof t.cs);
+    const VIP_CONTROL_SEGMENT &cs = t.cs;
+    t.op = cs.Control & VIP_CONTROL_OP_MASK;
+    t.imm = cs.Control & VIP_CONTROL_IMMEDIATE;
+    t.ops = vipl::common::op_status(cs.Control);
     // The providers' common descriptor rules, phase by phase on the SRAM copies.
     const vipl::common::DescriptorRules rules{kMaxSegments + 1, kMaxSegments + 1,
                                               std::min<uint64_t>(vi->attr.max_transfer, cfg_.max_transfer()),
                                               vi->attr.reliability != VIP_SERVICE_UNRELIABLE};
-    if (const uint32_t err = vipl::common::check_send_control(cs, rules)) return fail(ops | err);
-    const bool rdma = op != VIP_CONTROL_OP_SENDRECV;
+    if (const uint32_t err = vipl::common::check_send_control(cs, rules)) return fail(t.ops | err);
     const uint32_t first = vipl::common::first_data_segment(cs.Control);
-    if (!dr->contains(d, vipl::common::descriptor_bytes(cs.SegCount))) return fail(ops | VIP_STATUS_PROTECTION_ERROR);
+    if (!dr->contains(d, vipl::common::descriptor_bytes(cs.SegCount))) return fail(t.ops | VIP_STATUS_PROTECTION_ERROR);
     std::memcpy(desc_cache_, d->DS, sizeof(VIP_DESCRIPTOR_SEGMENT) * cs.SegCount);
-    const VIP_DATA_SEGMENT *segs = &desc_cache_[first].Local;
-    const uint32_t nseg = cs.SegCount - first;
+    t.segs = &desc_cache_[first].Local;
+    t.nseg = cs.SegCount - first;
     uint32_t total = 0;
-    if (!validate_segments(vi, &desc_cache_[first], nseg, &total)) return fail(ops | VIP_STATUS_PROTECTION_ERROR);
-    if (total != cs.Length) return fail(ops | VIP_STATUS_FORMAT_ERROR);
-    if (cs.Length > rules.max_transfer) return fail(ops | VIP_STATUS_LENGTH_ERROR);
-    const bool imm = cs.Control & VIP_CONTROL_IMMEDIATE;
+    if (!validate_segments(vi, &desc_cache_[first], t.nseg, &total)) return fail(t.ops | VIP_STATUS_PROTECTION_ERROR);
+    if (total != cs.Length) return fail(t.ops | VIP_STATUS_FORMAT_ERROR);
+    if (cs.Length > rules.max_transfer) return fail(t.ops | VIP_STATUS_LENGTH_ERROR);
 
     // Injection gap of the timing profile (g).
     if (cfg_.profile.gap_ns) {
         const uint64_t next = last_inject_ns_ + cfg_.profile.gap_ns;
         while (now_ns() < next) __builtin_ia32_pause();
     }
-    // Large transfers: only a request goes through the FIFO, the bytes move once (bulk.cpp).
-    if (bulk_eligible(vi, cs.Length, segs, nseg)) return tx_bulk(vi, e, cs, ops, segs, nseg);
-    if (cs.Length > kMaxStagedTransfer) return fail(ops | VIP_STATUS_LENGTH_ERROR);
-    const uint32_t data_len = op == VIP_CONTROL_OP_RDMAREAD ? 0 : cs.Length;
-    const uint32_t payload = (rdma ? sizeof(RdmaExt) : 0) + data_len;
-    // Reliable transport: the packet's copy must fit the retransmit window.
-    const bool rel = rel_on(vi);
-    if (rel && !rel_room(vi, payload + stamp_bytes(), false)) return false; // back-pressure
-    TxSlot tx;
-    if (!wire_reserve(wire_, vi->peer_nic, payload + stamp_bytes(), &tx)) return false; // back-pressure
-    if (__builtin_expect(cost_.on(), 0)) cost_tx(vi, e, data_len);
+    // The protocol (protocol.hpp), one row of kTxOps; a one-sided transfer the
+    // initiator cannot do is left to the target's firmware as a packet.  The
+    // staged row, every short message's, is called directly so that the
+    // compiler keeps the request in registers.
+    const Protocol p = choose_protocol(vi, t, true);
+    if (p == Protocol::Staged) return tx_staged(vi, e, t) == TxResult::Done;
+    TxResult r = (this->*kTxOps[size_t(p)])(vi, e, t);
+    if (r == TxResult::Declined) r = (this->*kTxOps[size_t(choose_protocol(vi, t, false))])(vi, e, t);
+    return r == TxResult::Done;
+}
 
-    const uint32_t seq = vi->fw.send_seq;
-    const bool ack = vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION && op != VIP_CONTROL_OP_RDMAREAD;
-    write_header(tx.hdr, static_cast<uint16_t>(rank_),
-                 {.op = op == VIP_CONTROL_OP_SENDRECV    ? Op::Send
-                        : op == VIP_CONTROL_OP_RDMAWRITE ? Op::RdmaWrite
-                                                         : Op::ReadReq,
-                  .flags = static_cast<uint8_t>((imm ? kFlagImm : 0) | (ack ? kFlagAckReq : 0) |
-                                                (stamping() ? kFlagStamp : 0)),
-                  .dst_vi = vi->peer_vi,
-                  .src_vi = static_cast<uint16_t>(vi->index),
-                  .seq = vi->fw.send_seq++,
-                  .length = payload,
-                  .imm = imm ? cs.ImmediateData : 0});
-    unsigned char *out = tx.payload;
-    if (rdma) {
-        RdmaExt x{desc_cache_[0].Remote.Data.AddressBits, desc_cache_[0].Remote.Handle,
-                  op == VIP_CONTROL_OP_RDMAREAD ? cs.Length : 0};
-        std::memcpy(out, &x, sizeof x);
-        out += sizeof x;
-    }
-    if (data_len) {
-        // host DMA and link DMA in one: the segments are gathered straight into
-        // the reserved FIFO slot (ours until published), not staged in SRAM
-        // first - the same bytes moved once instead of twice.
-        for (uint32_t i = 0; i < nseg; ++i) {
-            std::memcpy(out, segs[i].Data.Address, segs[i].Length);
-            out += segs[i].Length;
+// A pull request's body: the initiator's pid and segments, each named so the
+// target can reach it: by address (cross-memory attach), and by shared-memory
+// segment when it lies in one.
+void Firmware::write_pull_request(unsigned char *out, const TxRequest &t) const {
+    const BulkExt b{dma_.pid(), t.nseg, t.cs.Length, 0};
+    std::memcpy(out, &b, sizeof b);
+    out += sizeof b;
+    for (uint32_t i = 0; i < t.nseg; ++i) {
+        BulkSeg s{reinterpret_cast<uintptr_t>(t.segs[i].Data.Address), 0, t.segs[i].Length, 0, -1, 0};
+        if (s.len) {
+            const Region *r = protection_.lookup(t.segs[i].Handle); // checked by tx_one
+            if (r && r->shm.id) {
+                s.shm_id = r->shm.id;
+                s.shm_fd = r->shm.fd;
+                s.shm_off = s.addr - r->shm.base;
+            }
         }
+        std::memcpy(out, &s, sizeof s);
+        out += sizeof s;
     }
-    stamp(tx.payload + payload);
-    if (rel) rel_record(vi, tx, false);
-    wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
-    if (cfg_.profile.gap_ns) last_inject_ns_ = now_ns();
-
-    e.length = cs.Length;
-    e.status = ops;
-    if (op == VIP_CONTROL_OP_RDMAREAD || ack) {
-        e.awaiting = true;   // completes on the read response / the Ack
-    } else if (rel) {
-        e.tack = true;       // reliable delivery over the transport: once the peer NIC has it
-        e.seq = seq;
-    } else {
-        e.ready = true;      // unreliable and reliable delivery: done once on the wire
-    }
-    return true;
 }
 
 bool Firmware::send_ctl(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm,

@@ -110,11 +110,21 @@ struct alignas(64) RingCtl {
     std::atomic<uint64_t> tail;      // next free slot (producers)
     char pad0[56];
     std::atomic<uint64_t> head;      // next slot to consume (consumer)
-    char pad1[56];
+    // The owning NIC's one-sided transfers (onesided.cpp): odd while its DMA
+    // engine is inside a peer's registered memory; a peer that deregisters
+    // waits until an odd value it saw has changed.  Written only by the owner,
+    // as head is, so it shares head's line.
+    std::atomic<uint32_t> dma_busy;
+    char pad1[52];
     std::atomic<uint32_t> sleeping;  // consumer is (about to be) blocked on this word
     std::atomic<uint32_t> doorbell;  // futex word bumped by producers that wake it
     std::atomic<uint32_t> pid;       // the owning NIC's process (peer_watch.hpp), 0 until it opens
-    char pad2[52];
+    uint32_t pad_pid;
+    // The owner's published protection table (published.hpp): the table's
+    // serial number in its process (high half) and its memfd there plus 1
+    // (low half); 0: none published.  A peer remaps when the word changes.
+    std::atomic<uint64_t> table;
+    char pad2[40];
 };
 static_assert(sizeof(RingCtl) == 192);
 

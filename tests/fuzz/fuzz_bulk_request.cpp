@@ -1,6 +1,6 @@
 // fuzz_bulk_request - nicfw's single-copy bulk path: the target NIC parsing a
 // bulk request's segment list (nicfw/src/packet_check.hpp:
-// parse_bulk_request, called by bulk.cpp for Send|Bulk, RdmaWrite|Bulk and
+// parse_bulk_request, called by rx.cpp for Send|Bulk, RdmaWrite|Bulk and
 // ReadReq|Bulk), then moving the bytes through the copy engine
 // (nicfw/src/dma.cpp: DmaEngine::move) as it does for its own process.
 //

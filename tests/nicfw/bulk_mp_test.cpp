@@ -8,7 +8,8 @@
 //     plain memory (cross-memory attach) and from VipxAllocMem memory (mapped
 //     shared memory), at every reliability level;
 //   * every protection check of the NIC that owns the target memory, over the
-//     bulk path: bad memory handle, out of bounds, wrong ptag, RDMA disabled on
+//     one-sided path (the initiator's NIC reading the target's published table)
+//     and then the bulk or staged path the refusal falls back to: bad memory handle, out of bounds, wrong ptag, RDMA disabled on
 //     the region, RDMA disabled on the VI (RDMA write and read), and the receive
 //     descriptor's checks for a bulk send.
 //
@@ -18,6 +19,7 @@
 #include <memory>
 
 #include "mp_fixture.hpp"
+#include "nicfw_buf.hpp"
 
 using namespace vt;
 
@@ -31,36 +33,6 @@ uint32_t env_bytes(const char *var, uint32_t dflt) {
 // memory (CMake sets both; VIPL_NICFW_DMA_MIN_SHM is the lower one).
 uint32_t dma_min() { return env_bytes("VIPL_NICFW_DMA_MIN", 16384u); }
 uint32_t dma_min_shm() { return std::min(dma_min(), env_bytes("VIPL_NICFW_DMA_MIN_SHM", 16384u)); }
-
-// Registered memory from VipxAllocMem (shared memory on nicfw) or the heap.
-class Buf {
-public:
-    Buf(size_t len, VIP_PROTECTION_HANDLE tag, bool shm, bool w = false, bool r = false) : shm_(shm) {
-        if (!shm) {
-            heap_ = std::make_unique<Mem>(len, tag, w, r);
-            rc = heap_->rc;
-            return;
-        }
-        if ((rc = VipxAllocMem(nic(), len, &p_)) != VIP_SUCCESS) return;
-        VIP_MEM_ATTRIBUTES a{tag, w ? VIP_TRUE : VIP_FALSE, r ? VIP_TRUE : VIP_FALSE};
-        rc = VipRegisterMem(nic(), p_, len, &a, &mh_);
-    }
-    ~Buf() {
-        if (shm_ && p_) {
-            if (mh_) VipDeregisterMem(nic(), p_, mh_);
-            EXPECT_EQ(VipxFreeMem(nic(), p_), VIP_SUCCESS);
-        }
-    }
-    uint8_t *p() const { return heap_ ? heap_->p() : static_cast<uint8_t *>(p_); }
-    VIP_MEM_HANDLE mh() const { return heap_ ? heap_->mh() : mh_; }
-    VIP_RETURN rc = VIP_ERROR_RESOURCE;
-
-private:
-    bool shm_;
-    std::unique_ptr<Mem> heap_;
-    void *p_ = nullptr;
-    VIP_MEM_HANDLE mh_ = 0;
-};
 
 struct Shape {
     size_t size, off, nseg;
@@ -211,6 +183,7 @@ struct ProtCase {
     VIP_UINT16 op; // VIP_CONTROL_OP_RDMAWRITE or VIP_CONTROL_OP_RDMAREAD
     Check check;
     bool shm;
+    bool small = false; // 64 bytes instead of a bulk size (both try the one-sided path first)
 };
 const char *check_name(Check c) {
     switch (c) {
@@ -224,6 +197,9 @@ const char *check_name(Check c) {
 }
 
 // Reliable reception: the initiator's descriptor reports the target's verdict.
+// The initiator's NIC checks the target's published table first (one-sided
+// RDMA, onesided.cpp) and must refuse exactly as the target's firmware does:
+// a wrongly accepted transfer would write (or read) the protected memory.
 class BulkProtection : public ::testing::TestWithParam<ProtCase> {
 protected:
     void SetUp() override {
@@ -240,7 +216,7 @@ protected:
 TEST_P(BulkProtection, TargetRefusesOverTheBulkPath) {
     const ProtCase c = GetParam();
     const bool write = c.op == VIP_CONTROL_OP_RDMAWRITE;
-    const size_t len = std::max<size_t>(dma_min(), 32768); // on the bulk path
+    const size_t len = c.small ? 64 : std::max<size_t>(dma_min(), 32768); // staged or on the bulk path
     Link link;
     // The target's VI enables RDMA unless that is the check under test.
     const bool vi_rdma = !(is_server() && c.check == Check::ViDisabled);
@@ -289,12 +265,13 @@ std::vector<ProtCase> prot_cases() {
     for (VIP_UINT16 op : {VIP_CONTROL_OP_RDMAWRITE, VIP_CONTROL_OP_RDMAREAD})
         for (Check c : {Check::BadHandle, Check::OutOfBounds, Check::WrongPtag, Check::RegionDisabled,
                         Check::ViDisabled})
-            for (bool shm : {false, true}) v.push_back({op, c, shm});
+            for (bool shm : {false, true})
+                for (bool small : {false, true}) v.push_back({op, c, shm, small});
     return v;
 }
 INSTANTIATE_TEST_SUITE_P(Checks, BulkProtection, ::testing::ValuesIn(prot_cases()), [](const auto &i) {
     return std::string(i.param.op == VIP_CONTROL_OP_RDMAWRITE ? "Write" : "Read") + check_name(i.param.check) +
-           (i.param.shm ? "Shm" : "Heap");
+           (i.param.shm ? "Shm" : "Heap") + (i.param.small ? "64B" : "");
 });
 
 // A bulk send checks the receive descriptor as a staged one does: a segment
