@@ -20,7 +20,10 @@ constexpr uint32_t kMaxSegments = 252;     // data segments of an RDMA descripto
 // -> host): what the SRAM staging buffers and a quarter FIFO can hold.
 constexpr uint32_t kMaxStagedTransfer = 64 * 1024;
 // Largest transfer with the single-copy bulk path on (dma.hpp): MaxTransferSize.
-constexpr uint32_t kMaxTransfer = 16u << 20;
+// Nothing is sized by it (the bytes move between the hosts' own buffers), so it
+// is as large as an MPI message over libfabric may be (NetPIPE sweeps past
+// 16 MiB; Open MPI's mtl:ofi refuses anything above the provider's maximum).
+constexpr uint32_t kMaxTransfer = 1u << 30;
 // Default VIPL_NICFW_DMA_MIN: from this many bytes on, RDMA and reliable sends
 // take the single-copy path (measured crossover, docs/nicfw.md "Data path").
 constexpr uint32_t kDefaultDmaMin = 64 * 1024;

@@ -44,7 +44,7 @@ bool expect_accepted(const unsigned char *p, size_t n, bool rdma) {
     uint32_t f[4];
     std::memcpy(f, p + head - 16, sizeof f); // pid, nseg, length, pad
     if (f[1] > 253 || n != head + 32ull * f[1]) return false;
-    if (f[0] == 0 || f[3] != 0 || f[2] > (16u << 20)) return false;
+    if (f[0] == 0 || f[3] != 0 || f[2] > (1u << 30)) return false;
     unsigned __int128 sum = 0;
     for (uint32_t i = 0; i < f[1]; ++i) {
         const unsigned char *s = p + head + 32ull * i;
