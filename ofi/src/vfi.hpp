@@ -119,6 +119,7 @@ struct Waitable {
     bool fd_signalled = false;
     void signal_if(bool pending);
     void close_fd();
+    int control(int cmd, void *arg); // fi_control's FI_GETWAIT / FI_GETWAITOBJ for a CQ or EQ
 };
 
 struct EqEntry {

@@ -73,21 +73,7 @@ static int cq_close(struct fid *fid) {
 static int cq_control(struct fid *fid, int cmd, void *arg) {
     Cq *c = reinterpret_cast<Cq *>(fid);
     Guard g(big_lock());
-    switch (cmd) {
-    case FI_GETWAIT:
-        if (c->wait.fd < 0 || !arg)
-            return -FI_ENODATA;
-        start_wait_thread();
-        *static_cast<int *>(arg) = c->wait.fd;
-        return 0;
-    case FI_GETWAITOBJ:
-        if (!arg)
-            return -FI_EINVAL;
-        *static_cast<fi_wait_obj *>(arg) = c->wait.wait_obj;
-        return 0;
-    default:
-        return -FI_ENOSYS;
-    }
+    return c->wait.control(cmd, arg);
 }
 
 static void fill(const Cq *c, const CqEntry &e, void *out, size_t i) {

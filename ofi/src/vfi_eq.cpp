@@ -47,21 +47,7 @@ static int eq_close(struct fid *fid) {
 static int eq_control(struct fid *fid, int cmd, void *arg) {
     Eq *e = reinterpret_cast<Eq *>(fid);
     Guard g(big_lock());
-    switch (cmd) {
-    case FI_GETWAIT:
-        if (e->wait.fd < 0 || !arg)
-            return -FI_ENODATA;
-        start_wait_thread();
-        *static_cast<int *>(arg) = e->wait.fd;
-        return 0;
-    case FI_GETWAITOBJ:
-        if (!arg)
-            return -FI_EINVAL;
-        *static_cast<fi_wait_obj *>(arg) = e->wait.wait_obj;
-        return 0;
-    default:
-        return -FI_ENOSYS;
-    }
+    return e->wait.control(cmd, arg);
 }
 
 static ssize_t eq_read(struct fid_eq *eqf, uint32_t *event, void *buf, size_t len, uint64_t flags) {

@@ -179,6 +179,24 @@ void Waitable::signal_if(bool pending) {
     fd_signalled = pending;
 }
 
+int Waitable::control(int cmd, void *arg) {
+    switch (cmd) {
+    case FI_GETWAIT:
+        if (fd < 0 || !arg)
+            return -FI_ENODATA;
+        start_wait_thread();
+        *static_cast<int *>(arg) = fd;
+        return 0;
+    case FI_GETWAITOBJ:
+        if (!arg)
+            return -FI_EINVAL;
+        *static_cast<fi_wait_obj *>(arg) = wait_obj;
+        return 0;
+    default:
+        return -FI_ENOSYS;
+    }
+}
+
 void Waitable::close_fd() {
     if (fd >= 0)
         close(fd);
