@@ -194,7 +194,7 @@ TEST_F(ConfigEnv, DmaMin) {
     EXPECT_EQ(off.max_transfer(), nicfw::kMaxStagedTransfer);
     EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN", "big"));
     EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN", "12Q"));
-    EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN", "17M"));
+    EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN", "1025M"));
     EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN", "-5"));
 }
 
@@ -213,5 +213,5 @@ TEST_F(ConfigEnv, DmaMinShm) {
     EXPECT_EQ(with("VIPL_NICFW_DMA_MIN_SHM", "4K").shm_crossover(), 0u); // the bulk path is off
     unsetenv("VIPL_NICFW_DMA_MIN");
     EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN_SHM", "big"));
-    EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN_SHM", "17M"));
+    EXPECT_TRUE(refused("VIPL_NICFW_DMA_MIN_SHM", "1025M"));
 }
