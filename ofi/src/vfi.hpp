@@ -273,7 +273,7 @@ extern struct fi_ops_mr mr_ops;
 // Progress (caller holds the lock).
 void progress_cq(Cq *cq);   // moves VI completions of this CQ into it
 void ep_flush_pending(Ep *e); // posts the queued operations the peer's credits now allow
-void flush_pending_on(Cq *cq); // ep_flush_pending for the endpoints sending on cq
+void flush_pending_on(Cq *cq); // ep_flush_pending for every endpoint with a queue
 void ep_drop_pending(Ep *e);  // at close: the queued operations are dropped
 std::vector<Ep *> &eps();
 void progress_cm();         // listeners, connecting and connected endpoints
