@@ -25,14 +25,18 @@ static VIP_ULONG connect_timeout_ms() {
     return v > 0 ? VIP_ULONG(v) : 30000;
 }
 
-static void push_cm(Eq *eq, uint32_t event, fid_t fid, fi_info *info, const uint8_t *data, size_t len) {
+// One EQ entry: an event (error false) or an error entry (fi_eq_readerr) with err.
+static void push_entry(Eq *eq, bool error, uint32_t event, int err, fid_t fid, fi_info *info,
+                       const uint8_t *data, size_t len) {
     if (!eq) {
         if (info)
             fi_freeinfo(info);
         return;
     }
     EqEntry x;
+    x.error = error;
     x.event = event;
+    x.err = err;
     x.fid = fid;
     x.context = fid ? fid->context : nullptr;
     x.info = info;
@@ -40,16 +44,12 @@ static void push_cm(Eq *eq, uint32_t event, fid_t fid, fi_info *info, const uint
     eq->push(std::move(x));
 }
 
+static void push_cm(Eq *eq, uint32_t event, fid_t fid, fi_info *info, const uint8_t *data, size_t len) {
+    push_entry(eq, false, event, 0, fid, info, data, len);
+}
+
 static void push_err(Eq *eq, fid_t fid, int err, const uint8_t *data, size_t len) {
-    if (!eq)
-        return;
-    EqEntry x;
-    x.error = true;
-    x.fid = fid;
-    x.context = fid ? fid->context : nullptr;
-    x.err = err;
-    x.data.assign(data, data + len);
-    eq->push(std::move(x));
+    push_entry(eq, true, 0, err, fid, nullptr, data, len);
 }
 
 // ---- progress ---------------------------------------------------------------------
