@@ -83,12 +83,20 @@ static void returned(int status, op_t opcode, void *token) {
         CHECK(0, "unexpected returned message: status %d opcode %d", status, opcode);
 }
 
-/* Handler callbacks: every user handler is bracketed by pre and post. */
+/* Handler callbacks: every user handler is bracketed by pre and post.  Request
+   handlers never nest; a reply handler may run inside a request handler whose
+   reply waits for a send slot (docs/am.md, the deadlock rule), so the brackets
+   nest at most one deep, a reply inside a request. */
 static volatile int pre_calls, post_calls, pre_pings;
+static int open_is_req[2];
 static void pre_cb(ammpi_category_t cat, int isReq, int handlerId, void *token, void *buf, size_t nbytes, int numargs,
                    uint32_t *args) {
     (void)buf;
-    CHECK(token != NULL && pre_calls == post_calls, "pre callback nesting");
+    const int depth = pre_calls - post_calls;
+    CHECK(token != NULL && (depth == 0 || (depth == 1 && open_is_req[0] && !isReq)),
+          "pre callback nesting: depth %d, outer %s, inner %s", depth, depth ? (open_is_req[0] ? "request" : "reply") : "-",
+          isReq ? "request" : "reply");
+    if (depth >= 0 && depth < 2) open_is_req[depth] = isReq;
     if (handlerId == H_PING) {
         CHECK(cat == ammpi_Short && isReq && numargs == 2 && nbytes == 0 && (int)args[0] >= 0 && (int)args[0] < n,
               "pre callback of a ping: cat %d isReq %d numargs %d", (int)cat, isReq, numargs);
@@ -98,7 +106,8 @@ static void pre_cb(ammpi_category_t cat, int isReq, int handlerId, void *token, 
 }
 static void post_cb(ammpi_category_t cat, int isReq) {
     (void)cat;
-    (void)isReq;
+    const int depth = pre_calls - post_calls;
+    CHECK(depth >= 1 && depth <= 2 && open_is_req[depth - 1] == isReq, "post callback without its pre (depth %d)", depth);
     post_calls++;
 }
 
