@@ -20,7 +20,7 @@
 #include <fstream>
 #include <string>
 
-#include "nicfw_vipl_util.hpp"
+#include "nicfw_pair.hpp"
 #include "vipl_boot.h"
 
 using namespace nt;
@@ -28,10 +28,8 @@ using namespace nt;
 namespace {
 constexpr size_t kLen = 8u << 20;
 
-int fail(const char *what, VIP_RETURN rc = VIP_SUCCESS) {
-    std::fprintf(stderr, "nicfw_bulk_death_tests rank %d: %s (%s)\n", vipl_boot_rank(), what, rc_name(rc));
-    return 1;
-}
+constexpr const char *kProg = "nicfw_bulk_death_tests";
+int fail(const char *what, VIP_RETURN rc = VIP_SUCCESS) { return pair_fail(kProg, what, rc); }
 
 // Gone, or a zombie waiting for vipl-run to reap it.
 bool dead(pid_t pid) {
@@ -51,15 +49,10 @@ struct Info {
 
 int main(int argc, char **argv) {
     const bool shm = argc > 1 && std::strcmp(argv[1], "shm") == 0;
-    if (vipl_boot_init() != VIPL_BOOT_OK || vipl_boot_size() != 2) {
-        std::fprintf(stderr, "nicfw_bulk_death_tests: run under vipl-run -n 2\n");
-        return 2;
-    }
-    const int rank = vipl_boot_rank();
     VIP_NIC_HANDLE nic;
     VIP_PROTECTION_HANDLE tag;
-    if (VIP_RETURN rc = VipOpenNic("nicfw0", &nic); rc != VIP_SUCCESS) return fail("VipOpenNic", rc);
-    if (VIP_RETURN rc = VipCreatePtag(nic, &tag); rc != VIP_SUCCESS) return fail("VipCreatePtag", rc);
+    if (int rc = pair_start(kProg, &nic, &tag)) return rc;
+    const int rank = vipl_boot_rank();
     Buffers ctl(nic, tag, 4, 64);
     void *data = nullptr;
     if (shm) {

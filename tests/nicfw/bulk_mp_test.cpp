@@ -25,14 +25,9 @@ using namespace vt;
 
 namespace {
 
-uint32_t env_bytes(const char *var, uint32_t dflt) {
-    const char *v = std::getenv(var);
-    return v && *v ? uint32_t(std::strtoul(v, nullptr, 10)) : dflt;
-}
-// The crossover for memory reached by cross-memory attach, and for VipxAllocMem
-// memory (CMake sets both; VIPL_NICFW_DMA_MIN_SHM is the lower one).
-uint32_t dma_min() { return env_bytes("VIPL_NICFW_DMA_MIN", 16384u); }
-uint32_t dma_min_shm() { return std::min(dma_min(), env_bytes("VIPL_NICFW_DMA_MIN_SHM", 16384u)); }
+// The crossovers when CMake does not set them.
+uint32_t dma_min() { return vt::dma_min(16384u); }
+uint32_t dma_min_shm() { return vt::dma_min_shm(16384u, 16384u); }
 
 struct Shape {
     size_t size, off, nseg;

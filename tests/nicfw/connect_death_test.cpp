@@ -14,36 +14,21 @@
 #include <chrono>
 #include <cstdio>
 
-#include "nicfw_vipl_util.hpp"
+#include "nicfw_pair.hpp"
 #include "vipl_boot.h"
 
 using namespace nt;
 
 namespace {
-int fail(const char *what, VIP_RETURN rc = VIP_SUCCESS) {
-    std::fprintf(stderr, "nicfw_connect_death_tests rank %d: %s (%s)\n", vipl_boot_rank(), what, rc_name(rc));
-    return 1;
-}
-
-VIP_VI_STATE state(VIP_VI_HANDLE vi) {
-    VIP_VI_STATE st = VIP_STATE_ERROR;
-    VIP_VI_ATTRIBUTES a;
-    VIP_BOOLEAN sq, rq;
-    VipQueryVi(vi, &st, &a, &sq, &rq);
-    return st;
-}
+constexpr const char *kProg = "nicfw_connect_death_tests";
+int fail(const char *what, VIP_RETURN rc = VIP_SUCCESS) { return pair_fail(kProg, what, rc); }
 } // namespace
 
 int main() {
-    if (vipl_boot_init() != VIPL_BOOT_OK || vipl_boot_size() != 2) {
-        std::fprintf(stderr, "nicfw_connect_death_tests: run under vipl-run -n 2\n");
-        return 2;
-    }
-    const int rank = vipl_boot_rank();
     VIP_NIC_HANDLE nic;
     VIP_PROTECTION_HANDLE tag;
-    if (VIP_RETURN rc = VipOpenNic("nicfw0", &nic); rc != VIP_SUCCESS) return fail("VipOpenNic", rc);
-    if (VIP_RETURN rc = VipCreatePtag(nic, &tag); rc != VIP_SUCCESS) return fail("VipCreatePtag", rc);
+    if (int rc = pair_start(kProg, &nic, &tag)) return rc;
+    const int rank = vipl_boot_rank();
     vipl_boot_barrier();
     if (rank == 1) {
         std::fflush(nullptr);
@@ -66,7 +51,7 @@ int main() {
         usleep(1000);
     }
     if (rc != VIP_NO_MATCH) return fail("VipxConnectRequestDone to a dead process", rc);
-    if (state(vi) != VIP_STATE_IDLE) return fail("the VI is not idle after the request failed");
+    if (vi_state(vi) != VIP_STATE_IDLE) return fail("the VI is not idle after the request failed");
     VIP_VI_ATTRIBUTES ra;
     if (rc = VipConnectRequest(vi, as_addr(local), as_addr(remote), VIP_INFINITE, &ra); rc != VIP_NO_MATCH)
         return fail("VipConnectRequest(VIP_INFINITE) to a dead process", rc);

@@ -3,11 +3,27 @@
 // by cross-memory attach).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <memory>
 
 #include "vipl_test_util.hpp"
 
 namespace vt {
+
+// A byte count from the environment (CMake sets the firmware's crossovers for
+// each test run), or dflt when unset.
+inline uint32_t env_bytes(const char *var, uint32_t dflt) {
+    const char *v = std::getenv(var);
+    return v && *v ? uint32_t(std::strtoul(v, nullptr, 10)) : dflt;
+}
+// The DMA crossover for memory reached by cross-memory attach, and for
+// VipxAllocMem memory (VIPL_NICFW_DMA_MIN_SHM, never above the first).
+inline uint32_t dma_min(uint32_t dflt) { return env_bytes("VIPL_NICFW_DMA_MIN", dflt); }
+inline uint32_t dma_min_shm(uint32_t dflt, uint32_t dflt_shm) {
+    return std::min(dma_min(dflt), env_bytes("VIPL_NICFW_DMA_MIN_SHM", dflt_shm));
+}
 
 // Registered memory from VipxAllocMem (shared memory on nicfw) or the heap.
 class Buf {

@@ -87,7 +87,7 @@ std::vector<uint8_t> net_addr(VIP_NIC_HANDLE nic, int rank, const std::string &d
 }
 
 VIP_VI_STATE vi_state(VIP_VI_HANDLE vi) {
-    VIP_VI_STATE st = VIP_STATE_IDLE;
+    VIP_VI_STATE st = VIP_STATE_ERROR; // what a failed query reports
     VIP_VI_ATTRIBUTES a;
     VIP_BOOLEAN sq, rq;
     VipQueryVi(vi, &st, &a, &sq, &rq);

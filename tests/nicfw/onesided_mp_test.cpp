@@ -32,12 +32,9 @@ using namespace vt;
 
 namespace {
 
-uint32_t env_bytes(const char *var, uint32_t dflt) {
-    const char *v = std::getenv(var);
-    return v && *v ? uint32_t(std::strtoul(v, nullptr, 10)) : dflt;
-}
-uint32_t dma_min() { return env_bytes("VIPL_NICFW_DMA_MIN", 65536u); }
-uint32_t dma_min_shm() { return std::min(dma_min(), env_bytes("VIPL_NICFW_DMA_MIN_SHM", 1024u)); }
+// The crossovers when CMake does not set them.
+uint32_t dma_min() { return vt::dma_min(65536u); }
+uint32_t dma_min_shm() { return vt::dma_min_shm(65536u, 1024u); }
 bool env_is(const char *var, const char *v) {
     const char *e = std::getenv(var);
     return e && std::strcmp(e, v) == 0;
