@@ -198,7 +198,8 @@ std::vector<Plot> write_plot_sources(const Report &r, const fs::path &dir) {
         std::string data = "# column BaseVI Event FlowControl Semantics Other\n";
         int rows = 0;
         for (const auto &bd : r.breakdown) {
-            if (!bd.status.measured()) continue;
+            // Tables 3 and 4 only (the mpi breakdown has its own parts, not the paper's categories).
+            if (!bd.status.measured() || (bd.name != "am-request-reply" && bd.name != "splitc-get")) continue;
             std::map<std::string, double> pct;
             double known = 0;
             for (const auto &c : bd.categories) pct[c.category] = c.percent;
