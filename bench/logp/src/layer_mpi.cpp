@@ -1,6 +1,7 @@
 // layer_mpi.cpp - see layer_mpi.hpp.
 #include "layer_mpi.hpp"
 
+#include "measure.hpp"
 #include "peer_shm.hpp"
 #include "subprocess.hpp"
 
@@ -187,7 +188,7 @@ LogPRow mpi_logp_row(const MpiRun &run, double vi_rtt_half_us) {
         row.L_us = row.L_raw_us;
     } else {
         row.L_state = "inconsistent";
-        row.warnings.push_back(fmt::format("mpi: o_s + o_r exceed RTT/2 by {:.3f} us (o_r is the whole receive, the "
+        row.warnings.push_back(fmt::format("o_s + o_r exceed RTT/2 by {:.3f} us (o_r is the whole receive, the "
                                            "message's cache lines included); L not reported",
                                            -row.L_raw_us));
     }
@@ -200,6 +201,7 @@ BandwidthCurve mpi_bandwidth_curve(const MpiRun &run) {
     c.method = "MPI_Isend stream, windows of 64 (<= 1 KB) or 16, over " + mpi_transport_name(MpiTransport::viastack);
     c.status = run.status;
     c.points = run.bandwidth;
+    if (run.status.measured()) fit_curve(c);  // FM's t0 / r_inf / n_1/2, as for every curve
     return c;
 }
 
