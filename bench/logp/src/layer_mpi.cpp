@@ -237,7 +237,13 @@ Breakdown mpi_breakdown(const MpiRun &run) {
     }
     for (const auto &it : bd.inner)
         if (it.category == "Firmware") bd.firmware_ns += it.ns;
-    bd.status = {"measured", fmt::format("o_s side {:.0f} ns, o_r side {:.0f} ns per message (instrumentation on)", send_ns, recv_ns)};
+    std::string chunks;
+    if (j.value("chunks", 0) > 1)
+        chunks = fmt::format("; the chunk with the median total of {} chunks of {} messages, totals {:.0f}-{:.0f} ns",
+                             j.value("chunks", 0), bd.operations, j.value("chunk_total_min_ns", 0.0),
+                             j.value("chunk_total_max_ns", 0.0));
+    bd.status = {"measured", fmt::format("o_s side {:.0f} ns, o_r side {:.0f} ns per message, instrumentation on{}",
+                                         send_ns, recv_ns, chunks)};
     return bd;
 }
 
