@@ -13,7 +13,7 @@
 #include "breakdown.hpp"
 #include "job.hpp"
 #include "layer_synthetic.hpp"
-#include "layer_mpi.hpp"
+#include "mpi_phase.hpp"
 #include "layering_study.hpp"
 #include "layers.hpp"
 #include "line_probe.hpp"
@@ -243,10 +243,6 @@ void run_peers_round(const Job &job, int round, const std::vector<OurFigure> &fi
     }
 }
 
-void run_mpi_round(const Job &job, const Options &o, const MeasureConfig &cfg, int round, LineProbe &line,
-                   std::vector<std::vector<PeerResult>> &peer_results, Interleaved &x, Progress &progress,
-                   const std::string &label);
-
 // Rounds of (ours, every peer), each half preceded by the raw cache-line
 // ping-pong on the same two CPUs, which tells the placement the round saw.
 void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, const LayerOptions &lopt, Report &r,
@@ -288,7 +284,7 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
             job.barrier();
             run_peers_round(job, round, figures, line_ours, line, peers, x, progress, label);
         }
-        if (mpi) run_mpi_round(job, o, cfg, round, line, mpi_peers, x, progress, label);
+        if (mpi) run_mpi_round(job, mpi_plan(cfg, o.quick, true), round, line, mpi_peers, x, progress, label);
     }
     // The peer's message rate by window, once, beside our sweeps (rank 1 waits).
     if (job.is_root() && !verbs_provider(o) && !ours.empty()) {
@@ -315,75 +311,9 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
                                          x.rounds_fast == classed ? "below" : "at or above", x.line_threshold_ns));
 }
 
-// ---- the mpi layer (layer_mpi.hpp): logp_mpi under mpirun, started by rank 0 --
 bool mpi_asked(const Options &o) {
     const std::vector<std::string> wanted = split_list(o.layers);
     return std::find(wanted.begin(), wanted.end(), "mpi") != wanted.end();
-}
-
-// A full series like the other layers'; a round of the comparison is about a
-// tenth of it (as measure_round's).
-MpiPlan mpi_plan(const MeasureConfig &cfg, bool quick, bool round) {
-    MpiPlan p;
-    p.iterations = round ? std::max(100, cfg.iterations / 10) : std::max(100, cfg.iterations);
-    p.bulk_mb = quick || round ? 8 : 64;
-    p.round = round;
-    return p;
-}
-
-// Rank 0 runs logp_mpi over viastack while rank 1 waits; true on both ranks
-// when the layer was measured (the comparison then runs it in every round).
-bool run_mpi_layer(const Job &job, const Options &o, const MeasureConfig &cfg, Report &r, Progress &progress) {
-    LogPRow row;
-    row.layer = "mpi";
-#ifndef LOGP_HAVE_MPI
-    row.status = {"not built", "Open MPI (libopenmpi-dev) was not found when this build was configured"};
-#else
-    if (!mpi_asked(o)) {
-        row.status = {"skipped", "not in --layers"};
-    } else if (job.is_root()) {
-        progress.note("mpi: logp_mpi over " + mpi_transport_name(MpiTransport::viastack));
-        const MpiRun run = run_logp_mpi(MpiTransport::viastack, mpi_plan(cfg, o.quick, false));
-        row = mpi_logp_row(run, r.vi_baseline.rtt_half_16_us);
-        if (run.status.measured()) {
-            r.bandwidth.push_back(mpi_bandwidth_curve(run));
-            r.breakdown.push_back(mpi_breakdown(run));
-        } else {
-            progress.clear();
-            viastack::log::warn(viastack::log::Layer::logp, "mpi: {}", run.status.note);
-        }
-    }
-    if (mpi_asked(o)) job.barrier();
-#endif
-    r.layers.push_back({"mpi", row.status});
-    r.logp.push_back(row);
-    return job.bcast_double(row.status.measured() ? 1 : 0, 0) != 0;
-}
-
-// One round of the mpi layer and its two peers, each after the raw line
-// (rank 0 runs them, rank 1 waits): logp_mpi over viastack, then over vader
-// and tcp;ofi_rxm, set against the viastack run of the same round.
-void run_mpi_round(const Job &job, const Options &o, const MeasureConfig &cfg, int round, LineProbe &line,
-                   std::vector<std::vector<PeerResult>> &peer_results, Interleaved &x, Progress &progress,
-                   const std::string &label) {
-    const MpiPlan plan = mpi_plan(cfg, o.quick, true);
-    const double line_ours = line.measure();
-    std::vector<OurFigure> ours;
-    if (job.is_root()) ours = mpi_figures(run_logp_mpi(MpiTransport::viastack, plan));
-    if (job.is_root()) progress.step(label + "mpi");
-    job.barrier();
-    const MpiTransport peers[] = {MpiTransport::vader, MpiTransport::tcp};
-    for (std::size_t i = 0; i < 2; ++i) {
-        const double line_peer = line.measure();
-        if (job.is_root()) {
-            const MpiRun run = run_logp_mpi(peers[i], plan);
-            const PeerResult p = mpi_peer_result(peers[i], run);
-            if (p.status.measured()) add_round(x, round, ours, p.tool, p.metrics, line_ours, line_peer);
-            peer_results[i].push_back(p);
-            progress.step(label + p.tool);
-        }
-        job.barrier();
-    }
 }
 
 // ---- the synthetic LogP machine (one process, no job) -----------------------
@@ -565,7 +495,7 @@ int run_job(const Options &o) {
         r.logp.push_back(row);
         if (f.id == "vi" && !row.status.measured()) r.vi_baseline.status = row.status;
     }
-    mpi_measured = run_mpi_layer(job, o, cfg, r, progress);
+    mpi_measured = run_mpi_layer(job, mpi_asked(o), mpi_plan(cfg, o.quick, false), r, progress);
     compare();
     if (root) {
         progress.clear();
