@@ -136,7 +136,7 @@ TEST(Tables, EveryTableInTheReportOrder) {
     ReportDocument d = build_document(finalized(full_report()));
     std::vector<std::string> ids;
     for (const auto &t : d.tables) ids.push_back(t.id);
-    EXPECT_EQ(ids, (std::vector<std::string>{"table1", "table2", "figure2", "figure5", "fm", "rate", "layering", "table3", "table4", "table5",
+    EXPECT_EQ(ids, (std::vector<std::string>{"table1", "table2", "figure2", "figure5", "fm", "rate", "layering", "table3", "table4", "mpi_breakdown", "table5",
                                                "peers", "interleaved"}));
     EXPECT_EQ(d.warnings, full_report().warnings);
 }
@@ -301,7 +301,7 @@ TEST(Tables, JsonFileAddsTheTablesToTheSchema) {
     EXPECT_FALSE(data.contains("tables"));
     for (auto it = data.begin(); it != data.end(); ++it) EXPECT_EQ(j[it.key()], it.value()) << it.key();
     EXPECT_EQ(j["tables"], render_json(build_document(r).tables));
-    ASSERT_EQ(j["tables"].size(), 12u);
+    ASSERT_EQ(j["tables"].size(), 13u);
     for (const char *k : {"id", "title", "caption", "status", "columns", "rows", "notes", "plot"})
         EXPECT_TRUE(j["tables"][1].contains(k)) << k;
     // A file re-read gives the same tables again.

@@ -13,6 +13,7 @@
 #include "breakdown.hpp"
 #include "job.hpp"
 #include "layer_synthetic.hpp"
+#include "mpi_phase.hpp"
 #include "layering_study.hpp"
 #include "layers.hpp"
 #include "line_probe.hpp"
@@ -51,7 +52,7 @@ struct Options {
     bool quick = false;
     std::string out_dir = "logp-report";
     std::string json_path;
-    std::string layers = "vi,am-v3,am-v1,fm,bip,splitc";
+    std::string layers = "vi,am-v3,am-v1,fm,bip,splitc,mpi";
     std::string synthetic;
     std::string profile;   // --profile: VIPL_NICFW_PROFILE for the job
     int iterations = 0, warmup = 0;
@@ -245,7 +246,7 @@ void run_peers_round(const Job &job, int round, const std::vector<OurFigure> &fi
 // Rounds of (ours, every peer), each half preceded by the raw cache-line
 // ping-pong on the same two CPUs, which tells the placement the round saw.
 void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, const LayerOptions &lopt, Report &r,
-                    Progress &progress) {
+                    Progress &progress, bool mpi) {
     Interleaved &x = r.interleaved;
     if (o.no_peers) {
         x.status = {"skipped", "--no-peers"};
@@ -259,8 +260,8 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
         for (const auto &l : r.layers) measured |= l.layer == f.id && l.status.measured();  // known on rank 0
         if (job.bcast_double(measured ? 1 : 0, 0) != 0) ours.push_back(&f);
     }
-    if (ours.empty()) {
-        x.status = {"skipped", "neither vi nor am-v3 was measured in this run"};
+    if (ours.empty() && !mpi) {
+        x.status = {"skipped", "none of vi, am-v3, splitc and mpi was measured in this run"};
         return;
     }
     MeasureConfig rc = cfg;  // a round is about a tenth of a full series
@@ -269,20 +270,24 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
     rc.burst_reps = std::max(5, cfg.burst_reps / 4);
     const int rounds = o.rounds > 0 ? o.rounds : (o.quick ? 3 : 5);
     PeerRunners peers;
-    if (job.is_root()) peers.run = peer_runners(o);
+    if (job.is_root() && !ours.empty()) peers.run = peer_runners(o);
     peers.results.resize(peers.run.size());
     peers.absent.assign(peers.run.size(), false);
     LineProbe line(job);
-    progress.begin("peers, interleaved", rounds * int(ours.size() + peers.run.size()));
+    std::vector<std::vector<PeerResult>> mpi_peers(2);  // vader, tcp;ofi_rxm
+    progress.begin("peers, interleaved", rounds * int(ours.size() + peers.run.size() + (mpi ? 3 : 0)));
     for (int round = 0; round < rounds; ++round) {
         const std::string label = fmt::format("round {}/{}: ", round + 1, rounds);
-        const double line_ours = line.measure();
-        const std::vector<OurFigure> figures = measure_our_round(job, ours, rc, lopt, progress, label);
-        job.barrier();
-        run_peers_round(job, round, figures, line_ours, line, peers, x, progress, label);
+        if (!ours.empty()) {
+            const double line_ours = line.measure();
+            const std::vector<OurFigure> figures = measure_our_round(job, ours, rc, lopt, progress, label);
+            job.barrier();
+            run_peers_round(job, round, figures, line_ours, line, peers, x, progress, label);
+        }
+        if (mpi) run_mpi_round(job, mpi_plan(cfg, o.quick, true), round, line, mpi_peers, x, progress, label);
     }
     // The peer's message rate by window, once, beside our sweeps (rank 1 waits).
-    if (job.is_root() && !verbs_provider(o)) {
+    if (job.is_root() && !verbs_provider(o) && !ours.empty()) {
         progress.note("peers: ucp_am_bw by window");
         UcxPlan plan;
         plan.iterations = o.quick ? 3000 : 20000;
@@ -294,6 +299,8 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
     x.rounds = rounds;
     summarize_rounds(x);
     for (const auto &per : peers.results) r.peers.push_back(merge_peer_rounds(per));
+    for (const auto &per : mpi_peers)
+        if (!per.empty()) r.peers.push_back(merge_peer_rounds(per));
     x.status = x.comparisons.empty() ? Status{"failed", "no peer was measured (see the peers' status below)"}
                                      : Status{"measured", ""};
     const int classed = x.rounds_fast + x.rounds_slow + x.rounds_mixed;
@@ -302,6 +309,11 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
                                          "the ratios hold for that placement only",
                                          classed, x.rounds_fast == classed ? "fast" : "slow",
                                          x.rounds_fast == classed ? "below" : "at or above", x.line_threshold_ns));
+}
+
+bool mpi_asked(const Options &o) {
+    const std::vector<std::string> wanted = split_list(o.layers);
+    return std::find(wanted.begin(), wanted.end(), "mpi") != wanted.end();
 }
 
 // ---- the synthetic LogP machine (one process, no job) -----------------------
@@ -404,12 +416,12 @@ int run_job(const Options &o) {
     // layers came up.  It needs the job's boot service: the Split-C runtime's
     // splitc_finalize leaves that to logp, which holds its own reference
     // (vipl_boot_init/finalize count their users).
-    bool compared = false;
+    bool compared = false, mpi_measured = false;
     auto compare = [&] {
         if (compared) return;
         compared = true;
         try {
-            run_comparison(job, o, cfg, lopt, r, progress);
+            run_comparison(job, o, cfg, lopt, r, progress, mpi_measured);
             run_layering(job, o, r, progress);
         } catch (const std::exception &e) {
             progress.clear();
@@ -483,6 +495,7 @@ int run_job(const Options &o) {
         r.logp.push_back(row);
         if (f.id == "vi" && !row.status.measured()) r.vi_baseline.status = row.status;
     }
+    mpi_measured = run_mpi_layer(job, mpi_asked(o), mpi_plan(cfg, o.quick, false), r, progress);
     compare();
     if (root) {
         progress.clear();
@@ -561,7 +574,7 @@ int main(int argc, char **argv) {
     app.add_flag("--quick", o.quick, "short run (about 10x fewer iterations)");
     app.add_option("--out", o.out_dir, "report directory (report.md, plots, logp.json)")->capture_default_str();
     app.add_option("--json", o.json_path, "also write the JSON report here");
-    app.add_option("--layers", o.layers, "comma-separated layers to measure: vi, am-v3, am-v1, fm, bip, splitc")->capture_default_str();
+    app.add_option("--layers", o.layers, "comma-separated layers to measure: vi, am-v3, am-v1, fm, bip, splitc, mpi")->capture_default_str();
     app.add_option("--synthetic", o.synthetic,
                    "measure only a synthetic LogP machine with known parameters, in one process: "
                    "'default' or o_s=US,o_r=US,g=US,L=US,window=N,t0=US,r_inf=MBPS");
@@ -622,8 +635,9 @@ int main(int argc, char **argv) {
         for (const auto &l : split_list(o.layers)) {
             bool known = false;
             for (const auto &f : layer_factories()) known |= f.id == l;
+            known |= l == "mpi";
             if (!known) {
-                fmt::print(stderr, "logp: unknown layer '{}' in --layers (known: vi, am-v3, am-v1, fm, bip, splitc)\n", l);
+                fmt::print(stderr, "logp: unknown layer '{}' in --layers (known: vi, am-v3, am-v1, fm, bip, splitc, mpi)\n", l);
                 return 2;
             }
         }

@@ -63,6 +63,8 @@ std::string layer_for_bandwidth_test(const std::string &test) {
 }
 
 bool compares_bandwidth(const std::string &test, const std::string &layer) {
+    // logp_mpi's stream over vader or tcp against the same stream over viastack only.
+    if (layer == "mpi" || test == kMpiStreamTest) return layer == "mpi" && test == kMpiStreamTest;
     if (layer_for_bandwidth_test(test) == "vi") return layer == "vi" || layer == "am-v3" || layer == "splitc";
     return layer == "am-v3";
 }

@@ -32,6 +32,8 @@ std::string layer_for_bandwidth_test(const std::string &test);
 // the interleaved rounds: one-sided writes against every layer that moves
 // bulk data by RDMA (VI's RDMA write, AM long, Split-C bulk_put: the bar of
 // issue #15), message streams against AM.
+// logp_mpi's bandwidth test, run over every MPI transport.
+inline constexpr const char *kMpiStreamTest = "MPI stream";
 bool compares_bandwidth(const std::string &test, const std::string &layer);
 
 // Records round `round` (0-based) of one peer against our figures of the

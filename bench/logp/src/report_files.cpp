@@ -182,7 +182,9 @@ std::vector<Plot> write_plot_sources(const Report &r, const fs::path &dir) {
         if (rows) {
             write_text(dir / "logp.dat", data);
             write_text(dir / "logp.gp",
-                       two_terminals("logp", "set title 'LogP parameters (Table 2; log scale, values <= 0 not drawn)'\nset style data histograms\n"
+                       two_terminals("logp", "set title 'LogP parameters (Table 2; log scale, values <= 0 not drawn)'\n"
+                                             // L not reported (n/a) is written as nan: a gap, not an error when it is the only row
+                                             "set datafile missing 'nan'\nset style data histograms\n"
                                              "set style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
                                              "set ylabel 'microseconds'\nset logscale y\nset grid ytics\nset key top left\n"
                                              "set xtics rotate by -20\n"
@@ -198,7 +200,8 @@ std::vector<Plot> write_plot_sources(const Report &r, const fs::path &dir) {
         std::string data = "# column BaseVI Event FlowControl Semantics Other\n";
         int rows = 0;
         for (const auto &bd : r.breakdown) {
-            if (!bd.status.measured()) continue;
+            // Tables 3 and 4 only (the mpi breakdown has its own parts, not the paper's categories).
+            if (!bd.status.measured() || (bd.name != "am-request-reply" && bd.name != "splitc-get")) continue;
             std::map<std::string, double> pct;
             double known = 0;
             for (const auto &c : bd.categories) pct[c.category] = c.percent;

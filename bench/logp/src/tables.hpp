@@ -19,6 +19,7 @@ Table splitc_ops_table(const Report &r);    // Figure 2
 Table bandwidth_table(const Report &r);     // Figure 5, the curves
 Table fm_metrics_table(const Report &r);    // Figure 5, FM's t0 / r_inf / n_1/2 of each curve
 Table breakdown_table(const Report &r, const std::string &name);  // "am-request-reply" (Table 3), "splitc-get" (Table 4)
+Table mpi_breakdown_table(const Report &r);    // the mpi layer's o_s / o_r by part (tables_mpi.cpp)
 Table bulk_difference_table(const Report &r);  // Table 5
 Table peers_table(const Report &r);
 Table interleaved_table(const Report &r);  // ours/peer round by round (tables_peers.cpp)

@@ -212,6 +212,7 @@ ReportDocument build_document(const Report &r) {
                 layering_table(r),
                 breakdown_table(r, "am-request-reply"),
                 breakdown_table(r, "splitc-get"),
+                mpi_breakdown_table(r),
                 bulk_difference_table(r),
                 peers_table(r),
                 interleaved_table(r)};

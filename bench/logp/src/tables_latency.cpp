@@ -103,6 +103,10 @@ std::vector<std::string> o_r_notes(const Report &r) {
     std::vector<std::string> notes;
     for (const auto &x : r.logp) {
         if (!x.status.measured() || x.layer == "synthetic") continue;
+        if (x.layer == "mpi")
+            notes.push_back("mpi: measured by logp_mpi under mpirun (Open MPI, mtl:ofi, viastack;ofi_rxm); o_s from "
+                            "bursts of MPI_Send, o_r the whole MPI_Recv of an arrived message, its cache lines included "
+                            "(not taken out: an rxm message is not known to be one FIFO slot)");
         if (x.o_r_lines_local)
             notes.push_back(fmt::format("{}: o_r is the receive without the transfer of the packet's cache line from "
                                         "the sender's CPU ({} us, the raw line timed on the same CPUs), which is the "
