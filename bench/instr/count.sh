@@ -2,9 +2,11 @@
 # count.sh - instructions one 16-byte message costs the sender and the
 # receiver, by callgrind (load-independent): VI send/recv, AM short request
 # and reply, a Split-C store, and UCX's active message over shared memory
-# (ucx_perftest -t ucp_am_lat -s 16, UCX_TLS=sm,self), side by side.
+# (ucx_perftest -t ucp_am_lat -s 16, UCX_TLS=sm,self), side by side; with
+# --ofi also the libfabric provider (libviastack-fi.so) under fi_pingpong,
+# alone (-e msg) and under ofi_rxm (-e rdm, the route of Open MPI's mtl:ofi).
 #
-#   bench/instr/count.sh [--build DIR] [--out DIR] [--n1 N] [--n2 N] [--check]
+#   bench/instr/count.sh [--build DIR] [--out DIR] [--n1 N] [--n2 N] [--ofi] [--check]
 #
 # Method (docs/logp.md, "Instructions per message"):
 #  * Each program runs under callgrind twice, with N1 and N2 messages; a
@@ -19,6 +21,9 @@
 #    ucp_worker_progress in the Debian libraries and has no symbol of its own:
 #    its receive figure is the AM dispatch (ucp_am_handler) only, which the
 #    table says.
+#  * --ofi counts the provider's own calls only (fi_send/fi_inject, the
+#    completion handling, the receive repost), VIPL inside them included;
+#    ofi_rxm and fi_pingpong around them are not counted.
 # Writes DIR/instr.json and DIR/instr.md and prints the table; --check exits
 # non-zero unless every figure is a finite positive count below 10^6.
 set -euo pipefail
@@ -29,6 +34,7 @@ out=instr-count
 n1=2000
 n2=6000
 check=0
+ofi=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --build) build=$2; shift 2 ;;
@@ -36,7 +42,8 @@ while [ $# -gt 0 ]; do
         --n1) n1=$2; shift 2 ;;
         --n2) n2=$2; shift 2 ;;
         --check) check=1; shift ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        --ofi) ofi=1; shift ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) echo "count.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -71,6 +78,21 @@ for n in "$n1" "$n2"; do
     profile_job splitc "$n" "$build/splitc/splitc_stream" "$n" 1
 done
 
+# The libfabric provider under fi_pingpong: the script runs callgrind itself.
+if [ "$ofi" = 1 ]; then
+    command -v fi_pingpong >/dev/null || { echo "count.sh: --ofi needs fi_pingpong (Debian: apt-get install libfabric-bin)" >&2; exit 2; }
+    [ -f "$build/ofi/libviastack-fi.so" ] || { echo "count.sh: --ofi needs $build/ofi/libviastack-fi.so (cmake --build $build --target viastack-fi)" >&2; exit 2; }
+    for ep in msg rdm; do
+        for n in "$n1" "$n2"; do
+            port=$(( 20000 + RANDOM % 20000 ))
+            if ! timeout 600 "$run" -n 2 -- sh "$here/ofi_pingpong.sh" "$raw/ofi_$ep.$n" "$ep" "$port" "$n" \
+                    >"$raw/ofi_$ep.$n.log" 2>&1; then
+                echo "count.sh: fi_pingpong -e $ep under callgrind failed, see $raw/ofi_$ep.$n.log" >&2; exit 1
+            fi
+        done
+    done
+fi
+
 # UCX: server and client of ucp_am_lat, each under callgrind.
 ucx=$(command -v ucx_perftest || true)
 if [ -n "$ucx" ]; then
@@ -89,9 +111,10 @@ if [ -n "$ucx" ]; then
     done
 fi
 
-python3 - "$raw" "$out" "$n1" "$n2" "$check" "${ucx:+yes}" <<'PY'
+python3 - "$raw" "$out" "$n1" "$n2" "$check" "${ucx:+yes}" "$ofi" <<'PY'
 import json, math, re, subprocess, sys
 raw, out, n1, n2, check, have_ucx = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6] == "yes"
+want_ofi = sys.argv[7] == "1"
 
 def inclusive(path):
     """Function name -> inclusive Ir, from callgrind_annotate."""
@@ -132,6 +155,21 @@ if have_ucx:
         ("ucx am (ucp_am_send_nbx)", "sender", "ucx", 0, [("ucp_am_send_nbx", 1)], "ucp_am_send_nbx (uct_mm's short send inside)"),
         ("ucx am (ucp_am_send_nbx)", "receiver", "ucx", 0, [("ucp_am_handler", 1)],
          "ucp_am_handler, the AM dispatch only (uct_mm's FIFO read is inlined into ucp_worker_progress, no symbol)"),
+    ]
+
+if want_ofi:
+    # fi_pingpong: each rank sends once and receives once per iteration; a
+    # 16-byte send is fi_inject on a msg endpoint, rxm's eager fi_send under rdm.
+    R = [(P, 1), ("vfi::ep_process", 1), ("vfi::m_recv", 1)]
+    rows += [
+        ("ofi msg (fi_pingpong -e msg)", "sender", "ofi_msg", 0, [("vfi::m_inject", 1)],
+         "fi_inject (VipPostSend inside)"),
+        ("ofi msg (fi_pingpong -e msg)", "receiver", "ofi_msg", 1, R,
+         "rx_packet_try + ep_process (the receive's, the send's and the credit write's completions) + fi_recv (the repost, its credit write included)"),
+        ("ofi rdm (fi_pingpong -e rdm)", "sender", "ofi_rdm", 0, [("vfi::m_send", 1)],
+         "fi_send from ofi_rxm (VipPostSend inside)"),
+        ("ofi rdm (fi_pingpong -e rdm)", "receiver", "ofi_rdm", 1, R,
+         "rx_packet_try + ep_process (the receive's and the send's completions) + fi_recv (rxm's repost, its share of credit writes)"),
     ]
 
 cache = {}

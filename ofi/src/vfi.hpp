@@ -21,7 +21,9 @@
 #include <rdma/providers/fi_prov.h>
 
 #include <netinet/in.h>
+#include <pthread.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -39,8 +41,38 @@ constexpr const char *kFabricName = "viastack";
 constexpr uint32_t kProvVersion = FI_VERSION(0, 1);
 
 // ---- locking --------------------------------------------------------------
-std::recursive_mutex &big_lock();
-using Guard = std::lock_guard<std::recursive_mutex>;
+// The provider's one lock.  Recursive: paths that hold it call helpers that
+// take it.  Every poll of a CQ takes it, so the uncontended case is one
+// compare-exchange and one store (a recursive pthread mutex costs ~60
+// instructions a lock/unlock pair); a thread that finds it held spins a
+// little, then yields, then sleeps (lock_slow), since the holder may be
+// another rank's CPU share away, or in a collective close (vipl_boot_finalize).
+class BigLock {
+  public:
+    void lock() {
+        pthread_t me = pthread_self();
+        if (owner_.load(std::memory_order_relaxed) == me) {
+            depth_++;
+            return;
+        }
+        pthread_t none = 0;
+        if (!owner_.compare_exchange_strong(none, me, std::memory_order_acquire, std::memory_order_relaxed))
+            lock_slow(me);
+        depth_ = 1;
+    }
+    void unlock() {
+        if (--depth_ == 0)
+            owner_.store(0, std::memory_order_release);
+    }
+
+  private:
+    void lock_slow(pthread_t me);
+    std::atomic<pthread_t> owner_{0}; // 0: free (pthread_self() is never 0 on Linux)
+    unsigned depth_ = 0;              // written by the owner only
+};
+extern BigLock g_big_lock;
+inline BigLock &big_lock() { return g_big_lock; }
+using Guard = std::lock_guard<BigLock>;
 
 // ---- the NIC (vfi_fabric.cpp) ---------------------------------------------
 struct Nic {
@@ -111,13 +143,51 @@ struct Mr {
     VIP_MEM_HANDLE handle = 0;
 };
 
+// A FIFO in one growing array: a completion queue's push and pop touch no
+// allocator (std::deque allocates a block every few entries); it grows, by
+// doubling, only when the application leaves more entries unread than ever.
+template <class T> class Ring {
+  public:
+    bool empty() const { return n_ == 0; }
+    size_t size() const { return n_; }
+    T &front() { return buf_[head_]; }
+    void pop_front() {
+        head_ = head_ + 1 == buf_.size() ? 0 : head_ + 1;
+        n_--;
+    }
+    void push_back(const T &v) {
+        if (n_ == buf_.size())
+            grow();
+        size_t i = head_ + n_;
+        buf_[i >= buf_.size() ? i - buf_.size() : i] = v;
+        n_++;
+    }
+
+  private:
+    void grow() {
+        std::vector<T> b(buf_.empty() ? 64 : 2 * buf_.size());
+        for (size_t k = 0; k < n_; k++)
+            b[k] = buf_[(head_ + k) % buf_.size()];
+        buf_.swap(b);
+        head_ = 0;
+    }
+    std::vector<T> buf_;
+    size_t head_ = 0, n_ = 0;
+};
+
 // Wait support shared by EQ and CQ: an eventfd made readable while entries
 // are queued (only once someone asked for it with FI_GETWAIT).
 struct Waitable {
     fi_wait_obj wait_obj = FI_WAIT_NONE;
     int fd = -1;
     bool fd_signalled = false;
-    void signal_if(bool pending);
+    // Keeps the fd readable exactly while entries are pending; inline, as
+    // every poll calls it and a CQ without an fd has nothing to do.
+    void signal_if(bool pending) {
+        if (fd >= 0 && pending != fd_signalled)
+            signal_change(pending);
+    }
+    void signal_change(bool pending);
     void close_fd();
     int control(int cmd, void *arg); // fi_control's FI_GETWAIT / FI_GETWAITOBJ for a CQ or EQ
 };
@@ -158,7 +228,7 @@ struct Cq {
     fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
     VIP_CQ_HANDLE vcq = nullptr;
     Waitable wait;
-    std::deque<CqEntry> q, errq;
+    Ring<CqEntry> q, errq;
     int refs = 0;
     // A VIP CQ holds exactly what it was sized for (one more is an overrun), so
     // it grows with the work queues of the VIs that complete on it.
@@ -271,7 +341,11 @@ int ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
 extern struct fi_ops_mr mr_ops;
 
 // Progress (caller holds the lock).
-void progress_cq(Cq *cq);   // moves VI completions of this CQ into it
+// Moves VI completions of this CQ into it, until it holds `want` entries (a
+// reader asking for one entry leaves the rest in the VI CQ for its next read
+// instead of paying a poll that finds nothing) or the VI CQ is empty.
+constexpr size_t kDrainAll = SIZE_MAX;
+void progress_cq(Cq *cq, size_t want = kDrainAll);
 void ep_flush_pending(Ep *e); // posts the queued operations the peer's credits now allow
 void flush_pending_on(Cq *cq); // ep_flush_pending for every endpoint with a queue
 void ep_drop_pending(Ep *e);  // at close: the queued operations are dropped

@@ -33,8 +33,8 @@ int Cq::reserve(size_t n) {
     return 0;
 }
 
-void progress_cq(Cq *cq) {
-    for (int i = 0; i < 64; i++) {
+void progress_cq(Cq *cq, size_t want) {
+    for (int i = 0; i < 64 && cq->q.size() + cq->errq.size() < want; i++) {
         VIP_VI_HANDLE vi = nullptr;
         VIP_BOOLEAN recv = VIP_FALSE;
         VIP_RETURN rc = VipCQDone(cq->vcq, &vi, &recv);
@@ -94,7 +94,7 @@ static ssize_t cq_read(struct fid_cq *cqf, void *buf, size_t count) {
     Cq *c = reinterpret_cast<Cq *>(cqf);
     Guard g(big_lock());
     if (c->q.empty() && c->errq.empty())
-        progress_cq(c);
+        progress_cq(c, count ? count : 1);
     if (!c->errq.empty())
         return -FI_EAVAIL;
     if (c->q.empty())

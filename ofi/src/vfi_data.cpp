@@ -72,10 +72,16 @@ static void post_credit(Ep *e) {
     e->credit_owed = false;
 }
 
+// Whether the peer must hear of our posted count now: a batch of new
+// receives, or the peer has used all it knows of, or an earlier write could
+// not be posted.  Inline: every receive completion and every repost asks.
+static inline bool credit_due(const Ep *e) {
+    return e->posted > e->advertised && e->state == EpState::Connected &&
+           (e->credit_owed || e->posted - e->advertised >= credit_batch(e) || e->received >= e->advertised);
+}
+
 void ep_credit_check(Ep *e) {
-    if (e->state != EpState::Connected || e->posted <= e->advertised)
-        return;
-    if (e->credit_owed || e->posted - e->advertised >= credit_batch(e) || e->received >= e->advertised)
+    if (credit_due(e))
         post_credit(e);
 }
 
@@ -126,7 +132,8 @@ void ep_process(Ep *e, bool recv_queue) {
         }
         if (s.signal)
             e->rx_cq->push(c);
-        ep_credit_check(e);
+        if (credit_due(e))
+            post_credit(e);
         return;
     }
     if (VipSendDone(e->vi, &d) != VIP_SUCCESS)
@@ -229,16 +236,19 @@ static ssize_t post_tx(Ep *e, const TxReq &r) {
         return -FI_EINVAL;
     bool inject = r.flags & FI_INJECT;
     size_t total = 0;
-    for (size_t k = 0; k < r.count; k++)
-        total += r.iov[k].iov_len;
+    bool no_base = false, no_desc = false; // FI_MR_LOCAL: every buffer needs its registration
+    for (size_t k = 0; k < r.count; k++) {
+        size_t len = r.iov[k].iov_len;
+        total += len;
+        no_base |= len && !r.iov[k].iov_base;
+        no_desc |= len && (!r.desc || !r.desc[k]);
+    }
     if (total > e->info->ep_attr->max_msg_size)
         return -FI_EMSGSIZE;
     if (inject && (total > kInjectSize || r.op == Op::Read))
         return -FI_EINVAL;
-    if (!inject)
-        for (size_t k = 0; k < r.count; k++)
-            if (r.iov[k].iov_len && (!r.iov[k].iov_base || !r.desc || !r.desc[k]))
-                return -FI_EINVAL; // FI_MR_LOCAL: every buffer needs its registration
+    if (no_base || (!inject && no_desc))
+        return -FI_EINVAL;
     if (r.op != Op::Send && r.rkey > UINT32_MAX)
         return -FI_EINVAL;
     if (e->tx_user_inflight + e->pending.size() >= e->tx_user_max) {
@@ -387,7 +397,8 @@ static ssize_t post_rx(Ep *e, const struct iovec *iov, void **desc, size_t count
     s.len = total;
     e->rx_head++;
     e->posted++;
-    ep_credit_check(e);
+    if (credit_due(e))
+        post_credit(e);
     return 0;
 }
 

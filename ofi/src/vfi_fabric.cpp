@@ -9,16 +9,31 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <thread>
 
 namespace vfi {
 
-std::recursive_mutex &big_lock() {
-    static std::recursive_mutex m;
-    return m;
+BigLock g_big_lock;
+
+void BigLock::lock_slow(pthread_t me) {
+    for (unsigned spin = 0;; spin++) {
+        pthread_t none = 0;
+        if (owner_.load(std::memory_order_relaxed) == 0 &&
+            owner_.compare_exchange_weak(none, me, std::memory_order_acquire, std::memory_order_relaxed))
+            return;
+        if (spin < 64)
+            __builtin_ia32_pause();
+        else if (spin < 1024)
+            sched_yield();
+        else
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
 }
 
 void warn(const char *fmt, ...) {
@@ -145,7 +160,15 @@ template <class T> static void reg(std::vector<T *> &v, T *p, bool on) {
         v.erase(std::remove(v.begin(), v.end(), p), v.end());
 }
 void register_pep(Pep *p, bool on) { reg(g_peps, p, on); }
-void register_ep(Ep *e, bool on) { reg(g_eps, e, on); }
+// The endpoint whose VI completed last: an MPI rank's completions come in
+// runs from one peer, and the walk below grows with the number of peers.
+static Ep *g_last_ep = nullptr;
+void register_ep(Ep *e, bool on) {
+    Guard g(big_lock());
+    if (!on && g_last_ep == e)
+        g_last_ep = nullptr;
+    reg(g_eps, e, on);
+}
 void register_cq(Cq *c, bool on) { reg(g_cqs, c, on); }
 void register_eq(Eq *e, bool on) { reg(g_eqs, e, on); }
 void all_cqs(std::vector<Cq *> *out) { *out = g_cqs; }
@@ -154,9 +177,11 @@ std::vector<Pep *> &peps() { return g_peps; }
 std::vector<Ep *> &eps() { return g_eps; }
 
 Ep *ep_of_vi(VIP_VI_HANDLE vi) {
+    if (g_last_ep && g_last_ep->vi == vi)
+        return g_last_ep;
     for (Ep *e : g_eps)
         if (e->vi == vi)
-            return e;
+            return g_last_ep = e;
     return nullptr;
 }
 
@@ -167,9 +192,7 @@ void progress_all() {
 }
 
 // ---- wait objects ------------------------------------------------------------------
-void Waitable::signal_if(bool pending) {
-    if (fd < 0 || pending == fd_signalled)
-        return;
+void Waitable::signal_change(bool pending) {
     uint64_t v = 1;
     if (pending) {
         [[maybe_unused]] ssize_t n = write(fd, &v, sizeof(v));

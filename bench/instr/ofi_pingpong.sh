@@ -1,0 +1,22 @@
+#!/bin/sh
+# ofi_pingpong.sh OUT EP PORT N - one rank of libfabric-bin's fi_pingpong over
+# the viastack provider (16-byte messages, N iterations) under callgrind, for
+# count.sh --ofi; run by vipl-run -n 2: rank 0 serves, rank 1 connects to the
+# first rank on this host ("localhost").  The profile goes to OUT.<rank>.out.
+# The control connection is fi_pingpong's own TCP socket on PORT.
+out=$1 ep=$2 port=$3 n=$4
+cg="valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=$out.$VIASTACK_RANK.out"
+if [ "$VIASTACK_RANK" = 0 ]; then
+    exec $cg fi_pingpong -p viastack -e "$ep" -B "$port" -I "$n" -S 16
+fi
+# Wait for the server's listening socket (state 0A in /proc/net/tcp): a probe
+# connection would be taken by the server as its client.  The server starts
+# under valgrind, hence the long wait.
+hexport=$(printf '%04X' "$port")
+i=0
+until grep -q ":$hexport 00000000:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null; do
+    i=$((i + 1))
+    if [ $i -gt 2400 ]; then echo "ofi_pingpong.sh: fi_pingpong server never listened on port $port" >&2; exit 1; fi
+    sleep 0.05
+done
+exec $cg fi_pingpong -p viastack -e "$ep" -P "$port" -I "$n" -S 16 localhost
