@@ -292,7 +292,7 @@ elseif(STEP STREQUAL "mpi")
   list_wires(before)
   set(overlay "lowerdir=${root}/usr/${LIBDIR}:/usr/${LIBDIR}")
   run(unshare --mount --propagation private
-      sh -c "mount -t overlay viastack-package -o ${overlay} /usr/${LIBDIR} && exec "$@"" sh
+      sh -c "mount -t overlay viastack-package -o ${overlay} /usr/${LIBDIR} && exec \"$@\"" sh
       env -u FI_PROVIDER_PATH -u VIPL_PROVIDER
       mpirun --allow-run-as-root --oversubscribe -n 2 --timeout 120
              --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include viastack ${b}/mpi_ring)
