@@ -24,19 +24,25 @@ NP=$(command -v NPmpi || command -v NPopenmpi) || { echo "bench: no NPmpi (netpi
 [ -x "$VIPL_RUN" ] || { echo "bench: run me from the build directory ($VIPL_RUN missing)" >&2; exit 1; }
 DEV=${RXE_DEVICE:-rxe0} IP=${RXE_IPV4:-192.0.2.1}
 export VIPL_PROVIDER=verbs FI_PROVIDER_PATH=$B/ofi
+# rxm sizes its connected provider's CQ as (tx + rx queue size) x universe
+# size: with the default universe (256) that is past rxe's max_cqe (32767),
+# and libfabric's verbs provider refuses it (fi_enable -FI_EINVAL; Open MPI
+# then finds no usable provider).  The same smaller universe for both stacks.
+export FI_UNIVERSE_SIZE=${FI_UNIVERSE_SIZE:-16}
 ITERS_LAT=${BENCH_ITERS_LAT:-2000} ITERS_BW=${BENCH_ITERS_BW:-200}
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 echo 47800 >"$out/port"
 # The functions run in $(...) subshells: the next control port lives in a file.
 next_port() { port=$(($(cat "$out/port") + 1)); echo "$port" >"$out/port"; }
 
-# fi_pingpong's result line for one size: "bytes iters total time MB/sec usec/xfer ..."
+# fi_pingpong's result line for one size:
+#   bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec  -> "usec/xfer MB/sec"
 pp_viastack() { # SIZE ITERS -> "usec MB/s"
     next_port
     timeout 300 "$VIPL_RUN" -n 2 --bind core --timeout 280 \
         sh "$SRC/tests/ofi/run_pingpong.sh" "$PP" rdm "$port" "$2" "$1" >"$out/pp" 2>&1 ||
         { echo "bench: fi_pingpong viastack $1 B failed:" >&2; cat "$out/pp" >&2; touch "$out/failed"; return; }
-    awk '$1 ~ /^[0-9]/ && $2 ~ /^[0-9]/ {print $6, $5}' "$out/pp" | tail -1
+    awk '$1 ~ /^[0-9]/ && $2 ~ /^[0-9]/ {print $7, $6}' "$out/pp" | tail -1
 }
 pp_verbs() {
     next_port
@@ -50,15 +56,15 @@ pp_verbs() {
     taskset -c 1 timeout 280 "$PP" -p verbs -d "$DEV" -e rdm -P "$port" -S "$1" -I "$2" "$IP" >"$out/ppc" 2>&1 ||
         { echo "bench: fi_pingpong verbs $1 B failed:" >&2; cat "$out/ppc" "$out/pp" >&2; touch "$out/failed"; wait; return; }
     wait $srv
-    awk '$1 ~ /^[0-9]/ && $2 ~ /^[0-9]/ {print $6, $5}' "$out/ppc" | tail -1
+    awk '$1 ~ /^[0-9]/ && $2 ~ /^[0-9]/ {print $7, $6}' "$out/ppc" | tail -1
 }
 np() { # PROVIDER SIZE -> "usec Mb/s" (np.out: bytes Mbps seconds-one-way)
     rm -f "$out/np.out"
     timeout 300 mpirun --allow-run-as-root -n 2 --bind-to core --timeout 280 \
-        -x FI_PROVIDER_PATH -x VIPL_PROVIDER -x VIASTACK_BOOT_TIMEOUT=120 \
+        -x FI_PROVIDER_PATH -x VIPL_PROVIDER -x FI_UNIVERSE_SIZE -x VIASTACK_BOOT_TIMEOUT=120 \
         --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$1" \
         "$NP" -l "$2" -u "$2" -o "$out/np.out" >"$out/nplog" 2>&1 ||
-        { echo "bench: NPmpi over $1 failed:" >&2; tail -20 "$out/nplog" >&2; touch "$out/failed"; return; }
+        { echo "bench: NPmpi over $1 failed:" >&2; grep -v '^ *$' "$out/nplog" | head -25 >&2; touch "$out/failed"; return; }
     awk '{printf "%.2f %.1f\n", $3 * 1e6, $2}' "$out/np.out" | tail -1
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b > 0 ? a / b : 0}'; }
