@@ -58,14 +58,22 @@ pp_verbs() {
     wait $srv
     awk '$1 ~ /^[0-9]/ && $2 ~ /^[0-9]/ {print $7, $6}' "$out/ppc" | tail -1
 }
-np() { # PROVIDER SIZE -> "usec Mb/s" (np.out: bytes Mbps seconds-one-way)
+np() { # PROVIDER SIZE -> "usec Mb/s" (np.out: bytes Mbps seconds-one-way; NetPIPE
+       # also runs SIZE-3 and SIZE+3: the row of SIZE itself is taken)
     rm -f "$out/np.out"
     timeout 300 mpirun --allow-run-as-root -n 2 --bind-to core --timeout 280 \
         -x FI_PROVIDER_PATH -x VIPL_PROVIDER -x FI_UNIVERSE_SIZE -x VIASTACK_BOOT_TIMEOUT=120 \
         --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$1" \
-        "$NP" -l "$2" -u "$2" -o "$out/np.out" >"$out/nplog" 2>&1 ||
-        { echo "bench: NPmpi over $1 failed:" >&2; grep -v '^ *$' "$out/nplog" | head -25 >&2; touch "$out/failed"; return; }
-    awk '{printf "%.2f %.1f\n", $3 * 1e6, $2}' "$out/np.out" | tail -1
+        "$NP" -l "$2" -u "$2" -o "$out/np.out" >"$out/nplog" 2>&1
+    local rc=$?
+    local row=$(awk -v s="$2" '$1 == s {printf "%.2f %.1f\n", $3 * 1e6, $2}' "$out/np.out" 2>/dev/null)
+    if [ -z "$row" ]; then
+        echo "bench: NPmpi over $1 failed (exit $rc):" >&2; grep -v '^ *$' "$out/nplog" | head -25 >&2
+        touch "$out/failed"; return
+    fi
+    # A job that measured and then failed to end cleanly is reported, its figures kept.
+    [ $rc = 0 ] || echo "bench: NPmpi over $1, $2 B: measured, then mpirun exited $rc ($(grep -m1 -o 'exiting improperly\|MPI_ERR[A-Z_]*' "$out/nplog"))" >&2
+    echo "$row"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b > 0 ? a / b : 0}'; }
 median() { sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
