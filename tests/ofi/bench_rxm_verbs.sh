@@ -75,7 +75,7 @@ np() { # PROVIDER SIZE -> "usec Mb/s" (np.out: bytes Mbps seconds-one-way; NetPI
     [ $rc = 0 ] || echo "bench: NPmpi over $1, $2 B: measured, then mpirun exited $rc ($(grep -m1 -o 'exiting improperly\|MPI_ERR[A-Z_]*' "$out/nplog"))" >&2
     echo "$row"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b > 0 ? a / b : 0}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
 median() { sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 echo "bench_rxm_verbs: $ROUNDS rounds on $DEV ($IP), $(nproc) CPUs, $(uname -r)"
