@@ -36,6 +36,17 @@ if(VIASTACK_LINTIAN)
                        FIXTURES_REQUIRED viastack_debs)
   set_tests_properties(package_deb PROPERTIES FIXTURES_SETUP viastack_debs)
 endif()
+# package_mpi: the installed libfabric provider under Open MPI, found by
+# libfabric where the package puts it (run.cmake, STEP mpi; needs root for
+# its mount namespace, skipped otherwise).
+find_program(VIASTACK_MPICC mpicc)
+find_program(VIASTACK_MPIRUN_PKG mpirun)
+find_program(VIASTACK_UNSHARE unshare)
+if(TARGET viastack-fi AND VIASTACK_HAVE_PMIX AND VIASTACK_MPICC AND VIASTACK_MPIRUN_PKG AND VIASTACK_UNSHARE)
+  add_test(NAME package_mpi COMMAND ${CMAKE_COMMAND} -DSTEP=mpi ${_pt_args} -P ${_pt_script})
+  set_tests_properties(package_mpi PROPERTIES LABELS "package;mpi" TIMEOUT 300 PROCESSORS 2
+                       SKIP_REGULAR_EXPRESSION "package_mpi: SKIP" RESOURCE_LOCK viastack_package_build)
+endif()
 set_tests_properties(package_install PROPERTIES FIXTURES_SETUP viastack_installed)
 set_tests_properties(package_layout package_find_package package_pkg_config PROPERTIES
                      FIXTURES_REQUIRED viastack_installed)

@@ -21,6 +21,11 @@ function(job prog regex)
   endif()
   message(STATUS "${prog}: ${run_output}")
 endfunction()
+# list_wires(<var>): the PMIx jobs' files in /dev/shm now.
+function(list_wires var)
+  file(GLOB files /dev/shm/viastack-pmix-*)
+  set(${var} "${files}" PARENT_SCOPE)
+endfunction()
 set(FM_WANT "fm_stream: node 1 verified 131084 bytes from node 0")
 set(BIP_WANT "bip_exchange: rank 1 received 64 and 1048576 bytes from rank 0: verified")
 
@@ -247,6 +252,61 @@ elseif(STEP STREQUAL "deb")
   run(${usr}/bin/vipl-run -n 2 --timeout 60 ${d}/hello)
   if(NOT run_output MATCHES "sum of the cells = 3")
     message(FATAL_ERROR "hello from the packages' splitcc:\n${run_output}")
+  endif()
+
+elseif(STEP STREQUAL "mpi")
+  # The MPI route as a user gets it: viastack installed for the prefix /usr
+  # (what the .deb does) under a temporary root, an MPI program built out of
+  # tree with mpicc, and mpirun with nothing but MCA options: libfabric must
+  # find libviastack-fi.so by itself.  libfabric loads external providers only
+  # from FI_PROVIDER_PATH or its own compiled-in directory, $libdir/libfabric,
+  # so the install must put the provider exactly there.  The job runs in a
+  # private mount namespace where the root's /usr/${LIBDIR} is laid over the
+  # system's (a read-only overlay): inside it the system looks as if the
+  # package were installed, outside nothing changes.
+  # Its own directory: package_install empties ${WORK} when it starts.
+  set(root ${BINARY_DIR}/package-test-mpi/root)
+  set(b ${BINARY_DIR}/package-test-mpi/build)
+  file(REMOVE_RECURSE ${root} ${b})
+  file(MAKE_DIRECTORY ${b})
+  set(ENV{DESTDIR} ${root})
+  run(${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix /usr)
+  unset(ENV{DESTDIR})
+  run(pkg-config --variable=libdir libfabric)
+  string(STRIP "${run_output}" fabric_libdir)
+  if(NOT fabric_libdir STREQUAL "/usr/${LIBDIR}")
+    message(FATAL_ERROR "libfabric's libdir is ${fabric_libdir}, the package installs into /usr/${LIBDIR}: "
+                        "libfabric would not find the provider (it looks in <its libdir>/libfabric)")
+  endif()
+  set(provider ${root}/usr/${LIBDIR}/libfabric/libviastack-fi.so)
+  if(NOT EXISTS ${provider})
+    message(FATAL_ERROR "cmake --install --prefix /usr did not put the provider where libfabric looks: "
+                        "no ${provider}")
+  endif()
+  execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT uid STREQUAL "0")
+    message(STATUS "package_mpi: SKIP: laying the package over /usr/${LIBDIR} needs root (a mount namespace)")
+    return()
+  endif()
+  run(mpicc -Wall -Wextra -Werror -o ${b}/mpi_ring ${SOURCE_DIR}/cmake/package-tests/mpi_ring.c)
+  list_wires(before)
+  set(overlay "lowerdir=${root}/usr/${LIBDIR}:/usr/${LIBDIR}")
+  run(unshare --mount --propagation private
+      sh -c "mount -t overlay viastack-package -o ${overlay} /usr/${LIBDIR} && exec \"$@\"" sh
+      env -u FI_PROVIDER_PATH -u VIPL_PROVIDER
+      mpirun --allow-run-as-root --oversubscribe -n 2 --timeout 120
+             --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include viastack ${b}/mpi_ring)
+  if(NOT run_output MATCHES "mpi_ring: 2 ranks, all checks passed")
+    message(FATAL_ERROR "mpi_ring over the installed provider:\n${run_output}")
+  endif()
+  message(STATUS "mpicc + mpirun over ${provider}:\n${run_output}")
+  # The job's PMIx bootstrap removes the nicfw wire it created.
+  list_wires(after)
+  if(before)
+    list(REMOVE_ITEM after ${before})
+  endif()
+  if(after)
+    message(FATAL_ERROR "the MPI job left ${after} in /dev/shm (vipl_boot_finalize removes a PMIx job's files)")
   endif()
 
 elseif(STEP STREQUAL "lintian")

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# run_netpipe.sh sweep|integrity UPPER LAUNCHER... NPMPI
+# run_netpipe.sh sweep|integrity UPPER [--repeats N] LAUNCHER... NPMPI
 # Runs NetPIPE's MPI module (Debian's netpipe-openmpi, NPmpi/NPopenmpi),
 # unchanged, on 2 ranks through LAUNCHER (an mpirun command line), from
-# 1 byte up to UPPER bytes with 10 repeats per size (NetPIPE adds sizes 3
-# bytes either side of each step), and checks the run:
+# 1 byte up to UPPER bytes with N repeats per size (default 10 for the
+# sweep, 3 for the integrity run; NetPIPE adds sizes 3 bytes either side of
+# each step), and checks the run:
 #   sweep      the bandwidth sweep: every size up to UPPER was measured (the
 #              np.out table has every power of two up to UPPER, each at a
 #              positive rate) and the job exited 0;
@@ -12,12 +13,17 @@
 #              fails, and the sizes reach at least UPPER/2.
 set -u
 mode=$1 upper=$2; shift 2
+repeats=
+if [ "${1:-}" = --repeats ]; then
+    repeats=${2:-}; shift 2
+    case $repeats in ''|*[!0-9]*|0) echo "run_netpipe: --repeats takes a positive integer, not '$repeats'" >&2; exit 2 ;; esac
+fi
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
 fail() { echo "run_netpipe: FAIL ($mode): $*" >&2; echo "--- NetPIPE output:" >&2; tail -40 "$dir/log" >&2; exit 1; }
 
 case $mode in
-    sweep)     opts=(-u "$upper" -n 10 -o "$dir/np.out") ;;
-    integrity) opts=(-u "$upper" -n 3 -i -o "$dir/np.out") ;;
+    sweep)     opts=(-u "$upper" -n "${repeats:-10}" -o "$dir/np.out") ;;
+    integrity) opts=(-u "$upper" -n "${repeats:-3}" -i -o "$dir/np.out") ;;
     *) echo "run_netpipe: mode must be sweep or integrity, not '$mode'" >&2; exit 2 ;;
 esac
 "$@" "${opts[@]}" >"$dir/log" 2>&1

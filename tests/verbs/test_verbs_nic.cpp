@@ -138,6 +138,23 @@ TEST_F(VerbsNic, OpenByDeviceNameAndUnknownRdmaName) {
     EXPECT_EQ(VipOpenNic("mlx5_99", &h), VIP_INVALID_PARAMETER);
 }
 
+// A CQ as large as the NIC reports (MaxCQEntries: rxe's 32767, not a power of
+// two) is created and takes a VI; one entry more is refused.
+TEST_F(VerbsNic, CqOfMaxCqEntriesIsCreated) {
+    ASSERT_GT(attr.MaxCQEntries, 0u);
+    VIP_CQ_HANDLE cq = nullptr;
+    ASSERT_EQ(VipCreateCQ(nic, attr.MaxCQEntries, &cq), VIP_SUCCESS) << attr.MaxCQEntries << " entries";
+    VIP_VI_ATTRIBUTES a = vi_attr(VIP_SERVICE_RELIABLE_DELIVERY);
+    VIP_VI_HANDLE v = nullptr;
+    EXPECT_EQ(VipCreateVi(nic, &a, cq, cq, &v), VIP_SUCCESS);
+    if (v) {
+        EXPECT_EQ(VipDestroyVi(v), VIP_SUCCESS);
+    }
+    EXPECT_EQ(VipDestroyCQ(cq), VIP_SUCCESS);
+    VIP_CQ_HANDLE too_big = nullptr;
+    EXPECT_NE(VipCreateCQ(nic, attr.MaxCQEntries + 1, &too_big), VIP_SUCCESS);
+}
+
 TEST_F(VerbsNic, UnreliableViCannotEnableRdmaRead) {
     VIP_VI_ATTRIBUTES a = vi_attr(VIP_SERVICE_UNRELIABLE, true);
     VIP_VI_HANDLE v = nullptr;

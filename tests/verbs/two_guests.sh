@@ -14,6 +14,10 @@
 #   2. an AM all-to-all on 4 ranks, 2 per host, joined by the TCP bootstrap
 #      (vipl-run --world 4 --first-rank 2i --boot tcp:10.77.0.1:$BOOT_PORT); left
 #      out, with a message, only when AM_ALLTOALL/VIPL_RUN are not given (no AM build).
+#   3. an MPI ping-pong (tests/ofi/mpi_pingpong.c), rank i on host i, over Open MPI's
+#      mtl:ofi on viastack;ofi_rxm and the verbs provider: mpirun on host 0 starts
+#      host 1's daemon through remote_shell.py (plm_rsh_agent; there is no ssh), the
+#      ranks meet through PMIx; left out when MPI_PINGPONG/OFI_DIR are not given.
 #   After each part the NIC's packet counters must show the RDMA traffic crossed
 #   the link (TCP segments, i.e. the bootstrap, are subtracted), or the host fails.
 #
@@ -79,5 +83,32 @@ else
         --first-rank $((2 * I)) --job "twoguests$BOOT_PORT" --boot "tcp:$SERVER:$BOOT_PORT" \
         --timeout 240 --tag-output "$AM_ALLTOALL" || fail "AM all-to-all across the two hosts (exit $?)"
     crossed 1000 "AM all-to-all" # ~4100 each way measured
+fi
+if [ -z "${MPI_PINGPONG:-}" ] || [ -z "${OFI_DIR:-}" ]; then
+    echo "$ME: MPI ping-pong LEFT OUT: MPI_PINGPONG and OFI_DIR are not set (no ofi/ or MPI build)"
+else
+    # Open MPI's own launcher across the hosts: mpirun on host 0 starts its
+    # daemon on host 1 through plm_rsh_agent, here remote_shell.py (the guests
+    # have no ssh); the ranks meet through PMIx, the provider opens rxe0.
+    RSH=$(cd "$(dirname "$0")" && pwd -P)/remote_shell.py
+    MPI_LOG=$(mktemp)
+    export REMOTE_SHELL_PORT=${TWO_GUESTS_RSH_PORT:-18700}
+    echo "== MPI ping-pong, rank 0 here and rank 1 on the other host: mpirun, mtl:ofi, viastack;ofi_rxm over verbs"
+    mark
+    if [ "$I" = 0 ]; then
+        FI_PROVIDER_PATH=$OFI_DIR timeout 260 mpirun --allow-run-as-root -n 2 --host "$SERVER:1,$RXE_PEER_IPV4:1" \
+            --timeout 240 --mca plm_rsh_agent "$RSH" --mca oob_tcp_if_include 10.77.0.0/24 \
+            -x FI_PROVIDER_PATH -x VIPL_PROVIDER -x VIPL_VERBS_DEVICE -x VIASTACK_BOOT_TIMEOUT=120 \
+            --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include viastack "$MPI_PINGPONG" 2>&1 | tee "$MPI_LOG"
+        status=${PIPESTATUS[0]}
+        "$RSH" --quit "$RXE_PEER_IPV4"
+        passed=$(grep -c "mpi_pingpong: all checks passed" "$MPI_LOG")
+        rm -f "$MPI_LOG"
+        [ "$status" = 0 ] || fail "MPI ping-pong across the two hosts (mpirun exit $status)"
+        [ "$passed" = 1 ] || fail "MPI ping-pong: no 'all checks passed'"
+    else
+        timeout 280 "$RSH" serve "$RXE_IPV4" 270 || fail "remote shell for mpirun (exit $?)"
+    fi
+    crossed 1000 "MPI ping-pong"
 fi
 echo "$ME: host $I: PASS"

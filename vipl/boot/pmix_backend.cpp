@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "boot_backend.hpp"
+#include "boot_segment.hpp"
 #include "vipl_boot.h"
 
 namespace viastack::boot {
@@ -60,6 +61,7 @@ class PmixBackend final : public Backend {
     PMIX_VALUE_RELEASE(val);
     info->rank = static_cast<int>(me_.rank);
     info->job = job_id_from_nspace(me_.nspace);
+    job_ = info->job;
     size_ = info->size;
     return true;
   }
@@ -100,8 +102,13 @@ class PmixBackend final : public Backend {
     return VIPL_BOOT_OK;
   }
 
+  // A PMIx job has no launcher of ours to remove its /dev/shm files (the
+  // nicfw wire, /dev/shm/viastack-<job>-wire) when it ends.  Past the final
+  // fence every rank has opened whatever it opens and maps it still, so rank 0
+  // unlinks them: the mappings live on, nothing is left once the ranks exit.
   int finalize() override {
     int rc = fence(false, "finalize");
+    if (rc == VIPL_BOOT_OK && rank() == 0) unlink_job_files(job_);
     if (inited_) PMIx_Finalize(nullptr, 0);
     inited_ = false;
     return rc;
@@ -201,6 +208,7 @@ class PmixBackend final : public Backend {
   }
 
   pmix_proc_t me_{};
+  std::string job_;
   bool inited_ = false;
   int size_ = 1;
   int timeout_s_;

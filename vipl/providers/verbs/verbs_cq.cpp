@@ -20,6 +20,13 @@ VerbsCq::~VerbsCq() {
         ibv_destroy_comp_channel(channel);
 }
 
+// Room for `entries` rounded up to a power of two, so that binding queues
+// seldom resizes the CQ, but never past the device's limit: rxe's max_cqe is
+// 32767, and a CQ of exactly that many entries must still be created.
+uint32_t VerbsCq::rounded_capacity(uint64_t entries) const {
+    return uint32_t(std::min<uint64_t>(common::CqFifo<Entry>::round_up(entries), uint64_t(nic_.dev_attr.max_cqe)));
+}
+
 VIP_RETURN VerbsCq::init(VIP_ULONG entries) {
     if (entries == 0 || entries > VIP_ULONG(nic_.dev_attr.max_cqe))
         return VIP_INVALID_PARAMETER;
@@ -28,7 +35,7 @@ VIP_RETURN VerbsCq::init(VIP_ULONG entries) {
         return VIP_ERROR_RESOURCE;
     fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK);
     requested_ = uint32_t(entries);
-    capacity_ = common::CqFifo<Entry>::round_up(entries);
+    capacity_ = rounded_capacity(entries);
     cq = ibv_create_cq(nic_.ctx, int(capacity_), this, channel, 0);
     if (!cq)
         return VIP_ERROR_RESOURCE;
@@ -39,9 +46,9 @@ VIP_RETURN VerbsCq::init(VIP_ULONG entries) {
 VIP_RETURN VerbsCq::grow(uint32_t need) {
     if (need <= capacity_)
         return VIP_SUCCESS;
-    uint32_t cap = common::CqFifo<Entry>::round_up(need);
-    if (cap > uint32_t(nic_.dev_attr.max_cqe))
+    if (need > uint32_t(nic_.dev_attr.max_cqe))
         return VIP_ERROR_RESOURCE;
+    uint32_t cap = rounded_capacity(need);
     if (ibv_resize_cq(cq, int(cap)) != 0)
         return VIP_ERROR_RESOURCE;
     fifo_.resize(cap); // keeps the entries not yet taken

@@ -150,6 +150,7 @@ private:
         WorkQueue *queue = nullptr;
     };
     VIP_RETURN grow(uint32_t need);
+    uint32_t rounded_capacity(uint64_t entries) const;
     VerbsNic &nic_;
     common::CqFifo<Entry> fifo_;
     uint32_t requested_ = 0;   // EntryCount asked for
