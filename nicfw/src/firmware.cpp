@@ -63,6 +63,10 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
     wire_.self = static_cast<uint16_t>(rank_);
     if (cfg_.faults.die_reserved_rank == rank_) wire_.die_after_reserves.store(cfg_.faults.die_reserved_n);
     if (cost_.on()) cost_host_acquire();
+    direct_ok_ = cfg_.direct_send && cfg_.mode == Mode::Inline && !cost_.on() && !faults_ && !cfg_.transport;
+    fast_tx_ = direct_ok_ && !stamping() && !cfg_.profile.gap_ns;
+    fast_tx_limit_ = kMaxStagedTransfer + 1;
+    if (cfg_.dma_min) fast_tx_limit_ = std::min(fast_tx_limit_, cfg_.shm_crossover()); // bulk_eligible never true below
     // One-sided RDMA (onesided.cpp): peers find this NIC's published table here.
     pub_vis_ = &protection_.published().vi(0);
     peer_tables_.resize(size_t(nprocs));
@@ -128,11 +132,13 @@ void Firmware::complete_tx(ViImpl *vi) {
     }
 }
 
+// The oldest receive the firmware holds, else the oldest still in the
+// doorbell FIFO: tokens the firmware took earlier precede every token still
+// in the doorbell, so taking the doorbell's head directly when it holds none
+// keeps posting order without moving each token through two rings.
 bool Firmware::fetch_rx_desc(ViImpl *vi, Token *t) {
-    if (vi->fw.rxq.pop(t)) return true;
-    Token b;
-    while (vi->bell_rq.pop(&b)) vi->fw.rxq.push(b);
-    return vi->fw.rxq.pop(t);
+    if (__builtin_expect(vi->fw.rxq.pop(t), 0)) return true;
+    return vi->bell_rq.pop(t);
 }
 
 // Send doorbell -> the firmware's transmit queue, as far as it has room.
@@ -323,8 +329,7 @@ void Firmware::drain_wire() {
 // packet waits, and housekeeping still runs every kHousekeepingSteps calls, so
 // a host that only posts sends keeps its NIC answering.
 bool Firmware::send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
-    if (!cfg_.direct_send || cfg_.mode != Mode::Inline || shared_step_.load(std::memory_order_relaxed) ||
-        cost_.on() || faults_ || cfg_.transport || backlog_pending_.load(std::memory_order_relaxed))
+    if (!direct_ok_ || shared_step_.load(std::memory_order_relaxed) || backlog_pending_.load(std::memory_order_relaxed))
         return false;
     if (__builtin_expect(!pthread_equal(pthread_self(), owner_thread_), 0)) return false; // ring: shares stepping
     OwnerSection owner(this);
@@ -337,13 +342,18 @@ bool Firmware::send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     const uint32_t words = vi_words_.load(std::memory_order_relaxed);
     for (uint32_t w = 0; w < words; ++w)
         if (active_[w].load(std::memory_order_relaxed)) return false;
-    c.txq[c.tx_tail % kMaxQueue] = TxEntry{d, mh, 0, 0, false, false, false, 0};
-    ++c.tx_tail;
-    transmit(vi);
-    if (c.tx_next != c.tx_tail) // the wire FIFO was full: the loop retries it
-        active_[vi->index / 64].store(active_[vi->index / 64].load(std::memory_order_relaxed) |
-                                          (1ull << (vi->index % 64)),
-                                      std::memory_order_relaxed);
+    VIPL_INSTR_BEGIN(t1);
+    const bool fast = fast_tx_ && c.tx_head == c.tx_tail && tx_fast(vi, d, mh);
+    VIPL_INSTR_END_IF(c_fw_tx, t1, fast);
+    if (!fast) {
+        c.txq[c.tx_tail % kMaxQueue] = TxEntry{d, mh, 0, 0, false, false, false, 0};
+        ++c.tx_tail;
+        transmit(vi);
+        if (c.tx_next != c.tx_tail) // the wire FIFO was full: the loop retries it
+            active_[vi->index / 64].store(active_[vi->index / 64].load(std::memory_order_relaxed) |
+                                              (1ull << (vi->index % 64)),
+                                          std::memory_order_relaxed);
+    }
     if (housekeeping_due()) housekeeping();
     if (wire_peek(wire_, rank_, rx_head_)) drain_wire();
     return true;

@@ -262,7 +262,13 @@ private:
 
     // tx.cpp: the send side
     bool tx_one(ViImpl *vi, TxEntry &e);
-    bool validate_segments(const ViImpl *vi, const VIP_DESCRIPTOR_SEGMENT *ds, uint32_t n, uint32_t *total) const;
+    // A direct send whose VI holds nothing else and whose descriptor is the
+    // short message's shape (a send of at most kFastSegs segments, staged,
+    // completing on the wire): checked, transmitted and completed in one
+    // pass, with no transmit-queue entry.  False: nothing was done (another
+    // shape, a check failed, or the FIFO is full) and tx_one decides.
+    bool tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    static constexpr uint32_t kFastSegs = 2;
     // A posted receive descriptor checked for a message of `length` bytes (the common
     // receive rules, on SRAM copies): 0 or the spec's status bits.  On 0 its data
     // segments are in desc_cache_[0 .. *nseg).  Shared by staged and pull sends.
@@ -413,6 +419,15 @@ private:
     std::mutex backlog_mu_;
     std::deque<PendingCtl> backlog_;
     std::atomic<bool> backlog_pending_{false};
+
+    // What the configuration allows, decided once: a direct send (send_direct:
+    // inline, no cost model, faults or transport) and, on top of that, the
+    // fast transmit (tx_fast: no timing profile that stamps or paces packets);
+    // the fast transmit takes messages shorter than fast_tx_limit_ (the staged
+    // protocol's: below the bulk path's crossover and the FIFO's share).
+    bool direct_ok_ = false;
+    bool fast_tx_ = false;
+    uint32_t fast_tx_limit_ = 0;
 
     // execution
     std::atomic<bool> shared_step_{false};  // someone besides the host steps (agent)

@@ -21,6 +21,7 @@
 #include <mutex>
 
 #include "config.hpp"
+#include "descriptor_check.hpp"
 #include "dma.hpp"
 #include "published.hpp"
 #include "region.hpp"
@@ -77,6 +78,18 @@ public:
     const Region *covers(VIP_MEM_HANDLE mh, uint32_t ptag_id, const void *p, size_t n) const {
         const Region *r = lookup(mh);
         return r && r->ptag_id == ptag_id && r->contains(p, n) ? r : nullptr;
+    }
+
+    // n data segments (the firmware's SRAM copies) checked as the providers'
+    // common rule says, against the regions of protection tag `ptag_id`; the
+    // sum of their lengths in *total.  Inline: every message's descriptor
+    // passes through it, on both sides.
+    bool check_segments(uint32_t ptag_id, const VIP_DESCRIPTOR_SEGMENT *ds, uint32_t n, uint64_t *total) const {
+        const auto in_tag = [&](VIP_MEM_HANDLE h) -> const Region * {
+            const Region *r = lookup(h);
+            return r && r->ptag_id == ptag_id ? r : nullptr;
+        };
+        return vipl::common::check_data_segments(ds, n, in_tag, vipl::common::NoSegmentSink{}, total) == 0;
     }
 
     // ---- host side (under the table's mutex) ----

@@ -376,9 +376,15 @@ uint32_t Firmware::check_rx_desc(const ViImpl *vi, const Token &t, uint32_t leng
     if (const uint32_t e = vipl::common::check_recv_control(cs, {kMaxSegments + 1, kMaxSegments + 1, kMaxTransfer, true}))
         return e;
     if (!dr->contains(d, vipl::common::descriptor_bytes(cs.SegCount))) return VIP_STATUS_PROTECTION_ERROR;
-    std::memcpy(desc_cache_, d->DS, cs.SegCount * sizeof(VIP_DESCRIPTOR_SEGMENT));
-    uint32_t cap = 0;
-    if (!validate_segments(vi, desc_cache_, cs.SegCount, &cap)) return VIP_STATUS_PROTECTION_ERROR;
+    // One or two segments (a receive slot's usual shape) copied as whole
+    // structs: a copy of variable length costs more than the segment.
+    if (cs.SegCount <= 2) {
+        for (uint32_t i = 0; i < cs.SegCount; ++i) desc_cache_[i] = d->DS[i];
+    } else {
+        std::memcpy(desc_cache_, d->DS, cs.SegCount * sizeof(VIP_DESCRIPTOR_SEGMENT));
+    }
+    uint64_t cap = 0;
+    if (!protection_.check_segments(vi->ptag_id, desc_cache_, cs.SegCount, &cap)) return VIP_STATUS_PROTECTION_ERROR;
     *nseg = cs.SegCount;
     return vipl::common::receive_fits(length, cap);
 }

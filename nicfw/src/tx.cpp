@@ -11,20 +11,6 @@
 
 namespace nicfw {
 
-// Checks n data segments (in the SRAM descriptor cache) against the protection
-// table under the VI's ptag (the providers' common rule); sums their lengths.
-bool Firmware::validate_segments(const ViImpl *vi, const VIP_DESCRIPTOR_SEGMENT *ds, uint32_t n,
-                                 uint32_t *total) const {
-    const auto lookup = [&](VIP_MEM_HANDLE h) -> const Region * {
-        const Region *r = protection_.lookup(h);
-        return r && r->ptag_id == vi->ptag_id ? r : nullptr;
-    };
-    uint64_t sum = 0;
-    if (vipl::common::check_data_segments(ds, n, lookup, vipl::common::NoSegmentSink{}, &sum)) return false;
-    *total = sum > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(sum);
-    return true;
-}
-
 // One packet per descriptor, staged or pull:
 //
 //   staged  header | RdmaExt (RDMA) | the data (not for a read)   the target places the bytes from the slot
@@ -142,9 +128,10 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     std::memcpy(desc_cache_, d->DS, sizeof(VIP_DESCRIPTOR_SEGMENT) * cs.SegCount);
     t.segs = &desc_cache_[first].Local;
     t.nseg = cs.SegCount - first;
-    uint32_t total = 0;
-    if (!validate_segments(vi, &desc_cache_[first], t.nseg, &total)) return fail(t.ops | VIP_STATUS_PROTECTION_ERROR);
-    if (total != cs.Length) return fail(t.ops | VIP_STATUS_FORMAT_ERROR);
+    uint64_t total = 0;
+    if (!protection_.check_segments(vi->ptag_id, &desc_cache_[first], t.nseg, &total))
+        return fail(t.ops | VIP_STATUS_PROTECTION_ERROR);
+    if (std::min<uint64_t>(total, UINT32_MAX) != cs.Length) return fail(t.ops | VIP_STATUS_FORMAT_ERROR);
     if (cs.Length > rules.max_transfer) return fail(t.ops | VIP_STATUS_LENGTH_ERROR);
 
     // Injection gap of the timing profile (g).
@@ -161,6 +148,52 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     TxResult r = (this->*kTxOps[size_t(p)])(vi, e, t);
     if (r == TxResult::Declined) r = (this->*kTxOps[size_t(choose_protocol(vi, t, false))])(vi, e, t);
     return r == TxResult::Done;
+}
+
+// The short message's straight line: every check tx_one makes, on the same
+// kind of private copies (the control segment and the data segments read once
+// from host memory), but only for the shape that passes them all and goes
+// staged - a send (immediate data allowed, no fence) of at most kFastSegs
+// registered segments below fast_tx_limit_, on a VI whose sends complete on
+// the wire (not reliable reception) - so its result is tx_one's: the same
+// packet, sequence number and completion status.  Anything else, or a full
+// FIFO, returns false before anything changed, and tx_one then runs its full
+// checks and produces the spec's error status.  send_direct has checked the VI
+// (Connected, nothing queued or flushing) and the configuration (fast_tx_).
+bool Firmware::tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    VIP_CONTROL_SEGMENT cs;
+    std::memcpy(&cs, &d->CS, sizeof cs);
+    const uint32_t n = cs.SegCount;
+    if ((cs.Control & ~VIP_CONTROL_IMMEDIATE) != VIP_CONTROL_OP_SENDRECV || n > kFastSegs ||
+        cs.Length >= fast_tx_limit_ || cs.Length > vi->attr.max_transfer ||
+        vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION)
+        return false;
+    // The descriptor (control segment and data segments) in one region of the VI's ptag.
+    if (!protection_.covers(mh, vi->ptag_id, d, vipl::common::descriptor_bytes(n))) return false;
+    VIP_DESCRIPTOR_SEGMENT seg[kFastSegs];
+    for (uint32_t i = 0; i < n; ++i) seg[i] = d->DS[i];
+    uint64_t total = 0;
+    if (!protection_.check_segments(vi->ptag_id, seg, n, &total) || total != cs.Length) return false;
+
+    TxSlot tx;
+    if (!wire_reserve(wire_, vi->peer_nic, cs.Length, &tx)) return false; // back-pressure: the queue's path
+    const bool imm = cs.Control & VIP_CONTROL_IMMEDIATE;
+    write_header(tx.hdr, static_cast<uint16_t>(rank_),
+                 {.op = Op::Send,
+                  .flags = static_cast<uint8_t>(imm ? kFlagImm : 0),
+                  .dst_vi = vi->peer_vi,
+                  .src_vi = static_cast<uint16_t>(vi->index),
+                  .seq = vi->fw.send_seq++,
+                  .length = cs.Length,
+                  .imm = imm ? cs.ImmediateData : 0});
+    unsigned char *out = tx.payload;
+    for (uint32_t i = 0; i < n; ++i) { // host DMA and link DMA in one, as tx_packet
+        std::memcpy(out, seg[i].Local.Data.Address, seg[i].Local.Length);
+        out += seg[i].Local.Length;
+    }
+    wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
+    complete_desc(vi, d, VIP_STATUS_OP_SEND, cs.Length, false);
+    return true;
 }
 
 // A pull request's body: the initiator's pid and segments, each named so the
