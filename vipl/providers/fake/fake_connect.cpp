@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "connection_rules.hpp"
 #include "fake_provider.hpp"
 
 namespace vipl::fake {
@@ -158,7 +159,9 @@ VIP_RETURN FakeConn::accept(prov::Vi *pv, const void *data, VIP_ULONG len) {
     std::lock_guard<std::mutex> g(b.mu);
     if (vi->dev != dev) return VIP_INVALID_PARAMETER;
     ConnRequest *r = find_request(request_id);
-    if (r && vi->attr.reliability != r->attr.ReliabilityLevel) return VIP_INVALID_RELIABILITY_LEVEL;
+    if (r) {
+        if (VIP_RETURN rc = common::check_accept(vi->attr, r->attr); rc != VIP_SUCCESS) return rc;
+    }
     if (vi->state != ViState::Idle) return VIP_INVALID_STATE;
     if (!r || r->client->cm != CmResult::Pending) {
         // The client gave up meanwhile: the server's end is connected to nobody
