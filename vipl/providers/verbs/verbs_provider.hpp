@@ -76,6 +76,7 @@ struct ViLink final : CmOwner {
 
 struct VerbsPtag final : prov::Ptag {
     ibv_pd *pd = nullptr;
+    WindowBinder windows; // binds the windows of this tag's regions
     std::atomic<int> users{0}; // regions + VIs using this tag
 };
 
