@@ -59,6 +59,13 @@ const Region *VerbsVi::region(VIP_MEM_HANDLE h) const {
 
 VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     WorkQueue &q = sq;
+    // Nothing to send to yet: refused, as on every provider (docs/vipl.md).  An
+    // accepting VI may send before ESTABLISHED is seen (below).
+    const VIP_VI_STATE st = state.load(std::memory_order_relaxed);
+    if (__builtin_expect(st == VIP_STATE_IDLE ||
+                             (st == VIP_STATE_CONNECT_PENDING && !accepted.load(std::memory_order_relaxed)),
+                         0))
+        return VIP_INVALID_STATE;
     if (q.ring.full())
         return VIP_ERROR_RESOURCE;
     Slot &s = q.ring.claim(d);
