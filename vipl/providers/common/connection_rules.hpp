@@ -24,8 +24,8 @@ inline VIP_RETURN check_accept(const prov::ViAttr &local, const VIP_VI_ATTRIBUTE
 
 // A receive that failed when a message arrived: if one of its data segments no
 // longer lies in a registered region of the VI's tag (VipDeregisterMem while it
-// was posted, which succeeds), the failure is the spec's protection error, what
-// ever the device called it.  `lookup` is the provider's region lookup (as for
+// was posted, which succeeds), the failure is the spec's protection error,
+// whatever the device called it.  `lookup` is the provider's region lookup (as for
 // check_recv).  PROTECTION_ERROR or 0.
 template <class Lookup>
 inline uint32_t receive_memory_gone(const VIP_DESCRIPTOR *d, Lookup &&lookup) {
