@@ -216,9 +216,17 @@ void on_async_error(VIP_PVOID, VIP_ERROR_DESCRIPTOR *e) {
 // Opens the NIC and checks what Split-C/VI needs of it.  Sets *pins when
 // registering memory pins it (every provider but the nicfw emulator, whose
 // registration is a table entry), which bounds the default heap size.
+// The NIC is the one $SPLITC_NIC names (as AM's is $VIASTACK_AM_NIC), else
+// $VIPL_PROVIDER's default.
 bool open_nic(bool *pins) {
-    VIP_RETURN rc = VipOpenNic(nullptr, &g.nic);
-    if (rc != VIP_SUCCESS) return init_fail("VipOpenNic", rc);
+    const char *dev = std::getenv("SPLITC_NIC");
+    if (dev && !*dev) dev = nullptr;
+    VIP_RETURN rc = VipOpenNic(dev, &g.nic);
+    if (rc != VIP_SUCCESS) {
+        report(SPLITC_ERR_INIT, "VipOpenNic(%s) failed: %s (check $VIPL_PROVIDER / $SPLITC_NIC)",
+               dev ? dev : "default NIC", VipxReturnString(rc));
+        return false;
+    }
     VIP_NIC_ATTRIBUTES na{};
     rc = VipQueryNic(g.nic, &na);
     if (rc != VIP_SUCCESS) return init_fail("VipQueryNic", rc);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "connection.hpp"
+#include "connection_rules.hpp"
 #include "firmware.hpp"
 #include "nic.hpp"
 #include "vi_table.hpp"
@@ -242,7 +243,7 @@ void ConnectionManager::forget_request(uint16_t nic, uint32_t nonce) {
 
 VIP_RETURN ConnectionManager::accept(const ConnImpl &c, ViImpl *vi, const void *data, VIP_ULONG len) {
     if (vi->hw != c.hw) return VIP_INVALID_PARAMETER;
-    if (vi->attr.reliability != c.client_attr.ReliabilityLevel) return VIP_INVALID_RELIABILITY_LEVEL;
+    if (VIP_RETURN rc = vipl::common::check_accept(vi->attr, c.client_attr); rc != VIP_SUCCESS) return rc;
     nic_.host_poll(); // an inline firmware takes in a ConnCancel that has arrived
     {
         std::lock_guard<std::mutex> g(mu_);

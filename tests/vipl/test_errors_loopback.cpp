@@ -477,7 +477,7 @@ TEST_P(Errors, SetMemAttributesTogglesRdmaWrite) {
     VIP_MEM_ATTRIBUTES ma = {tag->h(), VIP_FALSE, VIP_FALSE};
     VIP_RETURN set_rc = VipSetMemAttributes(nic(), target.p(), target.mh(), &ma);
     if (set_rc == VIP_ERROR_RESOURCE && !provider_is_nicfw())
-        GTEST_SKIP() << "this provider cannot change RDMA enables in place (docs/verbs.md)";
+        GTEST_SKIP() << "a verbs device without memory windows cannot change RDMA enables in place (docs/verbs.md)";
     VT_ASSERT_OK(set_rc);
     std::memset(target.p(), 0, 64);
     size_t mark = error_mark();

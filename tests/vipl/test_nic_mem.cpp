@@ -143,7 +143,7 @@ TEST(Mem, RegisterQuerySetDeregister) {
     VIP_MEM_ATTRIBUTES s = {other.h(), VIP_FALSE, VIP_TRUE};
     VIP_RETURN set_rc = VipSetMemAttributes(nic(), m.p(), m.mh(), &s);
     if (set_rc == VIP_ERROR_RESOURCE && !provider_is_nicfw())
-        GTEST_SKIP() << "this provider cannot change a region's ptag or RDMA enables in place (docs/verbs.md)";
+        GTEST_SKIP() << "verbs cannot move an RDMA-enabled region to another ptag: a memory window belongs to one ibv_pd (docs/verbs.md)";
     VT_ASSERT_OK(set_rc);
     VT_ASSERT_OK(VipQueryMem(nic(), m.p(), m.mh(), &q));
     EXPECT_EQ(q.Ptag, other.h());

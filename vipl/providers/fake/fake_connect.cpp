@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "connection_rules.hpp"
 #include "fake_provider.hpp"
 
 namespace vipl::fake {
@@ -158,17 +159,14 @@ VIP_RETURN FakeConn::accept(prov::Vi *pv, const void *data, VIP_ULONG len) {
     std::lock_guard<std::mutex> g(b.mu);
     if (vi->dev != dev) return VIP_INVALID_PARAMETER;
     ConnRequest *r = find_request(request_id);
-    if (r && vi->attr.reliability != r->attr.ReliabilityLevel) return VIP_INVALID_RELIABILITY_LEVEL;
-    if (vi->state != ViState::Idle) return VIP_INVALID_STATE;
-    if (!r || r->client->cm != CmResult::Pending) {
-        // The client gave up meanwhile: the server's end is connected to nobody
-        // and breaks at once, as a connection whose peer vanished.
-        vi->state = ViState::Connected;
-        vi->peer = nullptr;
-        b.set_error(vi, VIP_ERROR_CONN_LOST, nullptr);
-        b.settle();
-        return VIP_SUCCESS;
+    if (r) {
+        if (VIP_RETURN rc = common::check_accept(vi->attr, r->attr); rc != VIP_SUCCESS) return rc;
     }
+    if (vi->state != ViState::Idle) return VIP_INVALID_STATE;
+    // The client gave up meanwhile: there is nobody to connect to.  The VI
+    // stays Idle and the request stays until rejected (docs/vipl.md, one
+    // behaviour on every provider).
+    if (!r || r->client->cm != CmResult::Pending) return VIP_TIMEOUT;
     vi->make_connected(r->client);
     r->client->make_connected(vi);
     const auto *bytes = static_cast<const uint8_t *>(data);

@@ -1,5 +1,6 @@
 // verbs_cm.cpp - connection management over librdmacm (see verbs_cm.hpp).
 #include "verbs_cm.hpp"
+#include "connection_rules.hpp"
 #include "viastack_log.hpp"
 #include "viastack_env.hpp"
 
@@ -23,6 +24,9 @@ using Clock = std::chrono::steady_clock;
 
 // How long an accepting side waits for the requester's RTU (ESTABLISHED).
 constexpr auto kEstablishTimeout = std::chrono::seconds(30);
+// How long an accept whose requester withdrew waits for that requester's retry
+// before it answers VIP_TIMEOUT as for a request given up (docs/vipl.md).
+constexpr auto kRetryWait = std::chrono::seconds(2);
 
 // 128-bit digest of a long discriminator: two 64-bit FNV-1a lanes with different
 // offsets, each finished with a murmur3 mix.  Not cryptographic: it only has to
@@ -312,12 +316,17 @@ VIP_RETURN PendingRequest::accept(prov::Vi *pvi, const void *data, VIP_ULONG len
         return VIP_INVALID_PARAMETER;
     {
         std::lock_guard<std::mutex> g(nic.cm_mu);
+        if (VIP_RETURN rc = common::check_accept(
+                vi.attr, attrs_from(req.reliability, req.flags, ntohl(req.max_transfer)));
+            rc != VIP_SUCCESS)
+            return rc; // the request stays: accept it with another VI or reject it
         if (vi.state.load() != VIP_STATE_IDLE || vi.connector)
             return VIP_INVALID_STATE;
     }
     // Under emulation a handshake can outlast a short requester timeout: the
     // requester withdraws and retries.  Accepting follows it to its retry for as
-    // long as the QP is still untouched (or empty), up to kEstablishTimeout.
+    // long as the QP is still untouched (or empty), up to kEstablishTimeout, or
+    // kRetryWait for a retry that has not come yet.
     const auto deadline = Clock::now() + kEstablishTimeout;
     PendingRequest *cur = this;
     std::unique_ptr<PendingRequest> retry; // a retry we took from the NIC's list
@@ -348,14 +357,14 @@ VIP_RETURN PendingRequest::accept(prov::Vi *pvi, const void *data, VIP_ULONG len
         } else if (rc != VIP_NOT_DONE) {
             return rc;
         }
-        // Withdrawn: wait for the requester's retry.
+        // Withdrawn: wait a little for the requester's retry.
         PendingRequest *next = nullptr;
-        pump_until(nic, deadline, [&] {
+        pump_until(nic, std::min(deadline, Clock::now() + kRetryWait), [&] {
             std::lock_guard<std::mutex> g(nic.cm_mu);
             return (next = take_retry_of(nic, *cur)) != nullptr;
         });
         if (!next)
-            return VIP_INVALID_STATE; // the requester gave up for good
+            return VIP_TIMEOUT; // the requester gave up (the request stays until rejected)
         retry.reset(next);
         cur = next;
     }
@@ -364,7 +373,7 @@ VIP_RETURN PendingRequest::accept(prov::Vi *pvi, const void *data, VIP_ULONG len
 VIP_RETURN PendingRequest::reject(const void *data, VIP_ULONG len) {
     std::lock_guard<std::mutex> g(nic.cm_mu);
     if (!id)
-        return VIP_INVALID_STATE;
+        return VIP_SUCCESS; // the requester withdrew: nobody to tell, the handle is freed
     ReplyPriv r = ReplyPriv::make(kKindReject, kRejectByUser, 0, 0, data, len);
     rdma_reject(id, &r, uint8_t(r.size()));
     rdma_destroy_id(id);

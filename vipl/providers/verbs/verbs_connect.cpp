@@ -318,10 +318,11 @@ VIP_RETURN VerbsVi::disconnect() {
     {
         std::lock_guard<std::mutex> g(nic.cm_mu);
         VIP_VI_STATE st = state.load();
-        // An idle VI has no connection, but disconnecting it still flushes what
-        // is posted (receives may be posted before connecting), so it can be destroyed.
+        // An idle VI has no connection: nothing to do (docs/vipl.md).  With
+        // receives posted (before connecting) it still flushes them, below, so
+        // the VI can be destroyed.
         if (st == VIP_STATE_IDLE && !connector && sq.empty() && rq.empty())
-            return VIP_INVALID_STATE;
+            return VIP_SUCCESS;
         connector.reset(); // an attempt in progress is abandoned (its id destroyed)
         if (cm_id) {
             rdma_disconnect(cm_id);

@@ -1,10 +1,13 @@
 // verbs_mem.hpp - registered regions and the handle -> region table.
 //
-// A VIPL memory handle is 32 bits.  It is the region's rkey when RDMA read or
-// write is enabled (so a peer can name the region in an address segment and the
-// target NIC checks it), and the lkey otherwise (rxe hands out rkey 0 for
-// local-only regions).  Local data segments are translated to mr->lkey through
-// this table: lkey == rkey is never assumed.
+// A VIPL memory handle is 32 bits, and a peer names an RDMA target region with
+// it, so it is an rkey.  On a device with memory windows every region has one
+// (type 1, bound over the whole region with the region's RDMA rights, none
+// included) and its handle is the window's rkey: VipSetMemAttributes re-binds
+// the window under the same rkey (verbs_window.cpp).  Without windows the
+// handle is the region's rkey when RDMA read or write is enabled, and the lkey
+// otherwise (rxe hands out rkey 0 for local-only regions).  Local data segments
+// are translated to mr->lkey through this table: lkey == rkey is never assumed.
 //
 // The table is open-addressed with a fixed capacity so that lookups on the data
 // path take no lock and never see a rehash; writers hold the NIC's control mutex.
@@ -23,10 +26,29 @@
 namespace vipl::verbs {
 
 struct VerbsPtag;
+class VerbsNic;
+
+// Binds memory windows of one protection tag (ibv_pd): a queue pair connected
+// to itself, made on first use; the caller holds the NIC's control mutex.
+struct WindowBinder {
+    // A type-1 window over all of mr with these rights, or nullptr (no windows
+    // on this device: the region then falls back to its own rkey).
+    ibv_mw *open_window(VerbsNic &nic, ibv_pd *pd, ibv_mr *mr, bool rdma_write, bool rdma_read);
+    // Re-binds mw over mr with new rights, keeping its rkey.
+    bool bind(ibv_mw *mw, ibv_mr *mr, bool rdma_write, bool rdma_read);
+    void close(); // before the tag's ibv_pd is freed
+
+private:
+    bool ready(VerbsNic &nic, ibv_pd *pd);
+    ibv_qp *qp = nullptr;
+    ibv_cq *cq = nullptr;
+    bool failed = false;
+};
 
 struct Region {
     VIP_MEM_HANDLE handle = 0;
     ibv_mr *mr = nullptr;
+    ibv_mw *mw = nullptr; // the window peers reach the region through (handle = its rkey)
     uintptr_t base = 0; // (common::region_covers reads base and len)
     size_t len = 0;
     VerbsPtag *ptag = nullptr;

@@ -173,10 +173,13 @@ VerbsNic::~VerbsNic() {
             rdma_destroy_id(id);
     }
     mem.for_each([](Region *r) {
+        if (r->mw)
+            ibv_dealloc_mw(r->mw);
         ibv_dereg_mr(r->mr);
         delete r;
     });
     for (VerbsPtag *p : ptags) {
+        p->windows.close();
         ibv_dealloc_pd(p->pd);
         delete p;
     }
@@ -235,6 +238,7 @@ VIP_RETURN VerbsNic::destroy_ptag(prov::Ptag *pt) {
     VerbsPtag *p = *it;
     if (p->users.load() > 0)
         return VIP_INVALID_STATE;
+    p->windows.close();
     if (ibv_dealloc_pd(p->pd) != 0)
         return VIP_INVALID_STATE;
     ptags.erase(it);
@@ -263,12 +267,28 @@ VIP_RETURN VerbsNic::register_mem(void *addr, VIP_ULONG len, const prov::MemAttr
     if (mem.size() >= MemTable::kMaxRegions)
         return VIP_ERROR_RESOURCE;
     auto *pt = static_cast<VerbsPtag *>(a.ptag);
-    ibv_mr *mr = ibv_reg_mr(pt->pd, addr, len, mr_access(a));
+    // Reached through a memory window where the device has them (verbs_window.cpp).
+    ibv_mr *mr = nullptr;
+    ibv_mw *mw = nullptr;
+    if (dev_attr.max_mw > 0) {
+        mr = ibv_reg_mr(pt->pd, addr, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+        if (!mr)
+            return errno == EFAULT ? VIP_INVALID_PARAMETER : VIP_ERROR_RESOURCE;
+        mw = pt->windows.open_window(*this, pt->pd, mr, a.rdma_write, a.rdma_read);
+        if (!mw) {
+            ibv_dereg_mr(mr);
+            mr = nullptr;
+        }
+    }
+    if (!mr)
+        mr = ibv_reg_mr(pt->pd, addr, len, mr_access(a));
     if (!mr)
         return errno == EFAULT ? VIP_INVALID_PARAMETER : VIP_ERROR_RESOURCE;
-    auto *r = new Region{handle_of(mr, a), mr, uintptr_t(addr), size_t(len), pt, a.rdma_write,
-                         a.rdma_read};
+    auto *r = new Region{mw ? mw->rkey : handle_of(mr, a), mr, mw, uintptr_t(addr), size_t(len), pt,
+                         a.rdma_write, a.rdma_read};
     if (mem.find(r->handle) || !mem.insert(r)) {
+        if (mw)
+            ibv_dealloc_mw(mw);
         ibv_dereg_mr(mr);
         delete r;
         return VIP_ERROR_RESOURCE;
@@ -283,6 +303,9 @@ VIP_RETURN VerbsNic::deregister_mem(void *addr, VIP_MEM_HANDLE mh) {
     Region *r = mem.find(mh);
     if (!r || r->base != uintptr_t(addr))
         return VIP_INVALID_PARAMETER;
+    if (r->mw && ibv_dealloc_mw(r->mw) != 0)
+        return VIP_ERROR_RESOURCE;
+    r->mw = nullptr;
     if (ibv_dereg_mr(r->mr) != 0)
         return VIP_ERROR_RESOURCE;
     mem.erase(r);
@@ -302,9 +325,10 @@ VIP_RETURN VerbsNic::query_mem(void *addr, VIP_MEM_HANDLE mh, prov::MemAttr *out
     return VIP_SUCCESS;
 }
 
-// The handle must not change (the application and its peers hold it), so the
-// region is registered anew next to the old one and swapped in only if the new
-// registration can keep the handle's meaning: always when RDMA ends up disabled
+// The handle must not change (the application and its peers hold it).  New
+// rights under the same tag re-bind the region's memory window under its rkey.
+// A new tag (or a device without windows) needs a new registration, swapped in
+// only if it can keep the handle's meaning: always when RDMA ends up disabled
 // (the handle then stays a local alias), and when RDMA is enabled only if the
 // device gives the new registration the same rkey.  Otherwise the old
 // registration stays and VIP_ERROR_RESOURCE is returned (docs/verbs.md).
@@ -318,6 +342,13 @@ VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pro
     if (a.ptag == r->ptag && a.rdma_write == r->rdma_write && a.rdma_read == r->rdma_read)
         return VIP_SUCCESS;
     auto *pt = static_cast<VerbsPtag *>(a.ptag);
+    if (r->mw && a.ptag == r->ptag) { // new rights, same window, same rkey
+        if (!pt->windows.bind(r->mw, r->mr, a.rdma_write, a.rdma_read))
+            return VIP_ERROR_RESOURCE;
+        r->rdma_write = a.rdma_write;
+        r->rdma_read = a.rdma_read;
+        return VIP_SUCCESS;
+    }
     ibv_mr *mr = ibv_reg_mr(pt->pd, reinterpret_cast<void *>(r->base), r->len, mr_access(a));
     if (!mr)
         return VIP_ERROR_RESOURCE;
@@ -325,6 +356,9 @@ VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pro
         ibv_dereg_mr(mr);
         return VIP_ERROR_RESOURCE;
     }
+    if (r->mw) // the window belongs to the old tag: the handle stays a local alias
+        ibv_dealloc_mw(r->mw);
+    r->mw = nullptr;
     ibv_dereg_mr(r->mr);
     r->mr = mr;
     r->ptag->users--;

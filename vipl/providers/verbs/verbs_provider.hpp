@@ -4,8 +4,10 @@
 //   NIC          ibv_context of one RDMA device (rxe0, mlx5_0, ...) + one port,
 //                a listening rdma_cm_id on the device's IP address
 //   Ptag         ibv_pd
-//   memory       ibv_mr; the VIPL handle is the rkey when RDMA is enabled (so a
-//                peer can put it in an address segment), else the lkey; a table
+//   memory       ibv_mr, reached by peers through a type-1 memory window whose
+//                rkey is the VIPL handle (so a peer can put it in an address
+//                segment, and VipSetMemAttributes re-binds it in place); without
+//                windows the MR's rkey, or its lkey when RDMA is off; a table
 //                maps handle -> region, and local SGEs always use mr->lkey
 //   VI           RC QP (reliable delivery / reliable reception) or UC QP (unreliable)
 //   CQ           one ibv_cq per VIPL CQ; queues not bound to a CQ get a private ibv_cq
@@ -76,6 +78,7 @@ struct ViLink final : CmOwner {
 
 struct VerbsPtag final : prov::Ptag {
     ibv_pd *pd = nullptr;
+    WindowBinder windows; // binds the windows of this tag's regions
     std::atomic<int> users{0}; // regions + VIs using this tag
 };
 

@@ -9,6 +9,7 @@
 
 #include <chrono>
 
+#include "connection_rules.hpp"
 #include "viastack_env.hpp"
 #include "verbs_provider.hpp"
 
@@ -58,6 +59,13 @@ const Region *VerbsVi::region(VIP_MEM_HANDLE h) const {
 
 VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     WorkQueue &q = sq;
+    // Nothing to send to yet: refused, as on every provider (docs/vipl.md).  An
+    // accepting VI may send before ESTABLISHED is seen (below).
+    const VIP_VI_STATE st = state.load(std::memory_order_relaxed);
+    if (__builtin_expect(st == VIP_STATE_IDLE ||
+                             (st == VIP_STATE_CONNECT_PENDING && !accepted.load(std::memory_order_relaxed)),
+                         0))
+        return VIP_INVALID_STATE;
     if (q.ring.full())
         return VIP_ERROR_RESOURCE;
     Slot &s = q.ring.claim(d);
@@ -186,8 +194,12 @@ void complete_slot(const ibv_wc &wc) {
         }
     } else if (q->is_recv && (wc.status == IBV_WC_LOC_LEN_ERR || wc.status == IBV_WC_LOC_QP_OP_ERR)) {
         // A receive WQE that cannot hold the message: rxe reports LOC_QP_OP_ERR
-        // (its "malformed WQE" path), other devices LOC_LEN_ERR.
-        st |= VIP_STATUS_LENGTH_ERROR;
+        // (its "malformed WQE" path), other devices LOC_LEN_ERR.  rxe says the
+        // same of a receive whose memory was deregistered while it was posted:
+        // that one is a protection error (common::receive_memory_gone).
+        const VerbsVi *vi = q->vi;
+        uint32_t gone = common::receive_memory_gone(d, [vi](VIP_MEM_HANDLE h) { return vi->region(h); });
+        st |= gone ? gone : VIP_STATUS_LENGTH_ERROR;
     } else if (wc.status == IBV_WC_REM_INV_REQ_ERR && (s->info.op_status == VIP_STATUS_OP_RDMA_READ ||
                                                      s->info.op_status == VIP_STATUS_OP_RDMA_WRITE)) {
         // The target refused the RDMA itself (its VI does not enable it): on rxe an
