@@ -138,6 +138,10 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 # dpkg-shlibdeps computes the Depends of the binaries (libibverbs1, libpmix2, ...).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# logp_mpi (viastack-tools) links libvipl.so, which the lib package ships: let
+# dpkg-shlibdeps find it in the build tree (the dependency on that package is
+# CPACK_COMPONENT_TOOLS_DEPENDS below).
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/lib)
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libviastack${VIASTACK_SOVERSION})
 set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/cmake/debian/triggers)
 set(CPACK_COMPONENT_LIB_DESCRIPTION "viastack user-level communication libraries
