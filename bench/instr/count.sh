@@ -101,17 +101,9 @@ if [ -n "$ucx" ]; then
         UCX_TLS=sm,self timeout 600 valgrind --tool=callgrind --dump-instr=no "--callgrind-out-file=$raw/ucx.$n.1.out" \
             "$ucx" -p "$port" >"$raw/ucx.$n.server.log" 2>&1 &
         server=$!
-        # Wait for the server's listening socket (state 0A), however slow
-        # valgrind starts it under load; a probe connection would be taken
-        # by the server as its client.
-        hexport=$(printf '%04X' "$port") waited=0
-        until grep -q ":$hexport 00000000:0000 0A\|:$hexport 00000000000000000000000000000000:0000 0A" \
-                /proc/net/tcp /proc/net/tcp6 2>/dev/null; do
-            kill -0 "$server" 2>/dev/null || break # it failed: its client reports it
-            waited=$((waited + 1))
-            [ "$waited" -le 1200 ] || { echo "count.sh: ucx_perftest never listened on port $port" >&2; kill "$server"; exit 1; }
-            sleep 0.05
-        done
+        # Wait for the server's listening socket, however slowly valgrind
+        # starts it under load (an early server failure is its client's to report).
+        "$here/../../tools/wait-listen" "$port" 60 "$server" || true
         ok=1
         UCX_TLS=sm,self timeout 600 valgrind --tool=callgrind --dump-instr=no "--callgrind-out-file=$raw/ucx.$n.0.out" \
             "$ucx" localhost -p "$port" -t ucp_am_lat -s 16 -n "$n" -w 100 >"$raw/ucx.$n.client.log" 2>&1 || ok=0

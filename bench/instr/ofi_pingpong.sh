@@ -9,14 +9,7 @@ cg="valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=$out.$VIASTAC
 if [ "$VIASTACK_RANK" = 0 ]; then
     exec $cg fi_pingpong -p viastack -e "$ep" -B "$port" -I "$n" -S 16
 fi
-# Wait for the server's listening socket (state 0A in /proc/net/tcp): a probe
-# connection would be taken by the server as its client.  The server starts
-# under valgrind, hence the long wait.
-hexport=$(printf '%04X' "$port")
-i=0
-until grep -q ":$hexport 00000000:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null; do
-    i=$((i + 1))
-    if [ $i -gt 2400 ]; then echo "ofi_pingpong.sh: fi_pingpong server never listened on port $port" >&2; exit 1; fi
-    sleep 0.05
-done
+# Wait for the server's listening socket without connecting to it; the
+# server starts under valgrind, hence the long wait.
+"$(dirname "$0")/../../tools/wait-listen" "$port" 120 || exit 1
 exec $cg fi_pingpong -p viastack -e "$ep" -P "$port" -I "$n" -S 16 localhost

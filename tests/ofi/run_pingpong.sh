@@ -12,13 +12,6 @@ pp=$1 ep=$2 port=$3 iters=${4:-100} size=${5:-all}
 if [ "$VIASTACK_RANK" = 0 ]; then
     exec "$pp" -p viastack -e "$ep" -B "$port" -I "$iters" -S "$size" "$@"
 fi
-# Wait for the server's listening socket (state 0A in /proc/net/tcp); a
-# probe connection would be taken by the server as its client.
-hexport=$(printf '%04X' "$port")
-i=0
-until grep -q ":$hexport 00000000:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null; do
-    i=$((i + 1))
-    if [ $i -gt 400 ]; then echo "fi_pingpong server never listened on port $port" >&2; exit 1; fi
-    sleep 0.05
-done
+# Wait for the server's listening socket without connecting to it.
+"$(dirname "$0")/../../tools/wait-listen" "$port" 20 || exit 1
 exec "$pp" -p viastack -e "$ep" -P "$port" -I "$iters" -S "$size" "$@" localhost
