@@ -1,7 +1,7 @@
 // am_stream - AM short-request message rate: rank 0 sends a stream of
 // AM_Request1 to rank 1, whose handler only counts them (no reply: the layer
 // returns the credits), then rank 1 confirms; g = time / messages.  The
-// message-rate figure of issue #15 (docs/logp.md), and the program to run
+// message-rate figure of docs/logp.md, and the program to run
 // under callgrind for instructions per message.  With `reply` the handler
 // answers every request with an AM_Reply1 (the paper's workload, [Begel01]
 // §7.4: "send requests must be acknowledged by a reply"; docs/cost-model.md).

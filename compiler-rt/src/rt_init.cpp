@@ -277,8 +277,7 @@ bool init_network() {
 // 2k+2 send and 2k+1 receive slots of SPLITC_MAX_MSG bytes per peer (~0.5 MiB
 // at k = 32, half that at 16), which where memory is pinned comes out of
 // RLIMIT_MEMLOCK beside the heap (default_heap_size), per peer: there the
-// default stays where it was.  (8 before #15, 16 until #15's store-rate
-// follow-up.)
+// smaller default keeps the pinned memory per peer at half.
 void choose_credits(bool pins) {
     const long k = viastack::env::integer(kLayer, "SPLITC_CREDITS", pins ? 16 : 32, 1, 120);
     g.credits = uint32_t(k);
@@ -294,10 +293,9 @@ bool read_config() {
     g.max_msg = uint32_t(m);
     g.max_payload = g.max_msg - uint32_t(sizeof(MsgHdr));
     // SPLITC_RDMA_MIN: bulk transfers of at least this many bytes go by RDMA
-    // (rt_bulk.cpp); "off" (or 0) keeps every byte on messages.  4 KiB (16 KiB
-    // before #15): since a put no longer carries its own acknowledged request,
-    // RDMA beats two fragments at 4 and 8 KiB for put, get and store alike
-    // (docs/splitc.md, "Measurements").
+    // (rt_bulk.cpp); "off" (or 0) keeps every byte on messages.  4 KiB: a put
+    // carries no acknowledged request of its own, so RDMA beats two fragments
+    // at 4 and 8 KiB for put, get and store alike (docs/splitc.md, "Measurements").
     const char *rm = viastack::env::raw("SPLITC_RDMA_MIN");
     g.rdma_min = rm && (std::strcmp(rm, "off") == 0) ? 0 : uint32_t(std::min<size_t>(viastack::env::bytes(kLayer, "SPLITC_RDMA_MIN", 4096), 1u << 30));
     g.check_collectives = viastack::env::flag("SPLITC_CHECK_COLLECTIVES");

@@ -1,5 +1,5 @@
-// layering_study.hpp - the layering study of [FM2] inside a logp run (issue
-// #18; docs/logp.md, "The layering study"): how much of the layer below's
+// layering_study.hpp - the layering study of [FM2] inside a logp run
+// (docs/logp.md, "The layering study"): how much of the layer below's
 // one-way streaming bandwidth a layer delivers upward, by message size, for
 //   mp-fm1 / fm        a tagged layer written as an FM 1.x client
 //   mp-fm2 / fm        the same layer using FM 2.x's features

@@ -30,8 +30,8 @@ const std::vector<std::size_t> &comparison_sizes();
 std::string layer_for_bandwidth_test(const std::string &test);
 // Whether a peer's bandwidth test is set against this layer's bulk curve in
 // the interleaved rounds: one-sided writes against every layer that moves
-// bulk data by RDMA (VI's RDMA write, AM long, Split-C bulk_put: the bar of
-// issue #15), message streams against AM.
+// bulk data by RDMA (VI's RDMA write, AM long, Split-C bulk_put), message
+// streams against AM.
 // logp_mpi's bandwidth test, run over every MPI transport.
 inline constexpr const char *kMpiStreamTest = "MPI stream";
 bool compares_bandwidth(const std::string &test, const std::string &layer);
