@@ -133,15 +133,6 @@ void Firmware::complete_tx(ViImpl *vi) {
     }
 }
 
-// The oldest receive the firmware holds, else the oldest still in the
-// doorbell FIFO: tokens the firmware took earlier precede every token still
-// in the doorbell, so taking the doorbell's head directly when it holds none
-// keeps posting order without moving each token through two rings.
-bool Firmware::fetch_rx_desc(ViImpl *vi, Token *t) {
-    if (__builtin_expect(vi->fw.rxq.pop(t), 0)) return true;
-    return vi->bell_rq.pop(t);
-}
-
 // Send doorbell -> the firmware's transmit queue, as far as it has room.
 inline void Firmware::fetch_tx_tokens(ViImpl *vi) {
     auto &c = vi->fw;
