@@ -13,6 +13,7 @@
 
 #include "async_error.hpp"
 #include "connection.hpp"
+#include "descriptor_check.hpp"
 #include "errors.hpp"
 #include "packet_check.hpp"
 #include "protection.hpp"
@@ -130,15 +131,6 @@ void Firmware::complete_tx(ViImpl *vi) {
         complete_desc(vi, e.desc, e.status, e.length, false);
         ++c.tx_head;
     }
-}
-
-// The oldest receive the firmware holds, else the oldest still in the
-// doorbell FIFO: tokens the firmware took earlier precede every token still
-// in the doorbell, so taking the doorbell's head directly when it holds none
-// keeps posting order without moving each token through two rings.
-bool Firmware::fetch_rx_desc(ViImpl *vi, Token *t) {
-    if (__builtin_expect(vi->fw.rxq.pop(t), 0)) return true;
-    return vi->bell_rq.pop(t);
 }
 
 // Send doorbell -> the firmware's transmit queue, as far as it has room.
@@ -320,6 +312,54 @@ void Firmware::drain_wire() {
     }
 }
 
+// The short message's straight line: every check tx_one makes, on the same
+// kind of private copies (the control segment and the data segments read once
+// from host memory), but only for the shape that passes them all and goes
+// staged - a send (immediate data allowed, no fence) of at most kFastSegs
+// registered segments below fast_tx_limit_, on a VI whose sends complete on
+// the wire (not reliable reception) - so its result is tx_one's: the same
+// packet, sequence number and completion status.  Anything else, or a full
+// FIFO, returns false before anything changed, and tx_one then runs its full
+// checks and produces the spec's error status.  send_direct has checked the VI
+// (Connected, nothing queued or flushing) and the configuration (fast_tx_).
+// Here beside send_direct, its one caller, so that a send is one call into
+// the firmware.
+inline bool Firmware::tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    VIP_CONTROL_SEGMENT cs;
+    std::memcpy(&cs, &d->CS, sizeof cs);
+    const uint32_t n = cs.SegCount;
+    if ((cs.Control & ~VIP_CONTROL_IMMEDIATE) != VIP_CONTROL_OP_SENDRECV || n > kFastSegs ||
+        cs.Length >= fast_tx_limit_ || cs.Length > vi->attr.max_transfer ||
+        vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION)
+        return false;
+    // The descriptor (control segment and data segments) in one region of the VI's ptag.
+    if (!protection_.covers(mh, vi->ptag_id, d, vipl::common::descriptor_bytes(n))) return false;
+    VIP_DESCRIPTOR_SEGMENT seg[kFastSegs];
+    for (uint32_t i = 0; i < n; ++i) seg[i] = d->DS[i];
+    uint64_t total = 0;
+    if (!protection_.check_segments(vi->ptag_id, seg, n, &total) || total != cs.Length) return false;
+
+    TxSlot tx;
+    if (!wire_reserve(wire_, vi->peer_nic, cs.Length, &tx)) return false; // back-pressure: the queue's path
+    const bool imm = cs.Control & VIP_CONTROL_IMMEDIATE;
+    write_header(tx.hdr, static_cast<uint16_t>(rank_),
+                 {.op = Op::Send,
+                  .flags = static_cast<uint8_t>(imm ? kFlagImm : 0),
+                  .dst_vi = vi->peer_vi,
+                  .src_vi = static_cast<uint16_t>(vi->index),
+                  .seq = vi->fw.send_seq++,
+                  .length = cs.Length,
+                  .imm = imm ? cs.ImmediateData : 0});
+    unsigned char *out = tx.payload;
+    for (uint32_t i = 0; i < n; ++i) { // host DMA and link DMA in one, as tx_packet
+        std::memcpy(out, seg[i].Local.Data.Address, seg[i].Local.Length);
+        out += seg[i].Local.Length;
+    }
+    wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
+    complete_desc(vi, d, VIP_STATUS_OP_SEND, cs.Length, false);
+    return true;
+}
+
 // What a doorbell and the next MCP iteration would do for this send, when they
 // would do nothing else: the token would be fetched at once (the VI's queue
 // has no untransmitted entry), no other VI has a doorbell pending, and there is
@@ -331,7 +371,7 @@ void Firmware::drain_wire() {
 bool Firmware::send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     if (!direct_ok_ || shared_step_.load(std::memory_order_relaxed) || backlog_pending_.load(std::memory_order_relaxed))
         return false;
-    if (__builtin_expect(!pthread_equal(pthread_self(), owner_thread_), 0)) return false; // ring: shares stepping
+    if (__builtin_expect(!on_owner_thread(), 0)) return false; // ring: shares stepping
     OwnerSection owner(this);
     if (!owner.alone()) return false;
     auto &c = vi->fw;

@@ -47,10 +47,10 @@ VIP_RETURN ViImpl::post(WorkRing<> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR
     if (hostq.full()) return VIP_ERROR_RESOURCE; // work queue full
     hostq.claim(d);                              // clears Status
     hostq.publish();
-    if (&bell == &bell_sq && hw->fw.send_direct(this, d, mh)) {
-        hw->deliver_errors();
-        return VIP_SUCCESS;
-    }
+    return ring_doorbell(bell, d, mh);
+}
+
+VIP_RETURN ViImpl::ring_doorbell(SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_doorbell(hw->cfg.doorbell == Doorbell::Emulated);
     // Emulated doorbell (LANai 4): one token slot; wait until the firmware took the last.
     while (!bell.push(Token{d, mh})) {
@@ -62,12 +62,22 @@ VIP_RETURN ViImpl::post(WorkRing<> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR
     return VIP_SUCCESS;
 }
 
+// A send is queued as post() does, then transmitted at once when the inline
+// firmware allows it (send_direct: one call into the firmware, the common
+// case), else the doorbell is rung.
 VIP_RETURN ViImpl::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     const ViState st = state.load(std::memory_order_relaxed);
     if (st == ViState::Idle || st == ViState::Pending) return VIP_INVALID_STATE;
     if (hw->cfg.profile.send_ns) spin_ns(hw->cfg.profile.send_ns);
     if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_send_data(d->CS.Length); // hybrid path
-    return post(host_sq, bell_sq, d, mh);
+    if (host_sq.full()) return VIP_ERROR_RESOURCE; // work queue full
+    host_sq.claim(d);                              // clears Status
+    host_sq.publish();
+    if (hw->fw.send_direct(this, d, mh)) {
+        hw->deliver_errors();
+        return VIP_SUCCESS;
+    }
+    return ring_doorbell(bell_sq, d, mh);
 }
 
 // With an inline firmware only this thread runs (the default), a receive rings

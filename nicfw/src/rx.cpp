@@ -131,6 +131,31 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
     return consumed;
 }
 
+// Inline in rx_send_as, its one caller: a short message's receive is
+// checked in the same function that places it.
+inline uint32_t Firmware::check_rx_desc(const ViImpl *vi, const Token &t, uint32_t length, uint32_t *nseg) {
+    VIP_DESCRIPTOR *d = t.desc;
+    *nseg = 0;
+    const Region *dr = protection_.covers(t.mh, vi->ptag_id, d, sizeof(VIP_CONTROL_SEGMENT));
+    if (!dr) return VIP_STATUS_PROTECTION_ERROR;
+    VIP_CONTROL_SEGMENT cs; // the SRAM copy the common receive rules are applied to
+    std::memcpy(&cs, &d->CS, sizeof cs);
+    if (const uint32_t e = vipl::common::check_recv_control(cs, {kMaxSegments + 1, kMaxSegments + 1, kMaxTransfer, true}))
+        return e;
+    if (!dr->contains(d, vipl::common::descriptor_bytes(cs.SegCount))) return VIP_STATUS_PROTECTION_ERROR;
+    // One or two segments (a receive slot's usual shape) copied as whole
+    // structs: a copy of variable length costs more than the segment.
+    if (cs.SegCount <= 2) {
+        for (uint32_t i = 0; i < cs.SegCount; ++i) desc_cache_[i] = d->DS[i];
+    } else {
+        std::memcpy(desc_cache_, d->DS, cs.SegCount * sizeof(VIP_DESCRIPTOR_SEGMENT));
+    }
+    uint64_t cap = 0;
+    if (!protection_.check_segments(vi->ptag_id, desc_cache_, cs.SegCount, &cap)) return VIP_STATUS_PROTECTION_ERROR;
+    *nseg = cs.SegCount;
+    return vipl::common::receive_fits(length, cap);
+}
+
 // A send, staged (its bytes in the packet) or pull (kFlagBulk: the packet
 // names the initiator's memory, which our DMA engine reads), into the next
 // posted receive, checked as the common receive rules say.  A pull request is
@@ -364,29 +389,6 @@ void Firmware::rx_ack(ViImpl *vi, const PacketHeader *h) {
     complete_tx(vi);
     if (h->imm)
         vi_error(vi, (h->imm & VIP_STATUS_RDMA_PROT_ERROR) ? VIP_ERROR_RDMAW_PROT : VIP_ERROR_POST_DESC, d, false);
-}
-
-uint32_t Firmware::check_rx_desc(const ViImpl *vi, const Token &t, uint32_t length, uint32_t *nseg) {
-    VIP_DESCRIPTOR *d = t.desc;
-    *nseg = 0;
-    const Region *dr = protection_.covers(t.mh, vi->ptag_id, d, sizeof(VIP_CONTROL_SEGMENT));
-    if (!dr) return VIP_STATUS_PROTECTION_ERROR;
-    VIP_CONTROL_SEGMENT cs; // the SRAM copy the common receive rules are applied to
-    std::memcpy(&cs, &d->CS, sizeof cs);
-    if (const uint32_t e = vipl::common::check_recv_control(cs, {kMaxSegments + 1, kMaxSegments + 1, kMaxTransfer, true}))
-        return e;
-    if (!dr->contains(d, vipl::common::descriptor_bytes(cs.SegCount))) return VIP_STATUS_PROTECTION_ERROR;
-    // One or two segments (a receive slot's usual shape) copied as whole
-    // structs: a copy of variable length costs more than the segment.
-    if (cs.SegCount <= 2) {
-        for (uint32_t i = 0; i < cs.SegCount; ++i) desc_cache_[i] = d->DS[i];
-    } else {
-        std::memcpy(desc_cache_, d->DS, cs.SegCount * sizeof(VIP_DESCRIPTOR_SEGMENT));
-    }
-    uint64_t cap = 0;
-    if (!protection_.check_segments(vi->ptag_id, desc_cache_, cs.SegCount, &cap)) return VIP_STATUS_PROTECTION_ERROR;
-    *nseg = cs.SegCount;
-    return vipl::common::receive_fits(length, cap);
 }
 
 } // namespace nicfw

@@ -150,52 +150,6 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     return r == TxResult::Done;
 }
 
-// The short message's straight line: every check tx_one makes, on the same
-// kind of private copies (the control segment and the data segments read once
-// from host memory), but only for the shape that passes them all and goes
-// staged - a send (immediate data allowed, no fence) of at most kFastSegs
-// registered segments below fast_tx_limit_, on a VI whose sends complete on
-// the wire (not reliable reception) - so its result is tx_one's: the same
-// packet, sequence number and completion status.  Anything else, or a full
-// FIFO, returns false before anything changed, and tx_one then runs its full
-// checks and produces the spec's error status.  send_direct has checked the VI
-// (Connected, nothing queued or flushing) and the configuration (fast_tx_).
-bool Firmware::tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
-    VIP_CONTROL_SEGMENT cs;
-    std::memcpy(&cs, &d->CS, sizeof cs);
-    const uint32_t n = cs.SegCount;
-    if ((cs.Control & ~VIP_CONTROL_IMMEDIATE) != VIP_CONTROL_OP_SENDRECV || n > kFastSegs ||
-        cs.Length >= fast_tx_limit_ || cs.Length > vi->attr.max_transfer ||
-        vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION)
-        return false;
-    // The descriptor (control segment and data segments) in one region of the VI's ptag.
-    if (!protection_.covers(mh, vi->ptag_id, d, vipl::common::descriptor_bytes(n))) return false;
-    VIP_DESCRIPTOR_SEGMENT seg[kFastSegs];
-    for (uint32_t i = 0; i < n; ++i) seg[i] = d->DS[i];
-    uint64_t total = 0;
-    if (!protection_.check_segments(vi->ptag_id, seg, n, &total) || total != cs.Length) return false;
-
-    TxSlot tx;
-    if (!wire_reserve(wire_, vi->peer_nic, cs.Length, &tx)) return false; // back-pressure: the queue's path
-    const bool imm = cs.Control & VIP_CONTROL_IMMEDIATE;
-    write_header(tx.hdr, static_cast<uint16_t>(rank_),
-                 {.op = Op::Send,
-                  .flags = static_cast<uint8_t>(imm ? kFlagImm : 0),
-                  .dst_vi = vi->peer_vi,
-                  .src_vi = static_cast<uint16_t>(vi->index),
-                  .seq = vi->fw.send_seq++,
-                  .length = cs.Length,
-                  .imm = imm ? cs.ImmediateData : 0});
-    unsigned char *out = tx.payload;
-    for (uint32_t i = 0; i < n; ++i) { // host DMA and link DMA in one, as tx_packet
-        std::memcpy(out, seg[i].Local.Data.Address, seg[i].Local.Length);
-        out += seg[i].Local.Length;
-    }
-    wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
-    complete_desc(vi, d, VIP_STATUS_OP_SEND, cs.Length, false);
-    return true;
-}
-
 // A pull request's body: the initiator's pid and segments, each named so the
 // target can reach it: by address (cross-memory attach), and by shared-memory
 // segment when it lies in one.

@@ -103,24 +103,7 @@ Wire::~Wire() {
     if (base_) munmap(base_, bytes_);
 }
 
-// How far ahead of a new packet's end wire_reserve prefetches slots for
-// writing, and at most how many per packet.
-constexpr uint64_t kPrefetchAhead = 2;
-constexpr uint64_t kPrefetchSlots = 4;
-
-// A prefetch for writing: the line comes in owned, so the store that follows
-// needs no second transfer.  GCC turns __builtin_prefetch(p, 1) into a plain
-// read prefetch unless the build targets PRFCHW; x86-64 CPUs without it execute
-// PREFETCHW as a no-op, so it is emitted directly.
-static inline void prefetch_for_write(const void *p) {
-#if defined(__x86_64__)
-    asm volatile("prefetchw %0" : : "m"(*static_cast<const char *>(p)));
-#else
-    __builtin_prefetch(p, 1, 3);
-#endif
-}
-
-bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
+bool wire_reserve_general(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
     RingCtl &c = w.ctl(dst);
     const uint64_t cap = w.ring_slots();
     const uint64_t need = (kHeaderBytes + payload + kSlotBytes - 1) / kSlotBytes;
@@ -138,50 +121,15 @@ bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
         }
         if (c.tail.compare_exchange_weak(tail, tail + pad + need, std::memory_order_acq_rel,
                                          std::memory_order_relaxed)) {
-            Slot *s = w.slots(dst);
-            const uint64_t end = tail + pad + need;
             if (pad) {
-                auto *ph = reinterpret_cast<PacketHeader *>(&s[off]);
+                auto *ph = reinterpret_cast<PacketHeader *>(&w.slots(dst)[off]);
                 ph->nslots = static_cast<uint16_t>(pad > 0xffff ? 0 : pad);
                 ph->op = Op::Pad;
                 ph->length = static_cast<uint32_t>(pad); // authoritative for pads (may exceed 16 bits)
                 reinterpret_cast<std::atomic<uint32_t> *>(&ph->tag)
                     ->store(tag_of(tail), std::memory_order_release);
             }
-            out->pos = tail + pad;
-            // Ask for the slots the next packets will use, for writing, now:
-            // the consumer read them a lap ago, so each is a line to take back
-            // from its cache.  Taken here, that transfer overlaps this packet's
-            // work instead of stalling the next one (its reserve's locked
-            // compare-exchange waits until every earlier store, this packet's
-            // slot included, has its line).  Only in a stream: when this
-            // process took nothing from its own FIFO since its last packet to
-            // dst.  A process that answers (credits, acknowledgements, the
-            // other half of a ping-pong) gains nothing from it, and its
-            // prefetches then land where the other side is polling (measured:
-            // a stream of AM requests at k = 8 ran 14-16% slower when the
-            // credit messages coming back prefetched; a stream of VI sends ran
-            // 2.5 times faster with the sender prefetching).  The slots are a
-            // lap behind the consumer's head unless the FIFO is nearly full;
-            // a prefetch changes no data in any case.
-            const uint64_t taken = w.packets_taken();
-            std::atomic<uint64_t> &at_last = w.taken_at_last_send(dst); // a load and a store, no locked exchange
-            const bool streaming = at_last.load(std::memory_order_relaxed) == taken;
-            at_last.store(taken, std::memory_order_relaxed);
-            if (streaming)
-                for (uint64_t a = 0; a < need && a < kPrefetchSlots; ++a)
-                    prefetch_for_write(&s[(end + kPrefetchAhead + a) & (cap - 1)]);
-            out->hdr = reinterpret_cast<PacketHeader *>(&s[out->pos & (cap - 1)]);
-            out->payload = reinterpret_cast<unsigned char *>(out->hdr) + kHeaderBytes;
-            out->hdr->nslots = static_cast<uint16_t>(need);
-            // The claim: should this process die before publishing, the consumer
-            // finds its rank here and skips the slot once the rank is known dead.
-            // It is stored right after nslots (release: the consumer that sees it
-            // reads a valid nslots).  The remaining window: a death between the
-            // CAS above and this store (a few stores, no call, no loop) leaves a
-            // slot that names nobody, which still blocks the FIFO.
-            reinterpret_cast<std::atomic<uint32_t> *>(&out->hdr->tag)
-                ->store(claim_of(out->pos, w.self), std::memory_order_release);
+            wire_take_reserved(w, dst, tail + pad, need, out);
             if (__builtin_expect(w.die_after_reserves.load(std::memory_order_relaxed) != 0, 0) && !reply &&
                 w.die_after_reserves.fetch_sub(1, std::memory_order_relaxed) == 1)
                 raise(SIGKILL); // test hook: killed holding a reserved, unpublished slot
@@ -190,25 +138,11 @@ bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool reply) {
     }
 }
 
-void wire_publish(Wire &w, int dst, const TxSlot &tx, bool with_crc) {
-    if (with_crc) {
-        tx.hdr->flags |= kFlagCrc; // before the CRC, which covers the flags
-        tx.hdr->crc = packet_crc(tx.hdr, tx.payload);
-    } else {
-        tx.hdr->crc = 0;
-    }
-    reinterpret_cast<std::atomic<uint32_t> *>(&tx.hdr->tag)
-        ->store(tag_of(tx.pos), std::memory_order_release);
-    if (!w.consumers_may_sleep) return;
+void wire_wake(Wire &w, int dst) {
     RingCtl &c = w.ctl(dst);
-    // Pairs with the fence in wire_sleep_prepare: either we see sleeping=1 or
-    // the consumer sees our tag before it blocks.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (__builtin_expect(c.sleeping.load(std::memory_order_relaxed) != 0, 0)) {
-        c.sleeping.store(0, std::memory_order_relaxed);
-        c.doorbell.fetch_add(1, std::memory_order_release);
-        futex(&c.doorbell, FUTEX_WAKE, 1, nullptr);
-    }
+    c.sleeping.store(0, std::memory_order_relaxed);
+    c.doorbell.fetch_add(1, std::memory_order_release);
+    futex(&c.doorbell, FUTEX_WAKE, 1, nullptr);
 }
 
 bool wire_header_sane(const Wire &w, uint64_t head, const PacketHeader *h) {
