@@ -12,7 +12,7 @@
 // Per size: RTT/2 median (ns), its 10th and 90th percentiles, MB/s, and the
 // protocol used (eager copy or rendezvous + RDMA with its fragment size).
 // After the sweep: t0, r_inf and n_1/2 of Fast Messages' bandwidth fit
-// (bench/logp/src/fm_fit.hpp) over the medians.  Every message's bytes are
+// (viastack/fm_fit.hpp, the fit bench/logp reports) over the medians.  Every message's bytes are
 // checked; a mismatch prints ERROR and the exit code is 1.
 #include <algorithm>
 #include <chrono>
@@ -23,9 +23,7 @@
 #include <vector>
 
 #include "bip.h"
-#if BIP_HAVE_FIT
-#include "fm_fit.hpp"
-#endif
+#include "viastack/fm_fit.hpp"
 
 namespace {
 
@@ -96,9 +94,7 @@ int main(int argc, char **argv) {
     size_t maxsz = 1;
     for (size_t s : sizes) maxsz = std::max(maxsz, s);
     std::vector<uint8_t> out(maxsz), in(maxsz);
-#if BIP_HAVE_FIT
-    std::vector<logp::BandwidthSample> curve;
-#endif
+    std::vector<viastack::BandwidthSample> curve;
     if (me == 0)
         std::printf("# eager up to %ld B (rank 1's buffers); %s\n# %10s %12s %12s %12s %10s  %s\n", bip_eager_max(1),
                     stream ? "one-way streaming" : "ping-pong, median of round trips / 2", "bytes",
@@ -162,21 +158,17 @@ int main(int argc, char **argv) {
         else std::snprintf(proto, sizeof proto, "rendezvous, %zu B fragments", bip_fragment_size(n));
         std::printf("  %10zu %12.0f %12.0f %12.0f %10.2f  %s\n", n, med, p10, p90, mbs, proto);
         std::fflush(stdout);
-#if BIP_HAVE_FIT
         if (n > 0) curve.push_back({n, med / 1e3});
-#endif
     }
-#if BIP_HAVE_FIT
     if (me == 0 && curve.size() >= 2) {
         try {
-            logp::FmMetrics m = logp::fit_fm_metrics(curve);
+            viastack::FmMetrics m = viastack::fit_fm_metrics(curve);
             std::printf("# t0 = %.2f us  r_inf = %.1f MB/s  n_1/2 = %.0f B (model t0*r_inf = %.0f B)  peak %.1f MB/s\n",
                         m.t0_us, m.r_inf_mb_s, m.n_half_bytes, m.n_half_model_bytes, m.r_peak_mb_s);
         } catch (const std::exception &e) {
             std::printf("# fit: %s\n", e.what());
         }
     }
-#endif
     rc = bip_finalize();
     if (rc != BIP_OK) die("bip_finalize", rc);
     if (g_bad) std::printf("ERROR: %d bad messages\n", g_bad);

@@ -1,5 +1,5 @@
 // FM's t0, r_inf and n_1/2 fitted from bandwidth curves with known answers.
-#include "fm_fit.hpp"
+#include "viastack/fm_fit.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-using namespace logp;
+using namespace viastack;
 
 namespace {
 std::vector<BandwidthSample> curve(double t0_us, double r_mb_s, double noise = 0, unsigned seed = 1) {

@@ -1,9 +1,9 @@
 // measure.cpp - see measure.hpp.
 #include "measure.hpp"
 
-#include "fm_fit.hpp"
 #include "line_probe.hpp"
 #include "timer.hpp"
+#include "viastack/fm_fit.hpp"
 #include "vipl_instr.h"
 
 #include <fmt/format.h>
@@ -312,11 +312,11 @@ std::vector<std::size_t> bandwidth_sizes(std::size_t min_bytes, std::size_t max_
 }
 
 void fit_curve(BandwidthCurve &curve) {
-    std::vector<BandwidthSample> samples;
+    std::vector<viastack::BandwidthSample> samples;
     for (const BandwidthPoint &p : curve.points)
         if (std::isfinite(p.us_per_msg) && p.us_per_msg > 0) samples.push_back({p.bytes, p.us_per_msg});
     try {
-        FmMetrics m = fit_fm_metrics(samples);
+        viastack::FmMetrics m = viastack::fit_fm_metrics(samples);
         curve.t0_us = m.t0_us;
         curve.r_inf_mb_s = m.r_inf_mb_s;
         curve.n_half_bytes = m.n_half_bytes;

@@ -63,40 +63,4 @@ std::optional<std::string> spread_warning(const Summary &s, const SpreadPolicy &
     return std::nullopt;
 }
 
-LineFit fit_line(std::span<const double> x, std::span<const double> y, std::span<const double> w) {
-    if (x.size() != y.size() || (!w.empty() && w.size() != x.size()))
-        throw std::invalid_argument("fit_line: x, y and weights differ in length");
-    double sw = 0, sx = 0, sy = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        double wi = w.empty() ? 1.0 : w[i];
-        if (!(wi >= 0) || !std::isfinite(x[i]) || !std::isfinite(y[i]))
-            throw std::invalid_argument("fit_line: non-finite value or negative weight");
-        sw += wi;
-        sx += wi * x[i];
-        sy += wi * y[i];
-    }
-    if (x.size() < 2 || sw <= 0) throw std::invalid_argument("fit_line: need at least two points");
-    double mx = sx / sw, my = sy / sw;
-    double sxx = 0, sxy = 0, syy = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        double wi = w.empty() ? 1.0 : w[i];
-        sxx += wi * (x[i] - mx) * (x[i] - mx);
-        sxy += wi * (x[i] - mx) * (y[i] - my);
-        syy += wi * (y[i] - my) * (y[i] - my);
-    }
-    if (sxx <= 0) throw std::invalid_argument("fit_line: need at least two distinct x values");
-    LineFit f;
-    f.slope = sxy / sxx;
-    f.intercept = my - f.slope * mx;
-    f.n = x.size();
-    double ss_res = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        double wi = w.empty() ? 1.0 : w[i];
-        double r = y[i] - (f.intercept + f.slope * x[i]);
-        ss_res += wi * r * r;
-    }
-    f.r2 = syy > 0 ? 1.0 - ss_res / syy : 1.0;
-    return f;
-}
-
 }  // namespace logp

@@ -6,6 +6,8 @@
 // not to be trusted and the report prints a warning next to it.
 #pragma once
 
+#include "viastack/line_fit.hpp"
+
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -39,14 +41,10 @@ struct SpreadPolicy {
 // A one-line warning naming `what` when the summary is too wide or too thin; nullopt when fine.
 std::optional<std::string> spread_warning(const Summary &s, const SpreadPolicy &p, const std::string &what);
 
-// Least-squares line y = intercept + slope * x, optionally weighted.
-struct LineFit {
-    double intercept = 0, slope = 0;
-    double r2 = 0;          // coefficient of determination (weighted when weights are given)
-    std::size_t n = 0;
-};
-// Needs at least two distinct x values; throws std::invalid_argument otherwise.
-LineFit fit_line(std::span<const double> x, std::span<const double> y, std::span<const double> weights = {});
+// Least-squares line y = intercept + slope * x, optionally weighted
+// (vipl/instr/include/viastack/line_fit.hpp, shared with the measuring programs).
+using viastack::LineFit;
+using viastack::fit_line;
 
 // Runs fn() warmup times (discarded), then iters times, and returns the iters samples.
 template <class Fn>
