@@ -185,106 +185,238 @@ Interleaved interleaved_from_json(const json &x) {
 
 }  // namespace
 
-json to_json(const Report &r) {
-    json j;
-    j["schema"] = kSchemaName;
-    j["run"] = {{"date_utc", r.run.date_utc},     {"host", r.run.host},
-                {"command", r.run.command},       {"quick", r.run.quick},
-                {"iterations", r.run.iterations}, {"warmup", r.run.warmup},
-                {"tsc_ghz", num(r.run.tsc_ghz)},  {"max_spread", r.run.max_spread},
-                {"instr_scope_ns", num(r.run.instr_scope_ns)}, {"timer_ns", num(r.run.timer_ns)},
-                {"tsc_vs_monotonic", num(r.run.tsc_vs_monotonic)}};
-    j["provider"] = {{"name", r.provider.name},
-                     {"device", r.provider.device},
-                     {"profile", r.provider.profile},
-                     {"profile_source", r.provider.profile_source}};
-    j["profile"] = r.provider.profile;
-    json layers = json::array();
-    for (const auto &l : r.layers) layers.push_back({{"layer", l.layer}, {"status", status_json(l.status)}});
-    j["layers"] = layers;
+// One section of the report each, to JSON and back; the schema is in docs/logp.md.
+namespace {
 
-    const ViBaseline &b = r.vi_baseline;
-    j["vi_baseline"] = {{"status", status_json(b.status)},       {"min_bytes", b.min_bytes},
-                        {"rtt_half_min_us", num(b.rtt_half_min_us)}, {"rtt_half_16_us", num(b.rtt_half_16_us)},
-                        {"peak_mb_s", num(b.peak_mb_s)},         {"peak_at_bytes", b.peak_at_bytes},
-                        {"spread", b.spread}};
+json run_json(const RunInfo &run) {
+    return {{"date_utc", run.date_utc},     {"host", run.host},
+            {"command", run.command},       {"quick", run.quick},
+            {"iterations", run.iterations}, {"warmup", run.warmup},
+            {"tsc_ghz", num(run.tsc_ghz)},  {"max_spread", run.max_spread},
+            {"instr_scope_ns", num(run.instr_scope_ns)}, {"timer_ns", num(run.timer_ns)},
+            {"tsc_vs_monotonic", num(run.tsc_vs_monotonic)}};
+}
 
-    json logp = json::array();
-    for (const auto &row : r.logp) logp.push_back(logp_row_json(row));
-    j["logp"] = logp;
+RunInfo run_from(const json &run) {
+    RunInfo r;
+    r.date_utc = get_or<std::string>(run, "date_utc", "");
+    r.host = get_or<std::string>(run, "host", "");
+    r.command = get_or<std::string>(run, "command", "");
+    r.quick = get_or<bool>(run, "quick", false);
+    r.iterations = get_or<int>(run, "iterations", 0);
+    r.warmup = get_or<int>(run, "warmup", 0);
+    r.tsc_ghz = get_num(run, "tsc_ghz");
+    r.max_spread = get_or<double>(run, "max_spread", 0.25);
+    r.instr_scope_ns = get_num(run, "instr_scope_ns");
+    r.timer_ns = get_num(run, "timer_ns");
+    r.tsc_vs_monotonic = get_num(run, "tsc_vs_monotonic");
+    return r;
+}
 
-    json ops = json::array();
-    for (const auto &op : r.splitc_ops)
-        ops.push_back({{"op", op.op}, {"status", status_json(op.status)}, {"us", num(op.us)}, {"spread", op.spread}});
-    j["splitc_ops"] = ops;
+json provider_json(const ProviderInfo &p) {
+    return {{"name", p.name}, {"device", p.device}, {"profile", p.profile}, {"profile_source", p.profile_source}};
+}
 
-    json bw = json::array();
-    for (const auto &c : r.bandwidth)
-        bw.push_back({{"layer", c.layer},
-                      {"method", c.method},
-                      {"status", status_json(c.status)},
-                      {"points", points_json(c.points)},
-                      {"fm", {{"t0_us", num(c.t0_us)},
-                              {"r_inf_mb_s", num(c.r_inf_mb_s)},
-                              {"n_half_bytes", num(c.n_half_bytes)},
-                              {"n_half_model_bytes", num(c.n_half_model_bytes)},
-                              {"n_half_from_model", c.n_half_from_model},
-                              {"r_peak_mb_s", num(c.r_peak_mb_s)},
-                              {"fit_r2", num(c.fit_r2)}}}});
-    j["bandwidth"] = bw;
+ProviderInfo provider_from(const json &prov) {
+    ProviderInfo p;
+    p.name = get_or<std::string>(prov, "name", "");
+    p.device = get_or<std::string>(prov, "device", "");
+    p.profile = get_or<std::string>(prov, "profile", "");
+    p.profile_source = get_or<std::string>(prov, "profile_source", "");
+    return p;
+}
 
-    json rates = json::array();
-    for (const auto &s : r.rate_sweep) {
-        json pts = json::array();
-        for (const auto &p : s.points)
-            pts.push_back({{"window", p.window}, {"us_per_msg", num(p.us_per_msg)}, {"msg_rate_m_s", num(p.msg_rate_m_s)},
-                           {"spread", p.spread}});
-        rates.push_back({{"layer", s.layer}, {"method", s.method}, {"peer", s.peer}, {"status", status_json(s.status)},
-                         {"points", pts}});
-    }
-    j["rate_sweep"] = rates;
+json vi_baseline_json(const ViBaseline &b) {
+    return {{"status", status_json(b.status)},       {"min_bytes", b.min_bytes},
+            {"rtt_half_min_us", num(b.rtt_half_min_us)}, {"rtt_half_16_us", num(b.rtt_half_16_us)},
+            {"peak_mb_s", num(b.peak_mb_s)},         {"peak_at_bytes", b.peak_at_bytes},
+            {"spread", b.spread}};
+}
 
-    json bd = json::array();
-    for (const auto &x : r.breakdown) {
-        json cats = json::array(), items = json::array(), inner = json::array();
-        for (const auto &c : x.categories)
-            cats.push_back({{"category", c.category}, {"ns", c.ns}, {"cycles", c.cycles}, {"percent", c.percent},
-                            {"paper_percent", num(c.paper_percent)}});
-        for (const auto &i : x.items)
-            items.push_back({{"operation", i.operation}, {"category", i.category}, {"count_per_op", i.count_per_op},
-                             {"ns", i.ns}, {"cycles", i.cycles}, {"percent", i.percent},
-                             {"paper_percent", num(i.paper_percent)}});
-        for (const auto &i : x.inner)
-            inner.push_back({{"operation", i.operation}, {"category", i.category}, {"count_per_op", i.count_per_op},
-                             {"ns", i.ns}, {"cycles", i.cycles}});
-        bd.push_back({{"name", x.name}, {"layer", x.layer}, {"status", status_json(x.status)},
-                      {"operations", x.operations}, {"host_ns", x.host_ns}, {"host_cycles", x.host_cycles},
-                      {"firmware_ns", x.firmware_ns}, {"wait_ns", x.wait_ns}, {"categories", cats}, {"items", items}, {"inner", inner}});
-    }
-    j["breakdown"] = bd;
+ViBaseline vi_baseline_from(const json &b) {
+    ViBaseline v;
+    v.status = status_from(obj(b, "status"));
+    v.min_bytes = get_or<std::size_t>(b, "min_bytes", 4);
+    v.rtt_half_min_us = get_num(b, "rtt_half_min_us");
+    v.rtt_half_16_us = get_num(b, "rtt_half_16_us");
+    v.peak_mb_s = get_num(b, "peak_mb_s");
+    v.peak_at_bytes = get_or<std::size_t>(b, "peak_at_bytes", 0);
+    v.spread = get_or<double>(b, "spread", 0);
+    return v;
+}
 
-    const BulkDifference &d = r.bulk_difference;
+json bandwidth_json(const BandwidthCurve &c) {
+    return {{"layer", c.layer},
+            {"method", c.method},
+            {"status", status_json(c.status)},
+            {"points", points_json(c.points)},
+            {"fm", {{"t0_us", num(c.t0_us)},
+                    {"r_inf_mb_s", num(c.r_inf_mb_s)},
+                    {"n_half_bytes", num(c.n_half_bytes)},
+                    {"n_half_model_bytes", num(c.n_half_model_bytes)},
+                    {"n_half_from_model", c.n_half_from_model},
+                    {"r_peak_mb_s", num(c.r_peak_mb_s)},
+                    {"fit_r2", num(c.fit_r2)}}}};
+}
+
+BandwidthCurve bandwidth_from(const json &x) {
+    BandwidthCurve c;
+    c.layer = get_or<std::string>(x, "layer", "");
+    c.method = get_or<std::string>(x, "method", "");
+    c.status = status_from(obj(x, "status"));
+    c.points = points_from(arr(x, "points"));
+    const json &fm = obj(x, "fm");
+    c.t0_us = get_num(fm, "t0_us");
+    c.r_inf_mb_s = get_num(fm, "r_inf_mb_s");
+    c.n_half_bytes = get_num(fm, "n_half_bytes");
+    c.n_half_model_bytes = get_num(fm, "n_half_model_bytes");
+    c.n_half_from_model = get_or<bool>(fm, "n_half_from_model", false);
+    c.r_peak_mb_s = get_num(fm, "r_peak_mb_s");
+    c.fit_r2 = get_num(fm, "fit_r2");
+    return c;
+}
+
+json rate_sweep_json(const RateSweep &s) {
+    json pts = json::array();
+    for (const auto &p : s.points)
+        pts.push_back({{"window", p.window}, {"us_per_msg", num(p.us_per_msg)}, {"msg_rate_m_s", num(p.msg_rate_m_s)},
+                       {"spread", p.spread}});
+    return {{"layer", s.layer}, {"method", s.method}, {"peer", s.peer}, {"status", status_json(s.status)},
+            {"points", pts}};
+}
+
+RateSweep rate_sweep_from(const json &x) {
+    RateSweep s;
+    s.layer = get_or<std::string>(x, "layer", "");
+    s.method = get_or<std::string>(x, "method", "");
+    s.peer = get_or<bool>(x, "peer", false);
+    s.status = status_from(obj(x, "status"));
+    for (const auto &p : arr(x, "points"))
+        s.points.push_back({get_or<int>(p, "window", 0), get_num(p, "us_per_msg"), get_num(p, "msg_rate_m_s"),
+                            get_or<double>(p, "spread", 0)});
+    return s;
+}
+
+json breakdown_json(const Breakdown &x) {
+    json cats = json::array(), items = json::array(), inner = json::array();
+    for (const auto &c : x.categories)
+        cats.push_back({{"category", c.category}, {"ns", c.ns}, {"cycles", c.cycles}, {"percent", c.percent},
+                        {"paper_percent", num(c.paper_percent)}});
+    for (const auto &i : x.items)
+        items.push_back({{"operation", i.operation}, {"category", i.category}, {"count_per_op", i.count_per_op},
+                         {"ns", i.ns}, {"cycles", i.cycles}, {"percent", i.percent},
+                         {"paper_percent", num(i.paper_percent)}});
+    for (const auto &i : x.inner)
+        inner.push_back({{"operation", i.operation}, {"category", i.category}, {"count_per_op", i.count_per_op},
+                         {"ns", i.ns}, {"cycles", i.cycles}});
+    return {{"name", x.name}, {"layer", x.layer}, {"status", status_json(x.status)},
+            {"operations", x.operations}, {"host_ns", x.host_ns}, {"host_cycles", x.host_cycles},
+            {"firmware_ns", x.firmware_ns}, {"wait_ns", x.wait_ns}, {"categories", cats}, {"items", items}, {"inner", inner}};
+}
+
+Breakdown breakdown_from(const json &x) {
+    Breakdown bd;
+    bd.name = get_or<std::string>(x, "name", "");
+    bd.layer = get_or<std::string>(x, "layer", "");
+    bd.status = status_from(obj(x, "status"));
+    bd.operations = get_or<std::uint64_t>(x, "operations", 0);
+    bd.host_ns = get_or<double>(x, "host_ns", 0);
+    bd.host_cycles = get_or<double>(x, "host_cycles", 0);
+    bd.firmware_ns = get_or<double>(x, "firmware_ns", 0);
+    bd.wait_ns = get_or<double>(x, "wait_ns", 0);
+    for (const auto &c : arr(x, "categories"))
+        bd.categories.push_back({get_or<std::string>(c, "category", ""), get_or<double>(c, "ns", 0),
+                                 get_or<double>(c, "cycles", 0), get_or<double>(c, "percent", 0),
+                                 get_num(c, "paper_percent")});
+    for (const auto &i : arr(x, "items"))
+        bd.items.push_back({get_or<std::string>(i, "operation", ""), get_or<std::string>(i, "category", ""),
+                            get_or<double>(i, "count_per_op", 0), get_or<double>(i, "ns", 0),
+                            get_or<double>(i, "cycles", 0), get_or<double>(i, "percent", 0),
+                            get_num(i, "paper_percent")});
+    for (const auto &i : arr(x, "inner"))
+        bd.inner.push_back({get_or<std::string>(i, "operation", ""), get_or<std::string>(i, "category", ""),
+                            get_or<double>(i, "count_per_op", 0), get_or<double>(i, "ns", 0),
+                            get_or<double>(i, "cycles", 0), 0, kNaN});
+    return bd;
+}
+
+json bulk_difference_json(const BulkDifference &d) {
     json comps = json::array();
     for (const auto &c : d.components)
         comps.push_back({{"component", c.component}, {"us", num(c.us)}, {"paper_us", num(c.paper_us)}});
-    j["bulk_difference"] = {{"status", status_json(d.status)},
-                            {"bytes", d.bytes},
-                            {"layer", d.layer},
-                            {"per_msg_difference_us", num(d.per_msg_difference_us)},
-                            {"paper_difference_us", num(d.paper_difference_us)},
-                            {"components", comps},
-                            {"components_total_us", num(d.components_total_us)}};
+    return {{"status", status_json(d.status)},
+            {"bytes", d.bytes},
+            {"layer", d.layer},
+            {"per_msg_difference_us", num(d.per_msg_difference_us)},
+            {"paper_difference_us", num(d.paper_difference_us)},
+            {"components", comps},
+            {"components_total_us", num(d.components_total_us)}};
+}
 
-    json peers = json::array();
-    for (const auto &p : r.peers) {
-        json ms = json::array();
-        for (const auto &m : p.metrics)
-            ms.push_back({{"metric", m.metric}, {"test", m.test}, {"compared_with", m.compared_with},
-                          {"bytes", m.bytes}, {"peer", num(m.peer)}, {"ours", num(m.ours)}, {"ratio", num(m.ratio)}});
-        peers.push_back({{"tool", p.tool}, {"status", status_json(p.status)}, {"transport", p.transport},
-                         {"metrics", ms}, {"bandwidth", points_json(p.bandwidth)}});
-    }
-    j["peers"] = peers;
+BulkDifference bulk_difference_from(const json &d) {
+    BulkDifference b;
+    b.status = status_from(obj(d, "status"));
+    b.bytes = get_or<std::size_t>(d, "bytes", 1024);
+    b.layer = get_or<std::string>(d, "layer", "");
+    b.per_msg_difference_us = get_num(d, "per_msg_difference_us");
+    b.paper_difference_us = get_num(d, "paper_difference_us");
+    b.components_total_us = get_num(d, "components_total_us");
+    for (const auto &c : arr(d, "components"))
+        b.components.push_back({get_or<std::string>(c, "component", ""), get_num(c, "us"), get_num(c, "paper_us")});
+    return b;
+}
+
+json peer_json(const PeerResult &p) {
+    json ms = json::array();
+    for (const auto &m : p.metrics)
+        ms.push_back({{"metric", m.metric}, {"test", m.test}, {"compared_with", m.compared_with},
+                      {"bytes", m.bytes}, {"peer", num(m.peer)}, {"ours", num(m.ours)}, {"ratio", num(m.ratio)}});
+    return {{"tool", p.tool}, {"status", status_json(p.status)}, {"transport", p.transport},
+            {"metrics", ms}, {"bandwidth", points_json(p.bandwidth)}};
+}
+
+PeerResult peer_from(const json &x) {
+    PeerResult p;
+    p.tool = get_or<std::string>(x, "tool", "");
+    p.status = status_from(obj(x, "status"));
+    p.transport = get_or<std::string>(x, "transport", "");
+    for (const auto &m : arr(x, "metrics"))
+        p.metrics.push_back({get_or<std::string>(m, "metric", ""), get_or<std::string>(m, "test", ""),
+                             get_or<std::string>(m, "compared_with", ""), get_or<std::size_t>(m, "bytes", 0),
+                             get_num(m, "peer"), get_num(m, "ours"), get_num(m, "ratio")});
+    p.bandwidth = points_from(arr(x, "bandwidth"));
+    return p;
+}
+
+// A JSON array of f(x) for every x of a report's list.
+template <class List, class F>
+json array_of(const List &list, F f) {
+    json a = json::array();
+    for (const auto &x : list) a.push_back(f(x));
+    return a;
+}
+
+}  // namespace
+
+json to_json(const Report &r) {
+    json j;
+    j["schema"] = kSchemaName;
+    j["run"] = run_json(r.run);
+    j["provider"] = provider_json(r.provider);
+    j["profile"] = r.provider.profile;
+    j["layers"] = array_of(r.layers, [](const LayerStatus &l) -> json {
+        return {{"layer", l.layer}, {"status", status_json(l.status)}};
+    });
+    j["vi_baseline"] = vi_baseline_json(r.vi_baseline);
+    j["logp"] = array_of(r.logp, logp_row_json);
+    j["splitc_ops"] = array_of(r.splitc_ops, [](const SplitcOp &op) -> json {
+        return {{"op", op.op}, {"status", status_json(op.status)}, {"us", num(op.us)}, {"spread", op.spread}};
+    });
+    j["bandwidth"] = array_of(r.bandwidth, bandwidth_json);
+    j["rate_sweep"] = array_of(r.rate_sweep, rate_sweep_json);
+    j["breakdown"] = array_of(r.breakdown, breakdown_json);
+    j["bulk_difference"] = bulk_difference_json(r.bulk_difference);
+    j["peers"] = array_of(r.peers, peer_json);
     j["interleaved"] = interleaved_to_json(r.interleaved);
     j["layering"] = layering_to_json(r.layering);
     j["warnings"] = r.warnings;
@@ -295,113 +427,20 @@ Report report_from_json(const json &j) {
     if (!j.is_object() || j.value("schema", "") != kSchemaName)
         throw std::runtime_error(std::string("not a ") + kSchemaName + " report (missing or different \"schema\")");
     Report r;
-    const json &run = obj(j, "run");
-    r.run.date_utc = get_or<std::string>(run, "date_utc", "");
-    r.run.host = get_or<std::string>(run, "host", "");
-    r.run.command = get_or<std::string>(run, "command", "");
-    r.run.quick = get_or<bool>(run, "quick", false);
-    r.run.iterations = get_or<int>(run, "iterations", 0);
-    r.run.warmup = get_or<int>(run, "warmup", 0);
-    r.run.tsc_ghz = get_num(run, "tsc_ghz");
-    r.run.max_spread = get_or<double>(run, "max_spread", 0.25);
-    r.run.instr_scope_ns = get_num(run, "instr_scope_ns");
-    r.run.timer_ns = get_num(run, "timer_ns");
-    r.run.tsc_vs_monotonic = get_num(run, "tsc_vs_monotonic");
-    const json &prov = obj(j, "provider");
-    r.provider.name = get_or<std::string>(prov, "name", "");
-    r.provider.device = get_or<std::string>(prov, "device", "");
-    r.provider.profile = get_or<std::string>(prov, "profile", "");
-    r.provider.profile_source = get_or<std::string>(prov, "profile_source", "");
+    r.run = run_from(obj(j, "run"));
+    r.provider = provider_from(obj(j, "provider"));
     for (const auto &l : arr(j, "layers")) r.layers.push_back({get_or<std::string>(l, "layer", ""), status_from(obj(l, "status"))});
-
-    const json &b = obj(j, "vi_baseline");
-    r.vi_baseline.status = status_from(obj(b, "status"));
-    r.vi_baseline.min_bytes = get_or<std::size_t>(b, "min_bytes", 4);
-    r.vi_baseline.rtt_half_min_us = get_num(b, "rtt_half_min_us");
-    r.vi_baseline.rtt_half_16_us = get_num(b, "rtt_half_16_us");
-    r.vi_baseline.peak_mb_s = get_num(b, "peak_mb_s");
-    r.vi_baseline.peak_at_bytes = get_or<std::size_t>(b, "peak_at_bytes", 0);
-    r.vi_baseline.spread = get_or<double>(b, "spread", 0);
-
+    r.vi_baseline = vi_baseline_from(obj(j, "vi_baseline"));
     for (const auto &x : arr(j, "logp")) r.logp.push_back(logp_row_from(x));
     for (const auto &x : arr(j, "splitc_ops"))
         r.splitc_ops.push_back({get_or<std::string>(x, "op", ""), status_from(obj(x, "status")), get_num(x, "us"),
                                 get_or<double>(x, "spread", 0)});
-    for (const auto &x : arr(j, "bandwidth")) {
-        BandwidthCurve c;
-        c.layer = get_or<std::string>(x, "layer", "");
-        c.method = get_or<std::string>(x, "method", "");
-        c.status = status_from(obj(x, "status"));
-        c.points = points_from(arr(x, "points"));
-        const json &fm = obj(x, "fm");
-        c.t0_us = get_num(fm, "t0_us");
-        c.r_inf_mb_s = get_num(fm, "r_inf_mb_s");
-        c.n_half_bytes = get_num(fm, "n_half_bytes");
-        c.n_half_model_bytes = get_num(fm, "n_half_model_bytes");
-        c.n_half_from_model = get_or<bool>(fm, "n_half_from_model", false);
-        c.r_peak_mb_s = get_num(fm, "r_peak_mb_s");
-        c.fit_r2 = get_num(fm, "fit_r2");
-        r.bandwidth.push_back(c);
-    }
+    for (const auto &x : arr(j, "bandwidth")) r.bandwidth.push_back(bandwidth_from(x));
     if (j.contains("rate_sweep"))  // absent from reports written before the sweep
-        for (const auto &x : arr(j, "rate_sweep")) {
-            RateSweep s;
-            s.layer = get_or<std::string>(x, "layer", "");
-            s.method = get_or<std::string>(x, "method", "");
-            s.peer = get_or<bool>(x, "peer", false);
-            s.status = status_from(obj(x, "status"));
-            for (const auto &p : arr(x, "points"))
-                s.points.push_back({get_or<int>(p, "window", 0), get_num(p, "us_per_msg"), get_num(p, "msg_rate_m_s"),
-                                    get_or<double>(p, "spread", 0)});
-            r.rate_sweep.push_back(s);
-        }
-    for (const auto &x : arr(j, "breakdown")) {
-        Breakdown bd;
-        bd.name = get_or<std::string>(x, "name", "");
-        bd.layer = get_or<std::string>(x, "layer", "");
-        bd.status = status_from(obj(x, "status"));
-        bd.operations = get_or<std::uint64_t>(x, "operations", 0);
-        bd.host_ns = get_or<double>(x, "host_ns", 0);
-        bd.host_cycles = get_or<double>(x, "host_cycles", 0);
-        bd.firmware_ns = get_or<double>(x, "firmware_ns", 0);
-        bd.wait_ns = get_or<double>(x, "wait_ns", 0);
-        for (const auto &c : arr(x, "categories"))
-            bd.categories.push_back({get_or<std::string>(c, "category", ""), get_or<double>(c, "ns", 0),
-                                     get_or<double>(c, "cycles", 0), get_or<double>(c, "percent", 0),
-                                     get_num(c, "paper_percent")});
-        for (const auto &i : arr(x, "items"))
-            bd.items.push_back({get_or<std::string>(i, "operation", ""), get_or<std::string>(i, "category", ""),
-                                get_or<double>(i, "count_per_op", 0), get_or<double>(i, "ns", 0),
-                                get_or<double>(i, "cycles", 0), get_or<double>(i, "percent", 0),
-                                get_num(i, "paper_percent")});
-        for (const auto &i : arr(x, "inner"))
-            bd.inner.push_back({get_or<std::string>(i, "operation", ""), get_or<std::string>(i, "category", ""),
-                                get_or<double>(i, "count_per_op", 0), get_or<double>(i, "ns", 0),
-                                get_or<double>(i, "cycles", 0), 0, kNaN});
-        r.breakdown.push_back(bd);
-    }
-    const json &d = obj(j, "bulk_difference");
-    r.bulk_difference.status = status_from(obj(d, "status"));
-    r.bulk_difference.bytes = get_or<std::size_t>(d, "bytes", 1024);
-    r.bulk_difference.layer = get_or<std::string>(d, "layer", "");
-    r.bulk_difference.per_msg_difference_us = get_num(d, "per_msg_difference_us");
-    r.bulk_difference.paper_difference_us = get_num(d, "paper_difference_us");
-    r.bulk_difference.components_total_us = get_num(d, "components_total_us");
-    for (const auto &c : arr(d, "components"))
-        r.bulk_difference.components.push_back(
-            {get_or<std::string>(c, "component", ""), get_num(c, "us"), get_num(c, "paper_us")});
-    for (const auto &x : arr(j, "peers")) {
-        PeerResult p;
-        p.tool = get_or<std::string>(x, "tool", "");
-        p.status = status_from(obj(x, "status"));
-        p.transport = get_or<std::string>(x, "transport", "");
-        for (const auto &m : arr(x, "metrics"))
-            p.metrics.push_back({get_or<std::string>(m, "metric", ""), get_or<std::string>(m, "test", ""),
-                                 get_or<std::string>(m, "compared_with", ""), get_or<std::size_t>(m, "bytes", 0),
-                                 get_num(m, "peer"), get_num(m, "ours"), get_num(m, "ratio")});
-        p.bandwidth = points_from(arr(x, "bandwidth"));
-        r.peers.push_back(p);
-    }
+        for (const auto &x : arr(j, "rate_sweep")) r.rate_sweep.push_back(rate_sweep_from(x));
+    for (const auto &x : arr(j, "breakdown")) r.breakdown.push_back(breakdown_from(x));
+    r.bulk_difference = bulk_difference_from(obj(j, "bulk_difference"));
+    for (const auto &x : arr(j, "peers")) r.peers.push_back(peer_from(x));
     if (j.contains("interleaved")) r.interleaved = interleaved_from_json(obj(j, "interleaved"));  // absent in older reports
     if (j.contains("layering")) r.layering = layering_from_json(j["layering"]);  // absent before the layering study
     r.warnings = get_or<std::vector<std::string>>(j, "warnings", {});
