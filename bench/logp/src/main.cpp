@@ -385,6 +385,87 @@ void describe_provider(const ProviderFacts &facts, Report &r) {
     if (!facts.error.empty()) r.warnings.push_back("provider: " + facts.error);
 }
 
+// The comparison with the peers and the layering study, after every layer, so
+// they know which layers came up.  They need the job's boot service: the
+// Split-C runtime's splitc_finalize leaves that to logp, which holds its own
+// reference (vipl_boot_init/finalize count their users).  A failure ends the
+// job, after rank 0 has written what it has.
+void compare_with_peers(Job &job, const Options &o, const MeasureConfig &cfg, const LayerOptions &lopt, Report &r,
+                        Progress &progress, bool mpi_measured) {
+    try {
+        run_comparison(job, o, cfg, lopt, r, progress, mpi_measured);
+        run_layering(job, o, r, progress);
+    } catch (const std::exception &e) {
+        progress.clear();
+        if (job.is_root()) {
+            r.interleaved.status = {"failed", e.what()};
+            try { emit(r, o, measure_memcpy_us(1024)); } catch (...) {}
+        }
+        fail_job(job, std::string("peer comparison failed: ") + e.what());
+    }
+}
+
+// Brings layer f up on both ranks and measures it (the index-th of those
+// measured, for the progress line): its LogP row, bandwidth and rate sweeps,
+// its breakdown and the Split-C operations where it has them.  A layer that
+// does not come up on either rank is a "failed" row; a failure while
+// measuring ends the job (the peer is inside the same measurement and cannot
+// be resynchronized), after rank 0 has written what it has.
+LogPRow measure_layer(const LayerFactory &f, int index, Job &job, const Options &o, const MeasureConfig &cfg,
+                      const LayerOptions &lopt, Report &r, Progress &progress) {
+    const bool root = job.is_root();
+    LogPRow row;
+    row.layer = f.id;
+    std::unique_ptr<Layer> layer;
+    std::string error;
+    try {
+        progress.layer(index, f.id, 2);
+        progress.note(f.id + ": connecting");
+        layer = f.make(job, lopt);
+        // LogP and bandwidth sweeps, and the breakdown where the layer has one.
+        progress.layer(index, f.id, layer->breakdown_name().empty() ? 2 : 3);
+    } catch (const std::exception &e) {
+        error = e.what();
+    }
+    if (!job.all(error.empty())) {
+        row.status = {"failed", error.empty() ? "the peer could not bring the layer up" : error};
+        progress.clear();
+        if (root) viastack::log::warn(viastack::log::Layer::logp, "{}: {}", f.id, row.status.note);
+        return row;
+    }
+    try {
+        if (f.id == "vi") {
+            Summary s4 = measure_rtt(*layer, job, cfg, 4);
+            r.vi_baseline.rtt_half_min_us = s4.median / 2e3;
+            r.vi_baseline.spread = s4.spread();
+        }
+        row = measure_logp(*layer, job, cfg, progress);
+        if (f.id == "vi") {
+            r.vi_baseline.rtt_half_16_us = row.rtt_half_us;
+            r.vi_baseline.status = {"measured", ""};
+        }
+        r.bandwidth.push_back(measure_bandwidth(*layer, job, cfg, progress));
+        r.rate_sweep.push_back(measure_rate_sweep(*layer, job, cfg, progress));
+        if (!layer->breakdown_name().empty()) r.breakdown.push_back(measure_breakdown(*layer, job, cfg, progress));
+        if (auto *ops = dynamic_cast<SplitcOpsSource *>(layer.get())) {
+            progress.note("splitc: read/write/get/put/store");
+            r.splitc_ops = ops->measure_ops(job, cfg.iterations, cfg.warmup);
+        }
+        job.barrier();
+        layer.reset();
+    } catch (const std::exception &e) {
+        progress.clear();
+        if (root) {
+            row.status = {"failed", e.what()};
+            r.logp.push_back(row);
+            r.warnings.push_back(f.id + " failed: " + e.what() + " (skip it with --layers)");
+            try { emit(r, o, measure_memcpy_us(1024)); } catch (...) {}
+        }
+        fail_job(job, f.id + " failed: " + e.what() + " (skip it with --layers)");
+    }
+    return row;
+}
+
 int run_job(const Options &o) {
     Job job = Job::join();
     if (job.size() != 2) {
@@ -395,9 +476,8 @@ int run_job(const Options &o) {
                                  job.size());
         return 2;
     }
-    const bool root = job.is_root();
     MeasureConfig cfg = config_of(o);
-    Progress progress(root);
+    Progress progress(job.is_root());
     LayerOptions lopt{o.device};
     Report r;
     r.run = run_info(o, cfg);
@@ -412,92 +492,22 @@ int run_job(const Options &o) {
     int to_measure = 0, measuring = -1;
     for (const auto &f : layer_factories()) to_measure += f.built && is_asked(f);
     progress.plan(to_measure);
-    // The comparison with the peers runs after every layer, so it knows which
-    // layers came up.  It needs the job's boot service: the Split-C runtime's
-    // splitc_finalize leaves that to logp, which holds its own reference
-    // (vipl_boot_init/finalize count their users).
-    bool compared = false, mpi_measured = false;
-    auto compare = [&] {
-        if (compared) return;
-        compared = true;
-        try {
-            run_comparison(job, o, cfg, lopt, r, progress, mpi_measured);
-            run_layering(job, o, r, progress);
-        } catch (const std::exception &e) {
-            progress.clear();
-            if (root) {
-                r.interleaved.status = {"failed", e.what()};
-                try { emit(r, o, measure_memcpy_us(1024)); } catch (...) {}
-            }
-            fail_job(job, std::string("peer comparison failed: ") + e.what());
-        }
-    };
     for (const auto &f : layer_factories()) {
-        bool asked = is_asked(f);
         LogPRow row;
         row.layer = f.id;
-        if (!f.built) {
+        if (!f.built)
             row.status = {"not built", f.not_built};
-        } else if (!asked) {
+        else if (!is_asked(f))
             row.status = {"skipped", "not in --layers"};
-        } else {
-            std::unique_ptr<Layer> layer;
-            std::string error;
-            try {
-                progress.layer(++measuring, f.id, 2);
-                progress.note(f.id + ": connecting");
-                layer = f.make(job, lopt);
-                // LogP and bandwidth sweeps, and the breakdown where the layer has one.
-                progress.layer(measuring, f.id, layer->breakdown_name().empty() ? 2 : 3);
-            } catch (const std::exception &e) {
-                error = e.what();
-            }
-            if (!job.all(error.empty())) {
-                row.status = {"failed", error.empty() ? "the peer could not bring the layer up" : error};
-                progress.clear();
-                if (root) viastack::log::warn(viastack::log::Layer::logp, "{}: {}", f.id, row.status.note);
-            } else {
-                try {
-                    if (f.id == "vi") {
-                        Summary s4 = measure_rtt(*layer, job, cfg, 4);
-                        r.vi_baseline.rtt_half_min_us = s4.median / 2e3;
-                        r.vi_baseline.spread = s4.spread();
-                    }
-                    row = measure_logp(*layer, job, cfg, progress);
-                    if (f.id == "vi") {
-                        r.vi_baseline.rtt_half_16_us = row.rtt_half_us;
-                        r.vi_baseline.status = {"measured", ""};
-                    }
-                    r.bandwidth.push_back(measure_bandwidth(*layer, job, cfg, progress));
-                    r.rate_sweep.push_back(measure_rate_sweep(*layer, job, cfg, progress));
-                    if (!layer->breakdown_name().empty()) r.breakdown.push_back(measure_breakdown(*layer, job, cfg, progress));
-                    if (auto *ops = dynamic_cast<SplitcOpsSource *>(layer.get())) {
-                        progress.note("splitc: read/write/get/put/store");
-                        r.splitc_ops = ops->measure_ops(job, cfg.iterations, cfg.warmup);
-                    }
-                    job.barrier();
-                    layer.reset();
-                } catch (const std::exception &e) {
-                    // The peer is inside the same measurement and cannot be resynchronized: end the job,
-                    // leaving what rank 0 has so far.
-                    progress.clear();
-                    if (root) {
-                        row.status = {"failed", e.what()};
-                        r.logp.push_back(row);
-                        r.warnings.push_back(f.id + " failed: " + e.what() + " (skip it with --layers)");
-                        try { emit(r, o, measure_memcpy_us(1024)); } catch (...) {}
-                    }
-                    fail_job(job, f.id + " failed: " + e.what() + " (skip it with --layers)");
-                }
-            }
-        }
+        else
+            row = measure_layer(f, ++measuring, job, o, cfg, lopt, r, progress);
         r.layers.push_back({f.id, row.status});
         r.logp.push_back(row);
         if (f.id == "vi" && !row.status.measured()) r.vi_baseline.status = row.status;
     }
-    mpi_measured = run_mpi_layer(job, mpi_asked(o), mpi_plan(cfg, o.quick, false), r, progress);
-    compare();
-    if (root) {
+    const bool mpi_measured = run_mpi_layer(job, mpi_asked(o), mpi_plan(cfg, o.quick, false), r, progress);
+    compare_with_peers(job, o, cfg, lopt, r, progress, mpi_measured);
+    if (job.is_root()) {
         progress.clear();
         clock_check.finish(r);
         emit(r, o, measure_memcpy_us(1024));
