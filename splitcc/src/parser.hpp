@@ -59,7 +59,7 @@ private:
     Type *last_stmt_type_ = nullptr;     // type of the last expression statement (for ({ ... }))
     int cond_mid_ = 0;  // parsing the middle of "a ? b : c": ":-" there is ':' '-'
 
-    // ---- tokens
+    // ---- tokens (parse_tokens.cpp)
     const Token &peek(int k = 0) const;
     int tix(int k = 0) const;  // token index of peek(k)
     int prev_end() const;      // one past the token index of the last consumed token
@@ -72,7 +72,7 @@ private:
     void skip_balanced();  // from an opening ( [ { to its match
     bool at_end() const { return peek().kind == Tok::End; }
 
-    // ---- scopes
+    // ---- scopes (parse_scope.cpp)
     void push_scope();
     void pop_scope();
     Symbol *lookup(const std::string &name) const;
@@ -88,6 +88,7 @@ private:
     bool skip_asm_label();
     Type *record_spec(bool is_union, Specs &s);
     Type *enum_spec(Specs &s);
+    // declarators (parse_declarator.cpp)
     Type *declarator(Type *base, std::string &name, Loc &nloc, bool abstract_ok, std::vector<Param> *fparams = nullptr);
     Type *direct_declarator(Type *base, std::string &name, Loc &nloc, bool abstract_ok, std::vector<Param> *fparams);
     Type *suffixes(Type *base, std::vector<Param> *fparams);
