@@ -111,7 +111,7 @@ private:
     Expr *condition(Expr *e);  // a controlling expression
     Expr *paren_condition();
 
-    // ---- expressions (parse_expr.cpp)
+    // ---- expressions (parse_expr.cpp; conversions parse_conv.cpp, assignments parse_assign.cpp)
     Expr *expr();
     Expr *assign_expr();
     Expr *cond_expr();
