@@ -46,6 +46,65 @@ Block *Parser::compound(bool new_scope) {
     return blk;
 }
 
+// for (init; condition; step) statement: the init may declare, in a scope of its own.
+Node *Parser::for_statement(Node *n) {
+    take();
+    expect("(");
+    push_scope();
+    if (starts_decl()) {
+        Specs s = specs(true);
+        Decl *d = inner_declaration(s);
+        d->for_init = true;
+        n->kids.push_back(d);
+    } else {
+        if (!is(";")) {
+            Expr *i = expr();
+            mark_unused(i);
+            n->kids.push_back(i);
+        }
+        expect(";");
+    }
+    if (!is(";")) n->kids.push_back(condition(expr()));
+    expect(";");
+    if (!is(")")) {
+        Expr *s = expr();
+        mark_unused(s);
+        n->kids.push_back(s);
+    }
+    expect(")");
+    n->kids.push_back(statement());
+    pop_scope();
+    n->e = prev_end();
+    return n;
+}
+
+// switch (expression) statement.
+Node *Parser::switch_statement(Node *n) {
+    take();
+    expect("(");
+    Expr *c = rvalue(expr());
+    if (is_gs_ptr(c->type)) diag_.error(c->loc, "switch on a global or spread pointer");
+    n->kids.push_back(c);
+    expect(")");
+    n->kids.push_back(statement());
+    n->e = prev_end();
+    return n;
+}
+
+// return [expression]; converted to the function's return type.
+Node *Parser::return_statement(Node *n) {
+    take();
+    if (!is(";")) {
+        Expr *e = rvalue(expr());
+        if (cur_ret_ && !is_void(cur_ret_)) e = convert(e, cur_ret_, "return");
+        n->kids.push_back(e);
+    }
+    expect(";");
+    n->nk = NK::Return;
+    n->e = prev_end();
+    return n;
+}
+
 Node *Parser::statement() {
     int b = tix();
     const Token &t = peek();
@@ -91,47 +150,8 @@ Node *Parser::statement() {
             n->e = prev_end();
             return n;
         }
-        if (w == "for") {
-            take();
-            expect("(");
-            push_scope();
-            if (starts_decl()) {
-                Specs s = specs(true);
-                Decl *d = inner_declaration(s);
-                d->for_init = true;
-                n->kids.push_back(d);
-            } else {
-                if (!is(";")) {
-                    Expr *i = expr();
-                    mark_unused(i);
-                    n->kids.push_back(i);
-                }
-                expect(";");
-            }
-            if (!is(";")) n->kids.push_back(condition(expr()));
-            expect(";");
-            if (!is(")")) {
-                Expr *s = expr();
-                mark_unused(s);
-                n->kids.push_back(s);
-            }
-            expect(")");
-            n->kids.push_back(statement());
-            pop_scope();
-            n->e = prev_end();
-            return n;
-        }
-        if (w == "switch") {
-            take();
-            expect("(");
-            Expr *c = rvalue(expr());
-            if (is_gs_ptr(c->type)) diag_.error(c->loc, "switch on a global or spread pointer");
-            n->kids.push_back(c);
-            expect(")");
-            n->kids.push_back(statement());
-            n->e = prev_end();
-            return n;
-        }
+        if (w == "for") return for_statement(n);
+        if (w == "switch") return switch_statement(n);
         if (w == "case") {
             take();
             n->kids.push_back(cond_expr());
@@ -162,18 +182,7 @@ Node *Parser::statement() {
             n->e = prev_end();
             return n;
         }
-        if (w == "return") {
-            take();
-            if (!is(";")) {
-                Expr *e = rvalue(expr());
-                if (cur_ret_ && !is_void(cur_ret_)) e = convert(e, cur_ret_, "return");
-                n->kids.push_back(e);
-            }
-            expect(";");
-            n->nk = NK::Return;
-            n->e = prev_end();
-            return n;
-        }
+        if (w == "return") return return_statement(n);
         if (w == "asm" || w == "__asm__" || w == "__asm" || w == "__label__") {
             take();
             while (!at_end() && !is(";")) {

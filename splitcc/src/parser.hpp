@@ -107,6 +107,9 @@ private:
 
     // ---- statements (parse_stmt.cpp)
     Node *statement();
+    Node *for_statement(Node *n);     // from its keyword, into n (statement() made it)
+    Node *switch_statement(Node *n);
+    Node *return_statement(Node *n);
     Block *compound(bool new_scope = true);
     Expr *condition(Expr *e);  // a controlling expression
     Expr *paren_condition();
