@@ -331,6 +331,133 @@ struct LongSend {
     }
 };
 
+// ---- a request, by concern: refusal, the long target, the bounce ring, credits --
+// The pieces off the common path are cold and out of line; request() keeps
+// the common path's checks, the credit, the slot and the post in one frame.
+#define AMVIA_COLD __attribute__((cold, noinline))
+
+// Why a request's arguments are refused (request() found one of them wrong).
+template <Category C>
+AMVIA_COLD static int refuse_request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
+                                     uintptr_t off, bool async, int nargs, const int32_t *args) {
+    const CallDesc d{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off};
+    char buf[160];
+    if (!valid_ep(ep))
+        return fail_call(AM_ERR_BAD_ARG, d, "ep is not an endpoint from AM_AllocateEndpoint");
+    if (const char *why = bad_args(d, buf, sizeof buf)) return fail_call(AM_ERR_BAD_ARG, d, "%s", why);
+    if (nargs && !args) return fail_call(AM_ERR_BAD_ARG, d, "args is NULL with nargs %d > 0", nargs);
+    return fail_call(AM_ERR_BAD_ARG, d,
+                     "dest is outside the translation table [0, %zu); AM_SetNumTranslations grows it",
+                     ep->xlate.size());
+}
+
+// A long request's link brought up and its target segment known and checked
+// before data is placed in it; with async, AM_ERR_IN_USE rather than wait for
+// the link, the segment, a credit or the slots.  Sets no_data when even the
+// peer's current segment cannot hold the data: the notice then goes alone.
+static inline int long_target_ready(ep_t ep, const Translation &t, Channel *c, handler_t h, size_t nbytes,
+                                    uintptr_t off, bool async, int nargs, const int32_t *args, bool &no_data) {
+    Link *l = c->link;
+    while (l->state == LinkState::Up ? !l->seg_known : l->state == LinkState::Pending) {
+        if (l->state == LinkState::Pending) link_try_up(l);
+        poll_link(l, true);
+        if (async && (l->state == LinkState::Up ? !l->seg_known : l->state == LinkState::Pending))
+            return AM_ERR_IN_USE;
+    }
+    if (l->state == LinkState::Dead)
+        return unreachable(ep, t, kLong, h, nargs, args, AM_ERR_NOT_SENT);
+    if (AMVIA_UNLIKELY(!seg_fits(l->seg, nbytes, off))) {
+        // Our copy of the peer's segment may be stale (it called AM_SetSeg
+        // since): ask for the current one rather than refuse.  If even that
+        // does not fit, the notice goes without data and the receiver
+        // returns it (EBADSEGOFF/EBADLENGTH), judging by its own segment.
+        if (!l->seg_fresh) {
+            int rc = refresh_peer_info(l, false, async);
+            if (rc == AM_ERR_IN_USE) return rc;
+            if (rc != AM_OK) return unreachable(ep, t, kLong, h, nargs, args, AM_ERR_NOT_SENT);
+        }
+        l->seg_fresh = false;
+        no_data = !seg_fits(l->seg, nbytes, off);
+    }
+    int slots = no_data ? 1 : 1 + int((nbytes + g.max_chunk - 1) / g.max_chunk);
+    // More pieces than the channel has slots (a NIC with a small
+    // MaxTransferSize): post_rdma waits for slots as pieces complete.
+    slots = std::min(slots, int(c->nsend()));
+    if (async && (!c->has_credit() || c->free_sends() < uint32_t(slots))) {
+        poll_bundle(ep->eb, true);
+        if (l->state != LinkState::Up || !c->has_credit() || c->free_sends() < uint32_t(slots)) {
+            if (!c->has_credit()) ep->stats.CreditStalls++;
+            else if (l->state == LinkState::Up) ep->stats.SendSlotStalls++;
+            return AM_ERR_IN_USE;
+        }
+    }
+    return AM_OK;
+}
+
+// Learns the peer's bounce ring before a medium above kInlineMedium takes
+// its credit: asking takes one too.  (A loop: an answer to an earlier
+// segment-only query carries no ring.)
+AMVIA_COLD static int learn_bounce_ring(ep_t ep, int dest, const Translation &t, handler_t h, const void *src,
+                                        size_t nbytes, int nargs, const int32_t *args) {
+    Link *l = t.link;
+    while (!l->peer_bounce_known) {
+        int rc = refresh_peer_info(l, true, false);
+        if (rc != AM_OK) return unreachable(ep, t, kMedium, h, nargs, args, AM_ERR_NOT_SENT);
+        if (!l->peer_bounce_known && l->bounce_query_answered)
+            return fail_call(AM_ERR_RESOURCE, CallDesc{true, kMedium, false, nargs, ep, dest, nullptr, h, src, nbytes, 0},
+                             "the destination could not make room for mediums above %u bytes "
+                             "(see its stderr); send at most %u bytes, or use AM_RequestXfer",
+                             kInlineMedium, kInlineMedium);
+    }
+    return AM_OK;
+}
+
+// The link is not up, or the channel has no credit or no free send slot:
+// counts the stall and waits.
+AMVIA_COLD static int wait_to_request(ep_t ep, const Translation &t, Channel *c, Category cat, handler_t h,
+                                      int nargs, const int32_t *args) {
+    if (c->link->state == LinkState::Up) {
+        if (!c->has_credit()) ep->stats.CreditStalls++;
+        else ep->stats.SendSlotStalls++;
+    }
+    int rc = wait_resources(c, 1, true, false);
+    return rc != AM_OK ? unreachable(ep, t, cat, h, nargs, args, rc) : AM_OK;
+}
+
+// A medium above kInlineMedium, by the bounce ring (send_bounce), with the
+// credit request() took: given back if the send fails.
+AMVIA_COLD static int request_bounce(ep_t ep, int dest, const Translation &t, Channel *c, handler_t h,
+                                     const void *src, size_t nbytes, int nargs, const int32_t *args) {
+    int rc = send_bounce(c, true, h, nargs, t.tag, args, src, nbytes);
+    if (rc != AM_OK) {
+        c->return_credits(1);
+        if (rc == AM_ERR_RESOURCE)
+            return fail_call(rc, CallDesc{true, kMedium, false, nargs, ep, dest, nullptr, h, src, nbytes, 0},
+                             "%s", regcache_last_error());
+        return unreachable(ep, t, kMedium, h, nargs, args, rc);
+    }
+    count_sent(ep, true, kMedium, nargs, nbytes,
+               uint32_t(sizeof(MsgHeader) + args_bytes(unsigned(nargs)) + sizeof(BounceTrailer)), nbytes);
+    return AM_OK;
+}
+
+// A long request's data, RDMA-written into target (unless no_data), and a
+// free slot for its notice; the credit request() took is given back on failure.
+static inline int post_long_data(ep_t ep, int dest, const Translation &t, Channel *c, const SegInfo &target,
+                                 handler_t h, const void *src, size_t nbytes, uintptr_t off, bool async,
+                                 int nargs, const int32_t *args, bool no_data) {
+    int rc = no_data ? AM_OK : post_rdma(c, target, src, nbytes, off, !async);
+    if (rc == AM_OK && !c->has_free_send()) rc = wait_resources(c, 1, false, false);
+    if (rc != AM_OK) {
+        c->return_credits(1);
+        if (rc == AM_ERR_RESOURCE)
+            return fail_call(rc, CallDesc{true, kLong, async, nargs, ep, dest, nullptr, h, src, nbytes, off},
+                             "%s", regcache_last_error());
+        return unreachable(ep, t, kLong, h, nargs, args, rc);
+    }
+    return AM_OK;
+}
+
 template <Category C>
 static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
                           uintptr_t off, bool async, int nargs, const int32_t *args) {
@@ -339,17 +466,8 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
     if (AMVIA_UNLIKELY(!valid_ep(ep) || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
                        (C == kMedium && nbytes > AMVIA_MAX_MEDIUM) ||
                        (C == kLong && nbytes > AMVIA_MAX_LONG) || (nbytes && !src) || (nargs && !args) ||
-                       unsigned(dest) >= ep->xlate.size())) {
-        const CallDesc d{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off};
-        char buf[160];
-        if (!valid_ep(ep))
-            return fail_call(AM_ERR_BAD_ARG, d, "ep is not an endpoint from AM_AllocateEndpoint");
-        if (const char *why = bad_args(d, buf, sizeof buf)) return fail_call(AM_ERR_BAD_ARG, d, "%s", why);
-        if (nargs && !args) return fail_call(AM_ERR_BAD_ARG, d, "args is NULL with nargs %d > 0", nargs);
-        return fail_call(AM_ERR_BAD_ARG, d,
-                         "dest is outside the translation table [0, %zu); AM_SetNumTranslations grows it",
-                         ep->xlate.size());
-    }
+                       unsigned(dest) >= ep->xlate.size()))
+        return refuse_request<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
     if (AMVIA_UNLIKELY(g.handler_depth))
         return fail_call(AM_ERR_RESOURCE, CallDesc{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off},
                          "called from a handler: handlers may not send requests (a request handler "
@@ -371,92 +489,29 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
     std::conditional_t<C == kLong, LongSend, NoGuard> long_guard(l);
     (void)long_guard;
     if constexpr (C == kLong) {
-        // The target segment must be known before data can be placed in it.
-        while (l->state == LinkState::Up ? !l->seg_known : l->state == LinkState::Pending) {
-            if (l->state == LinkState::Pending) link_try_up(l);
-            poll_link(l, true);
-            if (async && (l->state == LinkState::Up ? !l->seg_known : l->state == LinkState::Pending))
-                return AM_ERR_IN_USE;
-        }
-        if (l->state == LinkState::Dead)
-            return unreachable(ep, t, C, h, nargs, args, AM_ERR_NOT_SENT);
-        if (AMVIA_UNLIKELY(!seg_fits(l->seg, nbytes, off))) {
-            // Our copy of the peer's segment may be stale (it called AM_SetSeg
-            // since): ask for the current one rather than refuse.  If even that
-            // does not fit, the notice goes without data and the receiver
-            // returns it (EBADSEGOFF/EBADLENGTH), judging by its own segment.
-            if (!l->seg_fresh) {
-                int rc = refresh_peer_info(l, false, async);
-                if (rc == AM_ERR_IN_USE) return rc;
-                if (rc != AM_OK) return unreachable(ep, t, C, h, nargs, args, AM_ERR_NOT_SENT);
-            }
-            l->seg_fresh = false;
-            no_data = !seg_fits(l->seg, nbytes, off);
-        }
-        int slots = no_data ? 1 : 1 + int((nbytes + g.max_chunk - 1) / g.max_chunk);
-        // More pieces than the channel has slots (a NIC with a small
-        // MaxTransferSize): post_rdma waits for slots as pieces complete.
-        slots = std::min(slots, int(c->nsend()));
-        if (async && (!c->has_credit() || c->free_sends() < uint32_t(slots))) {
-            poll_bundle(ep->eb, true);
-            if (l->state != LinkState::Up || !c->has_credit() || c->free_sends() < uint32_t(slots)) {
-                if (!c->has_credit()) ep->stats.CreditStalls++;
-                else if (l->state == LinkState::Up) ep->stats.SendSlotStalls++;
-                return AM_ERR_IN_USE;
-            }
-        }
+        int rc = long_target_ready(ep, t, c, h, nbytes, off, async, nargs, args, no_data);
+        if (rc != AM_OK) return rc;
     }
     if constexpr (C == kMedium) {
-        // Learn the peer's bounce ring before taking the credit: asking takes one too.
-        // (A loop: an answer to an earlier segment-only query carries no ring.)
-        while (AMVIA_UNLIKELY(nbytes > kInlineMedium) && !l->peer_bounce_known) {
-            int rc = refresh_peer_info(l, true, false);
-            if (rc != AM_OK) return unreachable(ep, t, C, h, nargs, args, AM_ERR_NOT_SENT);
-            if (!l->peer_bounce_known && l->bounce_query_answered)
-                return fail_call(AM_ERR_RESOURCE, CallDesc{true, C, false, nargs, ep, dest, nullptr, h, src, nbytes, 0},
-                                 "the destination could not make room for mediums above %u bytes "
-                                 "(see its stderr); send at most %u bytes, or use AM_RequestXfer",
-                                 kInlineMedium, kInlineMedium);
+        if (AMVIA_UNLIKELY(nbytes > kInlineMedium) && !l->peer_bounce_known) {
+            int rc = learn_bounce_ring(ep, dest, t, h, src, nbytes, nargs, args);
+            if (rc != AM_OK) return rc;
         }
     }
     if (AMVIA_UNLIKELY(l->state != LinkState::Up || !c->has_credit() || !c->has_free_send())) {
-        if (l->state == LinkState::Up) {
-            if (!c->has_credit()) ep->stats.CreditStalls++;
-            else ep->stats.SendSlotStalls++;
-        }
-        int rc = wait_resources(c, 1, true, false);
-        if (rc != AM_OK) return unreachable(ep, t, C, h, nargs, args, rc);
+        int rc = wait_to_request(ep, t, c, C, h, nargs, args);
+        if (rc != AM_OK) return rc;
     }
     c->take_credit();
     if constexpr (C == kMedium) {
-        if (AMVIA_UNLIKELY(nbytes > kInlineMedium)) {
-            int rc = send_bounce(c, true, h, nargs, t.tag, args, src, nbytes);
-            if (rc != AM_OK) {
-                c->return_credits(1);
-                if (rc == AM_ERR_RESOURCE)
-                    return fail_call(rc, CallDesc{true, C, false, nargs, ep, dest, nullptr, h, src, nbytes, 0},
-                                     "%s", regcache_last_error());
-                return unreachable(ep, t, C, h, nargs, args, rc);
-            }
-            count_sent(ep, true, kMedium, nargs, nbytes,
-                       uint32_t(sizeof(MsgHeader) + args_bytes(unsigned(nargs)) + sizeof(BounceTrailer)),
-                       nbytes);
-            return AM_OK;
-        }
+        if (AMVIA_UNLIKELY(nbytes > kInlineMedium)) return request_bounce(ep, dest, t, c, h, src, nbytes, nargs, args);
     }
     // A copy: post_rdma may poll, and a kSysSegInfo processed meanwhile must
     // change neither where the chunks go nor the generation the notice names.
     const SegInfo target = C == kLong ? l->seg : SegInfo{};
     if constexpr (C == kLong) {
-        int rc = no_data ? AM_OK : post_rdma(c, target, src, nbytes, off, !async);
-        if (rc == AM_OK && !c->has_free_send()) rc = wait_resources(c, 1, false, false);
-        if (rc != AM_OK) {
-            c->return_credits(1);
-            if (rc == AM_ERR_RESOURCE)
-                return fail_call(rc, CallDesc{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off},
-                                 "%s", regcache_last_error());
-            return unreachable(ep, t, C, h, nargs, args, rc);
-        }
+        int rc = post_long_data(ep, dest, t, c, target, h, src, nbytes, off, async, nargs, args, no_data);
+        if (rc != AM_OK) return rc;
     }
     Slot *s = take_slot(c);
     VIPL_INSTR_END(c_bookkeeping, t0);
