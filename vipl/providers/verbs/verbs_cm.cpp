@@ -170,13 +170,33 @@ VIP_VI_ATTRIBUTES attrs_from(uint8_t reliability, uint8_t flags, uint32_t max_tr
 
 void VerbsNic::pump_cm(int wait_ms) {
     std::lock_guard<std::mutex> g(cm_mu);
-    for (rdma_cm_id *id : doomed_) // no event of theirs is unacked here
-        rdma_destroy_id(id);
-    doomed_.clear();
     if (wait_ms > 0) {
         pollfd pfd{cm_channel->fd, POLLIN, 0};
         ::poll(&pfd, 1, wait_ms);
     }
+    dispatch_cm_locked();
+}
+
+// A peer's disconnect arrives only as a connection event, and only that event
+// stops the VI's queue pair: the device may never complete what was posted to
+// the gone peer.  A program that only polls (VipRecvDone, VipCQDone: AM's
+// spinning wait) would then never see its VI break as it does on nicfw, so
+// empty polls read the events now and then: one in 1024 on each thread (a
+// read that finds nothing, most times), skipped while another thread holds
+// the event channel (it is reading them).
+void VerbsNic::idle_poll() {
+    static thread_local uint32_t polls;
+    if ((++polls & 1023) != 0)
+        return;
+    std::unique_lock<std::mutex> g(cm_mu, std::try_to_lock);
+    if (g.owns_lock())
+        dispatch_cm_locked();
+}
+
+void VerbsNic::dispatch_cm_locked() {
+    for (rdma_cm_id *id : doomed_) // no event of theirs is unacked here
+        rdma_destroy_id(id);
+    doomed_.clear();
     // VIPL_VERBS_DEBUG=1 (any value but 0/no/off/false), read once.
     static const bool debug = viastack::env::flag("VIPL_VERBS_DEBUG");
     rdma_cm_event *e = nullptr;

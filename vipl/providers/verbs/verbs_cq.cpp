@@ -92,7 +92,8 @@ int VerbsCq::poll() {
 VIP_RETURN VerbsCq::done(prov::Vi **vi, bool *recv_queue) {
     Entry e;
     if (!fifo_.pop(&e)) {
-        poll();
+        if (poll() == 0)
+            nic_.idle_poll();
         if (!fifo_.pop(&e))
             return VIP_NOT_DONE;
     }

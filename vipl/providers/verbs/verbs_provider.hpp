@@ -282,9 +282,16 @@ public:
     void deliver_error(const VIP_ERROR_DESCRIPTOR &ed); // a report held back (verbs_notify.cpp)
     // Reads and dispatches pending rdma_cm events, waiting up to wait_ms for the first.
     void pump_cm(int wait_ms);
+    // A poll of a work queue or CQ found nothing: now and then, pump_cm(0).
+    void idle_poll();
     void notify_armed();    // starts/wakes the notify thread after a handler was set
     // An rdma_cm_id to destroy once the event being dispatched has been acked.
     void doom(rdma_cm_id *id) { doomed_.push_back(id); }
+
+private:
+    void dispatch_cm_locked(); // pump_cm's work, cm_mu held
+
+public:
 
     ibv_context *ctx = nullptr;
     uint8_t port = 1;

@@ -226,7 +226,10 @@ int WorkQueue::poll() {
 }
 
 VIP_RETURN WorkQueue::done(VIP_DESCRIPTOR **d) {
-    return ring.reap(d, [this] { poll(); });
+    return ring.reap(d, [this] {
+        if (poll() == 0)
+            vi->nic.idle_poll();
+    });
 }
 
 // Blocks on a completion channel: poll for spin_ns first (cheapest when the
