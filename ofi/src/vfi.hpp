@@ -117,7 +117,13 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
 // discriminators (2 bytes each here), less the provider's 12-byte header.
 constexpr size_t kCmDataMax = 27;
 constexpr size_t kIovLimit = 4;
-constexpr size_t kInjectSize = 64;
+// Large enough for ofi_rxm's eager header (72 bytes) and a short MPI
+// message: rxm injects a packet only when it fits the connected endpoint's
+// inject size, and otherwise sends it from one of its own buffers with a
+// completion that both sides must then handle (a CQ entry here, rxm's handler
+// to free the buffer).  Each transmit slot has a buffer this large in the
+// endpoint's registered block.
+constexpr size_t kInjectSize = 256;
 constexpr size_t kDefaultQueue = 256;
 
 // ---- objects ----------------------------------------------------------------

@@ -57,6 +57,12 @@ TEST(LogpCli, BadInputGetsAClearError) {
     EXPECT_EQ(bad_layer.exit_code, 2);
     EXPECT_NE(bad_layer.output.find("unknown layer 'bogus'"), std::string::npos) << bad_layer.output;
 
+    ProcessResult bad_peer = run_process({LOGP_BIN, "--layers", "mpi", "--mpi-peers", "vader,ucx"}, {}, 30);
+    EXPECT_EQ(bad_peer.exit_code, 2);
+    EXPECT_NE(bad_peer.output.find("unknown MPI peer 'ucx' in --mpi-peers (known: vader, shm, tcp; or none)"),
+              std::string::npos)
+        << bad_peer.output;
+
     ProcessResult bad_syn = run_process({LOGP_BIN, "--synthetic", "o_s=fast"}, {}, 30);
     EXPECT_NE(bad_syn.exit_code, 0);
     EXPECT_NE(bad_syn.output.find("o_s=fast"), std::string::npos) << bad_syn.output;

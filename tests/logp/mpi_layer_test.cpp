@@ -81,3 +81,23 @@ TEST(MpiLayer, AFailedRunGivesNoFiguresAndSaysWhy) {
     EXPECT_EQ(mpi_peer_result(MpiTransport::vader, run).status.note, run.status.note);
     EXPECT_EQ(mpi_logp_row(run, 0.5).status.state, "failed");
 }
+
+TEST(MpiLayer, PeersListIsReadInOrderAndBadItemsAreNamed) {
+    std::vector<MpiTransport> peers;
+    std::string error;
+    ASSERT_TRUE(parse_mpi_peers(kMpiPeersDefault, &peers, &error)) << error;
+    EXPECT_EQ(peers, (std::vector<MpiTransport>{MpiTransport::vader, MpiTransport::shm, MpiTransport::tcp}));
+    ASSERT_TRUE(parse_mpi_peers("shm", &peers, &error));
+    EXPECT_EQ(peers, std::vector<MpiTransport>{MpiTransport::shm});
+    ASSERT_TRUE(parse_mpi_peers("none", &peers, &error));
+    EXPECT_TRUE(peers.empty());
+    EXPECT_FALSE(parse_mpi_peers("vader,ucx", &peers, &error));
+    EXPECT_NE(error.find("unknown MPI peer 'ucx'"), std::string::npos) << error;
+    EXPECT_FALSE(parse_mpi_peers("shm,shm", &peers, &error));
+    EXPECT_NE(error.find("'shm' given twice"), std::string::npos) << error;
+    for (const char *empty : {"", "vader,", ",", "vader,,shm"}) {
+        EXPECT_FALSE(parse_mpi_peers(empty, &peers, &error)) << empty;
+        EXPECT_FALSE(error.empty());
+    }
+    EXPECT_EQ(mpi_peer_tool(MpiTransport::shm), "logp_mpi shm");
+}

@@ -23,8 +23,9 @@
  *                 counter of each side, so logp can tell how much of o_s and
  *                 o_r was spent below the provider.  Over other transports
  *                 VIPL is not used and the counters are empty.
- * --round: RTT/2, g and the bandwidth at 4 KB, 32 KB, 256 KB, 1 MB only (one
- * round of logp's interleaved comparison).  Times are TSC cycles
+ * --round: RTT/2, g and the bandwidth at 4 KB, 32 KB, 64 KB, 256 KB, 1 MB only
+ * (one round of logp's interleaved comparison; 64 KB is where #28's bandwidth
+ * bar starts).  Times are TSC cycles
  * (vipl_instr_now) converted with VIPL's calibrated rate; single timed
  * operations have one clock-read pair, measured and taken off. */
 #include <vipl_instr.h>
@@ -327,8 +328,8 @@ int main(int argc, char **argv) {
     print_metric_spread("rtt_half_us", 16, rtt2 / 1e3, spread_of(a, iters));
     print_metric("g_us", 16, burst_slope_ns(buf, long_m, 3, reps, a) / 1e3);
     if (round_only) {
-        static const size_t sizes[] = {4096, 32768, 262144, 1048576};
-        bandwidth(buf, sizes, 4, bulk_mb, iters);
+        static const size_t sizes[] = {4096, 32768, 65536, 262144, 1048576};
+        bandwidth(buf, sizes, 5, bulk_mb, iters);
     } else {
         print_metric("o_s_us", 16, burst_slope_ns(buf, short_m, 5, reps, a) / 1e3);
         volatile uint64_t *flags = map_flags();

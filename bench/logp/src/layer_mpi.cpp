@@ -39,11 +39,18 @@ std::vector<std::string> transport_args(MpiTransport t) {
         return {"--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", "viastack"};
     case MpiTransport::vader:
         return {"--mca", "pml", "ob1", "--mca", "btl", "self,vader"};
+    case MpiTransport::shm:
+        // LD_PRELOAD (run_logp_mpi) lets mtl:ofi take shm (mpi/mtl_ofi_shm.c).
+        return {"--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", "shm", "-x", "FI_PROVIDER=shm"};
     case MpiTransport::tcp:
         return {"--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", "tcp", "-x", "FI_PROVIDER=tcp"};
     }
     return {};
 }
+
+// The fi_getinfo that lets Open MPI's mtl:ofi take libfabric's shm, built
+// beside logp_mpi.
+constexpr const char *kShmShim = "logp_mtl_ofi_shm.so";
 
 struct SideCost {
     double vipl_ns = 0, empty_polls_ns = 0;
@@ -82,9 +89,38 @@ std::string mpi_transport_name(MpiTransport t) {
     switch (t) {
     case MpiTransport::viastack: return "viastack;ofi_rxm";
     case MpiTransport::vader: return "vader";
+    case MpiTransport::shm: return "shm";
     case MpiTransport::tcp: return "tcp;ofi_rxm";
     }
     return "";
+}
+
+bool parse_mpi_peers(const std::string &list, std::vector<MpiTransport> *out, std::string *error) {
+    out->clear();
+    if (list == "none") return true;
+    static const std::pair<const char *, MpiTransport> known[] = {
+        {"vader", MpiTransport::vader}, {"shm", MpiTransport::shm}, {"tcp", MpiTransport::tcp}};
+    std::stringstream ss(list);
+    std::string item;
+    bool any = false;
+    while (std::getline(ss, item, ',')) {
+        any = true;
+        const auto *k = std::find_if(std::begin(known), std::end(known), [&](const auto &p) { return item == p.first; });
+        if (k == std::end(known)) {
+            *error = fmt::format("unknown MPI peer '{}' in --mpi-peers (known: vader, shm, tcp; or none)", item);
+            return false;
+        }
+        if (std::find(out->begin(), out->end(), k->second) != out->end()) {
+            *error = fmt::format("MPI peer '{}' given twice in --mpi-peers", item);
+            return false;
+        }
+        out->push_back(k->second);
+    }
+    if (!any || list.back() == ',') {
+        *error = fmt::format("empty --mpi-peers '{}' (give vader, shm, tcp, comma-separated, or none)", list);
+        return false;
+    }
+    return true;
 }
 
 std::string mpi_peer_tool(MpiTransport t) {
@@ -133,11 +169,20 @@ MpiRun run_logp_mpi(MpiTransport t, const MpiPlan &plan) {
                                        "build tree's ofi/) and the provider is not installed"};
         return run;
     }
+    std::string shim;
+    if (t == MpiTransport::shm) {
+        shim = find_peer_program(kShmShim);
+        if (shim.empty()) {
+            run.status = {"not installed", fmt::format("{} not built (it needs libfabric-dev when this build was configured)", kShmShim)};
+            return run;
+        }
+    }
     std::vector<std::string> argv = {env};
     for (const char *v : kJobVariables) argv.insert(argv.end(), {"-u", v});
     argv.insert(argv.end(), {mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2"});
     const auto targs = transport_args(t);
     argv.insert(argv.end(), targs.begin(), targs.end());
+    if (!shim.empty()) argv.insert(argv.end(), {"-x", "LD_PRELOAD=" + shim});
     if (t == MpiTransport::viastack && fi_path && *fi_path) argv.insert(argv.end(), {"-x", "FI_PROVIDER_PATH"});
     // Bound as logp's ranks are (peer_shm.cpp does the same for mpi_shm_bench).
     const std::vector<int> cpus = job_cpus();
@@ -260,7 +305,8 @@ PeerResult mpi_peer_result(MpiTransport t, const MpiRun &run) {
     PeerResult p;
     p.tool = mpi_peer_tool(t);
     p.transport = t == MpiTransport::vader ? "Open MPI pml ob1, btl self,vader"
-                                           : "Open MPI mtl:ofi, " + mpi_transport_name(t) + " (FI_PROVIDER=tcp)";
+                  : t == MpiTransport::shm ? "Open MPI pml cm, mtl:ofi, libfabric shm (FI_PROVIDER=shm, mtl_ofi_shm.so preloaded)"
+                                           : "Open MPI pml cm, mtl:ofi, " + mpi_transport_name(t) + " (FI_PROVIDER=tcp)";
     p.status = run.status;
     if (!run.status.measured()) return p;
     for (const char *m : {"rtt_half_us", "g_us"})

@@ -2,9 +2,11 @@
 // measured by the program logp_mpi (bench/logp/mpi/logp_mpi.c) under mpirun,
 // because an MPI job cannot live inside logp's own two processes.  Rank 0 of
 // logp starts it (rank 1 waits in a barrier, as for the peers).  The same
-// program runs over three transports: viastack (ours: mtl:ofi over
-// viastack;ofi_rxm, docs/mpi.md), and as peers Open MPI's vader (pml ob1,
-// btl self,vader) and tcp;ofi_rxm (mtl:ofi, FI_PROVIDER=tcp).
+// program runs over viastack (ours: mtl:ofi over viastack;ofi_rxm,
+// docs/mpi.md) and, as peers, Open MPI's vader (pml ob1, btl self,vader),
+// libfabric's shm under the same mtl:ofi (the floor of that route: a native,
+// tuned FI_EP_RDM + FI_TAGGED provider; mpi/mtl_ofi_shm.c preloaded) and
+// tcp;ofi_rxm (mtl:ofi, FI_PROVIDER=tcp).
 #pragma once
 
 #include "peer_rounds.hpp"
@@ -16,10 +18,16 @@
 
 namespace logp {
 
-enum class MpiTransport { viastack, vader, tcp };
+enum class MpiTransport { viastack, vader, shm, tcp };
 
-// "viastack;ofi_rxm", "vader", "tcp;ofi_rxm".
+// "viastack;ofi_rxm", "vader", "shm", "tcp;ofi_rxm".
 std::string mpi_transport_name(MpiTransport t);
+
+// The peers of logp's --mpi-peers: a comma-separated list of vader, shm and
+// tcp, each at most once, in the order given, or "none".  False, with a
+// message naming the bad item and the known ones, for anything else.
+inline constexpr const char *kMpiPeersDefault = "vader,shm,tcp";
+bool parse_mpi_peers(const std::string &list, std::vector<MpiTransport> *out, std::string *error);
 
 struct MpiPlan {
     long iterations = 20000;

@@ -66,6 +66,7 @@ struct Options {
     std::string vipl_run;
     int job_timeout = 0;
     std::string bind = "core";
+    std::string mpi_peers = kMpiPeersDefault;  // the mpi layer's interleaved peers
     std::string command_line;
 };
 
@@ -274,8 +275,12 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
     peers.results.resize(peers.run.size());
     peers.absent.assign(peers.run.size(), false);
     LineProbe line(job);
-    std::vector<std::vector<PeerResult>> mpi_peers(2);  // vader, tcp;ofi_rxm
-    progress.begin("peers, interleaved", rounds * int(ours.size() + peers.run.size() + (mpi ? 3 : 0)));
+    std::vector<MpiTransport> mpi_peer_list;
+    std::string error;
+    if (!parse_mpi_peers(o.mpi_peers, &mpi_peer_list, &error)) throw std::runtime_error(error);  // checked in main
+    std::vector<std::vector<PeerResult>> mpi_peers(mpi_peer_list.size());
+    progress.begin("peers, interleaved",
+                   rounds * int(ours.size() + peers.run.size() + (mpi ? 1 + mpi_peer_list.size() : 0)));
     for (int round = 0; round < rounds; ++round) {
         const std::string label = fmt::format("round {}/{}: ", round + 1, rounds);
         if (!ours.empty()) {
@@ -284,7 +289,8 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
             job.barrier();
             run_peers_round(job, round, figures, line_ours, line, peers, x, progress, label);
         }
-        if (mpi) run_mpi_round(job, mpi_plan(cfg, o.quick, true), round, line, mpi_peers, x, progress, label);
+        if (mpi)
+            run_mpi_round(job, mpi_plan(cfg, o.quick, true), mpi_peer_list, round, line, mpi_peers, x, progress, label);
     }
     // The peer's message rate by window, once, beside our sweeps (rank 1 waits).
     if (job.is_root() && !verbs_provider(o) && !ours.empty()) {
@@ -607,6 +613,10 @@ int main(int argc, char **argv) {
                    "core (default): the two ranks on CPUs of their own (vipl-run --bind core) where there are two; "
                    "none: the scheduler places them; the peers' two processes are bound (or not) the same way")
         ->check(CLI::IsMember({"core", "none"}));
+    app.add_option("--mpi-peers", o.mpi_peers,
+                   "the mpi layer's peers in the interleaved rounds, comma-separated: vader (pml ob1), shm (mtl:ofi "
+                   "over libfabric's shm), tcp (mtl:ofi over tcp;ofi_rxm); or none")
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
 
     try {
@@ -648,6 +658,14 @@ int main(int argc, char **argv) {
             known |= l == "mpi";
             if (!known) {
                 fmt::print(stderr, "logp: unknown layer '{}' in --layers (known: vi, am-v3, am-v1, fm, bip, splitc, mpi)\n", l);
+                return 2;
+            }
+        }
+        {
+            std::vector<MpiTransport> peers;
+            std::string error;
+            if (!parse_mpi_peers(o.mpi_peers, &peers, &error)) {
+                fmt::print(stderr, "logp: {}\n", error);
                 return 2;
             }
         }

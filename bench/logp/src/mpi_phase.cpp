@@ -46,9 +46,9 @@ bool run_mpi_layer(const Job &job, bool asked, const MpiPlan &plan, Report &r, P
     return job.bcast_double(row.status.measured() ? 1 : 0, 0) != 0;
 }
 
-void run_mpi_round(const Job &job, const MpiPlan &plan, int round, LineProbe &line,
-                   std::vector<std::vector<PeerResult>> &peer_results, Interleaved &x, Progress &progress,
-                   const std::string &label) {
+void run_mpi_round(const Job &job, const MpiPlan &plan, const std::vector<MpiTransport> &peers, int round,
+                   LineProbe &line, std::vector<std::vector<PeerResult>> &peer_results, Interleaved &x,
+                   Progress &progress, const std::string &label) {
     const double line_ours = line.measure();
     std::vector<OurFigure> ours;
     if (job.is_root()) {
@@ -56,8 +56,7 @@ void run_mpi_round(const Job &job, const MpiPlan &plan, int round, LineProbe &li
         progress.step(label + "mpi");
     }
     job.barrier();
-    const MpiTransport peers[] = {MpiTransport::vader, MpiTransport::tcp};
-    for (std::size_t i = 0; i < 2; ++i) {
+    for (std::size_t i = 0; i < peers.size(); ++i) {
         const double line_peer = line.measure();
         if (job.is_root()) {
             const MpiRun run = run_logp_mpi(peers[i], plan);

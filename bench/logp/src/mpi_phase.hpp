@@ -1,7 +1,7 @@
 // mpi_phase.hpp - the job's part of the mpi layer (layer_mpi.hpp): rank 0
 // runs logp_mpi under mpirun while rank 1 waits, once for the layer's full
 // series and breakdown, and once per round of the interleaved comparison
-// with its two peers (vader, tcp;ofi_rxm).  Compiled into logp itself (it
+// with its peers (logp --mpi-peers: vader, shm, tcp;ofi_rxm).  Compiled into logp itself (it
 // needs LOGP_HAVE_MPI, which says whether logp_mpi was built).
 #pragma once
 
@@ -27,11 +27,11 @@ MpiPlan mpi_plan(const MeasureConfig &cfg, bool quick, bool round);
 bool run_mpi_layer(const Job &job, bool asked, const MpiPlan &plan, Report &r, Progress &progress);
 
 // One round of the comparison, each run after its own raw-line probe:
-// logp_mpi over viastack, then over vader and tcp;ofi_rxm, set against the
-// viastack run of the same round.  peer_results: one list per peer (vader,
-// tcp), on rank 0.  Collective.
-void run_mpi_round(const Job &job, const MpiPlan &plan, int round, LineProbe &line,
-                   std::vector<std::vector<PeerResult>> &peer_results, Interleaved &x, Progress &progress,
-                   const std::string &label);
+// logp_mpi over viastack, then over every peer in `peers`, set against the
+// viastack run of the same round.  peer_results: one list per peer, in the
+// order of `peers`, on rank 0.  Collective.
+void run_mpi_round(const Job &job, const MpiPlan &plan, const std::vector<MpiTransport> &peers, int round,
+                   LineProbe &line, std::vector<std::vector<PeerResult>> &peer_results, Interleaved &x,
+                   Progress &progress, const std::string &label);
 
 }  // namespace logp
