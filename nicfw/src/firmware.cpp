@@ -66,6 +66,7 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
     if (cost_.on()) cost_host_acquire();
     direct_ok_ = cfg_.direct_send && cfg_.mode == Mode::Inline && !cost_.on() && !faults_ && !cfg_.transport;
     fast_tx_ = direct_ok_ && !stamping() && !cfg_.profile.gap_ns;
+    fast_rx_ = !faults_ && !cfg_.transport && !cost_.on();
     fast_tx_limit_ = kMaxStagedTransfer + 1;
     if (cfg_.dma_min) fast_tx_limit_ = std::min(fast_tx_limit_, cfg_.shm_crossover()); // bulk_eligible never true below
     // One-sided RDMA (onesided.cpp): peers find this NIC's published table here.

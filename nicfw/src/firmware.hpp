@@ -251,6 +251,11 @@ private:
         if (__builtin_expect(vi->fw.rxq.pop(t), 0)) return true;
         return vi->bell_rq.pop(t);
     }
+    // The receive fetch_rx_desc takes next, left where it is (nullptr: none).
+    const Token *peek_rx_desc(ViImpl *vi) {
+        if (const Token *t = vi->fw.rxq.front()) return t;
+        return vi->bell_rq.front();
+    }
     void fetch_tx_tokens(ViImpl *vi);
     void flush_vi(ViImpl *vi);
     void report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc, VIP_ERROR_CODE ec);
@@ -293,6 +298,10 @@ private:
     // (firmware.cpp, inlined into send_direct.)
     bool tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     static constexpr uint32_t kFastSegs = 2;
+    // A plain staged send into a one-segment receive that passes every check:
+    // placed and completed in one pass (rx.cpp, inlined into rx_packet_try).
+    // False: nothing was done, the general path decides.
+    bool rx_fast(ViImpl *vi, const PacketHeader &h, const unsigned char *payload);
     // A posted receive descriptor checked for a message of `length` bytes (the common
     // receive rules, on SRAM copies): 0 or the spec's status bits.  On 0 its data
     // segments are in desc_cache_[0 .. *nseg).  Shared by staged and pull sends.
@@ -451,6 +460,10 @@ private:
     // protocol's: below the bulk path's crossover and the FIFO's share).
     bool direct_ok_ = false;
     bool fast_tx_ = false;
+    // The fast receive (rx_fast): no fault injection (its packets go through
+    // rx_faulty and must carry a CRC), no transport, no cost model (it books
+    // each completion); any mode.
+    bool fast_rx_ = false;
     uint32_t fast_tx_limit_ = 0;
 
     // execution
