@@ -142,9 +142,9 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
 // make, on the same private copies, but only for the shape that passes them
 // all - a staged send without an acknowledgement request, in sequence, on a
 // live connection, into the oldest posted receive (fetch_rx_desc's choice,
-// looked at in place), a receive of one data segment with
-// no reserved control bits, its descriptor and segment in registered memory
-// of the VI's ptag, room for the message - so the result is theirs: the same
+// looked at in place), a receive of one data segment with no reserved control
+// bits, its descriptor and segment in registered memory of the VI's ptag,
+// room for the message - so the result is theirs: the same
 // bytes placed, the same completion, the same sequence state.  Anything else
 // returns false before anything changed (the token is only looked at until
 // every check passed), and the general path then runs its checks in the
@@ -161,13 +161,17 @@ inline bool Firmware::rx_fast(ViImpl *vi, const PacketHeader &h, const unsigned 
     // (read only once that holds), as check_rx_desc's covers and contains.
     const Region *dr = protection_.covers(t->mh, vi->ptag_id, d, vipl::common::descriptor_bytes(1));
     if (!dr) return false;
-    VIP_CONTROL_SEGMENT cs;
-    std::memcpy(&cs, &d->CS, sizeof cs);
+    // Each field the checks use is read from host memory once (the SRAM copy).
+    const uint16_t control = d->CS.Control, segs = d->CS.SegCount;
     const VIP_DATA_SEGMENT sg = d->DS[0].Local;
-    if (cs.SegCount != 1 || (cs.Control & VIP_CONTROL_RESERVED) || h.length > sg.Length) return false;
+    if (segs != 1 || (control & VIP_CONTROL_RESERVED) || h.length > sg.Length) return false;
     if (sg.Length) { // check_segments' rule: a non-empty segment lies in a region of the ptag
-        const Region *r = sg.Handle == t->mh ? dr : protection_.lookup(sg.Handle);
-        if (!r || r->ptag_id != vi->ptag_id || !r->contains(sg.Data.Address, sg.Length)) return false;
+        const Region *r = dr; // usually the descriptor's own region, whose ptag was checked
+        if (sg.Handle != t->mh) {
+            r = protection_.lookup(sg.Handle);
+            if (!r || r->ptag_id != vi->ptag_id) return false;
+        }
+        if (!r->contains(sg.Data.Address, sg.Length)) return false;
     }
     Token taken; // the token looked at, now taken
     fetch_rx_desc(vi, &taken);
