@@ -110,17 +110,6 @@ void Firmware::report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOU
                    vi ? vi->owner : cq ? cq->owner : nullptr);
 }
 
-// Writes a completed descriptor back to the host and posts the CQ entry.
-void Firmware::complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv) {
-    if (recv) d->CS.Length = length;
-    vipl::common::complete_descriptor(d, status);
-    if (__builtin_expect(cost_.on(), 0) && vipl_instr_enabled()) cost_arrived(vi, d, recv);
-    CqImpl *cq = recv ? vi->recv_cq : vi->send_cq;
-    if (cq && !cq->ring.push(CqEntry{vi->index, recv})) {
-        // The spec makes CQ overrun a catastrophic error of the CQ.
-        if (!cq->overrun.exchange(true)) report_error(vi, cq, d, VIP_RESOURCE_CQ, VIP_ERROR_CATASTROPHIC);
-    }
-}
 
 void Firmware::complete_tx(ViImpl *vi) {
     auto &c = vi->fw;

@@ -33,6 +33,7 @@
 #include "protocol.hpp"
 #include "published.hpp"
 #include "reliable.hpp"
+#include "vipl_instr.h"
 #include "wire.hpp"
 
 namespace nicfw {
@@ -240,7 +241,18 @@ private:
     void process_vi(ViImpl *vi);
     void transmit(ViImpl *vi);   // the VI's fetched descriptors, as far as the wire takes them
     void drain_wire();           // up to 32 packets off this NIC's FIFO
-    void complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv);
+    // Writes a completed descriptor back to the host and posts the CQ entry.
+    // Inline: every message completes a descriptor on each side.
+    void complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv) {
+        if (recv) d->CS.Length = length;
+        vipl::common::complete_descriptor(d, status);
+        if (__builtin_expect(cost_.on(), 0) && vipl_instr_enabled()) cost_arrived(vi, d, recv);
+        CqImpl *cq = recv ? vi->recv_cq : vi->send_cq;
+        if (cq && !cq->ring.push(CqEntry{vi->index, recv})) {
+            // The spec makes CQ overrun a catastrophic error of the CQ.
+            if (!cq->overrun.exchange(true)) report_error(vi, cq, d, VIP_RESOURCE_CQ, VIP_ERROR_CATASTROPHIC);
+        }
+    }
     void complete_tx(ViImpl *vi);
     // The oldest receive the firmware holds, else the oldest still in the
     // doorbell FIFO: tokens the firmware took earlier precede every token
