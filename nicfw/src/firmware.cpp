@@ -110,7 +110,6 @@ void Firmware::report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOU
                    vi ? vi->owner : cq ? cq->owner : nullptr);
 }
 
-
 void Firmware::complete_tx(ViImpl *vi) {
     auto &c = vi->fw;
     while (c.tx_head < c.tx_next) {

@@ -61,8 +61,8 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
         return true;
     }
     // A plain staged send (immediate data allowed, nothing else flagged) on a
-    // wire that needs none of the general path's checks: the short message's
-    // straight line first.
+    // NIC configured without faults, transport or cost model: the short
+    // message's straight line first (rx_fast).
     if (fast_rx_ && (h->flags & ~kFlagImm) == 0 && h->op == Op::Send) {
         ViImpl *fv = vis_.find(h->dst_vi);
         if (fv && rx_fast(fv, hdr, payload)) return true;
@@ -144,8 +144,8 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
 // live connection, into the oldest posted receive (fetch_rx_desc's choice,
 // looked at in place), a receive of one data segment with no reserved control
 // bits, its descriptor and segment in registered memory of the VI's ptag,
-// room for the message - so the result is theirs: the same
-// bytes placed, the same completion, the same sequence state.  Anything else
+// room for the message - so the result is theirs: the same bytes placed, the
+// same completion, the same sequence state.  Anything else
 // returns false before anything changed (the token is only looked at until
 // every check passed), and the general path then runs its checks in the
 // spec's order and produces the status.  rx_packet_try has checked the
