@@ -66,6 +66,7 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
     if (cost_.on()) cost_host_acquire();
     direct_ok_ = cfg_.direct_send && cfg_.mode == Mode::Inline && !cost_.on() && !faults_ && !cfg_.transport;
     fast_tx_ = direct_ok_ && !stamping() && !cfg_.profile.gap_ns;
+    fast_rx_ = !faults_ && !cfg_.transport && !cost_.on();
     fast_tx_limit_ = kMaxStagedTransfer + 1;
     if (cfg_.dma_min) fast_tx_limit_ = std::min(fast_tx_limit_, cfg_.shm_crossover()); // bulk_eligible never true below
     // One-sided RDMA (onesided.cpp): peers find this NIC's published table here.
@@ -107,18 +108,6 @@ void Firmware::report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOU
     errors_.report(vipl::common::make_error_descriptor(nullptr, vi ? vi->api_handle : nullptr,
                                                        cq ? cq->api_handle : nullptr, d, rc, ec),
                    vi ? vi->owner : cq ? cq->owner : nullptr);
-}
-
-// Writes a completed descriptor back to the host and posts the CQ entry.
-void Firmware::complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv) {
-    if (recv) d->CS.Length = length;
-    vipl::common::complete_descriptor(d, status);
-    if (__builtin_expect(cost_.on(), 0) && vipl_instr_enabled()) cost_arrived(vi, d, recv);
-    CqImpl *cq = recv ? vi->recv_cq : vi->send_cq;
-    if (cq && !cq->ring.push(CqEntry{vi->index, recv})) {
-        // The spec makes CQ overrun a catastrophic error of the CQ.
-        if (!cq->overrun.exchange(true)) report_error(vi, cq, d, VIP_RESOURCE_CQ, VIP_ERROR_CATASTROPHIC);
-    }
 }
 
 void Firmware::complete_tx(ViImpl *vi) {

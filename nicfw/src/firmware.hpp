@@ -33,6 +33,7 @@
 #include "protocol.hpp"
 #include "published.hpp"
 #include "reliable.hpp"
+#include "vipl_instr.h"
 #include "wire.hpp"
 
 namespace nicfw {
@@ -240,7 +241,18 @@ private:
     void process_vi(ViImpl *vi);
     void transmit(ViImpl *vi);   // the VI's fetched descriptors, as far as the wire takes them
     void drain_wire();           // up to 32 packets off this NIC's FIFO
-    void complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv);
+    // Writes a completed descriptor back to the host and posts the CQ entry.
+    // Inline: every message completes a descriptor on each side.
+    void complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv) {
+        if (recv) d->CS.Length = length;
+        vipl::common::complete_descriptor(d, status);
+        if (__builtin_expect(cost_.on(), 0) && vipl_instr_enabled()) cost_arrived(vi, d, recv);
+        CqImpl *cq = recv ? vi->recv_cq : vi->send_cq;
+        if (cq && !cq->ring.push(CqEntry{vi->index, recv})) {
+            // The spec makes CQ overrun a catastrophic error of the CQ.
+            if (!cq->overrun.exchange(true)) report_error(vi, cq, d, VIP_RESOURCE_CQ, VIP_ERROR_CATASTROPHIC);
+        }
+    }
     void complete_tx(ViImpl *vi);
     // The oldest receive the firmware holds, else the oldest still in the
     // doorbell FIFO: tokens the firmware took earlier precede every token
@@ -250,6 +262,11 @@ private:
     bool fetch_rx_desc(ViImpl *vi, Token *t) {
         if (__builtin_expect(vi->fw.rxq.pop(t), 0)) return true;
         return vi->bell_rq.pop(t);
+    }
+    // The receive fetch_rx_desc takes next, left where it is (nullptr: none).
+    const Token *peek_rx_desc(ViImpl *vi) {
+        if (const Token *t = vi->fw.rxq.front()) return t;
+        return vi->bell_rq.front();
     }
     void fetch_tx_tokens(ViImpl *vi);
     void flush_vi(ViImpl *vi);
@@ -293,6 +310,10 @@ private:
     // (firmware.cpp, inlined into send_direct.)
     bool tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     static constexpr uint32_t kFastSegs = 2;
+    // A plain staged send into a one-segment receive that passes every check:
+    // placed and completed in one pass (rx.cpp, inlined into rx_packet_try).
+    // False: nothing was done, the general path decides.
+    bool rx_fast(ViImpl *vi, const PacketHeader &h, const unsigned char *payload);
     // A posted receive descriptor checked for a message of `length` bytes (the common
     // receive rules, on SRAM copies): 0 or the spec's status bits.  On 0 its data
     // segments are in desc_cache_[0 .. *nseg).  Shared by staged and pull sends.
@@ -451,6 +472,10 @@ private:
     // protocol's: below the bulk path's crossover and the FIFO's share).
     bool direct_ok_ = false;
     bool fast_tx_ = false;
+    // The fast receive (rx_fast): no fault injection (its packets go through
+    // rx_faulty and must carry a CRC), no transport, no cost model (it books
+    // each completion); any mode.
+    bool fast_rx_ = false;
     uint32_t fast_tx_limit_ = 0;
 
     // execution

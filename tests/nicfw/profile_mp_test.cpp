@@ -346,6 +346,96 @@ TEST(NicfwWire, BackPressureLosesNothing) {
     barrier();
 }
 
+// A short send posted behind a send that waits for room in the peer's FIFO:
+// the short one (which on an idle VI would take the fast transmit) must not
+// pass it.  Rank 1 posts its receives and stays away (in the job barrier, no
+// VIPL call: in inline mode its firmware does not run) while rank 0 posts
+// more 4 KiB sends than its FIFO holds, then the 16-byte one; rank 0 checks
+// that the last large send was still waiting for room then and that neither
+// it nor the short one completed early, and rank 1, back, that every message
+// arrived in order and intact, the short one last.
+TEST(NicfwWire, ShortSendBehindASendWaitingForRoom) {
+    constexpr int kBig = 400;       // 400 x 4 KiB = 1.6 MiB: more than the 1 MiB FIFO
+    constexpr uint32_t kLen = 4096;
+    constexpr uint32_t kShort = 16;
+    unsetenv("VIPL_NICFW_PROFILE");
+    const char *mode = std::getenv("VIPL_NICFW_MODE");
+    const bool inline_mode = !mode || std::string(mode) == "inline";
+    VIP_NIC_HANDLE nic = nullptr;
+    NT_ASSERT_OK(VipOpenNic("nicfw0", &nic));
+    VIP_PROTECTION_HANDLE tag = nullptr;
+    NT_ASSERT_OK(VipCreatePtag(nic, &tag));
+    {
+        Buffers buf(nic, tag, kBig + 1, kLen);
+        NT_ASSERT_OK(buf.rc());
+        VIP_VI_ATTRIBUTES at = vi_attr(tag, VIP_SERVICE_RELIABLE_DELIVERY);
+        VIP_VI_HANDLE vi = nullptr;
+        NT_ASSERT_OK(VipCreateVi(nic, &at, nullptr, nullptr, &vi));
+        const int peer = 1 - g_rank;
+        auto local = net_addr(nic, g_rank, "sb-" + std::to_string(g_rank));
+        auto remote = net_addr(nic, peer, "sb-" + std::to_string(peer));
+        NT_ASSERT_OK(VipConnectPeerRequest(vi, as_addr(local), as_addr(remote), kWaitMs));
+        VIP_VI_ATTRIBUTES ra;
+        NT_ASSERT_OK(VipConnectPeerWait(vi, &ra));
+        if (g_rank == 1) {
+            for (int i = 0; i <= kBig; ++i) NT_ASSERT_OK(VipPostRecv(vi, buf.recv(i), buf.mh()));
+        }
+        barrier();
+        const auto seed = [](int i) { return 900u + static_cast<uint32_t>(i); };
+        if (g_rank == 0) {
+            for (int i = 0; i < kBig; ++i) {
+                fill(buf.data(i), kLen, seed(i));
+                NT_ASSERT_OK(VipPostSend(vi, buf.send(i, kLen), buf.mh()));
+            }
+            VIP_DESCRIPTOR *last = buf.desc(kBig - 1);
+            VIP_DESCRIPTOR *shrt = buf.send(kBig, kShort);
+            fill(buf.data(kBig), kShort, seed(kBig));
+            NT_ASSERT_OK(VipPostSend(vi, shrt, buf.mh()));
+            const bool last_done = (last->CS.Status & VIP_STATUS_DONE) != 0;
+            const bool short_done = (shrt->CS.Status & VIP_STATUS_DONE) != 0;
+            if (inline_mode) {
+                EXPECT_FALSE(last_done) << "the FIFO never filled: the test did not make a send wait for room";
+            }
+            EXPECT_FALSE(short_done && !last_done) << "the short send completed before the send ahead of it";
+        }
+        barrier(); // rank 1 comes back
+        int bad = 0;
+        if (g_rank == 0) {
+            for (int i = 0; i <= kBig; ++i) {
+                VIP_DESCRIPTOR *d;
+                NT_ASSERT_OK(VipSendWait(vi, 30000, &d)) << "send " << i;
+                EXPECT_EQ(d, buf.desc(i)) << "sends complete in order";
+                if (d->CS.Status & VIP_STATUS_ERROR_MASK) ++bad;
+            }
+        } else {
+            for (int i = 0; i <= kBig; ++i) {
+                VIP_DESCRIPTOR *d;
+                NT_ASSERT_OK(VipRecvWait(vi, 30000, &d)) << "receive " << i;
+                ASSERT_EQ(d, buf.desc(i)) << "receives complete in order";
+                const uint32_t len = i < kBig ? kLen : kShort;
+                if ((d->CS.Status & VIP_STATUS_ERROR_MASK) || d->CS.Length != len || !check(buf.data(i), len, seed(i)))
+                    ++bad;
+            }
+        }
+        EXPECT_EQ(bad, 0) << "messages lost, corrupted or reordered behind a send waiting for room";
+        barrier();
+        if (g_rank == 0) {
+            NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(vi));
+        } else {
+            const double end = now_us() + 5e6;
+            while (vi_state(vi) == VIP_STATE_CONNECTED && now_us() < end) VipxProgress(nic);
+            NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(vi));
+        }
+        VIP_DESCRIPTOR *d;
+        while (VipRecvDone(vi, &d) == VIP_SUCCESS) {
+        }
+        NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(vi));
+    }
+    NT_EXPECT_RC(VIP_SUCCESS, VipDestroyPtag(nic, tag));
+    NT_EXPECT_RC(VIP_SUCCESS, VipCloseNic(nic));
+    barrier();
+}
+
 int main(int argc, char **argv) {
     if (vipl_boot_init() != VIPL_BOOT_OK) {
         std::fprintf(stderr, "nicfw_profile_tests: job bootstrap failed; run under vipl-run -n 2\n");
