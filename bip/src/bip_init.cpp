@@ -21,8 +21,6 @@ namespace bip {
 
 State g;
 
-VIASTACK_CHANNEL_INSTR_NO_SEND_CQ(kInstr, "bip");
-
 void report(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

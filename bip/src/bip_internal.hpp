@@ -168,7 +168,7 @@ struct State {
 // kFin's len when the sender could not write (the receive ends in BIP_ERR_RESOURCE).
 constexpr uint32_t kFinFailed = 0xffffffffu;
 extern State g;
-extern const chan::Instr kInstr;
+VIASTACK_CHANNEL_INSTR(kInstr, "bip", false);
 
 int fail(int code, const char *fn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -19,8 +19,6 @@ namespace fm {
 
 State g;
 
-VIASTACK_CHANNEL_INSTR_NO_SEND_CQ(kInstr, "fm");
-
 void report(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
