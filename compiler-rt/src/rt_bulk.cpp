@@ -62,18 +62,7 @@ void post_piece(int proc, VIP_UINT32 op, uint64_t raddr, VIP_MEM_HANDLE rmh, con
                 VIP_MEM_HANDLE lmh, uint32_t len, int entry, uint8_t kind) {
     Peer &p = g.peers[size_t(proc)];
     Slot *s = take_send_slot(proc);
-    VIP_DESCRIPTOR &d = s->desc;
-    d.CS.Control = op;
-    d.CS.SegCount = 2;  // the address segment counts (VI spec)
-    d.CS.Length = len;
-    d.CS.Status = 0;
-    d.DS[0].Remote.Data.AddressBits = raddr;
-    d.DS[0].Remote.Handle = rmh;
-    d.DS[0].Remote.Reserved = 0;
-    d.DS[1].Local.Data.Address = const_cast<uint8_t *>(local);
-    d.DS[1].Local.Handle = lmh;
-    d.DS[1].Local.Length = len;
-    s->rdma = kind;
+    chan::Channel::set_rdma(s, op, raddr, rmh, local, lmh, len, kind);
     cache.pin(entry);  // one pin per descriptor in flight
     s->pin = entry;
     post_built(p, s);

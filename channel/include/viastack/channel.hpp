@@ -226,6 +226,52 @@ public:
         return rc;
     }
 
+    // ---- RDMA ------------------------------------------------------------------
+    // The descriptor of an RDMA write (op VIP_CONTROL_OP_RDMAWRITE) or read
+    // (VIP_CONTROL_OP_RDMAREAD) of len bytes between registered local memory
+    // (handle lmh) and the peer's raddr (its handle rmh), in a taken send
+    // slot: segment 0 is the remote address (it counts in SegCount, VI spec;
+    // every provider agrees), segment 1 the local buffer.  `kind` goes to
+    // s->rdma (non-zero: the slot is made a plain send again when reaped; a
+    // layer may use distinct kinds to tell its RDMA operations apart).
+    static void set_rdma(Slot *s, VIP_UINT32 op, uint64_t raddr, VIP_MEM_HANDLE rmh, const void *local,
+                         VIP_MEM_HANDLE lmh, uint32_t len, uint8_t kind = 1) {
+        VIP_DESCRIPTOR &d = s->desc;
+        d.CS.Control = op;
+        d.CS.SegCount = 2;
+        d.CS.Length = len;
+        d.CS.Status = 0;
+        d.DS[0].Remote.Data.AddressBits = raddr;
+        d.DS[0].Remote.Handle = rmh;
+        d.DS[0].Remote.Reserved = 0;
+        d.DS[1].Local.Data.Address = const_cast<void *>(local);
+        d.DS[1].Local.Handle = lmh;
+        d.DS[1].Local.Length = len;
+        s->rdma = kind;
+    }
+    // Builds an RDMA write (or read) in a taken send slot and posts it.  If
+    // the NIC refuses it, the slot is a plain send again and back on the free
+    // list (what it pinned, s->pin, stays for the layer to release) and the
+    // VIPL error is returned.
+    VIP_RETURN post_rdma(Slot *s, VIP_UINT32 op, uint64_t raddr, VIP_MEM_HANDLE rmh, const void *local,
+                         VIP_MEM_HANDLE lmh, uint32_t len, const Instr &in) {
+        set_rdma(s, op, raddr, rmh, local, lmh, len);
+        const VIP_RETURN rc = post_send(s, in);
+        if (__builtin_expect(rc != VIP_SUCCESS, 0)) {
+            restore_plain(s);
+            untake_send(s);
+        }
+        return rc;
+    }
+    VIP_RETURN post_rdma_write(Slot *s, uint64_t raddr, VIP_MEM_HANDLE rmh, const void *local, VIP_MEM_HANDLE lmh,
+                               uint32_t len, const Instr &in) {
+        return post_rdma(s, VIP_CONTROL_OP_RDMAWRITE, raddr, rmh, local, lmh, len, in);
+    }
+    VIP_RETURN post_rdma_read(Slot *s, uint64_t raddr, VIP_MEM_HANDLE rmh, void *local, VIP_MEM_HANDLE lmh,
+                              uint32_t len, const Instr &in) {
+        return post_rdma(s, VIP_CONTROL_OP_RDMAREAD, raddr, rmh, local, lmh, len, in);
+    }
+
     // ---- reaping sends ---------------------------------------------------------
     // One completed send of vi (a channel's VI, or the one a send CQ
     // named), or VIP_NOT_DONE.
