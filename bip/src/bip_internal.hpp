@@ -53,10 +53,9 @@ constexpr uint32_t kUncredited = 5;
 // RDMA write fragments in flight.
 constexpr uint32_t kWriteSlots = 16;
 
-// What each rank announces at bip_init (the receiver fixes its buffers).
+// What each rank announces at bip_init beside its NIC address (the payload of
+// the address exchange, viastack/peer_vi.hpp): the receiver fixes its buffers.
 struct Announce {
-    uint16_t addr_len;
-    uint8_t addr[64];
     uint32_t small_buffers;  // receive buffers this rank keeps per sender (= the sender's credits)
     uint32_t eager_max;      // the largest message it takes by copy
 };

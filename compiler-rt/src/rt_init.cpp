@@ -16,6 +16,7 @@
 #include "rt_internal.hpp"
 #include "viastack_env.hpp"
 #include "viastack_log.hpp"
+#include "viastack/peer_vi.hpp"
 #include "vipl_boot.h"
 
 
@@ -38,24 +39,6 @@ constexpr auto kLayer = viastack::log::Layer::splitc;
 [[gnu::cold]] bool init_fail(const char *what, VIP_RETURN rc) {
     report(SPLITC_ERR_INIT, "%s failed: %s", what, VipxReturnString(rc));
     return false;
-}
-
-// Host address of rank r: the name service's "node<r>", else nicfw's 2-byte
-// little-endian rank.  Appends the discriminator of the pair (me, r), the
-// same on both sides so the two peer requests match.
-void make_address(VIP_NET_ADDRESS *a, int r, int pair_lo, int pair_hi) {
-    char name[32];
-    std::snprintf(name, sizeof name, "node%d", r);
-    if (VipNSGetHostByName(g.nic, name, a, 0) != VIP_SUCCESS || a->HostAddressLen == 0 ||
-        a->HostAddressLen > VIP_MAX_HOST_ADDRESS_LEN) {
-        a->HostAddressLen = 2;
-        a->HostAddress[0] = uint8_t(r & 0xff);
-        a->HostAddress[1] = uint8_t((r >> 8) & 0xff);
-    }
-    uint8_t disc[8] = {'S', 'P', 'L', 'C', uint8_t(pair_lo), uint8_t(pair_lo >> 8), uint8_t(pair_hi),
-                       uint8_t(pair_hi >> 8)};
-    a->DiscriminatorLen = sizeof disc;
-    std::memcpy(a->HostAddress + a->HostAddressLen, disc, sizeof disc);
 }
 
 // The heap and the static data: peers RDMA-write and RDMA-read them (bulk
@@ -146,6 +129,11 @@ bool setup_buffers() {
     return true;
 }
 
+// Every peer's VI (viastack/peer_vi.hpp): receives (and, with SPLITC_SEND_CQ,
+// sends) on completion queues unless a job of two polls its one VI
+// directly; RDMA write and read for bulk transfers (rt_bulk.cpp).  Every
+// peer request is issued first, then waited for: the pairs complete in any
+// order.
 bool setup_vis() {
     bool direct = g.procs == 2 && !viastack::env::flag("SPLITC_RECV_CQ");
     VIP_RETURN rc = VIP_SUCCESS;
@@ -157,43 +145,47 @@ bool setup_vis() {
         rc = VipCreateCQ(g.nic, VIP_ULONG(g.layout.nsend) * VIP_ULONG(g.procs - 1) + 16, &g.send_cq);
         if (rc != VIP_SUCCESS) return init_fail("VipCreateCQ(sends)", rc);
     }
-    VIP_VI_ATTRIBUTES va{};
-    va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
-    va.MaxTransferSize = g.rdma_chunk > g.max_msg ? g.rdma_chunk : g.max_msg;
-    va.QoS = nullptr;
-    va.Ptag = g.ptag;
-    va.EnableRdmaWrite = VIP_TRUE;  // bulk transfers (rt_bulk.cpp)
-    va.EnableRdmaRead = VIP_TRUE;
+    std::vector<chan::NicAddress> addrs;
+    std::string why;
+    if (!chan::exchange_addresses(g.nic_attr, nullptr, 0, &addrs, nullptr, &why)) {
+        report(SPLITC_ERR_INIT, "%s (a processor died during start-up?)", why.c_str());
+        return false;
+    }
+    chan::PeerViConfig cfg;
+    cfg.nic = g.nic;
+    cfg.attr = &g.nic_attr;
+    cfg.ptag = g.ptag;
+    cfg.send_cq = g.send_cq;
+    cfg.recv_cq = g.recv_cq;
+    cfg.max_transfer = g.rdma_chunk > g.max_msg ? g.rdma_chunk : g.max_msg;
+    cfg.rdma_read = true;
+    cfg.connect_timeout_ms = kConnectTimeoutMs;
+    const chan::NicAddress &mine = addrs[size_t(g.me)];
     for (int r = 0; r < g.procs; ++r) {
         if (r == g.me) continue;
         Peer &p = g.peers[size_t(r)];
-        VIP_VI_HANDLE vi = nullptr;
-        rc = VipCreateVi(g.nic, &va, g.send_cq, g.recv_cq, &vi);
-        if (rc != VIP_SUCCESS) return init_fail("VipCreateVi", rc);
-        if (direct) g.direct_vi = vi;
-        rc = p.prepost(vi);  // before connecting: the receive queue is never empty
-        if (rc != VIP_SUCCESS) return init_fail("VipPostRecv", rc);
+        uint8_t ldisc[chan::kRankDiscriminatorLen], rdisc[chan::kRankDiscriminatorLen];
+        const chan::NicAddress &theirs = addrs[size_t(r)];
+        const chan::PeerEnd local{mine.bytes, mine.len, ldisc,
+                                  chan::rank_discriminator(ldisc, "SP", unsigned(g.me), unsigned(r), 0)};
+        const chan::PeerEnd remote{theirs.bytes, theirs.len, rdisc,
+                                   chan::rank_discriminator(rdisc, "SP", unsigned(r), unsigned(g.me), 0)};
+        chan::SetupError err;
+        const bool ok = chan::start_peer_vi(cfg, p, local, remote, &err);
+        if (direct) g.direct_vi = p.vi();
+        if (ok) continue;
+        if (!err.call)
+            report(SPLITC_ERR_INIT, "connecting to processor %d: %s", r, err.limit.c_str());
+        else if (std::strcmp(err.call, "VipConnectPeerRequest") == 0)
+            report(SPLITC_ERR_INIT, "VipConnectPeerRequest to processor %d failed: %s", r, VipxReturnString(err.rc));
+        else
+            init_fail(err.call, err.rc);
+        return false;
     }
-    // Issue every peer request first, then wait: the pairs complete in any order.
-    alignas(8) uint8_t local_buf[VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, VIP_MAX_DISCRIMINATOR_LEN)];
-    alignas(8) uint8_t remote_buf[sizeof local_buf];
-    auto *local = reinterpret_cast<VIP_NET_ADDRESS *>(local_buf);
-    auto *remote = reinterpret_cast<VIP_NET_ADDRESS *>(remote_buf);
+    const uint64_t deadline = chan::connect_deadline(cfg);
     for (int r = 0; r < g.procs; ++r) {
         if (r == g.me) continue;
-        int lo = r < g.me ? r : g.me, hi = r < g.me ? g.me : r;
-        make_address(local, g.me, lo, hi);
-        make_address(remote, r, lo, hi);
-        rc = VipConnectPeerRequest(g.peers[size_t(r)].vi(), local, remote, kConnectTimeoutMs);
-        if (rc != VIP_SUCCESS) {
-            report(SPLITC_ERR_INIT, "VipConnectPeerRequest to processor %d failed: %s", r, VipxReturnString(rc));
-            return false;
-        }
-    }
-    for (int r = 0; r < g.procs; ++r) {
-        if (r == g.me) continue;
-        VIP_VI_ATTRIBUTES remote_attr{};
-        rc = VipConnectPeerWait(g.peers[size_t(r)].vi(), &remote_attr);
+        rc = chan::finish_peer_vi(g.peers[size_t(r)], deadline);
         if (rc != VIP_SUCCESS) {
             report(SPLITC_ERR_INIT, "connecting to processor %d failed: %s (is it running the same program?)", r,
                    VipxReturnString(rc));
@@ -227,7 +219,7 @@ bool open_nic(bool *pins) {
                dev ? dev : "default NIC", VipxReturnString(rc));
         return false;
     }
-    VIP_NIC_ATTRIBUTES na{};
+    VIP_NIC_ATTRIBUTES &na = g.nic_attr;
     rc = VipQueryNic(g.nic, &na);
     if (rc != VIP_SUCCESS) return init_fail("VipQueryNic", rc);
     if (!(na.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY)) {
@@ -485,9 +477,7 @@ void splitc_finalize(void) {
         for (int r = 0; r < g.procs; ++r) {
             Peer &p = g.peers[size_t(r)];
             if (!p.vi()) continue;
-            VipDisconnect(p.vi());
-            p.drain();
-            VipDestroyVi(p.vi());
+            chan::close_vi(p, [](Slot *) {});
             p.detach();
         }
         if (g.recv_cq) VipDestroyCQ(g.recv_cq);
