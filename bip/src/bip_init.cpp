@@ -206,7 +206,7 @@ int bip_init(void) {
         }
     }
     for (TagQueue &q : g.queues) q.ring.assign(slots, Queued{});
-    const uint64_t deadline = chan::connect_deadline(cfg);
+    const uint64_t deadline = chan::connect_deadline(cfg.connect_timeout_ms);
     for (Link *l : g.links) {
         rc = chan::finish_peer_vi(l->ch, deadline);
         if (rc != VIP_SUCCESS)

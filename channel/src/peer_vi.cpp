@@ -92,7 +92,7 @@ std::string SetupError::str() const {
     return std::string(call) + ": " + VipxReturnString(rc);
 }
 
-uint64_t connect_deadline(const PeerViConfig &c) { return now_ns() + uint64_t(c.connect_timeout_ms) * 1000000ull; }
+uint64_t connect_deadline(VIP_ULONG timeout_ms) { return now_ns() + uint64_t(timeout_ms) * 1000000ull; }
 
 bool start_peer_vi(const PeerViConfig &c, Channel &ch, const PeerEnd &local, const PeerEnd &remote,
                    SetupError *err) {

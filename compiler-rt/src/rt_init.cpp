@@ -182,7 +182,7 @@ bool setup_vis() {
             init_fail(err.call, err.rc);
         return false;
     }
-    const uint64_t deadline = chan::connect_deadline(cfg);
+    const uint64_t deadline = chan::connect_deadline(cfg.connect_timeout_ms);
     for (int r = 0; r < g.procs; ++r) {
         if (r == g.me) continue;
         rc = chan::finish_peer_vi(g.peers[size_t(r)], deadline);

@@ -195,7 +195,7 @@ int FM_initialize(void) {
         g.tx[r] = l;
         if (r == g.rank && !link_create(cfg, r, 1, addrs, &why)) return init_fail(why.c_str());
     }
-    const uint64_t deadline = chan::connect_deadline(cfg);
+    const uint64_t deadline = chan::connect_deadline(cfg.connect_timeout_ms);
     for (Link *l : g.links) {
         rc = chan::finish_peer_vi(l->ch, deadline);
         if (rc != VIP_SUCCESS)

@@ -84,8 +84,9 @@ struct SetupError {
     std::string str() const;
 };
 
-// The deadline (monotonic ns) a connection started now must be up by.
-uint64_t connect_deadline(const PeerViConfig &c);
+// The deadline (monotonic ns) of a connection started now with this timeout
+// (a PeerViConfig's connect_timeout_ms).
+uint64_t connect_deadline(VIP_ULONG timeout_ms);
 
 // Checks the NIC's limits (address and discriminator lengths), creates a
 // Reliable Delivery VI, pre-posts ch's receives on it (ch must be attached)
