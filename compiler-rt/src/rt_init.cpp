@@ -17,6 +17,7 @@
 #include "viastack_env.hpp"
 #include "viastack_log.hpp"
 #include "viastack/peer_vi.hpp"
+#include "viastack/regcache.hpp"
 #include "vipl_boot.h"
 
 
@@ -206,8 +207,8 @@ void on_async_error(VIP_PVOID, VIP_ERROR_DESCRIPTOR *e) {
 }
 
 // Opens the NIC and checks what Split-C/VI needs of it.  Sets *pins when
-// registering memory pins it (every provider but the nicfw emulator, whose
-// registration is a table entry), which bounds the default heap size.
+// registering memory pins it (chan::registration_pins), which bounds the
+// default heap size.
 // The NIC is the one $SPLITC_NIC names (as AM's is $VIASTACK_AM_NIC), else
 // $VIPL_PROVIDER's default.
 bool open_nic(bool *pins) {
@@ -241,7 +242,7 @@ bool open_nic(bool *pins) {
         report(SPLITC_ERR_INIT, "NIC address says rank %d but the job says %d; start the job with vipl-run", nic_rank, g.me);
         return false;
     }
-    *pins = std::strncmp(na.Name, "nicfw", 5) != 0;
+    *pins = chan::registration_pins(na);
     return true;
 }
 
@@ -260,10 +261,10 @@ bool init_network() {
 // get no reply: their credits come back in batches of k/2 (channel.hpp), one
 // STORE_ACK per k/2 stores, or with any reply going back sooner.
 //
-// The default is 32 where registering memory does not pin it (nicfw), 16 where
-// it does (verbs).  A store stream is bound by its target, and a STORE_ACK is
-// a send through the NIC (~900 instructions of transmit and reaping at the
-// target with nicfw's inline firmware): with 16 credits ~112 of the target's
+// The default is 32 where registering memory does not pin it (the emulated
+// NIC), 16 where it does.  A store stream is bound by its target, and a
+// STORE_ACK is a send through the NIC (~900 instructions of transmit and
+// reaping at the target with the emulated NIC's inline firmware): with 16 credits ~112 of the target's
 // ~1 150 instructions per store, with 32 ~56; store g 0.86-0.97x of 16
 // credits' (docs/splitc.md, "Store stream").  The price is
 // 2k+2 send and 2k+1 receive slots of SPLITC_MAX_MSG bytes per peer (~0.5 MiB
@@ -310,7 +311,7 @@ constexpr size_t kMiB = size_t(1) << 20;
 // 2 TiB between the candidate addresses (rt_alloc.cpp).
 constexpr size_t kHeapMin = 64 * kMiB;
 constexpr size_t kHeapMax = size_t(1) << 40;
-// Where registration pins memory (verbs), the whole heap is pinned at start-up,
+// Where registration pins memory, the whole heap is pinned at start-up,
 // i.e. touched and kept resident: keep the default modest there.
 constexpr size_t kHeapMaxPinned = size_t(1) << 30;
 
@@ -327,7 +328,8 @@ uint64_t host_id() {
     return h;
 }
 
-// The heap is mapped with MAP_NORESERVE and (on nicfw) registered for free, so
+// The heap is mapped with MAP_NORESERVE and (where registration does not pin)
+// registered for free, so
 // a large default costs nothing until touched: half of physical memory, shared
 // among this host's processes of the job.  Where registration pins memory it
 // is at most kHeapMaxPinned and half of RLIMIT_MEMLOCK (the message buffers
@@ -437,7 +439,7 @@ int splitc_init(int *argc, char ***argv) {
     if (g.procs > 1 && !open_nic(&pins)) return -1;
     choose_credits(pins);
     // Bulk transfers register the caller's buffers through a cache
-    // (rt_bulk.cpp).  Where registration pins pages (verbs), an entry for
+    // (rt_bulk.cpp).  Where registration pins pages, an entry for
     // memory free() gave back to the kernel and malloc() mapped again would
     // move stale bytes: keep the C heap mapped, as AM does
     // (VIASTACK_AM_KEEP_HEAP) and MPI libraries' leave-pinned modes do.

@@ -213,8 +213,8 @@ bool post_write(Outbound *o, chan::Slot *s, const void *local, VIP_MEM_HANDLE lm
 }
 
 // Every send of l complete (RDMA writes included).  Over a NIC whose
-// firmware runs only inside VIPL calls (nicfw inline mode, which moves a
-// bounded amount per call) a burst of writes - not limited by credits as
+// firmware runs only inside VIPL calls (an emulated NIC's inline mode, which
+// moves a bounded amount per call) a burst of writes - not limited by credits as
 // packets are - was seen left in the send queue when the program went on to
 // an out-of-band barrier, and the receiver waited for ever; waiting here
 // keeps stepping the firmware until they are done.
