@@ -79,15 +79,8 @@ Link *link_create(const chan::PeerViConfig &cfg, unsigned peer, uint8_t side, co
     lay.bufsize = bufsize;
     if (!l->region.allocate(g.nic, g.ptag, chan::Channel::region_bytes(lay), why)) return nullptr;
     l->ch.attach(lay, l->region.base(), l->region.handle());
-    // To ourselves, side 0 connects to side 1 and back.
-    const uint8_t rside = peer == g.rank ? uint8_t(1 - side) : side;
-    uint8_t ldisc[chan::kRankDiscriminatorLen], rdisc[chan::kRankDiscriminatorLen];
-    const chan::NicAddress &mine = addrs[g.rank], &theirs = addrs[peer];
-    const chan::PeerEnd local{mine.bytes, mine.len, ldisc, chan::rank_discriminator(ldisc, "BI", g.rank, peer, side)};
-    const chan::PeerEnd remote{theirs.bytes, theirs.len, rdisc,
-                               chan::rank_discriminator(rdisc, "BI", peer, g.rank, rside)};
     chan::SetupError err;
-    if (!chan::start_peer_vi(cfg, l->ch, local, remote, &err)) {
+    if (!chan::start_rank_vi(cfg, l->ch, "BI", addrs, g.rank, peer, side, &err)) {
         *why = err.str();
         return nullptr;
     }

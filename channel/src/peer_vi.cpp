@@ -48,6 +48,18 @@ bool within_limits(const PeerViConfig &c, const PeerEnd &local, const PeerEnd &r
     return true;
 }
 
+constexpr uint16_t kRankDiscriminatorLen = 11;
+
+// tag, the two ranks and the side.
+uint16_t rank_discriminator(uint8_t *out, const char tag[2], unsigned from, unsigned to, uint8_t side) {
+    out[0] = uint8_t(tag[0]);
+    out[1] = uint8_t(tag[1]);
+    std::memcpy(out + 2, &from, 4);
+    std::memcpy(out + 6, &to, 4);
+    out[10] = side;
+    return kRankDiscriminatorLen;
+}
+
 }  // namespace
 
 bool exchange_addresses(const VIP_NIC_ATTRIBUTES &nic, const void *payload, size_t payload_len,
@@ -76,15 +88,6 @@ bool exchange_addresses(const VIP_NIC_ATTRIBUTES &nic, const void *payload, size
                         payload_len);
     }
     return true;
-}
-
-uint16_t rank_discriminator(uint8_t *out, const char tag[2], unsigned from, unsigned to, uint8_t side) {
-    out[0] = uint8_t(tag[0]);
-    out[1] = uint8_t(tag[1]);
-    std::memcpy(out + 2, &from, 4);
-    std::memcpy(out + 6, &to, 4);
-    out[10] = side;
-    return kRankDiscriminatorLen;
 }
 
 std::string SetupError::str() const {
@@ -124,6 +127,20 @@ bool start_peer_vi(const PeerViConfig &c, Channel &ch, const PeerEnd &local, con
         return false;
     }
     return true;
+}
+
+bool start_rank_vi(const PeerViConfig &c, Channel &ch, const char tag[2], const std::vector<NicAddress> &addrs,
+                   unsigned me, unsigned peer, uint8_t side, SetupError *err) {
+    if (me >= addrs.size() || peer >= addrs.size()) {
+        err->limit = "rank " + std::to_string(me >= addrs.size() ? me : peer) + " has no exchanged address";
+        return false;
+    }
+    const uint8_t rside = peer == me ? uint8_t(1 - side) : side;
+    uint8_t ldisc[kRankDiscriminatorLen], rdisc[kRankDiscriminatorLen];
+    const NicAddress &mine = addrs[me], &theirs = addrs[peer];
+    const PeerEnd local{mine.bytes, mine.len, ldisc, rank_discriminator(ldisc, tag, me, peer, side)};
+    const PeerEnd remote{theirs.bytes, theirs.len, rdisc, rank_discriminator(rdisc, tag, peer, me, rside)};
+    return start_peer_vi(c, ch, local, remote, err);
 }
 
 VIP_RETURN poll_peer_vi(Channel &ch, uint64_t deadline_ns) {

@@ -161,18 +161,11 @@ bool setup_vis() {
     cfg.max_transfer = g.rdma_chunk > g.max_msg ? g.rdma_chunk : g.max_msg;
     cfg.rdma_read = true;
     cfg.connect_timeout_ms = kConnectTimeoutMs;
-    const chan::NicAddress &mine = addrs[size_t(g.me)];
     for (int r = 0; r < g.procs; ++r) {
         if (r == g.me) continue;
         Peer &p = g.peers[size_t(r)];
-        uint8_t ldisc[chan::kRankDiscriminatorLen], rdisc[chan::kRankDiscriminatorLen];
-        const chan::NicAddress &theirs = addrs[size_t(r)];
-        const chan::PeerEnd local{mine.bytes, mine.len, ldisc,
-                                  chan::rank_discriminator(ldisc, "SP", unsigned(g.me), unsigned(r), 0)};
-        const chan::PeerEnd remote{theirs.bytes, theirs.len, rdisc,
-                                   chan::rank_discriminator(rdisc, "SP", unsigned(r), unsigned(g.me), 0)};
         chan::SetupError err;
-        const bool ok = chan::start_peer_vi(cfg, p, local, remote, &err);
+        const bool ok = chan::start_rank_vi(cfg, p, "SP", addrs, unsigned(g.me), unsigned(r), 0, &err);
         if (direct) g.direct_vi = p.vi();
         if (ok) continue;
         if (!err.call)

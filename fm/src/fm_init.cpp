@@ -69,14 +69,8 @@ Link *link_create(const chan::PeerViConfig &cfg, unsigned peer, uint8_t side,
     if (g.gather_min && !l->gather.allocate(g.nic, g.ptag, size_t(g.layout.nsend) * g.gather_stride, why))
         return nullptr;
     l->ch.attach(g.layout, l->region.base(), l->region.handle());
-    // To ourselves, side 0 connects to side 1 and back.
-    const uint8_t rside = peer == g.rank ? uint8_t(1 - side) : side;
-    uint8_t ldisc[chan::kRankDiscriminatorLen], rdisc[chan::kRankDiscriminatorLen];
-    const chan::NicAddress &me = addrs[g.rank], &them = addrs[peer];
-    const chan::PeerEnd local{me.bytes, me.len, ldisc, chan::rank_discriminator(ldisc, "FM", g.rank, peer, side)};
-    const chan::PeerEnd remote{them.bytes, them.len, rdisc, chan::rank_discriminator(rdisc, "FM", peer, g.rank, rside)};
     chan::SetupError err;
-    if (!chan::start_peer_vi(cfg, l->ch, local, remote, &err)) {
+    if (!chan::start_rank_vi(cfg, l->ch, "FM", addrs, g.rank, peer, side, &err)) {
         *why = err.str();
         return nullptr;
     }

@@ -47,12 +47,6 @@ struct NicAddress {
 bool exchange_addresses(const VIP_NIC_ATTRIBUTES &nic, const void *payload, size_t payload_len,
                         std::vector<NicAddress> *addrs, void *payloads, std::string *why);
 
-// A discriminator for layers with one VI per (rank, rank, side): the layer's
-// two-letter tag, the two ranks and the side; 11 bytes written to out.
-// Both ends compute each other's, so their peer-to-peer requests match.
-constexpr uint16_t kRankDiscriminatorLen = 11;
-uint16_t rank_discriminator(uint8_t *out, const char tag[2], unsigned from, unsigned to, uint8_t side);
-
 // What every VI of one layer in one process has in common.
 struct PeerViConfig {
     VIP_NIC_HANDLE nic = nullptr;
@@ -95,6 +89,14 @@ uint64_t connect_deadline(VIP_ULONG timeout_ms);
 // is created when a limit is exceeded.
 bool start_peer_vi(const PeerViConfig &c, Channel &ch, const PeerEnd &local, const PeerEnd &remote,
                    SetupError *err);
+
+// start_peer_vi for a layer with one VI per (rank, rank, side) - FM, BIP, the
+// Split-C runtime: from rank `me` to rank `peer`, at the NIC addresses
+// exchange_addresses gave (addrs), named at both ends by the layer's
+// two-letter tag, the two ranks and the side (both ends compute each other's,
+// so the peer-to-peer requests match).  To itself, side 0 connects to side 1.
+bool start_rank_vi(const PeerViConfig &c, Channel &ch, const char tag[2], const std::vector<NicAddress> &addrs,
+                   unsigned me, unsigned peer, uint8_t side, SetupError *err);
 
 // One look at the connection start_peer_vi began: VIP_NOT_DONE while pending
 // and before deadline_ns, VIP_TIMEOUT after it, else VIP_SUCCESS or the error.
