@@ -2,21 +2,15 @@
 #include "viastack/peer_vi.hpp"
 
 #include <sched.h>
-#include <time.h>
 
 #include <cstring>
 
 #include "vipl_boot.h"
+#include "vipl_wait.h"
 
 namespace viastack::channel {
 
 namespace {
-
-uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 // One end's VIP_NET_ADDRESS: host address, then discriminator.
 struct NetAddress {
@@ -95,7 +89,7 @@ std::string SetupError::str() const {
     return std::string(call) + ": " + VipxReturnString(rc);
 }
 
-uint64_t connect_deadline(VIP_ULONG timeout_ms) { return now_ns() + uint64_t(timeout_ms) * 1000000ull; }
+uint64_t connect_deadline(VIP_ULONG timeout_ms) { return vipl_wait::clock_ns() + uint64_t(timeout_ms) * 1000000ull; }
 
 bool start_peer_vi(const PeerViConfig &c, Channel &ch, const PeerEnd &local, const PeerEnd &remote,
                    SetupError *err) {
@@ -146,7 +140,7 @@ bool start_rank_vi(const PeerViConfig &c, Channel &ch, const char tag[2], const 
 VIP_RETURN poll_peer_vi(Channel &ch, uint64_t deadline_ns) {
     VIP_VI_ATTRIBUTES remote;
     const VIP_RETURN rc = VipConnectPeerDone(ch.vi(), &remote);
-    if (rc == VIP_NOT_DONE && now_ns() > deadline_ns) return VIP_TIMEOUT;
+    if (rc == VIP_NOT_DONE && vipl_wait::clock_ns() > deadline_ns) return VIP_TIMEOUT;
     return rc;
 }
 
