@@ -47,7 +47,7 @@ typedef int op_t;          /* opcode passed to the returned-message handler */
 typedef struct {
     uint32_t id;                        /* endpoint id within its process */
     uint16_t addr_len;                  /* bytes used in addr */
-    uint8_t addr[AMVIA_MAX_NICADDR];    /* VIPL NIC address (nicfw: the rank, LE) */
+    uint8_t addr[AMVIA_MAX_NICADDR];    /* VIPL NIC address (opaque bytes, VipQueryNic's) */
     uint16_t reserved;
 } en_t;
 
@@ -143,7 +143,7 @@ int AM_GetTranslationName(ep_t ea, int index, en_t *name);
 int AM_GetNumTranslations(ep_t ea, int *ntrans);
 int AM_SetNumTranslations(ep_t ea, int ntrans);
 /* n_outstanding_requests sets k, the request credits of MAPs created after the
- * call (0 = default: 32 on nicfw, 8 on verbs; larger than AMVIA_MAX_CREDITS gives AMVIA_MAX_CREDITS);
+ * call (0 = default: 32 where registering memory does not pin it, 8 where it does; larger than AMVIA_MAX_CREDITS gives AMVIA_MAX_CREDITS);
  * n_endpoints is advisory. */
 int AM_SetExpectedResources(ep_t ea, int n_endpoints, int n_outstanding_requests);
 #define AMVIA_MAX_CREDITS 64
@@ -214,8 +214,8 @@ extern int AMVIA_VerboseErrors;
 /* The VIPL NIC handle AM uses (VIP_NIC_HANDLE), for programs that also use VIPL. */
 void *AMVIA_NicHandle(void);
 /* Memory for segments and long-message sources that the NIC moves cheaply
- * (as UCX's ucp_mem_map): on nicfw a shared-memory segment the peer's NIC maps
- * once, so a long message (an RDMA write) from it is one memcpy instead of one
+ * (as UCX's ucp_mem_map): on the emulated NIC a shared-memory segment the peer's
+ * NIC maps once, so a long message (an RDMA write) from it is one memcpy instead of one
  * cross-memory-attach copy (docs/am.md, "Data path").  Zeroed and page aligned;
  * any memory works as a segment or source, this is only faster.  Between
  * AM_Init and AM_Terminate; NULL (with a verbose-mode message) for nbytes 0,

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "am_internal.hpp"
+#include "viastack/regcache.hpp"
 #include "viastack_env.hpp"
 #include "viastack_log.hpp"
 
@@ -236,12 +237,12 @@ int AM_Init(void) {
     }
     g.layout = env_layout();
     g.connect_timeout_ms = uint64_t(env_long("VIASTACK_AM_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30));
-    // Over a NIC whose registrations pin the pages mapped at registration time
-    // (verbs), a cached registration of heap memory that free() gave back to
-    // the kernel and malloc() mapped again would send stale bytes.  Keep the
-    // heap mapped, as MPI libraries' leave-pinned modes do; nicfw registers
-    // address ranges, which cannot go stale.  VIASTACK_AM_KEEP_HEAP=0|1 overrides.
-    const bool pins = std::strncmp(g.attr.Name, "nicfw", 5) != 0;
+    // Over a NIC whose registrations pin the pages mapped at registration time,
+    // a cached registration of heap memory that free() gave back to the
+    // kernel and malloc() mapped again would send stale bytes.  Keep the heap
+    // mapped, as MPI libraries' leave-pinned modes do; a NIC that registers
+    // address ranges cannot go stale.  VIASTACK_AM_KEEP_HEAP=0|1 overrides.
+    const bool pins = chan::registration_pins(g.attr);
     // k: 32 where registration does not pin (a request stream was credit-bound
     // at 8, docs/am.md); 8 where it does, since each credit is two 4.2 KB
     // slots per MAP locked in memory.  Split-C chooses the same way.

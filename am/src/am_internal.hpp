@@ -141,19 +141,7 @@ inline Channel *channel_of(Slot *s) { return static_cast<Channel *>(s->ch); }
 inline MsgHeader *msg_of(Slot *s) { return reinterpret_cast<MsgHeader *>(s->buf); }
 
 // The counters the channel times AM's steps with (Table 3 of Begel et al.).
-namespace instr {
-inline vipl_instr_counter post_send = {"am.VipPostSend", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};
-inline vipl_instr_counter send_done = {"am.VipSendDone", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};
-inline vipl_instr_counter cq_send = {"am.VipCQDone (Send)", VIPL_INSTR_EVENT, 0, 0, 0, 0};
-inline vipl_instr_counter recycle_send = {"am.Recycle send descriptor", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};
-inline vipl_instr_counter recv_done = {"am.VipRecvDone", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};
-inline vipl_instr_counter cq_recv = {"am.VipCQDone (Receive)", VIPL_INSTR_EVENT, 0, 0, 0, 0};
-inline vipl_instr_counter recycle_recv = {"am.Recycle receive descriptor", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};
-inline vipl_instr_counter post_recv = {"am.VipPostRecv", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};
-} // namespace instr
-inline constexpr chan::Instr kInstr{&instr::post_send, &instr::send_done,    &instr::cq_send,
-                                    &instr::recycle_send, &instr::recv_done, &instr::cq_recv,
-                                    &instr::recycle_recv, &instr::post_recv};
+VIASTACK_CHANNEL_INSTR(kInstr, "am", true);
 
 enum class LinkState : uint8_t { Pending, Up, Dead };
 

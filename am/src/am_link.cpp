@@ -7,6 +7,7 @@
 #include <string>
 
 #include "am_internal.hpp"
+#include "viastack/peer_vi.hpp"
 
 namespace amvia {
 
@@ -65,10 +66,24 @@ static void channel_free_memory(Channel *c) {
     c->detach();
 }
 
+// The set-up every channel of the bundle shares (viastack/peer_vi.hpp):
+// sends and receives complete on the bundle's CQs; RDMA write for long
+// messages, no RDMA read.
+static chan::PeerViConfig vi_config(eb_t eb, uint32_t bufsize) {
+    chan::PeerViConfig cfg;
+    cfg.nic = g.nic;
+    cfg.attr = &g.attr;
+    cfg.ptag = g.ptag;
+    cfg.send_cq = eb->scq;
+    cfg.recv_cq = eb->rcq;
+    cfg.max_transfer = std::max<VIP_ULONG>(bufsize, g.max_chunk);
+    cfg.connect_timeout_ms = VIP_ULONG(g.connect_timeout_ms);
+    return cfg;
+}
+
 // A channel of k credits: 2k send slots (k requests + k replies in flight) and
 // 2k + 1 receives (chan::layout_for), registered, then its VI with every
-// receive posted before connecting, so the peer can never find the receive
-// queue empty.
+// receive posted, and its connection started.
 static bool channel_setup(Link *l, Channel *c, int idx, int credits, uint32_t bufsize) {
     eb_t eb = l->ep->eb;
     const chan::Layout lay = chan::layout_for(uint32_t(credits), bufsize);
@@ -85,60 +100,24 @@ static bool channel_setup(Link *l, Channel *c, int idx, int credits, uint32_t bu
         channel_free_memory(c);
         return false;
     }
-    VIP_VI_ATTRIBUTES va{};
-    va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
-    va.MaxTransferSize = std::max<VIP_ULONG>(bufsize, g.max_chunk);
-    if (g.attr.MaxTransferSize && va.MaxTransferSize > g.attr.MaxTransferSize)
-        va.MaxTransferSize = g.attr.MaxTransferSize;
-    va.QoS = nullptr;
-    va.Ptag = g.ptag;
-    va.EnableRdmaWrite = VIP_TRUE;
-    va.EnableRdmaRead = VIP_FALSE;
-    VIP_VI_HANDLE vi = nullptr;
-    VIP_RETURN rc = VipCreateVi(g.nic, &va, eb->scq, eb->rcq, &vi);
-    if (rc != VIP_SUCCESS) {
-        report("AM_Map: VipCreateVi: %s", VipxReturnString(rc));
+    const en_t &me = l->ep->name;
+    const en_t &peer = l->remote;
+    const uint8_t rside = en_equal(me, peer) ? uint8_t(1 - l->side) : l->side;
+    uint8_t ldisc[VIP_MAX_DISCRIMINATOR_LEN], rdisc[VIP_MAX_DISCRIMINATOR_LEN];
+    const chan::PeerEnd local{me.addr, me.addr_len, ldisc,
+                              uint16_t(discriminator(ldisc, me, peer, l->side, uint8_t(idx)))};
+    const chan::PeerEnd remote{peer.addr, peer.addr_len, rdisc,
+                               uint16_t(discriminator(rdisc, peer, me, rside, uint8_t(idx)))};
+    chan::SetupError err;
+    if (chan::start_peer_vi(vi_config(eb, bufsize), *c, local, remote, &err)) return true;
+    report("AM_Map: %s", err.str().c_str());
+    if (!c->vi()) {
+        // Nothing bound to the bundle's CQs: give the reservation back.
         eb->send_descs -= lay.nsend;
         eb->recv_descs -= lay.nrecv;
         channel_free_memory(c);
-        return false;
     }
-    rc = c->prepost(vi);
-    if (rc != VIP_SUCCESS) {
-        report("AM_Map: VipPostRecv: %s", VipxReturnString(rc));
-        return false; // caller destroys the link
-    }
-    return true;
-}
-
-static bool channel_connect(Link *l, Channel *c) {
-    const en_t &me = l->ep->name;
-    const en_t &peer = l->remote;
-    bool self = en_equal(me, peer);
-    alignas(8) uint8_t local_buf[VIP_NET_ADDRESS_SIZE(AMVIA_MAX_NICADDR, 64)];
-    alignas(8) uint8_t remote_buf[VIP_NET_ADDRESS_SIZE(AMVIA_MAX_NICADDR, 64)];
-    auto *la = reinterpret_cast<VIP_NET_ADDRESS *>(local_buf);
-    auto *ra = reinterpret_cast<VIP_NET_ADDRESS *>(remote_buf);
-    la->HostAddressLen = me.addr_len;
-    std::memcpy(la->HostAddress, me.addr, me.addr_len);
-    la->DiscriminatorLen = uint16_t(discriminator(la->HostAddress + me.addr_len, me, peer, l->side,
-                                                  uint8_t(c->index)));
-    ra->HostAddressLen = peer.addr_len;
-    std::memcpy(ra->HostAddress, peer.addr, peer.addr_len);
-    ra->DiscriminatorLen =
-        uint16_t(discriminator(ra->HostAddress + peer.addr_len, peer, me,
-                               self ? uint8_t(1 - l->side) : l->side, uint8_t(c->index)));
-    if (g.attr.MaxDiscriminatorLen && la->DiscriminatorLen > g.attr.MaxDiscriminatorLen) {
-        report("AM_Map: discriminator of %u bytes exceeds the NIC's %u", la->DiscriminatorLen,
-               g.attr.MaxDiscriminatorLen);
-        return false;
-    }
-    VIP_RETURN rc = VipConnectPeerRequest(c->vi(), la, ra, VIP_ULONG(g.connect_timeout_ms));
-    if (rc != VIP_SUCCESS && rc != VIP_NOT_DONE) {
-        report("AM_Map: VipConnectPeerRequest: %s", VipxReturnString(rc));
-        return false;
-    }
-    return true;
+    return false; // the caller destroys the link
 }
 
 static Link *link_create(ep_t ep, const en_t &remote, uint8_t side) {
@@ -160,13 +139,12 @@ static Link *link_create(ep_t ep, const en_t &remote, uint8_t side) {
         ok = channel_setup(l, &l->ch[0], 0, k, kMediumBuf);
     }
     ep->links.push_back(l); // so link_destroy can find it either way
-    for (int i = 0; ok && i < l->nch; i++) ok = channel_connect(l, &l->ch[i]);
     if (!ok) {
         ep->links.pop_back();
         link_destroy(l);
         return nullptr;
     }
-    l->connect_deadline_ns = now_ns() + g.connect_timeout_ms * 1000000ull;
+    l->connect_deadline_ns = chan::connect_deadline(VIP_ULONG(g.connect_timeout_ms));
     eb->connecting.push_back(l);
     return l;
 }
@@ -208,10 +186,10 @@ bool link_try_up(Link *l) {
     for (int i = 0; i < l->nch; i++) {
         Channel *c = &l->ch[i];
         if (c->connected) continue;
-        VIP_VI_ATTRIBUTES remote_attr;
-        VIP_RETURN rc = VipConnectPeerDone(c->vi(), &remote_attr);
-        if (rc == VIP_NOT_DONE) {
-            if (now_ns() > l->connect_deadline_ns) link_fail(l, "connection timed out (does the peer AM_Map this endpoint?)");
+        VIP_RETURN rc = chan::poll_peer_vi(*c, l->connect_deadline_ns);
+        if (rc == VIP_NOT_DONE) return false;
+        if (rc == VIP_TIMEOUT) {
+            link_fail(l, "connection timed out (does the peer AM_Map this endpoint?)");
             return false;
         }
         if (rc != VIP_SUCCESS) {
@@ -331,16 +309,13 @@ void link_destroy(Link *l) {
         Channel *c = &l->ch[i];
         if (c->vi()) {
             if (eb->stash_vi == c->vi()) eb->stash_vi = nullptr;
-            VipDisconnect(c->vi());
-            c->drain([](Slot *s) {
+            VIP_RETURN rc = chan::close_vi(*c, [](Slot *s) {
                 if (s->pin >= 0) regcache_release(s->pin);
                 s->pin = -1;
             });
-            VIP_RETURN rc = VipDestroyVi(c->vi());
             eb->sends_outstanding -= long(c->in_flight());
             eb->send_descs -= c->nsend();
             eb->recv_descs -= c->nrecv();
-            c->forget_vi();
             if (rc != VIP_SUCCESS) {
                 // The NIC may still own descriptors in the region: leak it
                 // rather than let the NIC touch freed memory.

@@ -5,7 +5,7 @@
 // registered itself (an endpoint's segment, a peer's bounce ring here: a
 // medium reply sent from the request's buffer) is used with its own handle and
 // never enters the cache, whose entry would outlive it.  Over a NIC that pins
-// pages (verbs) AM_Init keeps the heap mapped (am_core.cpp), memory the
+// pages (chan::registration_pins) AM_Init keeps the heap mapped (am_core.cpp), memory the
 // library frees is forgotten first (regcache_forget); ranges the program
 // munmap()s itself must not be sent from again unless AM_Terminate ran in
 // between.

@@ -186,29 +186,17 @@ static int post_rdma(Channel *c, const SegInfo &seg, const void *src, size_t nby
         uint32_t n = uint32_t(std::min<size_t>(nbytes - done, g.max_chunk));
         if (!c->has_free_send() && (rc = wait_resources(c, 1, false, false)) != AM_OK) break;
         Slot *s = take_slot(c);
-        VIP_DESCRIPTOR &d = s->desc;
-        d.CS.Control = VIP_CONTROL_OP_RDMAWRITE;
-        d.CS.SegCount = 2; // the address segment counts (VI spec; nicfw and verbs agree)
-        d.DS[0].Remote.Data.AddressBits = seg.base + off + done;
-        d.DS[0].Remote.Handle = seg.handle;
-        d.DS[0].Remote.Reserved = 0;
-        d.DS[1].Local.Data.Address = const_cast<uint8_t *>(static_cast<const uint8_t *>(src) + done);
-        d.DS[1].Local.Handle = lmh;
-        d.DS[1].Local.Length = n;
-        d.CS.Length = n;
-        d.CS.Status = 0;
-        s->rdma = 1;
         if (ent >= 0) {
             regcache_pin(ent); // one pin per descriptor in flight
             s->pin = ent;
         }
-        VIP_RETURN vrc = c->post_send(s, kInstr);
+        VIP_RETURN vrc = c->post_rdma_write(s, seg.base + off + done, seg.handle,
+                                            static_cast<const uint8_t *>(src) + done, lmh, n, kInstr);
         if (vrc != VIP_SUCCESS) {
-            // Completion processing restores the slot; do it here instead.
-            c->restore_plain(s);
+            // The slot is back on the free list; completion processing would
+            // have released its pin.
             if (s->pin >= 0) regcache_release(s->pin);
             s->pin = -1;
-            c->untake_send(s);
             eb->sends_outstanding--;
             link_fail(c->link, VipxReturnString(vrc));
             rc = AM_ERR_NOT_SENT;

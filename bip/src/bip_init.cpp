@@ -21,8 +21,6 @@ namespace bip {
 
 State g;
 
-VIASTACK_CHANNEL_INSTR_NO_SEND_CQ(kInstr, "bip");
-
 void report(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -47,7 +45,21 @@ long env_int(const char *name, long dflt, long lo, long hi) {
 
 constexpr uint32_t round64(uint32_t n) { return (n + 63) & ~uint32_t(63); }
 
-Link *link_create(unsigned peer, uint8_t side, const Announce &me, const Announce &them, uint32_t bufsize,
+// Every link's VI: receives on the one CQ, sends reaped from the VI; long
+// messages are written into the posted receive buffer (RDMA write).
+chan::PeerViConfig vi_config(uint32_t bufsize) {
+    chan::PeerViConfig c;
+    c.nic = g.nic;
+    c.attr = &g.attr;
+    c.ptag = g.ptag;
+    c.recv_cq = g.rcq;
+    c.max_transfer = std::max<VIP_ULONG>(bufsize, g.fragment_max);
+    c.connect_timeout_ms = VIP_ULONG(env_int("VIASTACK_BIP_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30));
+    return c;
+}
+
+Link *link_create(const chan::PeerViConfig &cfg, unsigned peer, uint8_t side, const Announce &me,
+                  const Announce &them, const std::vector<chan::NicAddress> &addrs, uint32_t bufsize,
                   std::string *why) {
     auto *l = new Link();
     l->peer = peer;
@@ -67,17 +79,11 @@ Link *link_create(unsigned peer, uint8_t side, const Announce &me, const Announc
     lay.bufsize = bufsize;
     if (!l->region.allocate(g.nic, g.ptag, chan::Channel::region_bytes(lay), why)) return nullptr;
     l->ch.attach(lay, l->region.base(), l->region.handle());
-    // Long messages are written into the posted receive buffer: RDMA write.
-    const chan::PeerViConfig cfg{{'B', 'I'},
-                                 g.nic,
-                                 g.ptag,
-                                 g.rcq,
-                                 std::max<VIP_ULONG>(bufsize, g.fragment_max),
-                                 VIP_ULONG(env_int("VIASTACK_BIP_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30)),
-                                 g.rank,
-                                 me.addr,
-                                 me.addr_len};
-    if (!chan::start_peer_vi(cfg, l->ch, peer, them.addr, them.addr_len, side, why)) return nullptr;
+    chan::SetupError err;
+    if (!chan::start_rank_vi(cfg, l->ch, "BI", addrs, g.rank, peer, side, &err)) {
+        *why = err.str();
+        return nullptr;
+    }
     return l;
 }
 
@@ -160,7 +166,6 @@ int bip_init(void) {
     if (rc != VIP_SUCCESS) return init_fail(std::string("NIC set-up: ") + VipxReturnString(rc));
     if (!(g.attr.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY))
         return init_fail("the NIC lacks Reliable Delivery, which BIP's guarantees rest on");
-    if (g.attr.NicAddressLen > sizeof(Announce::addr)) return init_fail("NIC address too long");
     const uint32_t nic_max = uint32_t(g.attr.MaxTransferSize ? std::min<VIP_ULONG>(g.attr.MaxTransferSize, 1u << 20) : 1u << 20);
     if (nic_max < g.eager_max + sizeof(Header)) return init_fail("VIASTACK_BIP_EAGER exceeds the NIC's MaxTransferSize");
     g.fragment_max = nic_max;
@@ -169,33 +174,34 @@ int bip_init(void) {
     if (rc != VIP_SUCCESS) return init_fail(std::string("VipCreateCQ: ") + VipxReturnString(rc));
 
     Announce me{};
-    me.addr_len = g.attr.NicAddressLen;
-    if (me.addr_len) std::memcpy(me.addr, g.attr.LocalNicAddress, me.addr_len);
     me.small_buffers = g.small_buffers;
     me.eager_max = g.eager_max;
     std::vector<Announce> all(g.size);
-    if (vipl_boot_allgather(&me, sizeof me, all.data()) != VIPL_BOOT_OK) return init_fail("exchanging NIC addresses failed");
+    std::vector<chan::NicAddress> addrs;
+    std::string why;
+    if (!chan::exchange_addresses(g.attr, &me, sizeof me, &addrs, all.data(), &why)) return init_fail(why);
     // One buffer size for both directions of every link: the largest eager
     // message any rank takes, plus the header.
     uint32_t bufsize = 64;
     for (const Announce &a : all) bufsize = std::max<uint32_t>(bufsize, round64(a.eager_max + uint32_t(sizeof(Header))));
     uint32_t slots = 0;
     g.tx.assign(g.size, nullptr);
-    std::string why;
+    const chan::PeerViConfig cfg = vi_config(bufsize);
     for (unsigned r = 0; r < g.size; r++) {
-        Link *l = link_create(r, 0, me, all[r], bufsize, &why);
+        Link *l = link_create(cfg, r, 0, me, all[r], addrs, bufsize, &why);
         if (!l) return init_fail(why);
         g.tx[r] = l;
         slots += l->ch.nrecv();
         if (r == g.rank) {
-            Link *rx = link_create(r, 1, me, all[r], bufsize, &why);
+            Link *rx = link_create(cfg, r, 1, me, all[r], addrs, bufsize, &why);
             if (!rx) return init_fail(why);
             slots += rx->ch.nrecv();
         }
     }
     for (TagQueue &q : g.queues) q.ring.assign(slots, Queued{});
+    const uint64_t deadline = chan::connect_deadline(cfg.connect_timeout_ms);
     for (Link *l : g.links) {
-        rc = chan::finish_peer_vi(l->ch);
+        rc = chan::finish_peer_vi(l->ch, deadline);
         if (rc != VIP_SUCCESS)
             return init_fail("connecting to rank " + std::to_string(l->peer) + ": " + VipxReturnString(rc));
         l->up = true;

@@ -53,10 +53,9 @@ constexpr uint32_t kUncredited = 5;
 // RDMA write fragments in flight.
 constexpr uint32_t kWriteSlots = 16;
 
-// What each rank announces at bip_init (the receiver fixes its buffers).
+// What each rank announces at bip_init beside its NIC address (the payload of
+// the address exchange, viastack/peer_vi.hpp): the receiver fixes its buffers.
 struct Announce {
-    uint16_t addr_len;
-    uint8_t addr[64];
     uint32_t small_buffers;  // receive buffers this rank keeps per sender (= the sender's credits)
     uint32_t eager_max;      // the largest message it takes by copy
 };
@@ -168,7 +167,7 @@ struct State {
 // kFin's len when the sender could not write (the receive ends in BIP_ERR_RESOURCE).
 constexpr uint32_t kFinFailed = 0xffffffffu;
 extern State g;
-extern const chan::Instr kInstr;
+VIASTACK_CHANNEL_INSTR(kInstr, "bip", false);
 
 int fail(int code, const char *fn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

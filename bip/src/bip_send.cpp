@@ -41,23 +41,9 @@ void post_writes(SendOp &o) {
         chan::Slot *s = free_slot(l);
         if (!s) return;
         const uint32_t n = std::min(o.fragment, o.len - o.posted);
-        VIP_DESCRIPTOR &d = s->desc;
-        d.CS.Control = VIP_CONTROL_OP_RDMAWRITE;
-        d.CS.SegCount = 2;  // the address segment counts
-        d.CS.Length = n;
-        d.CS.Status = 0;
-        d.DS[0].Remote.Data.AddressBits = o.remote_addr + o.posted;
-        d.DS[0].Remote.Handle = o.remote_mh;
-        d.DS[0].Remote.Reserved = 0;
-        d.DS[1].Local.Data.Address = const_cast<uint8_t *>(o.buf + o.posted);
-        d.DS[1].Local.Handle = o.mh;
-        d.DS[1].Local.Length = n;
-        s->rdma = 1;
-        VIP_RETURN rc = l->ch.post_send(s, kInstr);
+        VIP_RETURN rc = l->ch.post_rdma_write(s, o.remote_addr + o.posted, o.remote_mh, o.buf + o.posted, o.mh, n, kInstr);
         if (rc != VIP_SUCCESS) {
             report("VipPostSend (RDMA write) to rank %u: %s", l->peer, VipxReturnString(rc));
-            l->ch.restore_plain(s);
-            l->ch.untake_send(s);
             l->dead = true;
             return;
         }

@@ -1,88 +1,158 @@
-// peer_vi.cpp - one VI per peer, connected by discriminator (peer_vi.hpp).
+// peer_vi.cpp - a layer's VI to a peer (peer_vi.hpp).
 #include "viastack/peer_vi.hpp"
 
 #include <sched.h>
 
 #include <cstring>
 
+#include "vipl_boot.h"
+#include "vipl_wait.h"
+
 namespace viastack::channel {
 
 namespace {
 
-constexpr uint16_t kMaxAddr = 64;
+// One end's VIP_NET_ADDRESS: host address, then discriminator.
+struct NetAddress {
+    alignas(8) uint8_t buf[VIP_NET_ADDRESS_SIZE(kMaxNicAddress, VIP_MAX_DISCRIMINATOR_LEN)];
+    VIP_NET_ADDRESS *get() { return reinterpret_cast<VIP_NET_ADDRESS *>(buf); }
+    explicit NetAddress(const PeerEnd &e) {
+        VIP_NET_ADDRESS *a = get();
+        a->HostAddressLen = e.addr_len;
+        a->DiscriminatorLen = e.disc_len;
+        if (e.addr_len) std::memcpy(a->HostAddress, e.addr, e.addr_len);
+        if (e.disc_len) std::memcpy(a->HostAddress + e.addr_len, e.disc, e.disc_len);
+    }
+};
 
-// tag, the two ranks and the side: both ends compute each other's.
-uint16_t discriminator(uint8_t *out, const char tag[2], unsigned from, unsigned to, uint8_t side) {
-    out[0] = uint8_t(tag[0]);
-    out[1] = uint8_t(tag[1]);
-    std::memcpy(out + 2, &from, 4);
-    std::memcpy(out + 6, &to, 4);
-    out[10] = side;
-    return 11;
-}
-
-}  // namespace
-
-bool start_peer_vi(const PeerViConfig &c, Channel &ch, unsigned peer, const uint8_t *peer_addr,
-                   uint16_t peer_addr_len, uint8_t side, std::string *why) {
-    if (c.my_addr_len > kMaxAddr || peer_addr_len > kMaxAddr) {
-        *why = "NIC address longer than " + std::to_string(kMaxAddr) + " bytes";
+// The NIC's limits on what a connection request carries.
+bool within_limits(const PeerViConfig &c, const PeerEnd &local, const PeerEnd &remote, SetupError *err) {
+    if (local.addr_len > kMaxNicAddress || remote.addr_len > kMaxNicAddress) {
+        err->limit = "NIC address longer than " + std::to_string(kMaxNicAddress) + " bytes";
         return false;
     }
-    VIP_VI_ATTRIBUTES va{};
-    va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
-    va.MaxTransferSize = c.max_transfer;
-    va.Ptag = c.ptag;
-    va.EnableRdmaWrite = VIP_TRUE;
-    va.EnableRdmaRead = VIP_FALSE;
-    VIP_VI_HANDLE vi = nullptr;
-    VIP_RETURN rc = VipCreateVi(c.nic, &va, nullptr, c.recv_cq, &vi);
-    if (rc != VIP_SUCCESS) {
-        *why = std::string("VipCreateVi: ") + VipxReturnString(rc);
-        return false;
-    }
-    rc = ch.prepost(vi);
-    if (rc != VIP_SUCCESS) {
-        *why = std::string("VipPostRecv: ") + VipxReturnString(rc);
-        return false;
-    }
-    alignas(8) uint8_t lbuf[VIP_NET_ADDRESS_SIZE(kMaxAddr, 16)];
-    alignas(8) uint8_t rbuf[VIP_NET_ADDRESS_SIZE(kMaxAddr, 16)];
-    auto *la = reinterpret_cast<VIP_NET_ADDRESS *>(lbuf);
-    auto *ra = reinterpret_cast<VIP_NET_ADDRESS *>(rbuf);
-    la->HostAddressLen = c.my_addr_len;
-    if (c.my_addr_len) std::memcpy(la->HostAddress, c.my_addr, c.my_addr_len);
-    la->DiscriminatorLen = discriminator(la->HostAddress + la->HostAddressLen, c.tag, c.me, peer, side);
-    ra->HostAddressLen = peer_addr_len;
-    if (peer_addr_len) std::memcpy(ra->HostAddress, peer_addr, peer_addr_len);
-    // To ourselves, side 0 connects to side 1 and back.
-    const uint8_t rside = peer == c.me ? uint8_t(1 - side) : side;
-    ra->DiscriminatorLen = discriminator(ra->HostAddress + ra->HostAddressLen, c.tag, peer, c.me, rside);
-    rc = VipConnectPeerRequest(vi, la, ra, c.connect_timeout_ms);
-    if (rc != VIP_SUCCESS && rc != VIP_NOT_DONE) {
-        *why = std::string("VipConnectPeerRequest: ") + VipxReturnString(rc);
+    const unsigned nic_max = c.attr && c.attr->MaxDiscriminatorLen ? unsigned(c.attr->MaxDiscriminatorLen)
+                                                                   : unsigned(VIP_MAX_DISCRIMINATOR_LEN);
+    const unsigned max = nic_max < VIP_MAX_DISCRIMINATOR_LEN ? nic_max : VIP_MAX_DISCRIMINATOR_LEN;
+    const unsigned len = local.disc_len > remote.disc_len ? local.disc_len : remote.disc_len;
+    if (len > max) {
+        err->limit = "discriminator of " + std::to_string(len) + " bytes exceeds the NIC's " + std::to_string(max);
         return false;
     }
     return true;
 }
 
-VIP_RETURN finish_peer_vi(Channel &ch) {
+constexpr uint16_t kRankDiscriminatorLen = 11;
+
+// tag, the two ranks and the side.
+uint16_t rank_discriminator(uint8_t *out, const char tag[2], unsigned from, unsigned to, uint8_t side) {
+    out[0] = uint8_t(tag[0]);
+    out[1] = uint8_t(tag[1]);
+    std::memcpy(out + 2, &from, 4);
+    std::memcpy(out + 6, &to, 4);
+    out[10] = side;
+    return kRankDiscriminatorLen;
+}
+
+}  // namespace
+
+bool exchange_addresses(const VIP_NIC_ATTRIBUTES &nic, const void *payload, size_t payload_len,
+                        std::vector<NicAddress> *addrs, void *payloads, std::string *why) {
+    if (nic.NicAddressLen > kMaxNicAddress) {
+        *why = "NIC address too long";
+        return false;
+    }
+    const int n = vipl_boot_size();
+    const size_t each = sizeof(NicAddress) + payload_len;
+    std::vector<uint8_t> mine(each), all(each * size_t(n > 0 ? n : 1));
+    NicAddress me;
+    me.len = uint16_t(nic.NicAddressLen);
+    if (me.len) std::memcpy(me.bytes, nic.LocalNicAddress, me.len);
+    std::memcpy(mine.data(), &me, sizeof me);
+    if (payload_len) std::memcpy(mine.data() + sizeof me, payload, payload_len);
+    if (n < 1 || vipl_boot_allgather(mine.data(), each, all.data()) != VIPL_BOOT_OK) {
+        *why = "exchanging NIC addresses failed";
+        return false;
+    }
+    addrs->assign(size_t(n), NicAddress{});
+    for (size_t r = 0; r < size_t(n); r++) {
+        std::memcpy(&(*addrs)[r], all.data() + r * each, sizeof(NicAddress));
+        if (payload_len)
+            std::memcpy(static_cast<uint8_t *>(payloads) + r * payload_len, all.data() + r * each + sizeof(NicAddress),
+                        payload_len);
+    }
+    return true;
+}
+
+std::string SetupError::str() const {
+    if (!call) return limit;
+    return std::string(call) + ": " + VipxReturnString(rc);
+}
+
+uint64_t connect_deadline(VIP_ULONG timeout_ms) { return vipl_wait::clock_ns() + uint64_t(timeout_ms) * 1000000ull; }
+
+bool start_peer_vi(const PeerViConfig &c, Channel &ch, const PeerEnd &local, const PeerEnd &remote,
+                   SetupError *err) {
+    if (!within_limits(c, local, remote, err)) return false;
+    VIP_VI_ATTRIBUTES va{};
+    va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
+    va.MaxTransferSize = c.max_transfer;
+    if (c.attr && c.attr->MaxTransferSize && va.MaxTransferSize > c.attr->MaxTransferSize)
+        va.MaxTransferSize = c.attr->MaxTransferSize;
+    va.QoS = nullptr;
+    va.Ptag = c.ptag;
+    va.EnableRdmaWrite = VIP_TRUE;
+    va.EnableRdmaRead = c.rdma_read ? VIP_TRUE : VIP_FALSE;
+    VIP_VI_HANDLE vi = nullptr;
+    VIP_RETURN rc = VipCreateVi(c.nic, &va, c.send_cq, c.recv_cq, &vi);
+    if (rc != VIP_SUCCESS) {
+        *err = SetupError{"VipCreateVi", rc, {}};
+        return false;
+    }
+    rc = ch.prepost(vi);
+    if (rc != VIP_SUCCESS) {
+        *err = SetupError{"VipPostRecv", rc, {}};
+        return false;
+    }
+    NetAddress la(local), ra(remote);
+    rc = VipConnectPeerRequest(vi, la.get(), ra.get(), c.connect_timeout_ms);
+    if (rc != VIP_SUCCESS && rc != VIP_NOT_DONE) {
+        *err = SetupError{"VipConnectPeerRequest", rc, {}};
+        return false;
+    }
+    return true;
+}
+
+bool start_rank_vi(const PeerViConfig &c, Channel &ch, const char tag[2], const std::vector<NicAddress> &addrs,
+                   unsigned me, unsigned peer, uint8_t side, SetupError *err) {
+    if (me >= addrs.size() || peer >= addrs.size()) {
+        err->limit = "rank " + std::to_string(me >= addrs.size() ? me : peer) + " has no exchanged address";
+        return false;
+    }
+    const uint8_t rside = peer == me ? uint8_t(1 - side) : side;
+    uint8_t ldisc[kRankDiscriminatorLen], rdisc[kRankDiscriminatorLen];
+    const NicAddress &mine = addrs[me], &theirs = addrs[peer];
+    const PeerEnd local{mine.bytes, mine.len, ldisc, rank_discriminator(ldisc, tag, me, peer, side)};
+    const PeerEnd remote{theirs.bytes, theirs.len, rdisc, rank_discriminator(rdisc, tag, peer, me, rside)};
+    return start_peer_vi(c, ch, local, remote, err);
+}
+
+VIP_RETURN poll_peer_vi(Channel &ch, uint64_t deadline_ns) {
     VIP_VI_ATTRIBUTES remote;
+    const VIP_RETURN rc = VipConnectPeerDone(ch.vi(), &remote);
+    if (rc == VIP_NOT_DONE && vipl_wait::clock_ns() > deadline_ns) return VIP_TIMEOUT;
+    return rc;
+}
+
+VIP_RETURN finish_peer_vi(Channel &ch, uint64_t deadline_ns) {
     VIP_RETURN rc;
-    while ((rc = VipConnectPeerDone(ch.vi(), &remote)) == VIP_NOT_DONE) sched_yield();
+    while ((rc = poll_peer_vi(ch, deadline_ns)) == VIP_NOT_DONE) sched_yield();
     return rc;
 }
 
 void close_peer_vi(Channel &ch, Region &region) {
-    if (ch.vi()) {
-        VipDisconnect(ch.vi());
-        ch.drain();
-        const VIP_RETURN rc = VipDestroyVi(ch.vi());
-        ch.forget_vi();
-        region.release(rc != VIP_SUCCESS);
-    } else {
-        region.release();
-    }
+    const VIP_RETURN rc = close_vi(ch, [](Slot *) {});
+    region.release(rc != VIP_SUCCESS);
     ch.detach();
 }
 

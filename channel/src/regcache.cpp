@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 namespace viastack::channel {
+
+bool registration_pins(const VIP_NIC_ATTRIBUTES &nic) { return std::strncmp(nic.Name, "nicfw", 5) != 0; }
 
 namespace {
 uintptr_t page_size() {

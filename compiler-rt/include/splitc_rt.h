@@ -149,10 +149,10 @@ SPLITC_INLINE_ int64_t splitc_sptr_diff(splitc_sptr_t a, splitc_sptr_t b, size_t
  * why (the job is also aborted unless a returning error handler is set).
  * Environment: SPLITC_HEAP_SIZE (bytes, K/M/G suffix; default: half of this
  * host's physical memory shared among the job's processes on the host, at
- * most 1G on providers whose registration pins memory, such as verbs; see
+ * most 1G on providers whose registration pins memory; see
  * docs/splitc.md), SPLITC_CHECK_COLLECTIVES=1 (scope allocations check
  * argument agreement with a reduction),
- * SPLITC_CREDITS (default 32 on nicfw, 16 where registration pins memory),
+ * SPLITC_CREDITS (default 32, 16 where registration pins memory),
  * SPLITC_MAX_MSG (default 4096),
  * SPLITC_SEND_CQ=1 (reap sends through a send completion queue, as in the
  * paper), SPLITC_RECV_CQ=1 (use the receive CQ even with a single peer), SPLITC_SPIN=n (yield the CPU after n idle polls while waiting;

@@ -105,7 +105,7 @@ bool heap_map(size_t bytes, bool quiet) {
     for (uintptr_t want : cands) {
         int ok = 0;
         if (g.nic) {
-            // The NIC's own memory (VipxAllocMemAt): on nicfw a shared-memory
+            // The NIC's own memory (VipxAllocMemAt): on the emulated NIC a shared-memory
             // segment the peers' NICs map once, so bulk transfers into and out
             // of the heap are one memcpy instead of a cross-memory-attach call.
             ok = VipxAllocMemAt(g.nic, reinterpret_cast<void *>(want), bytes) == VIP_SUCCESS;

@@ -2,9 +2,9 @@
 // 4 KiB) bulk_put/bulk_write/bulk_store are RDMA writes straight from the
 // caller's buffer into the target's heap or static data, and bulk_get/
 // bulk_read RDMA reads straight into the caller's buffer, instead of 4 KiB
-// request/reply messages each copied through the channel's buffers.  On nicfw
-// a transfer of at least VIPL_NICFW_DMA_MIN bytes is then moved once, NIC to
-// host memory (docs/nicfw.md, "Data path"; docs/splitc.md, "Bulk transfers").
+// request/reply messages each copied through the channel's buffers.  On the
+// emulated NIC a large transfer is then moved once, NIC to host memory
+// (docs/splitc.md, "Bulk transfers").
 //
 // Completion keeps the Split-C semantics:
 //   put: the RDMA writes alone; the next sync sends one zero-length put
@@ -13,7 +13,7 @@
 //     so when the target serves that request every earlier RDMA write is in its
 //     memory and its source was read.  The acknowledgement is needed: the VIs
 //     are Reliable Delivery, where an RDMA write's own completion only says the
-//     NIC took it (on nicfw's staged path, that it is on the wire), not that
+//     NIC took it (on a staged path, that it is on the wire), not that
 //     the data is in the target's memory ([Begel01] section 6: detecting that
 //     needs Reliable Reception, or a request behind the write); and a third
 //     processor that learns of the sync through another VI (a barrier) has no
@@ -62,18 +62,7 @@ void post_piece(int proc, VIP_UINT32 op, uint64_t raddr, VIP_MEM_HANDLE rmh, con
                 VIP_MEM_HANDLE lmh, uint32_t len, int entry, uint8_t kind) {
     Peer &p = g.peers[size_t(proc)];
     Slot *s = take_send_slot(proc);
-    VIP_DESCRIPTOR &d = s->desc;
-    d.CS.Control = op;
-    d.CS.SegCount = 2;  // the address segment counts (VI spec)
-    d.CS.Length = len;
-    d.CS.Status = 0;
-    d.DS[0].Remote.Data.AddressBits = raddr;
-    d.DS[0].Remote.Handle = rmh;
-    d.DS[0].Remote.Reserved = 0;
-    d.DS[1].Local.Data.Address = const_cast<uint8_t *>(local);
-    d.DS[1].Local.Handle = lmh;
-    d.DS[1].Local.Length = len;
-    s->rdma = kind;
+    chan::Channel::set_rdma(s, op, raddr, rmh, local, lmh, len, kind);
     cache.pin(entry);  // one pin per descriptor in flight
     s->pin = entry;
     post_built(p, s);

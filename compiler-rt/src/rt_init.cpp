@@ -16,6 +16,8 @@
 #include "rt_internal.hpp"
 #include "viastack_env.hpp"
 #include "viastack_log.hpp"
+#include "viastack/peer_vi.hpp"
+#include "viastack/regcache.hpp"
 #include "vipl_boot.h"
 
 
@@ -38,24 +40,6 @@ constexpr auto kLayer = viastack::log::Layer::splitc;
 [[gnu::cold]] bool init_fail(const char *what, VIP_RETURN rc) {
     report(SPLITC_ERR_INIT, "%s failed: %s", what, VipxReturnString(rc));
     return false;
-}
-
-// Host address of rank r: the name service's "node<r>", else nicfw's 2-byte
-// little-endian rank.  Appends the discriminator of the pair (me, r), the
-// same on both sides so the two peer requests match.
-void make_address(VIP_NET_ADDRESS *a, int r, int pair_lo, int pair_hi) {
-    char name[32];
-    std::snprintf(name, sizeof name, "node%d", r);
-    if (VipNSGetHostByName(g.nic, name, a, 0) != VIP_SUCCESS || a->HostAddressLen == 0 ||
-        a->HostAddressLen > VIP_MAX_HOST_ADDRESS_LEN) {
-        a->HostAddressLen = 2;
-        a->HostAddress[0] = uint8_t(r & 0xff);
-        a->HostAddress[1] = uint8_t((r >> 8) & 0xff);
-    }
-    uint8_t disc[8] = {'S', 'P', 'L', 'C', uint8_t(pair_lo), uint8_t(pair_lo >> 8), uint8_t(pair_hi),
-                       uint8_t(pair_hi >> 8)};
-    a->DiscriminatorLen = sizeof disc;
-    std::memcpy(a->HostAddress + a->HostAddressLen, disc, sizeof disc);
 }
 
 // The heap and the static data: peers RDMA-write and RDMA-read them (bulk
@@ -146,6 +130,11 @@ bool setup_buffers() {
     return true;
 }
 
+// Every peer's VI (viastack/peer_vi.hpp): receives (and, with SPLITC_SEND_CQ,
+// sends) on completion queues unless a job of two polls its one VI
+// directly; RDMA write and read for bulk transfers (rt_bulk.cpp).  Every
+// peer request is issued first, then waited for: the pairs complete in any
+// order.
 bool setup_vis() {
     bool direct = g.procs == 2 && !viastack::env::flag("SPLITC_RECV_CQ");
     VIP_RETURN rc = VIP_SUCCESS;
@@ -157,43 +146,40 @@ bool setup_vis() {
         rc = VipCreateCQ(g.nic, VIP_ULONG(g.layout.nsend) * VIP_ULONG(g.procs - 1) + 16, &g.send_cq);
         if (rc != VIP_SUCCESS) return init_fail("VipCreateCQ(sends)", rc);
     }
-    VIP_VI_ATTRIBUTES va{};
-    va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
-    va.MaxTransferSize = g.rdma_chunk > g.max_msg ? g.rdma_chunk : g.max_msg;
-    va.QoS = nullptr;
-    va.Ptag = g.ptag;
-    va.EnableRdmaWrite = VIP_TRUE;  // bulk transfers (rt_bulk.cpp)
-    va.EnableRdmaRead = VIP_TRUE;
+    std::vector<chan::NicAddress> addrs;
+    std::string why;
+    if (!chan::exchange_addresses(g.nic_attr, nullptr, 0, &addrs, nullptr, &why)) {
+        report(SPLITC_ERR_INIT, "%s (a processor died during start-up?)", why.c_str());
+        return false;
+    }
+    chan::PeerViConfig cfg;
+    cfg.nic = g.nic;
+    cfg.attr = &g.nic_attr;
+    cfg.ptag = g.ptag;
+    cfg.send_cq = g.send_cq;
+    cfg.recv_cq = g.recv_cq;
+    cfg.max_transfer = g.rdma_chunk > g.max_msg ? g.rdma_chunk : g.max_msg;
+    cfg.rdma_read = true;
+    cfg.connect_timeout_ms = kConnectTimeoutMs;
     for (int r = 0; r < g.procs; ++r) {
         if (r == g.me) continue;
         Peer &p = g.peers[size_t(r)];
-        VIP_VI_HANDLE vi = nullptr;
-        rc = VipCreateVi(g.nic, &va, g.send_cq, g.recv_cq, &vi);
-        if (rc != VIP_SUCCESS) return init_fail("VipCreateVi", rc);
-        if (direct) g.direct_vi = vi;
-        rc = p.prepost(vi);  // before connecting: the receive queue is never empty
-        if (rc != VIP_SUCCESS) return init_fail("VipPostRecv", rc);
+        chan::SetupError err;
+        const bool ok = chan::start_rank_vi(cfg, p, "SP", addrs, unsigned(g.me), unsigned(r), 0, &err);
+        if (direct) g.direct_vi = p.vi();
+        if (ok) continue;
+        if (!err.call)
+            report(SPLITC_ERR_INIT, "connecting to processor %d: %s", r, err.limit.c_str());
+        else if (std::strcmp(err.call, "VipConnectPeerRequest") == 0)
+            report(SPLITC_ERR_INIT, "VipConnectPeerRequest to processor %d failed: %s", r, VipxReturnString(err.rc));
+        else
+            init_fail(err.call, err.rc);
+        return false;
     }
-    // Issue every peer request first, then wait: the pairs complete in any order.
-    alignas(8) uint8_t local_buf[VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, VIP_MAX_DISCRIMINATOR_LEN)];
-    alignas(8) uint8_t remote_buf[sizeof local_buf];
-    auto *local = reinterpret_cast<VIP_NET_ADDRESS *>(local_buf);
-    auto *remote = reinterpret_cast<VIP_NET_ADDRESS *>(remote_buf);
+    const uint64_t deadline = chan::connect_deadline(cfg.connect_timeout_ms);
     for (int r = 0; r < g.procs; ++r) {
         if (r == g.me) continue;
-        int lo = r < g.me ? r : g.me, hi = r < g.me ? g.me : r;
-        make_address(local, g.me, lo, hi);
-        make_address(remote, r, lo, hi);
-        rc = VipConnectPeerRequest(g.peers[size_t(r)].vi(), local, remote, kConnectTimeoutMs);
-        if (rc != VIP_SUCCESS) {
-            report(SPLITC_ERR_INIT, "VipConnectPeerRequest to processor %d failed: %s", r, VipxReturnString(rc));
-            return false;
-        }
-    }
-    for (int r = 0; r < g.procs; ++r) {
-        if (r == g.me) continue;
-        VIP_VI_ATTRIBUTES remote_attr{};
-        rc = VipConnectPeerWait(g.peers[size_t(r)].vi(), &remote_attr);
+        rc = chan::finish_peer_vi(g.peers[size_t(r)], deadline);
         if (rc != VIP_SUCCESS) {
             report(SPLITC_ERR_INIT, "connecting to processor %d failed: %s (is it running the same program?)", r,
                    VipxReturnString(rc));
@@ -214,8 +200,8 @@ void on_async_error(VIP_PVOID, VIP_ERROR_DESCRIPTOR *e) {
 }
 
 // Opens the NIC and checks what Split-C/VI needs of it.  Sets *pins when
-// registering memory pins it (every provider but the nicfw emulator, whose
-// registration is a table entry), which bounds the default heap size.
+// registering memory pins it (chan::registration_pins), which bounds the
+// default heap size.
 // The NIC is the one $SPLITC_NIC names (as AM's is $VIASTACK_AM_NIC), else
 // $VIPL_PROVIDER's default.
 bool open_nic(bool *pins) {
@@ -227,7 +213,7 @@ bool open_nic(bool *pins) {
                dev ? dev : "default NIC", VipxReturnString(rc));
         return false;
     }
-    VIP_NIC_ATTRIBUTES na{};
+    VIP_NIC_ATTRIBUTES &na = g.nic_attr;
     rc = VipQueryNic(g.nic, &na);
     if (rc != VIP_SUCCESS) return init_fail("VipQueryNic", rc);
     if (!(na.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY)) {
@@ -249,7 +235,7 @@ bool open_nic(bool *pins) {
         report(SPLITC_ERR_INIT, "NIC address says rank %d but the job says %d; start the job with vipl-run", nic_rank, g.me);
         return false;
     }
-    *pins = std::strncmp(na.Name, "nicfw", 5) != 0;
+    *pins = chan::registration_pins(na);
     return true;
 }
 
@@ -268,10 +254,10 @@ bool init_network() {
 // get no reply: their credits come back in batches of k/2 (channel.hpp), one
 // STORE_ACK per k/2 stores, or with any reply going back sooner.
 //
-// The default is 32 where registering memory does not pin it (nicfw), 16 where
-// it does (verbs).  A store stream is bound by its target, and a STORE_ACK is
-// a send through the NIC (~900 instructions of transmit and reaping at the
-// target with nicfw's inline firmware): with 16 credits ~112 of the target's
+// The default is 32 where registering memory does not pin it (the emulated
+// NIC), 16 where it does.  A store stream is bound by its target, and a
+// STORE_ACK is a send through the NIC (~900 instructions of transmit and
+// reaping at the target with the emulated NIC's inline firmware): with 16 credits ~112 of the target's
 // ~1 150 instructions per store, with 32 ~56; store g 0.86-0.97x of 16
 // credits' (docs/splitc.md, "Store stream").  The price is
 // 2k+2 send and 2k+1 receive slots of SPLITC_MAX_MSG bytes per peer (~0.5 MiB
@@ -318,7 +304,7 @@ constexpr size_t kMiB = size_t(1) << 20;
 // 2 TiB between the candidate addresses (rt_alloc.cpp).
 constexpr size_t kHeapMin = 64 * kMiB;
 constexpr size_t kHeapMax = size_t(1) << 40;
-// Where registration pins memory (verbs), the whole heap is pinned at start-up,
+// Where registration pins memory, the whole heap is pinned at start-up,
 // i.e. touched and kept resident: keep the default modest there.
 constexpr size_t kHeapMaxPinned = size_t(1) << 30;
 
@@ -335,7 +321,8 @@ uint64_t host_id() {
     return h;
 }
 
-// The heap is mapped with MAP_NORESERVE and (on nicfw) registered for free, so
+// The heap is mapped with MAP_NORESERVE and (where registration does not pin)
+// registered for free, so
 // a large default costs nothing until touched: half of physical memory, shared
 // among this host's processes of the job.  Where registration pins memory it
 // is at most kHeapMaxPinned and half of RLIMIT_MEMLOCK (the message buffers
@@ -445,7 +432,7 @@ int splitc_init(int *argc, char ***argv) {
     if (g.procs > 1 && !open_nic(&pins)) return -1;
     choose_credits(pins);
     // Bulk transfers register the caller's buffers through a cache
-    // (rt_bulk.cpp).  Where registration pins pages (verbs), an entry for
+    // (rt_bulk.cpp).  Where registration pins pages, an entry for
     // memory free() gave back to the kernel and malloc() mapped again would
     // move stale bytes: keep the C heap mapped, as AM does
     // (VIASTACK_AM_KEEP_HEAP) and MPI libraries' leave-pinned modes do.
@@ -485,9 +472,7 @@ void splitc_finalize(void) {
         for (int r = 0; r < g.procs; ++r) {
             Peer &p = g.peers[size_t(r)];
             if (!p.vi()) continue;
-            VipDisconnect(p.vi());
-            p.drain();
-            VipDestroyVi(p.vi());
+            chan::close_vi(p, [](Slot *) {});
             p.detach();
         }
         if (g.recv_cq) VipDestroyCQ(g.recv_cq);

@@ -132,6 +132,7 @@ struct Runtime {
     unsigned live_procs = 1;
 
     VIP_NIC_HANDLE nic = nullptr;
+    VIP_NIC_ATTRIBUTES nic_attr{};  // the NIC's limits (open_nic), checked once by the VIs' set-up
     VIP_PROTECTION_HANDLE ptag = nullptr;
     VIP_CQ_HANDLE recv_cq = nullptr;  // null when polling the only peer's VI directly
     bool net_up = false;              // VIs connected (a job of one has none)

@@ -9,16 +9,7 @@
 namespace splitc::rt {
 
 // The channel times the VIPL calls and the recycling steps on these (Table 4).
-VIASTACK_CHANNEL_COUNTER(c_post_send, "splitc.VipPostSend", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_send_done, "splitc.VipSendDone", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_recv_done, "splitc.VipRecvDone", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_post_recv, "splitc.VipPostRecv", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_recycle_send, "splitc.Recycle send descriptor", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_recycle_recv, "splitc.Recycle receive descriptor", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_cq_recv, "splitc.VipCQDone (Receive)", VIPL_INSTR_EVENT);
-VIASTACK_CHANNEL_COUNTER(c_cq_send, "splitc.VipCQDone (Send)", VIPL_INSTR_EVENT);
-constexpr chan::Instr kInstr{&c_post_send, &c_send_done, &c_cq_send, &c_recycle_send,
-                             &c_recv_done, &c_cq_recv,   &c_recycle_recv, &c_post_recv};
+VIASTACK_CHANNEL_INSTR(kInstr, "splitc", true);
 VIPL_INSTR_DEFINE(c_build, "splitc.Build send descriptors", VIPL_INSTR_BASE_VI);
 VIPL_INSTR_DEFINE(c_bookkeep, "splitc.Send bookkeeping", VIPL_INSTR_FLOW_CONTROL);
 // Split-C/VI dispatches in place instead of queueing; this counter times the

@@ -19,8 +19,6 @@ namespace fm {
 
 State g;
 
-VIASTACK_CHANNEL_INSTR_NO_SEND_CQ(kInstr, "fm");
-
 void report(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -39,21 +37,30 @@ int fail(int code, const char *fn, const char *fmt, ...) {
 
 namespace {
 
-constexpr size_t kMaxAddr = 64;
 // The smallest piece sent as a data segment rather than copied (measured:
 // docs/fm.md, "Gather").
 constexpr long kGatherMinDefault = 262144;
-struct NicName {
-    uint16_t len;
-    uint8_t addr[kMaxAddr];
-};
 
 // VIASTACK_FM_* integers (a bad value is logged, naming the variable, and the default kept).
 long env_int(const char *name, long dflt, long lo, long hi) {
     return viastack::env::integer(viastack::log::Layer::fm, name, dflt, lo, hi);
 }
 
-Link *link_create(unsigned peer, uint8_t side, const NicName &peer_name, std::string *why) {
+// Every link's VI: receives on the one CQ, sends reaped from the VI; layer
+// interleaving: senders write into handlers' buffers (RDMA write).
+chan::PeerViConfig vi_config() {
+    chan::PeerViConfig c;
+    c.nic = g.nic;
+    c.attr = &g.attr;
+    c.ptag = g.ptag;
+    c.recv_cq = g.rcq;
+    c.max_transfer = std::max<VIP_ULONG>(g.layout.bufsize, g.max_write);
+    c.connect_timeout_ms = VIP_ULONG(env_int("VIASTACK_FM_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30));
+    return c;
+}
+
+Link *link_create(const chan::PeerViConfig &cfg, unsigned peer, uint8_t side,
+                  const std::vector<chan::NicAddress> &addrs, std::string *why) {
     auto *l = new Link();
     l->peer = peer;
     l->side = side;
@@ -62,17 +69,11 @@ Link *link_create(unsigned peer, uint8_t side, const NicName &peer_name, std::st
     if (g.gather_min && !l->gather.allocate(g.nic, g.ptag, size_t(g.layout.nsend) * g.gather_stride, why))
         return nullptr;
     l->ch.attach(g.layout, l->region.base(), l->region.handle());
-    // Layer interleaving: senders write into handlers' buffers (RDMA write).
-    const chan::PeerViConfig cfg{{'F', 'M'},
-                                 g.nic,
-                                 g.ptag,
-                                 g.rcq,
-                                 std::max<VIP_ULONG>(g.layout.bufsize, g.max_write),
-                                 VIP_ULONG(env_int("VIASTACK_FM_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30)),
-                                 g.rank,
-                                 g.attr.LocalNicAddress,
-                                 uint16_t(g.attr.NicAddressLen)};
-    if (!chan::start_peer_vi(cfg, l->ch, peer, peer_name.addr, peer_name.len, side, why)) return nullptr;
+    chan::SetupError err;
+    if (!chan::start_rank_vi(cfg, l->ch, "FM", addrs, g.rank, peer, side, &err)) {
+        *why = err.str();
+        return nullptr;
+    }
     return l;
 }
 
@@ -159,7 +160,6 @@ int FM_initialize(void) {
         return init_fail("the NIC lacks Reliable Delivery, which FM's guarantees rest on");
     if (g.attr.MaxTransferSize && g.attr.MaxTransferSize < packet)
         return init_fail("VIASTACK_FM_PACKET exceeds the NIC's MaxTransferSize");
-    if (g.attr.NicAddressLen > kMaxAddr) return init_fail("NIC address too long");
     g.regcache.init(g.nic, g.ptag);
     // Gather: pieces of at least VIASTACK_FM_GATHER_MIN bytes become data
     // segments of the packet's descriptor (docs/fm.md, "Gather"), up to
@@ -178,22 +178,20 @@ int FM_initialize(void) {
     rc = VipCreateCQ(g.nic, VIP_ULONG(nlinks * g.layout.nrecv), &g.rcq);
     if (rc != VIP_SUCCESS) return init_fail((std::string("VipCreateCQ: ") + VipxReturnString(rc)).c_str());
 
-    NicName me{};
-    me.len = g.attr.NicAddressLen;
-    if (me.len) std::memcpy(me.addr, g.attr.LocalNicAddress, me.len);
-    std::vector<NicName> names(g.size);
-    if (vipl_boot_allgather(&me, sizeof me, names.data()) != VIPL_BOOT_OK)
-        return init_fail("exchanging NIC addresses failed");
-    g.tx.assign(g.size, nullptr);
+    std::vector<chan::NicAddress> addrs;
     std::string why;
+    if (!chan::exchange_addresses(g.attr, nullptr, 0, &addrs, nullptr, &why)) return init_fail(why.c_str());
+    g.tx.assign(g.size, nullptr);
+    const chan::PeerViConfig cfg = vi_config();
     for (unsigned r = 0; r < g.size; r++) {
-        Link *l = link_create(r, 0, names[r], &why);
+        Link *l = link_create(cfg, r, 0, addrs, &why);
         if (!l) return init_fail(why.c_str());
         g.tx[r] = l;
-        if (r == g.rank && !link_create(r, 1, names[r], &why)) return init_fail(why.c_str());
+        if (r == g.rank && !link_create(cfg, r, 1, addrs, &why)) return init_fail(why.c_str());
     }
+    const uint64_t deadline = chan::connect_deadline(cfg.connect_timeout_ms);
     for (Link *l : g.links) {
-        rc = chan::finish_peer_vi(l->ch);
+        rc = chan::finish_peer_vi(l->ch, deadline);
         if (rc != VIP_SUCCESS)
             return init_fail(("connecting to node " + std::to_string(l->peer) + ": " + VipxReturnString(rc)).c_str());
         l->up = true;

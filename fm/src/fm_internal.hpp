@@ -211,7 +211,7 @@ struct State {
     int last_error = FM_OK;
 };
 extern State g;
-extern const chan::Instr kInstr;
+VIASTACK_CHANNEL_INSTR(kInstr, "fm", false);
 
 // Sets the last error and returns it.
 int fail(int code, const char *fn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

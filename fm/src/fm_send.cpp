@@ -202,23 +202,9 @@ namespace {
 // o->sent of the receiver's named buffer.  False on a failed post.
 bool post_write(Outbound *o, chan::Slot *s, const void *local, VIP_MEM_HANDLE lmh, uint32_t n) {
     Link *l = o->link;
-    VIP_DESCRIPTOR &d = s->desc;
-    d.CS.Control = VIP_CONTROL_OP_RDMAWRITE;
-    d.CS.SegCount = 2;  // the address segment counts
-    d.CS.Length = n;
-    d.CS.Status = 0;
-    d.DS[0].Remote.Data.AddressBits = o->rdma_addr + (o->sent - o->rdma_offset);
-    d.DS[0].Remote.Handle = o->rdma_mh;
-    d.DS[0].Remote.Reserved = 0;
-    d.DS[1].Local.Data.Address = const_cast<void *>(local);
-    d.DS[1].Local.Handle = lmh;
-    d.DS[1].Local.Length = n;
-    s->rdma = 1;
-    VIP_RETURN rc = l->ch.post_send(s, kInstr);
+    VIP_RETURN rc = l->ch.post_rdma_write(s, o->rdma_addr + (o->sent - o->rdma_offset), o->rdma_mh, local, lmh, n, kInstr);
     if (rc != VIP_SUCCESS) {
         report("VipPostSend (RDMA write) to node %u: %s", l->peer, VipxReturnString(rc));
-        l->ch.restore_plain(s);
-        l->ch.untake_send(s);
         l->dead = true;
         return false;
     }
@@ -227,8 +213,8 @@ bool post_write(Outbound *o, chan::Slot *s, const void *local, VIP_MEM_HANDLE lm
 }
 
 // Every send of l complete (RDMA writes included).  Over a NIC whose
-// firmware runs only inside VIPL calls (nicfw inline mode, which moves a
-// bounded amount per call) a burst of writes - not limited by credits as
+// firmware runs only inside VIPL calls (an emulated NIC's inline mode, which
+// moves a bounded amount per call) a burst of writes - not limited by credits as
 // packets are - was seen left in the send queue when the program went on to
 // an out-of-band barrier, and the receiver waited for ever; waiting here
 // keeps stepping the firmware until they are done.

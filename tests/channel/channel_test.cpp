@@ -20,14 +20,7 @@ using viastack::channel::Layout;
 using viastack::channel::Region;
 using viastack::channel::Slot;
 
-VIASTACK_CHANNEL_COUNTER(c_post_send, "channel_test.VipPostSend", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_send_done, "channel_test.VipSendDone", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_recycle_send, "channel_test.Recycle send descriptor", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_recv_done, "channel_test.VipRecvDone", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_recycle_recv, "channel_test.Recycle receive descriptor", VIPL_INSTR_BASE_VI);
-VIASTACK_CHANNEL_COUNTER(c_post_recv, "channel_test.VipPostRecv", VIPL_INSTR_BASE_VI);
-const Instr kInstr{&c_post_send, &c_send_done, nullptr, &c_recycle_send,
-                   &c_recv_done, nullptr,      &c_recycle_recv, &c_post_recv};
+VIASTACK_CHANNEL_INSTR(kInstr, "channel_test", false);
 
 constexpr uint32_t kCredits = 4;
 constexpr uint32_t kBuf = 256;

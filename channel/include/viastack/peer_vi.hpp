@@ -1,48 +1,126 @@
-// peer_vi.hpp - the connections of a layer that keeps one VI per peer of the
-// job (BIP, FM): every rank opens one VI to every rank and two to itself
-// (side 0 sends, side 1 receives what the rank sends itself), each a
-// channel (channel.hpp) connected peer-to-peer by a discriminator both ends
-// compute from the layer's two-letter tag, the two ranks and the side.
+// peer_vi.hpp - a layer's VI to a peer, from the address exchange to the
+// tear-down: the one home of connection set-up for AM, the Split-C runtime,
+// FM and BIP.
+//
+//   exchange_addresses   every rank's NIC address (opaque bytes from
+//                        VipQueryNic) plus a payload of the layer's, by one
+//                        vipl_boot_allgather (AM, whose peers come from
+//                        AM_Map's endpoint names, does not need it)
+//   PeerViConfig         what all of a layer's VIs share: reliability
+//                        (Reliable Delivery), CQs, RDMA read, the largest
+//                        transfer, the connection timeout, the NIC's limits
+//   start_peer_vi        checks the NIC's limits, creates the VI, pre-posts the
+//                        channel's receives on it (the peer can never find
+//                        the receive queue empty), starts the peer-to-peer
+//                        connection named by the layer's discriminator
+//   poll_peer_vi /       one look at, or a wait for, that connection, with a
+//   finish_peer_vi       deadline (VIP_TIMEOUT past it)
+//   close_vi /           disconnect, take the descriptors back, destroy
+//   close_peer_vi
 //
 // Start every VI's connection first (VipConnectPeerRequest does not wait),
-// then finish them all: no rank waits for a peer still creating its VIs.
-// Set-up and tear-down only; nothing here runs per message.
+// then finish them: no rank waits for a peer still creating its VIs.  Set-up
+// and tear-down only; nothing here runs per message.  NIC addresses are
+// opaque here as in the layers: no provider's format is assumed.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "viastack/channel.hpp"
 
 namespace viastack::channel {
 
-// What every VI of one layer in one process has in common.
-struct PeerViConfig {
-    char tag[2];                  // the layer's discriminator prefix ("BI", "FM")
-    VIP_NIC_HANDLE nic;
-    VIP_PROTECTION_HANDLE ptag;
-    VIP_CQ_HANDLE recv_cq;        // receives complete here (nullptr: none)
-    VIP_ULONG max_transfer;       // each VI's MaxTransferSize
-    VIP_ULONG connect_timeout_ms; // for VipConnectPeerRequest
-    unsigned me;                  // this rank
-    const uint8_t *my_addr;       // this NIC's address (VIP_NIC_ATTRIBUTES)
-    uint16_t my_addr_len;
+// The longest NIC address a layer keeps (VIP_MAX_HOST_ADDRESS_LEN).
+constexpr uint16_t kMaxNicAddress = VIP_MAX_HOST_ADDRESS_LEN;
+
+struct NicAddress {
+    uint16_t len = 0;
+    uint8_t bytes[kMaxNicAddress] = {};
 };
 
-// Creates a Reliable Delivery VI with RDMA write enabled (peers write into
-// buffers the layer registers for it) and no RDMA read, pre-posts ch's
-// receives on it (ch must be attached) and starts its connection to `peer`,
-// whose NIC is at peer_addr, on `side`.  On failure returns false and *why
-// names the VIPL call; a VI already created stays with ch (close_peer_vi).
-bool start_peer_vi(const PeerViConfig &c, Channel &ch, unsigned peer, const uint8_t *peer_addr,
-                   uint16_t peer_addr_len, uint8_t side, std::string *why);
+// Collective over the job (vipl_boot): (*addrs)[r] is rank r's NIC address,
+// and payload_len bytes at payloads + r * payload_len are the payload rank r
+// passed (payload_len may be 0).  On failure returns false and *why says
+// what failed ("NIC address too long", "exchanging NIC addresses failed").
+bool exchange_addresses(const VIP_NIC_ATTRIBUTES &nic, const void *payload, size_t payload_len,
+                        std::vector<NicAddress> *addrs, void *payloads, std::string *why);
 
-// Waits for the connection start_peer_vi began: VIP_SUCCESS or its error.
-VIP_RETURN finish_peer_vi(Channel &ch);
+// What every VI of one layer in one process has in common.
+struct PeerViConfig {
+    VIP_NIC_HANDLE nic = nullptr;
+    const VIP_NIC_ATTRIBUTES *attr = nullptr;  // the NIC's limits (MaxTransferSize, MaxDiscriminatorLen)
+    VIP_PROTECTION_HANDLE ptag = nullptr;
+    VIP_CQ_HANDLE send_cq = nullptr;           // sends complete here (nullptr: reaped from the VI)
+    VIP_CQ_HANDLE recv_cq = nullptr;           // receives complete here (nullptr: none)
+    VIP_ULONG max_transfer = 0;                // MaxTransferSize wanted (at most the NIC's)
+    bool rdma_read = false;                    // RDMA write is always enabled; read on request
+    VIP_ULONG connect_timeout_ms = 60000;
+};
 
-// Disconnects ch's VI (if any), takes back its descriptors, destroys it and
-// releases the region (leaked instead if the VI could not be destroyed: the
-// NIC may still own descriptors in it); detaches ch.
+// One end of a connection: its NIC address and the discriminator that names
+// this VI there (at most VIP_MAX_DISCRIMINATOR_LEN bytes).
+struct PeerEnd {
+    const uint8_t *addr;
+    uint16_t addr_len;
+    const uint8_t *disc;
+    uint16_t disc_len;
+};
+
+// Why a set-up step failed: a VIPL call and its return code, or (call null)
+// a limit the request exceeds, in words.
+struct SetupError {
+    const char *call = nullptr;
+    VIP_RETURN rc = VIP_SUCCESS;
+    std::string limit;
+    // "VipCreateVi: VIP_ERROR_RESOURCE", or the limit.
+    std::string str() const;
+};
+
+// The deadline (monotonic ns) of a connection started now with this timeout
+// (a PeerViConfig's connect_timeout_ms).
+uint64_t connect_deadline(VIP_ULONG timeout_ms);
+
+// Checks the NIC's limits (address and discriminator lengths), creates a
+// Reliable Delivery VI, pre-posts ch's receives on it (ch must be attached)
+// and starts its connection from `local` to `remote`.  On failure returns
+// false and fills *err; a VI already created stays with ch (close_vi), none
+// is created when a limit is exceeded.
+bool start_peer_vi(const PeerViConfig &c, Channel &ch, const PeerEnd &local, const PeerEnd &remote,
+                   SetupError *err);
+
+// start_peer_vi for a layer with one VI per (rank, rank, side) - FM, BIP, the
+// Split-C runtime: from rank `me` to rank `peer`, at the NIC addresses
+// exchange_addresses gave (addrs), named at both ends by the layer's
+// two-letter tag, the two ranks and the side (both ends compute each other's,
+// so the peer-to-peer requests match).  To itself, side 0 connects to side 1.
+bool start_rank_vi(const PeerViConfig &c, Channel &ch, const char tag[2], const std::vector<NicAddress> &addrs,
+                   unsigned me, unsigned peer, uint8_t side, SetupError *err);
+
+// One look at the connection start_peer_vi began: VIP_NOT_DONE while pending
+// and before deadline_ns, VIP_TIMEOUT after it, else VIP_SUCCESS or the error.
+VIP_RETURN poll_peer_vi(Channel &ch, uint64_t deadline_ns);
+// Waits (polling, giving the CPU away between looks) until poll_peer_vi is
+// not VIP_NOT_DONE and returns its result.
+VIP_RETURN finish_peer_vi(Channel &ch, uint64_t deadline_ns);
+
+// Disconnects ch's VI (if any), takes back its descriptors (on_send(Slot*)
+// for each send slot: the layer releases what it pinned), destroys it and
+// forgets it.  Returns VipDestroyVi's result (VIP_SUCCESS without a VI): on
+// failure the NIC may still own descriptors in the channel's memory.
+template <class F>
+VIP_RETURN close_vi(Channel &ch, F &&on_send) {
+    if (!ch.vi()) return VIP_SUCCESS;
+    VipDisconnect(ch.vi());
+    ch.drain(on_send);
+    const VIP_RETURN rc = VipDestroyVi(ch.vi());
+    ch.forget_vi();
+    return rc;
+}
+
+// close_vi, then releases the channel's own region (leaked instead if the VI
+// could not be destroyed) and detaches ch.
 void close_peer_vi(Channel &ch, Region &region);
 
 }  // namespace viastack::channel

@@ -26,6 +26,13 @@
 
 namespace viastack::channel {
 
+// Whether registering memory on this NIC pins the pages mapped at the time
+// (a real NIC's registration), rather than naming an address range that
+// cannot go stale (the nicfw emulator's table entry).  Layers size their
+// defaults by it (credits, heap) and keep the C heap mapped where it is true;
+// this is the one place that tells providers apart by name.
+bool registration_pins(const VIP_NIC_ATTRIBUTES &nic);
+
 class RegCache {
 public:
     static constexpr int kEntries = 64;

@@ -2,7 +2,7 @@
 # am_vs_ucx.sh - AM short ping-pong over nicfw (inline firmware) next to
 # UCX active messages over shared memory, measured in the same run.
 #
-#   am/examples/am_vs_ucx.sh BUILD_DIR [iterations] [rounds]
+#   bench/peers/am_vs_ucx.sh BUILD_DIR [iterations] [rounds]
 #
 # Each round runs `ucx_perftest -t ucp_am_lat -s 16` (UCX_TLS=sm,self, Debian's
 # ucx-utils) and `vipl-run -n 2 am_pingpong`; the script prints every number
