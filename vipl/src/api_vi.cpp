@@ -65,9 +65,9 @@ VIP_RETURN VipCreateVi(VIP_NIC_HANDLE NicHandle, VIP_VI_ATTRIBUTES *ViAttribs, V
 // thread waiting on the VI.
 VIP_RETURN VipDestroyVi(VIP_VI_HANDLE ViHandle) {
     NicEntry *e = nullptr;
-    vipl::prov::Vi *live = vis().lookup(ViHandle, &e);
-    if (!live) return VIP_INVALID_PARAMETER;
     {
+        const ViUse live(vis(), ViHandle, &e);
+        if (!live) return VIP_INVALID_PARAMETER;
         VIP_VI_STATE st;
         vipl::prov::ViAttr a;
         bool sq = true, rq = true;
