@@ -49,6 +49,14 @@ class HandleTable {
         std::atomic<uint32_t> uses{0};      // calls holding a Use of the object
         std::atomic<bool> closing{false};   // close() .. remove()/reopen()
     };
+    // The slot a well-formed live-looking handle of this kind names, or nullptr.
+    Slot *slot_of(const void *h) const {
+        const uint64_t v = reinterpret_cast<uint64_t>(h);
+        if ((v >> 56) != static_cast<uint64_t>(kind_)) return nullptr;
+        const uint32_t idx = static_cast<uint32_t>(v & 0xffffff);
+        if (idx >= kCap || !(gen_of(h) & 1u)) return nullptr;
+        return &slots_[idx];
+    }
     static uint32_t index_of(const void *h) { return static_cast<uint32_t>(reinterpret_cast<uint64_t>(h) & 0xffffff); }
     static uint32_t gen_of(const void *h) {
         return static_cast<uint32_t>((reinterpret_cast<uint64_t>(h) >> 24) & 0xffffffff);
@@ -102,28 +110,31 @@ public:
         return obj;
     }
 
-    // A use of the object `h` names for one call: valid() while held.
+    // A use of the object `h` names for one call (true while it names one).
+    // The count is taken first, then the handle checked: a full barrier (the
+    // locked add) between, against close()'s store of `closing` and its read
+    // of `uses`, so either close() waits for this use or this use sees
+    // `closing` and backs off.  With the use held and `closing` clear, the
+    // object cannot be removed (remove() follows close()), so the slot's
+    // fields are read once, without the lookup's seqlock re-check: the
+    // uncontended cost is the locked add, the locked subtract at the end and
+    // one more load than lookup().
     class Use {
     public:
         Use(HandleTable &t, const void *h, NicEntry **owner = nullptr) {
-            for (;;) {
-                obj_ = t.lookup(h, owner);
-                if (!obj_) return;
-                slot_ = &t.slots_[index_of(h)];
-                slot_->uses.fetch_add(1, std::memory_order_seq_cst);
-                // Seq-cst against close(): it stores `closing` then reads `uses`;
-                // we added to `uses`, then read `closing`: one of us sees the other.
-                if (__builtin_expect(!slot_->closing.load(std::memory_order_seq_cst), 1) &&
-                    slot_->gen.load(std::memory_order_relaxed) == gen_of(h))
-                    return;
-                slot_->uses.fetch_sub(1, std::memory_order_release);
-                obj_ = nullptr;
-                // Being destroyed: wait for the outcome, then look again.
-                while (slot_->closing.load(std::memory_order_acquire) &&
-                       slot_->gen.load(std::memory_order_acquire) == gen_of(h))
-                    sched_yield();
-                slot_ = nullptr;
+            Slot *s = t.slot_of(h);
+            if (__builtin_expect(s == nullptr, 0)) return;
+            s->uses.fetch_add(1, std::memory_order_seq_cst);
+            if (__builtin_expect(s->gen.load(std::memory_order_acquire) == gen_of(h) &&
+                                     !s->closing.load(std::memory_order_seq_cst),
+                                 1)) {
+                slot_ = s;
+                obj_ = s->obj.load(std::memory_order_relaxed);
+                if (owner) *owner = s->owner.load(std::memory_order_relaxed);
+                return;
             }
+            s->uses.fetch_sub(1, std::memory_order_release);
+            retry(t, h, owner);
         }
         ~Use() {
             if (slot_) slot_->uses.fetch_sub(1, std::memory_order_release);
@@ -135,6 +146,24 @@ public:
         explicit operator bool() const { return obj_ != nullptr; }
 
     private:
+        // The handle is stale, or its object is being destroyed: wait for the
+        // outcome (the handle gone, or the destroy refused) and look again.
+        __attribute__((noinline)) void retry(HandleTable &t, const void *h, NicEntry **owner) {
+            for (;;) {
+                Slot *s = t.slot_of(h);
+                if (!s || s->gen.load(std::memory_order_acquire) != gen_of(h)) return;
+                while (s->closing.load(std::memory_order_acquire) && s->gen.load(std::memory_order_acquire) == gen_of(h))
+                    sched_yield();
+                s->uses.fetch_add(1, std::memory_order_seq_cst);
+                if (s->gen.load(std::memory_order_acquire) == gen_of(h) && !s->closing.load(std::memory_order_seq_cst)) {
+                    slot_ = s;
+                    obj_ = s->obj.load(std::memory_order_relaxed);
+                    if (owner) *owner = s->owner.load(std::memory_order_relaxed);
+                    return;
+                }
+                s->uses.fetch_sub(1, std::memory_order_release);
+            }
+        }
         T *obj_ = nullptr;
         Slot *slot_ = nullptr;
     };
