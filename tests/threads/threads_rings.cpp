@@ -17,7 +17,7 @@
 namespace {
 
 constexpr int kReapers = 4;
-constexpr uint32_t kCount = 100000;
+constexpr uint32_t kCount = 50000;
 
 [[noreturn]] void fail(const char *what, unsigned long i) {
     std::fprintf(stderr, "threads_rings: %s (%lu)\n", what, i);
