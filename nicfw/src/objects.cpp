@@ -174,7 +174,7 @@ VIP_RETURN ViImpl::wait(WorkRing<> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR 
     bool gave_up = false;
     if (!poll_until(*hw, timeout_ms, [&] {
             if (hostq.take(d)) return true;
-            if (hostq.oldest()) return gave_up = closing();
+            if (!hostq.empty()) return gave_up = closing();
             return gave_up = broken() || closing();
         }))
         return VIP_TIMEOUT;

@@ -28,13 +28,13 @@ void work_ring() {
     constexpr uint32_t kDepth = 256;
     vipl::common::WorkRing<> ring;
     ring.reset(kDepth);
-    std::vector<VIP_DESCRIPTOR> descs(kDepth);
+    std::vector<VIP_DESCRIPTOR> descs(kCount); // never reused: a reaper reads one after taking it
     std::vector<std::atomic<uint8_t>> taken(kCount);
     std::atomic<uint32_t> done{0};
     std::thread poster([&] {
         for (uint32_t i = 0; i < kCount; ++i) {
             while (ring.full()) std::this_thread::yield();
-            VIP_DESCRIPTOR *d = &descs[i % kDepth];
+            VIP_DESCRIPTOR *d = &descs[i];
             vipl::common::SpinGuard g(ring.post_lock);
             ring.claim(d);
             d->CS.ImmediateData = i; // which post this is

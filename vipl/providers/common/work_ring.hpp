@@ -80,7 +80,9 @@ public:
     }
     void publish() { tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
 
-    // The oldest posted descriptor, or nullptr when nothing is posted.
+    // The oldest posted descriptor, or nullptr when nothing is posted.  Only
+    // for a queue one thread reaps: with several, another may take it (and
+    // the slot be posted again) while it is read; they use take().
     VIP_DESCRIPTOR *oldest() const {
         const uint64_t h = head_.load(std::memory_order_relaxed);
         if (h == tail_.load(std::memory_order_acquire))
@@ -106,7 +108,7 @@ public:
     template <class Poll>
     VIP_RETURN reap(VIP_DESCRIPTOR **d, Poll &&poll) {
         if (take(d)) return VIP_SUCCESS;
-        if (oldest() == nullptr) return VIP_NOT_DONE;
+        if (empty()) return VIP_NOT_DONE;
         poll();
         return take(d) ? VIP_SUCCESS : VIP_NOT_DONE;
     }
