@@ -39,15 +39,6 @@ void spin_ns(uint32_t ns) {
     while (now_ns() < end) __builtin_ia32_pause();
 }
 
-namespace {
-// membarrier(2), private expedited: registered once per process; false where
-// the kernel lacks it (then every inline NIC steps shared from the start).
-bool membarrier_ready() {
-    static const bool ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-    return ok;
-}
-} // namespace
-
 Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int nprocs,
                    const ProtectionTable &protection, const ViTable &vis, ErrorQueue &errors, ConnectionManager &cm)
     : cfg_(cfg), wire_(job, nprocs, cfg.ring_bytes), rank_(rank), protection_(protection), vis_(vis),
@@ -56,8 +47,6 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
     rx_head_ = wire_.ctl(rank_).head.load(std::memory_order_acquire);
     if (cfg_.faults.any()) faults_ = std::make_unique<FaultInjector>(cfg_.faults, rank, now_ns());
     ack_list_.reserve(kMaxVi);
-    // Inline: the switch to shared stepping needs membarrier (share_stepping).
-    if (cfg_.mode == Mode::Inline && !membarrier_ready()) shared_step_.store(true, std::memory_order_relaxed);
     // Every rank of a job has the same configuration, so every consumer of the
     // job's FIFOs sleeps or none does.
     wire_.consumers_may_sleep = cfg_.mode == Mode::Thread || cfg_.progress_thread;
@@ -250,7 +239,7 @@ void Firmware::step() {
             if (vi->bell_sq.empty() && vi->bell_rq.empty() && vi->fw.tx_next == vi->fw.tx_tail &&
                 (!cost_.on() || vi->fw.tx_head == vi->fw.tx_next) &&
                 vi->flush_req.load(std::memory_order_relaxed) == vi->flush_done.load(std::memory_order_relaxed)) {
-                if (cfg_.mode == Mode::Inline && !shared_step_.load(std::memory_order_relaxed)) {
+                if (run_.unshared_inline()) {
                     // Only this thread rings and serves doorbells: no atomic RMW needed.
                     active_[w].store(active_[w].load(std::memory_order_relaxed) & ~(1ull << b),
                                      std::memory_order_relaxed);
@@ -358,10 +347,9 @@ inline bool Firmware::tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) 
 // packet waits, and housekeeping still runs every kHousekeepingSteps calls, so
 // a host that only posts sends keeps its NIC answering.
 bool Firmware::send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
-    if (!direct_ok_ || shared_step_.load(std::memory_order_relaxed) || backlog_pending_.load(std::memory_order_relaxed))
-        return false;
-    if (__builtin_expect(!on_owner_thread(), 0)) return false; // ring: shares stepping
-    OwnerSection owner(this);
+    if (!direct_ok_ || run_.shared() || backlog_pending_.load(std::memory_order_relaxed)) return false;
+    if (__builtin_expect(!run_.on_owner_thread(), 0)) return false; // ring: shares stepping
+    Stepper<Firmware>::OwnerSection owner(&run_);
     if (!owner.alone()) return false;
     auto &c = vi->fw;
     if (c.tx_next != c.tx_tail || c.tx_tail - c.tx_head >= kMaxQueue || !vi->bell_sq.empty() ||
@@ -516,89 +504,22 @@ void Firmware::wake_thread() {
     syscall(SYS_futex, reinterpret_cast<uint32_t *>(&c.doorbell), FUTEX_WAKE, 1, nullptr, nullptr, 0);
 }
 
-Firmware::Quiesce Firmware::quiesce() {
-    if (cfg_.mode == Mode::Thread) {
-        pause_req_.store(true, std::memory_order_release);
-        wake_thread();
-        while (!paused_.load(std::memory_order_acquire) && thread_.joinable()) sched_yield();
-        return Quiesce(this, true);
-    }
-    if (shared_step_.load()) {
-        bool expected = false;
-        while (!step_lock_.compare_exchange_weak(expected, true, std::memory_order_acquire)) {
-            expected = false;
-            sched_yield();
-        }
-        return Quiesce(this, true);
-    }
-    return Quiesce(this, false);
-}
-
-Firmware::Quiesce::~Quiesce() {
-    if (!held_) return;
-    if (fw_->cfg_.mode == Mode::Thread) {
-        fw_->pause_req_.store(false, std::memory_order_release);
-        while (fw_->paused_.load(std::memory_order_acquire)) __builtin_ia32_pause();
-    } else {
-        fw_->step_lock_.store(false, std::memory_order_release);
-    }
-}
-
-void Firmware::share_stepping() {
-    if (cfg_.mode != Mode::Inline || shared_step_.load(std::memory_order_relaxed)) return;
-    shared_step_.store(true, std::memory_order_seq_cst);
-    if (membarrier_ready()) {
-        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-        while (owner_busy_.load(std::memory_order_acquire)) __builtin_ia32_pause();
-    }
-}
-
-void Firmware::locked_step() {
-    bool expected = false;
-    if (!step_lock_.compare_exchange_strong(expected, true, std::memory_order_acquire)) return;
+// The firmware thread's iteration (stepper.hpp): a step, and whether it
+// found work (a VI with a doorbell, or packets taken off the wire).
+bool Firmware::thread_step() {
+    const uint64_t head_before = rx_head_;
+    bool any_active = false;
+    for (uint32_t w = 0; w < vi_words_.load(std::memory_order_relaxed); ++w)
+        if (active_[w].load(std::memory_order_relaxed)) { any_active = true; break; }
     step();
-    step_lock_.store(false, std::memory_order_release);
+    return any_active || rx_head_ != head_before;
 }
 
-// Firmware on its own thread: spin while there is work, sleep on the wire's
-// futex when idle (a host doorbell also rings it, see ring()).
-void Firmware::start() {
-    if (cfg_.mode != Mode::Thread || thread_.joinable()) return;
-    thread_ = std::thread([this] {
-        uint32_t idle = 0;
-        while (!stop_.load(std::memory_order_relaxed)) {
-            if (pause_req_.load(std::memory_order_acquire)) { // host is changing NIC tables
-                paused_.store(true, std::memory_order_release);
-                while (pause_req_.load(std::memory_order_acquire)) __builtin_ia32_pause();
-                paused_.store(false, std::memory_order_release);
-            }
-            const uint64_t head_before = rx_head_;
-            bool any_active = false;
-            for (uint32_t w = 0; w < vi_words_.load(std::memory_order_relaxed); ++w)
-                if (active_[w].load(std::memory_order_relaxed)) { any_active = true; break; }
-            step();
-            if (any_active || rx_head_ != head_before) { idle = 0; continue; }
-            // Spin briefly, then keep yielding (cheap when the core is ours, and it
-            // lets the host threads run when it is not) for a few milliseconds
-            // before sleeping: a firmware that sleeps between the messages of a
-            // ping-pong pays a futex wake-up and a scheduling delay on every one.
-            if (++idle < 2000) { __builtin_ia32_pause(); continue; }
-            if (idle < 200000) { sched_yield(); continue; }
-            // Announce the sleep, then re-check every work source: a host doorbell
-            // rung before `sleeping` was visible would otherwise wait for the timeout.
-            const uint32_t bell = wire_sleep_prepare(wire_, rank_);
-            bool busy = wire_peek(wire_, rank_, rx_head_) != nullptr || pause_req_.load() || stop_.load();
-            for (auto &w : active_) busy = busy || w.load(std::memory_order_seq_cst) != 0;
-            if (busy) wire_sleep_cancel(wire_, rank_);
-            else wire_sleep_commit(wire_, rank_, bell, 2000);
-        }
-    });
-}
-
-void Firmware::stop_thread() {
-    stop_.store(true);
-    wake_thread();
-    if (thread_.joinable()) thread_.join();
+// Before the firmware thread sleeps: anything on the wire or a doorbell.
+bool Firmware::has_work() {
+    bool busy = wire_peek(wire_, rank_, rx_head_) != nullptr;
+    for (auto &w : active_) busy = busy || w.load(std::memory_order_seq_cst) != 0;
+    return busy;
 }
 
 } // namespace nicfw

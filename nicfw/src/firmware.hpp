@@ -1,7 +1,8 @@
 // firmware.hpp - the NIC's firmware (the LANai's MCP): the doorbell bitmap,
 // the transmit path, the receive path, the SRAM staging buffers and descriptor
-// cache, completions, and how the firmware is run (stepped inline by host
-// calls, by the agent under a lock, or on its own thread).
+// cache, completions.  How the firmware is run (stepped inline by one host
+// thread, by several under a try-lock, or on its own thread) is the Stepper's
+// (stepper.hpp), a member here.
 //
 // Files: firmware.cpp (main loop, completions, execution), tx.cpp (send side),
 // rx.cpp (receive side).  The firmware reads the protection table and the VI
@@ -33,24 +34,11 @@
 #include "protocol.hpp"
 #include "published.hpp"
 #include "reliable.hpp"
+#include "stepper.hpp"
 #include "vipl_instr.h"
 #include "wire.hpp"
 
 namespace nicfw {
-
-// The calling thread's identity among the live threads of the process, as
-// pthread_self() gives it, without a libc call on every post: on x86-64 the
-// thread pointer, whose first word the ABI makes point to itself (glibc's
-// pthread_self() returns that same address).
-inline uintptr_t this_thread_id() {
-#if defined(__x86_64__)
-    uintptr_t tp;
-    asm("mov %%fs:0, %0" : "=r"(tp));
-    return tp;
-#else
-    return (uintptr_t)pthread_self();
-#endif
-}
 
 class ProtectionTable;
 class ViTable;
@@ -69,64 +57,12 @@ public:
     Firmware(const Firmware &) = delete;
     Firmware &operator=(const Firmware &) = delete;
 
-    // ---- running it ----
+    // ---- running it (stepper.hpp) ----
     // What a host call does to make progress: one MCP iteration in inline mode
     // (under the step lock once another thread steps too); nothing when the
     // firmware has its own thread.
-    void host_step() {
-        if (cfg_.mode == Mode::Inline) {
-            note_host_thread();
-            if (!shared_step_.load(std::memory_order_relaxed)) {
-                OwnerSection owner(this);
-                if (owner.alone()) {
-                    step();
-                    return;
-                }
-            }
-            locked_step();
-        }
-    }
-    // Inline mode: the thread that opened the NIC drives it alone (plain
-    // doorbell writes, steps without the lock) until a VIPL call comes from
-    // another thread: from then on stepping is shared.  The VI spec lets
-    // several threads use one NIC (a server thread in VipConnectWait while
-    // another connects; a receive thread in VipRecvWait); two threads stepping
-    // an unshared firmware at once read one packet twice and skipped the next
-    // (a lost VipConnectReject, found by badinput's reject test under load).
-    // The check is one compare of this_thread_id() per call.
-    //
-    // The switch must not let the owner's step (or doorbell write) that is
-    // already running unlocked overlap the new thread's first locked one.
-    // The owner marks each unlocked section (owner_busy_) and then re-reads
-    // shared_step_, with only a compiler barrier between: the rare side, the
-    // thread that switches stepping to shared, pays for the ordering with
-    // membarrier(2), which makes every thread of the process pass a full
-    // barrier; after it, either the owner's mark is visible (and is waited
-    // out) or the owner's re-read sees the switch and takes the lock.
-    // Without membarrier, stepping is shared from the start.
-    class OwnerSection {
-    public:
-        explicit OwnerSection(Firmware *fw) : fw_(fw) {
-            fw_->owner_busy_.store(true, std::memory_order_relaxed);
-            std::atomic_signal_fence(std::memory_order_seq_cst);
-            alone_ = !fw_->shared_step_.load(std::memory_order_relaxed);
-        }
-        ~OwnerSection() { fw_->owner_busy_.store(false, std::memory_order_release); }
-        bool alone() const { return alone_; }
-        OwnerSection(const OwnerSection &) = delete;
-        OwnerSection &operator=(const OwnerSection &) = delete;
-
-    private:
-        Firmware *fw_;
-        bool alone_;
-    };
-    bool on_owner_thread() const { return this_thread_id() == owner_thread_; }
-    void note_host_thread() {
-        if (__builtin_expect(cfg_.mode == Mode::Inline && !shared_step_.load(std::memory_order_relaxed) &&
-                                 !on_owner_thread(),
-                             0))
-            share_stepping();
-    }
+    void host_step() { run_.host_step(); }
+    void note_host_thread() { run_.note_host_thread(); }
     // A host poll found nothing (or the host called VipxProgress).  Every 16th:
     //  - thread mode: give the CPU away: on a machine with fewer cores than
     //    busy threads a spinning host would otherwise starve the firmware it
@@ -153,45 +89,45 @@ public:
     // The stepping thread (host or progress agent, one at a time) stores it
     // relaxed; a host wait reads it without the step lock.
     uint64_t rx_mark() const { return cfg_.mode == Mode::Inline ? __atomic_load_n(&rx_head_, __ATOMIC_RELAXED) : 0; }
-    void step();          // one MCP iteration
+    void step();          // one MCP iteration (whoever the Stepper lets run it)
     // Inline mode, this thread alone, nothing else for the firmware to do: a
     // posted send is transmitted now, without the doorbell token and the scan
     // of every VI an MCP iteration makes (the firmware's own transmit path and
     // checks; the wire is drained only if a packet waits).  False: nothing was
     // done, ring the doorbell as usual (firmware.cpp).
     bool send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
-    void locked_step();   // one iteration, unless another thread is running one
+    void locked_step() { run_.locked_step(); }  // one iteration, or a request to the thread running one
     // Inline mode: from now on another thread (the agent, a second host thread)
     // steps the firmware too, so steps take the lock and doorbells use atomics.
-    void share_stepping();  // firmware.cpp (the membarrier handshake above)
-    bool stepping_shared() const { return shared_step_.load(std::memory_order_relaxed); }
-    // Stops the firmware from running until the guard goes (thread mode: parks
-    // the firmware thread; inline with an agent: holds the step lock).
-    class Quiesce {
-    public:
-        Quiesce(Firmware *fw, bool held) : fw_(fw), held_(held) {}
-        ~Quiesce();
-        Quiesce(const Quiesce &) = delete;
-        Quiesce &operator=(const Quiesce &) = delete;
-
-    private:
-        Firmware *fw_;
-        bool held_;
-    };
-    Quiesce quiesce();
+    void share_stepping() { run_.share(); }
+    bool stepping_shared() const { return run_.shared(); }
+    using Quiesce = Stepper<Firmware>::Quiesce;
+    // A section of the owner thread without the step lock (stepper.hpp).
+    using OwnerSection = Stepper<Firmware>::OwnerSection;
+    OwnerSection owner_section() { return OwnerSection(&run_); }
+    Quiesce quiesce() { return run_.quiesce(); }
     // Thread mode: starts the firmware thread.  Called once the NIC is complete,
     // since the thread may hand a packet to the connection manager at once.
-    void start();
-    void stop_thread();   // thread mode: stops and joins the firmware thread
+    void start() { run_.start(); }
+    void stop_thread() { run_.stop_thread(); }   // thread mode: stops and joins the firmware thread
+
+    // What the Stepper asks of the firmware (stepper.hpp): the firmware thread's
+    // iteration (true: it found work), its idle sleep on the wire futex.
+    bool thread_step();
+    uint32_t sleep_prepare() { return wire_sleep_prepare(wire_, rank_); }
+    bool has_work();
+    void sleep_cancel() { wire_sleep_cancel(wire_, rank_); }
+    void sleep_commit(uint32_t bell) { wire_sleep_commit(wire_, rank_, bell, 2000); }
+    void wake() { wake_thread(); }
 
     // ---- doorbells (host side) ----
     // Marks VI `index` active (and wakes a sleeping firmware thread).
     void ring(uint32_t index) {
         const uint32_t w = index / 64;
         const uint64_t bit = 1ull << (index % 64);
-        note_host_thread();
-        if (cfg_.mode == Mode::Inline && !shared_step_.load(std::memory_order_relaxed)) {
-            OwnerSection owner(this);
+        run_.note_host_thread();
+        if (run_.unshared_inline()) {
+            Stepper<Firmware>::OwnerSection owner(&run_);
             if (owner.alone()) {
                 // Only this thread runs the firmware: a plain read-modify-write suffices.
                 const uint64_t v = active_[w].load(std::memory_order_relaxed);
@@ -479,14 +415,6 @@ private:
     uint32_t fast_tx_limit_ = 0;
 
     // execution
-    std::atomic<bool> shared_step_{false};  // someone besides the host steps (agent)
-    uintptr_t owner_thread_ = this_thread_id();  // inline: the host thread that drives it alone (note_host_thread)
-    std::atomic<bool> owner_busy_{false};      // the owner is in an unlocked step or doorbell write (OwnerSection)
-    std::atomic<bool> step_lock_{false};
-    std::atomic<bool> stop_{false};
-    std::atomic<bool> pause_req_{false};
-    std::atomic<bool> paused_{false};
-    std::thread thread_;
     std::atomic<uint32_t> idle_polls_{0}; // idle_poll(): host threads, relaxed
 
     // counters (diagnostics)
@@ -511,6 +439,9 @@ private:
     uint64_t next_tick_ns_ = 0;              // transport timers
     std::vector<uint32_t> ack_list_;         // VIs that owe their peer an ack
     uint64_t retransmits_ = 0, link_acks_ = 0, rel_drops_ = 0, links_broken_ = 0;
+
+    // Who runs the firmware (stepper.hpp).  Last: its thread uses everything above.
+    Stepper<Firmware> run_{cfg_.mode, *this};
 };
 
 } // namespace nicfw

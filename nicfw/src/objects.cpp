@@ -43,23 +43,31 @@ void ViImpl::request_flush() {
     poll_until(*hw, VIP_INFINITE, [&] { return flush_done.load(std::memory_order_acquire) == want; });
 }
 
+// Posting: the queue's post lock is held from the ring slot through the
+// doorbell token (or the direct send), so the ring, the doorbell and the
+// firmware see one order; the firmware step that follows runs outside it.
 VIP_RETURN ViImpl::post(WorkRing<> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
-    if (hostq.full()) return VIP_ERROR_RESOURCE; // work queue full
-    hostq.claim(d);                              // clears Status
-    hostq.publish();
-    return ring_doorbell(bell, d, mh);
+    {
+        vipl::common::SpinGuard g(hostq.post_lock);
+        if (hostq.full()) return VIP_ERROR_RESOURCE; // work queue full
+        hostq.claim(d);                              // clears Status
+        hostq.publish();
+        push_token(bell, d, mh);
+    }
+    hw->host_poll();
+    return VIP_SUCCESS;
 }
 
-VIP_RETURN ViImpl::ring_doorbell(SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+// The token into the doorbell FIFO, and the VI marked active.  Under the
+// queue's post lock.
+void ViImpl::push_token(SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_doorbell(hw->cfg.doorbell == Doorbell::Emulated);
     // Emulated doorbell (LANai 4): one token slot; wait until the firmware took the last.
     while (!bell.push(Token{d, mh})) {
-        if (hw->cfg.mode == Mode::Inline) hw->host_poll();
+        if (hw->cfg.mode == Mode::Inline) hw->fw.host_step();
         else __builtin_ia32_pause();
     }
     hw->fw.ring(index);
-    hw->host_poll();
-    return VIP_SUCCESS;
 }
 
 // A send is queued as post() does, then transmitted at once when the inline
@@ -70,14 +78,18 @@ VIP_RETURN ViImpl::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     if (st == ViState::Idle || st == ViState::Pending) return VIP_INVALID_STATE;
     if (hw->cfg.profile.send_ns) spin_ns(hw->cfg.profile.send_ns);
     if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_send_data(d->CS.Length); // hybrid path
-    if (host_sq.full()) return VIP_ERROR_RESOURCE; // work queue full
-    host_sq.claim(d);                              // clears Status
-    host_sq.publish();
-    if (hw->fw.send_direct(this, d, mh)) {
-        hw->deliver_errors();
-        return VIP_SUCCESS;
+    bool direct;
+    {
+        vipl::common::SpinGuard g(host_sq.post_lock);
+        if (host_sq.full()) return VIP_ERROR_RESOURCE; // work queue full
+        host_sq.claim(d);                              // clears Status
+        host_sq.publish();
+        direct = hw->fw.send_direct(this, d, mh);
+        if (!direct) push_token(bell_sq, d, mh);
     }
-    return ring_doorbell(bell_sq, d, mh);
+    if (direct) hw->deliver_errors();
+    else hw->host_poll();
+    return VIP_SUCCESS;
 }
 
 // With an inline firmware only this thread runs (the default), a receive rings
@@ -92,21 +104,37 @@ VIP_RETURN ViImpl::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
 VIP_RETURN ViImpl::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     hw->fw.note_host_thread();
     if (hw->cfg.mode != Mode::Inline || hw->fw.stepping_shared()) return post(host_rq, bell_rq, d, mh);
-    if (host_rq.full()) return VIP_ERROR_RESOURCE; // work queue full
-    host_rq.claim(d);                              // clears Status
-    host_rq.publish();
-    if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_doorbell(hw->cfg.doorbell == Doorbell::Emulated);
-    bool pushed = bell_rq.push(Token{d, mh});
+    // One thread alone drives the NIC (note_host_thread saw no other): the
+    // owner section keeps a thread that appears meanwhile out until the
+    // receive is queued (its switch to shared stepping waits for it).  The
+    // section ends before anything else steps the firmware (sections do not nest).
+    bool pushed;
+    {
+        const Firmware::OwnerSection owner = hw->fw.owner_section();
+        if (!owner.alone()) goto shared;
+        if (host_rq.full()) return VIP_ERROR_RESOURCE; // work queue full
+        host_rq.claim(d);                              // clears Status
+        host_rq.publish();
+        if (__builtin_expect(hw->fw.cost().on(), 0))
+            hw->fw.cost().host_doorbell(hw->cfg.doorbell == Doorbell::Emulated);
+        pushed = bell_rq.push(Token{d, mh});
+    }
     if (__builtin_expect(!pushed || state.load(std::memory_order_relaxed) == ViState::Error, 0)) {
         hw->fw.ring(index);
         hw->host_poll();
         while (!pushed) {
-            pushed = bell_rq.push(Token{d, mh});
+            // Stepping may have turned shared meanwhile: the push under the post lock.
+            {
+                vipl::common::SpinGuard g(host_rq.post_lock);
+                pushed = bell_rq.push(Token{d, mh});
+            }
             hw->fw.ring(index);
             hw->host_poll();
         }
     }
     return VIP_SUCCESS;
+shared:
+    return post(host_rq, bell_rq, d, mh);
 }
 
 VIP_RETURN ViImpl::done(WorkRing<> &hostq, VIP_DESCRIPTOR **d) {
@@ -139,15 +167,20 @@ VIP_RETURN ViImpl::wait(WorkRing<> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR 
         if (broken()) return VIP_INVALID_STATE;
         if (!hw->fw.stepping_shared()) hw->fw.share_stepping();
     }
+    // The condition takes the oldest descriptor when it is complete (under the
+    // queue's reap lock): with several threads waiting on one queue, each
+    // completion ends exactly one wait.  The queue empty and the VI broken
+    // ends it too; a VI being destroyed by another thread ends it at once.
     bool gave_up = false;
     if (!poll_until(*hw, timeout_ms, [&] {
-            if (const VIP_DESCRIPTOR *head = hostq.oldest()) return vipl::common::descriptor_done(head);
-            return gave_up = broken();
+            if (hostq.take(d)) return true;
+            if (!hostq.empty()) return gave_up = closing();
+            return gave_up = broken() || closing();
         }))
         return VIP_TIMEOUT;
     if (gave_up) return VIP_INVALID_STATE;
     if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_desc_status();
-    return hostq.reap(d, [] {}); // the oldest is complete: VIP_SUCCESS
+    return VIP_SUCCESS;
 }
 
 VIP_RETURN ViImpl::send_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) { return wait(host_sq, timeout_ms, d); }
@@ -230,7 +263,9 @@ VIP_RETURN CqImpl::done(vipl::prov::Vi **vi, bool *recv) {
 }
 
 VIP_RETURN CqImpl::wait(VIP_ULONG timeout_ms, vipl::prov::Vi **vi, bool *recv) {
-    if (!poll_until(*hw, timeout_ms, [&] { return pop_live(vi, recv); })) return VIP_TIMEOUT;
+    bool gave_up = false;
+    if (!poll_until(*hw, timeout_ms, [&] { return pop_live(vi, recv) || (gave_up = closing()); })) return VIP_TIMEOUT;
+    if (gave_up) return VIP_INVALID_STATE; // another thread is destroying the CQ
     if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_cq_check(true);
     return VIP_SUCCESS;
 }

@@ -164,7 +164,7 @@ public:
 private:
     // Queues d on hostq and rings the doorbell (the firmware takes the token).
     VIP_RETURN post(vipl::common::WorkRing<> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
-    VIP_RETURN ring_doorbell(SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    void push_token(SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     VIP_RETURN done(vipl::common::WorkRing<> &hostq, VIP_DESCRIPTOR **d);
     VIP_RETURN wait(vipl::common::WorkRing<> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d);
     friend class Agent; // reaps a completed descriptor for an armed notify

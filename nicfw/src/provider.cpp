@@ -42,7 +42,7 @@ public:
     }
 
     VIP_RETURN query(VIP_NIC_ATTRIBUTES *a) override {
-        vipl::common::fill_nic_attributes(a, {"nicfw0", 0x4c41 /* "LA": LANai-style */, hw->addr_bytes, false,
+        vipl::common::fill_nic_attributes(a, {"nicfw0", 0x4c41 /* "LA": LANai-style */, hw->addr_bytes, /*thread_safe=*/true,
                                               kMaxRegions, kMaxVi, kMaxQueue, kMaxSegments, kMaxCq, kMaxCqEntries,
                                               hw->cfg.max_transfer(), kMaxPtags});
         return VIP_SUCCESS;

@@ -318,8 +318,8 @@ TEST(Wait, TimeoutsOnEmptyQueuesAndCq) {
 
 TEST(Wait, RecvWaitWakesWhenDataArrives) {
     // The sender runs on a second thread of this process: that needs a NIC that
-    // allows concurrent use from several threads (nicfw does not; the
-    // two-process suite checks the same wake-up across processes).
+    // allows concurrent use from several threads (nicfw does, verbs does not
+    // yet; the two-process suite checks the same wake-up across processes).
     if (!nic_attr().ThreadSafe)
         GTEST_SKIP() << "NIC is not thread safe (VipQueryNic ThreadSafe = FALSE)";
     Ptag tag;

@@ -10,6 +10,8 @@
 // provider's docs), never a silent success.
 #pragma once
 
+#include <atomic>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +31,12 @@ class Ptag;
 struct Object {
     void *api_handle = nullptr;
     virtual ~Object() = default;
+    // Another thread is destroying the object (docs/vipl.md, "Threads"): the
+    // API layer waits for the calls in progress on it to end before the
+    // provider destroys it, and a provider's Wait on it returns at once
+    // (VIP_INVALID_STATE) rather than hold the destroy up.
+    bool closing() const { return closing_.load(std::memory_order_acquire); }
+    std::atomic<bool> closing_{false}; // set and cleared by the API layer only
 };
 
 class Ptag : public Object {};

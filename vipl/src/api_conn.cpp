@@ -46,9 +46,9 @@ VIP_RETURN VipxConnectAcceptData(VIP_CONN_HANDLE ConnHandle, VIP_VI_HANDLE ViHan
                                  VIP_ULONG Len) {
     NicEntry *ce = nullptr, *ve = nullptr;
     vipl::prov::Conn *c = conns().lookup(ConnHandle, &ce);
-    vipl::prov::Vi *vi = vis().lookup(ViHandle, &ve);
+    const ViUse vi(vis(), ViHandle, &ve);
     if (!c || !vi || !data_ok(Data, Len)) return VIP_INVALID_PARAMETER;
-    VIP_RETURN rc = c->accept(vi, Data, Len);
+    VIP_RETURN rc = c->accept(vi.get(), Data, Len);
     if (rc == VIP_SUCCESS) { // the connection request is used up
         conns().remove(ConnHandle);
         delete c;
@@ -74,7 +74,7 @@ VIP_RETURN VipConnectReject(VIP_CONN_HANDLE ConnHandle) { return VipxConnectReje
 // ---- client side: VipConnectRequest is the non-blocking request, waited for ----
 VIP_RETURN VipxConnectRequestStart(VIP_VI_HANDLE ViHandle, VIP_NET_ADDRESS *LocalAddr, VIP_NET_ADDRESS *RemoteAddr,
                                    VIP_ULONG Timeout, const void *Data, VIP_ULONG Len) {
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (!vi || !addr_ok(RemoteAddr) || (LocalAddr && !addr_ok(LocalAddr)) || !data_ok(Data, Len))
         return VIP_INVALID_PARAMETER;
     return vi->connect_start(LocalAddr, RemoteAddr, Timeout, Data, Len);
@@ -82,7 +82,7 @@ VIP_RETURN VipxConnectRequestStart(VIP_VI_HANDLE ViHandle, VIP_NET_ADDRESS *Loca
 
 VIP_RETURN VipxConnectRequestDone(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *RemoteViAttribs, void *Data,
                                   VIP_ULONG *Len) {
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (!vi) return VIP_INVALID_PARAMETER;
     return vi->connect_done(RemoteViAttribs, Data, Len);
 }
@@ -94,31 +94,31 @@ VIP_RETURN VipConnectRequest(VIP_VI_HANDLE ViHandle, VIP_NET_ADDRESS *LocalAddr,
         rc != VIP_SUCCESS)
         return rc;
     // A VI with a request under way cannot be destroyed (VIP_INVALID_STATE), so it is still there.
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     return vi ? vi->connect_wait(RemoteViAttribs, nullptr, nullptr) : VIP_INVALID_PARAMETER;
 }
 
 VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (!vi) return VIP_INVALID_PARAMETER;
     return vi->disconnect();
 }
 
 VIP_RETURN VipConnectPeerRequest(VIP_VI_HANDLE ViHandle, VIP_NET_ADDRESS *LocalAddr, VIP_NET_ADDRESS *RemoteAddr,
                                  VIP_ULONG Timeout) {
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (!vi || !addr_ok(RemoteAddr) || (LocalAddr && !addr_ok(LocalAddr))) return VIP_INVALID_PARAMETER;
     return vi->peer_request(LocalAddr, RemoteAddr, Timeout);
 }
 
 VIP_RETURN VipConnectPeerDone(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *RemoteViAttribs) {
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (!vi || !RemoteViAttribs) return VIP_INVALID_PARAMETER;
     return vi->peer_done(RemoteViAttribs);
 }
 
 VIP_RETURN VipConnectPeerWait(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *RemoteViAttribs) {
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (!vi || !RemoteViAttribs) return VIP_INVALID_PARAMETER;
     return vi->peer_wait(RemoteViAttribs);
 }

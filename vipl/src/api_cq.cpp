@@ -25,30 +25,36 @@ VIP_RETURN VipCreateCQ(VIP_NIC_HANDLE NicHandle, VIP_ULONG EntryCount, VIP_CQ_HA
     return VIP_SUCCESS;
 }
 
+// With threads: calls in progress on the CQ end first, calls arriving wait
+// for the outcome (handles.hpp close/reopen/remove).
 VIP_RETURN VipDestroyCQ(VIP_CQ_HANDLE CQHandle) {
     NicEntry *e = nullptr;
-    vipl::prov::Cq *cq = cqs().lookup(CQHandle, &e);
-    if (!cq) return VIP_INVALID_PARAMETER;
-    if (VIP_RETURN rc = e->nic->destroy_cq(cq); rc != VIP_SUCCESS) return rc;
+    if (!cqs().lookup(CQHandle, &e)) return VIP_INVALID_PARAMETER;
+    vipl::prov::Cq *cq = cqs().close(CQHandle);
+    if (!cq) return VIP_INVALID_PARAMETER; // destroyed meanwhile
+    if (VIP_RETURN rc = e->nic->destroy_cq(cq); rc != VIP_SUCCESS) {
+        cqs().reopen(CQHandle, cq);
+        return rc;
+    }
     cqs().remove(CQHandle);
     e->objects.fetch_sub(1);
     return VIP_SUCCESS;
 }
 
 VIP_RETURN VipResizeCQ(VIP_CQ_HANDLE CQHandle, VIP_ULONG EntryCount) {
-    vipl::prov::Cq *cq = cqs().lookup(CQHandle);
+    const CqUse cq(cqs(), CQHandle);
     if (!cq || EntryCount == 0) return VIP_INVALID_PARAMETER;
     return cq->resize(EntryCount);
 }
 
 VIP_RETURN VipCQDone(VIP_CQ_HANDLE CQHandle, VIP_VI_HANDLE *ViHandle, VIP_BOOLEAN *RecvQueue) {
     VIPL_INSTR_CALL_BEGIN(t);
-    vipl::prov::Cq *cq = cqs().lookup(CQHandle);
+    const CqUse cq(cqs(), CQHandle);
     if (__builtin_expect(!cq || !ViHandle || !RecvQueue, 0)) return VIP_INVALID_PARAMETER;
     vipl::prov::Vi *vi = nullptr;
     bool recv = false;
     const VIP_RETURN rc = cq->done(&vi, &recv);
-    VIPL_INSTR_CALL_WAITED(t, cq, rc != VIP_NOT_DONE);
+    VIPL_INSTR_CALL_WAITED(t, cq.get(), rc != VIP_NOT_DONE);
     if (rc == VIP_SUCCESS) {
         *ViHandle = vi->api_handle;
         *RecvQueue = recv ? VIP_TRUE : VIP_FALSE;
@@ -59,12 +65,12 @@ VIP_RETURN VipCQDone(VIP_CQ_HANDLE CQHandle, VIP_VI_HANDLE *ViHandle, VIP_BOOLEA
 
 VIP_RETURN VipCQWait(VIP_CQ_HANDLE CQHandle, VIP_ULONG Timeout, VIP_VI_HANDLE *ViHandle, VIP_BOOLEAN *RecvQueue) {
     VIPL_INSTR_CALL_BEGIN(t);
-    vipl::prov::Cq *cq = cqs().lookup(CQHandle);
+    const CqUse cq(cqs(), CQHandle);
     if (!cq || !ViHandle || !RecvQueue) return VIP_INVALID_PARAMETER;
     vipl::prov::Vi *vi = nullptr;
     bool recv = false;
     const VIP_RETURN rc = cq->wait(Timeout, &vi, &recv);
-    if (rc == VIP_SUCCESS) VIPL_INSTR_CALL_WAITED(t, cq, 1); // the part before its arrival
+    if (rc == VIP_SUCCESS) VIPL_INSTR_CALL_WAITED(t, cq.get(), 1); // the part before its arrival
     if (rc == VIP_SUCCESS) {
         *ViHandle = vi->api_handle;
         *RecvQueue = recv ? VIP_TRUE : VIP_FALSE;
@@ -74,7 +80,7 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE CQHandle, VIP_ULONG Timeout, VIP_VI_HANDLE *V
 }
 
 VIP_RETURN VipCQNotify(VIP_CQ_HANDLE CQHandle, VIP_PVOID Context, VIP_CQ_NOTIFY_HANDLER Handler) {
-    vipl::prov::Cq *cq = cqs().lookup(CQHandle);
+    const CqUse cq(cqs(), CQHandle);
     if (!cq || !Handler) return VIP_INVALID_PARAMETER;
     return cq->notify(Context, Handler);
 }

@@ -1,5 +1,6 @@
 // api_data.cpp - the data path: post, done, wait, notify.  Each call is one
-// handle lookup, the spec's argument checks, and one provider call; the VIPL
+// handle lookup holding a use of the VI (handles.hpp: a VipDestroyVi on
+// another thread waits for it), the spec's argument checks, and one provider call; the VIPL
 // instrumentation times each (it costs one predictable branch when off).
 #include <cstdint>
 
@@ -46,7 +47,7 @@ extern "C" {
 
 VIP_RETURN VipPostSend(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr, VIP_MEM_HANDLE MemoryHandle) {
     VIPL_INSTR_BEGIN(t);
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (__builtin_expect(!vi || !aligned(DescriptorPtr), 0)) return VIP_INVALID_PARAMETER;
     if (__builtin_expect(!mark_posted(DescriptorPtr), 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->post_send(DescriptorPtr, MemoryHandle);
@@ -57,7 +58,7 @@ VIP_RETURN VipPostSend(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr, VI
 
 VIP_RETURN VipPostRecv(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr, VIP_MEM_HANDLE MemoryHandle) {
     VIPL_INSTR_BEGIN(t);
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (__builtin_expect(!vi || !aligned(DescriptorPtr), 0)) return VIP_INVALID_PARAMETER;
     if (__builtin_expect(!mark_posted(DescriptorPtr), 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->post_recv(DescriptorPtr, MemoryHandle);
@@ -68,7 +69,7 @@ VIP_RETURN VipPostRecv(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr, VI
 
 VIP_RETURN VipSendDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
     VIPL_INSTR_CALL_BEGIN(t);
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (__builtin_expect(!vi || !DescriptorPtr, 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->send_done(DescriptorPtr);
     VIPL_INSTR_CALL_WAITED(t, rc == VIP_SUCCESS ? *DescriptorPtr : nullptr, rc != VIP_NOT_DONE);
@@ -79,7 +80,7 @@ VIP_RETURN VipSendDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
 
 VIP_RETURN VipRecvDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
     VIPL_INSTR_CALL_BEGIN(t);
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (__builtin_expect(!vi || !DescriptorPtr, 0)) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->recv_done(DescriptorPtr);
     VIPL_INSTR_CALL_WAITED(t, rc == VIP_SUCCESS ? *DescriptorPtr : nullptr, rc != VIP_NOT_DONE);
@@ -90,7 +91,7 @@ VIP_RETURN VipRecvDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
 
 VIP_RETURN VipSendWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR **DescriptorPtr) {
     VIPL_INSTR_CALL_BEGIN(t);
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (!vi || !DescriptorPtr) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->send_wait(Timeout, DescriptorPtr);
     if (rc == VIP_SUCCESS) VIPL_INSTR_CALL_WAITED(t, *DescriptorPtr, 1); // the part before its arrival
@@ -101,7 +102,7 @@ VIP_RETURN VipSendWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR
 
 VIP_RETURN VipRecvWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR **DescriptorPtr) {
     VIPL_INSTR_CALL_BEGIN(t);
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (!vi || !DescriptorPtr) return VIP_INVALID_PARAMETER;
     const VIP_RETURN rc = vi->recv_wait(Timeout, DescriptorPtr);
     if (rc == VIP_SUCCESS) VIPL_INSTR_CALL_WAITED(t, *DescriptorPtr, 1); // the part before its arrival
@@ -111,21 +112,21 @@ VIP_RETURN VipRecvWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR
 }
 
 VIP_RETURN VipSendNotify(VIP_VI_HANDLE ViHandle, VIP_PVOID Context, VIP_DESCRIPTOR_NOTIFY_HANDLER Handler) {
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (!vi || !Handler) return VIP_INVALID_PARAMETER;
     const vipl::prov::Vi::UserNotify saved = vi->api_notify[0];
     vi->api_notify[0] = {Context, Handler}; // before arming: the handler may run at once
-    const VIP_RETURN rc = vi->send_notify(vi, notify_wrapper<0>);
+    const VIP_RETURN rc = vi->send_notify(vi.get(), notify_wrapper<0>);
     if (rc != VIP_SUCCESS) vi->api_notify[0] = saved;
     return rc;
 }
 
 VIP_RETURN VipRecvNotify(VIP_VI_HANDLE ViHandle, VIP_PVOID Context, VIP_DESCRIPTOR_NOTIFY_HANDLER Handler) {
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (!vi || !Handler) return VIP_INVALID_PARAMETER;
     const vipl::prov::Vi::UserNotify saved = vi->api_notify[1];
     vi->api_notify[1] = {Context, Handler}; // before arming: the handler may run at once
-    const VIP_RETURN rc = vi->recv_notify(vi, notify_wrapper<1>);
+    const VIP_RETURN rc = vi->recv_notify(vi.get(), notify_wrapper<1>);
     if (rc != VIP_SUCCESS) vi->api_notify[1] = saved;
     return rc;
 }

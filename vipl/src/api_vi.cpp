@@ -57,11 +57,30 @@ VIP_RETURN VipCreateVi(VIP_NIC_HANDLE NicHandle, VIP_VI_ATTRIBUTES *ViAttribs, V
     return VIP_SUCCESS;
 }
 
+// With threads: calls in progress on the VI end first (a Wait on it returns
+// VIP_INVALID_STATE), calls arriving wait for the outcome: the handle gone
+// (VIP_INVALID_PARAMETER) or, when the provider refuses, the VI as it was
+// (handles.hpp close/reopen/remove).  What the provider would refuse anyway
+// (connected, descriptors posted) is refused first, without disturbing a
+// thread waiting on the VI.
 VIP_RETURN VipDestroyVi(VIP_VI_HANDLE ViHandle) {
     NicEntry *e = nullptr;
-    vipl::prov::Vi *vi = vis().lookup(ViHandle, &e);
-    if (!vi) return VIP_INVALID_PARAMETER;
-    if (VIP_RETURN rc = e->nic->destroy_vi(vi); rc != VIP_SUCCESS) return rc;
+    {
+        const ViUse live(vis(), ViHandle, &e);
+        if (!live) return VIP_INVALID_PARAMETER;
+        VIP_VI_STATE st;
+        vipl::prov::ViAttr a;
+        bool sq = true, rq = true;
+        if (live->query(&st, &a, &sq, &rq) == VIP_SUCCESS &&
+            (st == VIP_STATE_CONNECTED || st == VIP_STATE_CONNECT_PENDING || !sq || !rq))
+            return VIP_INVALID_STATE;
+    }
+    vipl::prov::Vi *vi = vis().close(ViHandle);
+    if (!vi) return VIP_INVALID_PARAMETER; // destroyed meanwhile
+    if (VIP_RETURN rc = e->nic->destroy_vi(vi); rc != VIP_SUCCESS) {
+        vis().reopen(ViHandle, vi);
+        return rc;
+    }
     vis().remove(ViHandle);
     e->objects.fetch_sub(1);
     return VIP_SUCCESS;
@@ -69,7 +88,7 @@ VIP_RETURN VipDestroyVi(VIP_VI_HANDLE ViHandle) {
 
 VIP_RETURN VipQueryVi(VIP_VI_HANDLE ViHandle, VIP_VI_STATE *State, VIP_VI_ATTRIBUTES *ViAttribs,
                       VIP_BOOLEAN *ViSendQEmpty, VIP_BOOLEAN *ViRecvQEmpty) {
-    vipl::prov::Vi *vi = vis().lookup(ViHandle);
+    const ViUse vi(vis(), ViHandle);
     if (!vi || !State || !ViAttribs || !ViSendQEmpty || !ViRecvQEmpty) return VIP_INVALID_PARAMETER;
     vipl::prov::ViAttr a;
     bool sq, rq;
@@ -87,7 +106,7 @@ VIP_RETURN VipQueryVi(VIP_VI_HANDLE ViHandle, VIP_VI_STATE *State, VIP_VI_ATTRIB
 
 VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *ViAttribs) {
     NicEntry *e = nullptr;
-    vipl::prov::Vi *vi = vis().lookup(ViHandle, &e);
+    const ViUse vi(vis(), ViHandle, &e);
     if (!vi || !ViAttribs) return VIP_INVALID_PARAMETER;
     vipl::prov::ViAttr a;
     if (VIP_RETURN rc = resolve(e, ViAttribs, &a); rc != VIP_SUCCESS) return rc;

@@ -13,7 +13,16 @@
 // not a data race.  On x86 the extra cost is one load and a compare (acquire
 // loads and release stores are plain moves); no lock, no read-modify-write,
 // no fence.
+//
+// A call that uses the object past the lookup holds a *use* of it (Use, below):
+// a count in the handle's slot, which outlives every object put in it, so the
+// count is never touched in freed memory.  Destroying the object (close, then
+// the provider's destroy, then remove or reopen) first marks the slot closing
+// and waits until no use is held; a use taken meanwhile is given back at once
+// and waits for the outcome (docs/vipl.md, "Threads": handle lifetime).
 #pragma once
+
+#include <sched.h>
 
 #include <atomic>
 #include <cstdint>
@@ -32,6 +41,27 @@ struct NicEntry; // API-layer bookkeeping of one open NIC handle
 // One table per kind.  `owner` is the NIC entry an object was made through.
 template <class T>
 class HandleTable {
+    // Written under mu_, read without it: every field is an atomic.
+    struct Slot {
+        std::atomic<uint32_t> gen{0};
+        std::atomic<T *> obj{nullptr};
+        std::atomic<NicEntry *> owner{nullptr};
+        std::atomic<uint32_t> uses{0};      // calls holding a Use of the object
+        std::atomic<bool> closing{false};   // close() .. remove()/reopen()
+    };
+    // The slot a well-formed live-looking handle of this kind names, or nullptr.
+    Slot *slot_of(const void *h) const {
+        const uint64_t v = reinterpret_cast<uint64_t>(h);
+        if ((v >> 56) != static_cast<uint64_t>(kind_)) return nullptr;
+        const uint32_t idx = static_cast<uint32_t>(v & 0xffffff);
+        if (idx >= kCap || !(gen_of(h) & 1u)) return nullptr;
+        return &slots_[idx];
+    }
+    static uint32_t index_of(const void *h) { return static_cast<uint32_t>(reinterpret_cast<uint64_t>(h) & 0xffffff); }
+    static uint32_t gen_of(const void *h) {
+        return static_cast<uint32_t>((reinterpret_cast<uint64_t>(h) >> 24) & 0xffffffff);
+    }
+
 public:
     static constexpr uint32_t kCap = 1u << 16;
 
@@ -80,6 +110,90 @@ public:
         return obj;
     }
 
+    // A use of the object `h` names for one call (true while it names one).
+    // The count is taken first, then the handle checked: a full barrier (the
+    // locked add) between, against close()'s store of `closing` and its read
+    // of `uses`, so either close() waits for this use or this use sees
+    // `closing` and backs off.  With the use held and `closing` clear, the
+    // object cannot be removed (remove() follows close()), so the slot's
+    // fields are read once, without the lookup's seqlock re-check: the
+    // uncontended cost is the locked add, the locked subtract at the end and
+    // one more load than lookup().
+    class Use {
+    public:
+        Use(HandleTable &t, const void *h, NicEntry **owner = nullptr) {
+            Slot *s = t.slot_of(h);
+            if (__builtin_expect(s == nullptr, 0)) return;
+            s->uses.fetch_add(1, std::memory_order_seq_cst);
+            if (__builtin_expect(s->gen.load(std::memory_order_acquire) == gen_of(h) &&
+                                     !s->closing.load(std::memory_order_seq_cst),
+                                 1)) {
+                slot_ = s;
+                obj_ = s->obj.load(std::memory_order_relaxed);
+                if (owner) *owner = s->owner.load(std::memory_order_relaxed);
+                return;
+            }
+            s->uses.fetch_sub(1, std::memory_order_release);
+            retry(t, h, owner);
+        }
+        ~Use() {
+            if (slot_) slot_->uses.fetch_sub(1, std::memory_order_release);
+        }
+        Use(const Use &) = delete;
+        Use &operator=(const Use &) = delete;
+        T *get() const { return obj_; }
+        T *operator->() const { return obj_; }
+        explicit operator bool() const { return obj_ != nullptr; }
+
+    private:
+        // The handle is stale, or its object is being destroyed: wait for the
+        // outcome (the handle gone, or the destroy refused) and look again.
+        __attribute__((noinline)) void retry(HandleTable &t, const void *h, NicEntry **owner) {
+            for (;;) {
+                Slot *s = t.slot_of(h);
+                if (!s || s->gen.load(std::memory_order_acquire) != gen_of(h)) return;
+                while (s->closing.load(std::memory_order_acquire) && s->gen.load(std::memory_order_acquire) == gen_of(h))
+                    sched_yield();
+                s->uses.fetch_add(1, std::memory_order_seq_cst);
+                if (s->gen.load(std::memory_order_acquire) == gen_of(h) && !s->closing.load(std::memory_order_seq_cst)) {
+                    slot_ = s;
+                    obj_ = s->obj.load(std::memory_order_relaxed);
+                    if (owner) *owner = s->owner.load(std::memory_order_relaxed);
+                    return;
+                }
+                s->uses.fetch_sub(1, std::memory_order_release);
+            }
+        }
+        T *obj_ = nullptr;
+        Slot *slot_ = nullptr;
+    };
+
+    // Before the object's destroy: new uses wait, and this returns once no
+    // other use is held (`self` uses held by the calling thread are not waited
+    // for).  Every close is followed by remove() or reopen().  nullptr: the
+    // handle names nothing, or another thread is destroying it.
+    T *close(const void *h, uint32_t self = 0) {
+        T *obj = lookup(h);
+        if (!obj) return nullptr;
+        Slot &s = slots_[index_of(h)];
+        if (s.closing.exchange(true, std::memory_order_seq_cst)) return nullptr;
+        if (s.gen.load(std::memory_order_seq_cst) != gen_of(h)) { // removed meanwhile
+            s.closing.store(false, std::memory_order_release);
+            return nullptr;
+        }
+        obj->closing_.store(true, std::memory_order_release); // Waits in the provider return
+        for (unsigned i = 0; s.uses.load(std::memory_order_seq_cst) > self; ++i) {
+            if (i % 64 == 63) sched_yield();
+            else __builtin_ia32_pause();
+        }
+        return obj;
+    }
+    // The destroy was refused: the object lives on, waiting calls go ahead.
+    void reopen(const void *h, T *obj) {
+        obj->closing_.store(false, std::memory_order_release);
+        slots_[index_of(h)].closing.store(false, std::memory_order_release);
+    }
+
     // Invalidates the handle (its generation moves on) and returns the object.
     T *remove(const void *h) {
         std::lock_guard<std::mutex> g(mu_);
@@ -94,6 +208,7 @@ public:
         s.obj.store(nullptr, std::memory_order_release);
         s.owner.store(nullptr, std::memory_order_release);
         free_.push_back(idx);
+        s.closing.store(false, std::memory_order_release); // waiting calls now find the handle gone
         return obj;
     }
 
@@ -105,12 +220,6 @@ public:
     }
 
 private:
-    // Written under mu_, read without it: every field is an atomic.
-    struct Slot {
-        std::atomic<uint32_t> gen{0};
-        std::atomic<T *> obj{nullptr};
-        std::atomic<NicEntry *> owner{nullptr};
-    };
     void *encode(uint32_t idx, uint32_t gen) const {
         return reinterpret_cast<void *>((static_cast<uint64_t>(kind_) << 56) |
                                         (static_cast<uint64_t>(gen) << 24) | idx);
@@ -149,6 +258,8 @@ inline HandleTable<prov::Vi> &vis() { return g_vis; }
 inline HandleTable<prov::Cq> &cqs() { return g_cqs; }
 inline HandleTable<prov::Ptag> &ptags() { return g_ptags; }
 inline HandleTable<prov::Conn> &conns() { return g_conns; }
+using ViUse = HandleTable<prov::Vi>::Use;
+using CqUse = HandleTable<prov::Cq>::Use;
 
 // The default protection tag of an open NIC handle, made on first use.
 VIP_RETURN default_ptag(NicEntry *e, prov::Ptag **out);

@@ -14,8 +14,9 @@
 //   VipCQDone:   if (!fifo.pop(&e)) { poll the device once; if (!fifo.pop(&e)) return VIP_NOT_DONE; }
 //   destroying a VI: fifo.remove_if([&](const MyEntry &e) { return e.vi == vi; });
 //
-// push and pop may run on two threads (one producer, e.g. a firmware thread,
-// and one consumer): the indices are published with release and read with
+// push and pop may run on different threads (one producer at a time, e.g. a
+// firmware thread; any number of consumers, serialised by pop's own lock so
+// each entry is taken by one of them): the indices are published with release and read with
 // acquire, each on its own cache line so a producer on another core does not
 // take the consumer's line away on every entry.  resize and remove_if need both
 // sides quiet (the provider's control path already stops its completion source
@@ -25,6 +26,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+
+#include "spin_lock.hpp"
 
 namespace vipl::common {
 
@@ -73,8 +76,10 @@ public:
         return true;
     }
 
-    // Consumer.
+    // Consumer (any thread).
     bool pop(Entry *out) {
+        if (__builtin_expect(empty_hint(), 0)) return false; // nothing to take: no lock
+        SpinGuard g(pop_lock_);
         const uint64_t h = head_.load(std::memory_order_relaxed);
         if (h == tail_.load(std::memory_order_acquire))
             return false;
@@ -97,10 +102,14 @@ public:
     }
 
 private:
+    bool empty_hint() const {
+        return head_.load(std::memory_order_relaxed) == tail_.load(std::memory_order_acquire);
+    }
     std::unique_ptr<Entry[]> ring_{new Entry[1]};
     uint32_t mask_ = 0;
     uint32_t limit_ = 1;
     alignas(64) std::atomic<uint64_t> head_{0};
+    SpinLock pop_lock_;
     alignas(64) std::atomic<uint64_t> tail_{0};
 };
 

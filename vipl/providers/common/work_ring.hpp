@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "spin_lock.hpp"
 #include "vipl.h"
 
 namespace vipl::common {
@@ -79,7 +80,9 @@ public:
     }
     void publish() { tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
 
-    // The oldest posted descriptor, or nullptr when nothing is posted.
+    // The oldest posted descriptor, or nullptr when nothing is posted.  Only
+    // for a queue one thread reaps: with several, another may take it (and
+    // the slot be posted again) while it is read; they use take().
     VIP_DESCRIPTOR *oldest() const {
         const uint64_t h = head_.load(std::memory_order_relaxed);
         if (h == tail_.load(std::memory_order_acquire))
@@ -100,27 +103,37 @@ public:
 
     // Hands back the oldest descriptor if it is complete.  If it is not,
     // calls poll() once (the provider moves completions from its device) and
-    // looks again.  VIP_SUCCESS or VIP_NOT_DONE.
+    // looks again.  VIP_SUCCESS or VIP_NOT_DONE.  poll() runs outside the reap
+    // lock: it may deliver an error callback that reaps this queue itself.
     template <class Poll>
     VIP_RETURN reap(VIP_DESCRIPTOR **d, Poll &&poll) {
-        VIP_DESCRIPTOR *head = oldest();
-        if (head == nullptr)
-            return VIP_NOT_DONE;
-        if (!descriptor_done(head)) {
-            poll();
-            if (!descriptor_done(head))
-                return VIP_NOT_DONE;
-        }
-        head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-        *d = head;
-        return VIP_SUCCESS;
+        if (take(d)) return VIP_SUCCESS;
+        if (empty()) return VIP_NOT_DONE;
+        poll();
+        return take(d) ? VIP_SUCCESS : VIP_NOT_DONE;
     }
+
+    // The oldest descriptor, taken if it is complete (under the reap lock).
+    bool take(VIP_DESCRIPTOR **d) {
+        SpinGuard g(reap_lock_);
+        const uint64_t h = head_.load(std::memory_order_relaxed);
+        if (h == tail_.load(std::memory_order_acquire)) return false;
+        VIP_DESCRIPTOR *head = slots_[h & mask_].desc;
+        if (!descriptor_done(head)) return false;
+        head_.store(h + 1, std::memory_order_release);
+        *d = head;
+        return true;
+    }
+
+    // Serialises the threads posting to this queue (see the top of the file).
+    SpinLock post_lock;
 
 private:
     std::unique_ptr<Slot[]> slots_;
     uint32_t mask_ = 0;
     // On their own cache lines: the posting and the reaping thread may differ.
     alignas(64) std::atomic<uint64_t> head_{0}; // next descriptor to hand back (the reaping thread)
+    SpinLock reap_lock_;                        // beside head_: the reapers' line
     alignas(64) std::atomic<uint64_t> tail_{0}; // next slot to fill (the posting thread)
 };
 
