@@ -40,6 +40,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 
 #include "config.hpp"
@@ -155,7 +156,10 @@ public:
             if (!held_) return;
             if (s_->mode_ == Mode::Thread) {
                 s_->pause_req_.store(false, std::memory_order_release);
-                while (s_->paused_.load(std::memory_order_acquire)) __builtin_ia32_pause();
+                // Until it runs again: the next quiescer must not take a stale
+                // paused_ for its own pause.
+                while (s_->paused_.load(std::memory_order_acquire)) sched_yield();
+                s_->quiesce_mu_.unlock();
             } else {
                 s_->step_lock_.store(false, std::memory_order_release);
                 // Requests left while the lock was ours: honour them.
@@ -170,8 +174,14 @@ public:
         Stepper *s_;
         bool held_;
     };
+    // Thread mode: one quiescer at a time.  The pause request is a single flag,
+    // so a second host thread quiescing at once would share the first one's
+    // pause: the first one's release clears the flag and lets the firmware run
+    // inside the second one's section, or, if the second had not yet seen the
+    // firmware park, leaves it waiting for a pause nobody requests any more.
     Quiesce quiesce() {
         if (mode_ == Mode::Thread) {
+            quiesce_mu_.lock(); // released by the guard, once the firmware runs again
             pause_req_.store(true, std::memory_order_release);
             fw_.wake();
             while (!paused_.load(std::memory_order_acquire) && thread_.joinable()) sched_yield();
@@ -235,6 +245,7 @@ private:
     std::atomic<bool> stop_{false};
     std::atomic<bool> pause_req_{false};
     std::atomic<bool> paused_{false};
+    std::mutex quiesce_mu_;                       // held by the one Quiesce guard in force
     std::thread thread_;
 };
 
