@@ -113,10 +113,10 @@ bool wire_reserve_general(Wire &w, int dst, uint32_t payload, TxSlot *out, bool 
         // A packet never wraps: if it would, a pad packet fills the ring's end.
         const uint64_t off = tail & (cap - 1);
         const uint64_t pad = (off + need > cap) ? cap - off : 0;
-        uint64_t head = w.head_hint(dst).load(std::memory_order_relaxed);
+        uint64_t head = w.head_hint(dst).load(std::memory_order_acquire);
         if (tail + pad + need - head > limit) {
             head = c.head.load(std::memory_order_acquire);
-            w.head_hint(dst).store(head, std::memory_order_relaxed);
+            w.head_hint(dst).store(head, std::memory_order_release);
             if (tail + pad + need - head > limit) return false;
         }
         if (c.tail.compare_exchange_weak(tail, tail + pad + need, std::memory_order_acq_rel,

@@ -151,6 +151,10 @@ public:
 
     // Producers' private copy of each FIFO's head: reloaded (a cross-core read)
     // only when the FIFO looks full, so a small message costs one line transfer.
+    // Shared by the process's producer threads: stored with release after an
+    // acquire of the head and loaded with acquire, so a thread that reuses a
+    // slot because of another thread's hint also sees the consumer done with
+    // it (plain moves on x86).
     std::atomic<uint64_t> &head_hint(int nic) { return hints_[nic]; }
     // Packets this process has taken from its own FIFO, and that count as it
     // was at its last packet to `nic` (wire_reserve: a sender that took none
@@ -312,7 +316,7 @@ inline bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool r
         const uint64_t need = (kHeaderBytes + payload + kSlotBytes - 1) / kSlotBytes;
         uint64_t tail = c.tail.load(std::memory_order_relaxed);
         if ((tail & (cap - 1)) + need <= cap &&
-            tail + need - w.head_hint(dst).load(std::memory_order_relaxed) <= cap - w.reply_headroom() &&
+            tail + need - w.head_hint(dst).load(std::memory_order_acquire) <= cap - w.reply_headroom() &&
             w.die_after_reserves.load(std::memory_order_relaxed) == 0 &&
             c.tail.compare_exchange_strong(tail, tail + need, std::memory_order_acq_rel, std::memory_order_relaxed)) {
             wire_take_reserved(w, dst, tail, need, out);
