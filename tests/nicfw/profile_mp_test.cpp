@@ -277,6 +277,24 @@ TEST(NicfwProfile, GapSpacesInjections) {
 // Not a profile, but the wire's back-pressure seen through VIPL: rank 0 streams
 // far more than the receive FIFO holds while rank 1 is away; when rank 1 comes
 // back every message arrives, in order and intact (reliable delivery).
+// The two-rank wire tests' end: rank 0 disconnects, rank 1 waits to see the
+// loss (so no disconnect message is left on the wire for the next NIC of this
+// process) and disconnects too; then the receives left are drained and the VI
+// destroyed.
+static void disconnect_and_destroy(VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi) {
+    if (g_rank == 0) {
+        NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(vi));
+    } else {
+        const double end = now_us() + 5e6;
+        while (vi_state(vi) == VIP_STATE_CONNECTED && now_us() < end) VipxProgress(nic);
+        NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(vi));
+    }
+    VIP_DESCRIPTOR *d;
+    while (VipRecvDone(vi, &d) == VIP_SUCCESS) {
+    }
+    NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(vi));
+}
+
 TEST(NicfwWire, BackPressureLosesNothing) {
     constexpr int kMsgs = 1500;
     constexpr uint32_t kLen = 4096; // 1500 x 4 KiB = 6 MiB through a 1 MiB FIFO
@@ -329,17 +347,7 @@ TEST(NicfwWire, BackPressureLosesNothing) {
         EXPECT_EQ(done, kMsgs);
         EXPECT_EQ(bad, 0) << "messages lost or corrupted under back-pressure";
         barrier();
-        if (g_rank == 0) {
-            NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(vi));
-        } else {
-            const double end = now_us() + 5e6;
-            while (vi_state(vi) == VIP_STATE_CONNECTED && now_us() < end) VipxProgress(nic);
-            NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(vi));
-        }
-        VIP_DESCRIPTOR *d;
-        while (VipRecvDone(vi, &d) == VIP_SUCCESS) {
-        }
-        NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(vi));
+        disconnect_and_destroy(nic, vi);
     }
     NT_EXPECT_RC(VIP_SUCCESS, VipDestroyPtag(nic, tag));
     NT_EXPECT_RC(VIP_SUCCESS, VipCloseNic(nic));
@@ -419,17 +427,7 @@ TEST(NicfwWire, ShortSendBehindASendWaitingForRoom) {
         }
         EXPECT_EQ(bad, 0) << "messages lost, corrupted or reordered behind a send waiting for room";
         barrier();
-        if (g_rank == 0) {
-            NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(vi));
-        } else {
-            const double end = now_us() + 5e6;
-            while (vi_state(vi) == VIP_STATE_CONNECTED && now_us() < end) VipxProgress(nic);
-            NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(vi));
-        }
-        VIP_DESCRIPTOR *d;
-        while (VipRecvDone(vi, &d) == VIP_SUCCESS) {
-        }
-        NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(vi));
+        disconnect_and_destroy(nic, vi);
     }
     NT_EXPECT_RC(VIP_SUCCESS, VipDestroyPtag(nic, tag));
     NT_EXPECT_RC(VIP_SUCCESS, VipCloseNic(nic));
