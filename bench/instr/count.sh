@@ -27,6 +27,9 @@
 # Writes DIR/instr.json and DIR/instr.md and prints the table; --check exits
 # non-zero unless every figure is a finite positive count below 10^6.
 set -euo pipefail
+me=count.sh
+# shellcheck source=count_args.sh
+. "$(dirname "$0")/count_args.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 build="$here/../../build"
@@ -47,12 +50,9 @@ while [ $# -gt 0 ]; do
         *) echo "count.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
-case "$n1$n2" in *[!0-9]*|"") echo "count.sh: --n1 and --n2 want positive integers" >&2; exit 2 ;; esac
-if [ "$n2" -le "$n1" ] || [ "$n1" -lt 100 ]; then
-    echo "count.sh: need 100 <= --n1 < --n2 (got $n1, $n2)" >&2; exit 2
-fi
-command -v valgrind >/dev/null || { echo "count.sh: valgrind not installed (Debian: apt-get install valgrind)" >&2; exit 2; }
-command -v callgrind_annotate >/dev/null || { echo "count.sh: callgrind_annotate not found (part of valgrind)" >&2; exit 2; }
+count_check_n "$n1" "$n2"
+count_need valgrind "Debian: apt-get install valgrind"
+count_need callgrind_annotate "part of valgrind"
 build=$(cd "$build" && pwd)
 run="$build/vipl/launcher/vipl-run"
 for p in "$run" "$build/vipl/examples/vi_pingpong" "$build/am/am_pingpong" "$build/splitc/splitc_stream"; do

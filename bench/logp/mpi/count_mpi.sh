@@ -19,6 +19,9 @@
 # nicfw, inlined in libvipl), libc, the rest.
 # Writes DIR/mpi-instr.md and prints it.
 set -euo pipefail
+me=count_mpi.sh
+# shellcheck source=../../instr/count_args.sh
+. "$(dirname "$0")/../../instr/count_args.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 build="$here/../../../build"
@@ -37,15 +40,12 @@ while [ $# -gt 0 ]; do
         *) echo "count_mpi.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
-case "$n1$n2" in *[!0-9]*|"") echo "count_mpi.sh: --n1 and --n2 want positive integers" >&2; exit 2 ;; esac
-if [ "$n2" -le "$n1" ] || [ "$n1" -lt 100 ]; then
-    echo "count_mpi.sh: need 100 <= --n1 < --n2 (got $n1, $n2)" >&2; exit 2
-fi
+count_check_n "$n1" "$n2"
 for t in ${only//,/ }; do
     case "$t" in viastack|shm|vader) ;; *) echo "count_mpi.sh: unknown transport '$t' in --only (known: viastack, shm, vader)" >&2; exit 2 ;; esac
 done
-command -v valgrind >/dev/null || { echo "count_mpi.sh: valgrind not installed (Debian: apt-get install valgrind)" >&2; exit 2; }
-command -v mpirun >/dev/null || { echo "count_mpi.sh: mpirun not found (Debian: apt-get install openmpi-bin)" >&2; exit 2; }
+count_need valgrind "Debian: apt-get install valgrind"
+count_need mpirun "Debian: apt-get install openmpi-bin"
 build=$(cd "$build" && pwd)
 prog="$build/bench/logp/mpi_count_pingpong"
 shim="$build/bench/logp/logp_mtl_ofi_shm.so"
