@@ -127,12 +127,7 @@ void plot_bandwidth(const Report &r, const fs::path &dir, const nlohmann::json &
 void plot_rate(const Report &r, const fs::path &dir, std::vector<Plot> &plots) {
     std::string data, plot;
     int index = 0;
-    std::vector<const RateSweep *> sweeps;  // ours first, then the peers'
-    for (const auto &s : r.rate_sweep)
-        if (!s.peer) sweeps.push_back(&s);
-    for (const auto &s : r.rate_sweep)
-        if (s.peer) sweeps.push_back(&s);
-    for (const RateSweep *sp : sweeps) {
+    for (const RateSweep *sp : ours_then_peers(r.rate_sweep)) {
         const RateSweep &s = *sp;
         if (!s.status.measured() || s.points.empty()) continue;
         const std::string name = s.peer ? s.layer : s.layer + " (ours)";

@@ -126,6 +126,17 @@ struct RateSweep {
     std::vector<RatePoint> points;
 };
 
+// The sweeps in report order: ours first, then the peers' (the peers run
+// between our layers, so the JSON interleaves them).
+inline std::vector<const RateSweep *> ours_then_peers(const std::vector<RateSweep> &all) {
+    std::vector<const RateSweep *> out;
+    for (const auto &s : all)
+        if (!s.peer) out.push_back(&s);
+    for (const auto &s : all)
+        if (s.peer) out.push_back(&s);
+    return out;
+}
+
 struct BreakdownItem {
     std::string operation;
     std::string category;

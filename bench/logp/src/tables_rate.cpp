@@ -27,12 +27,7 @@ Table rate_table(const Report &r) {
     t.columns = {{"layer", Align::left, 24}};
     for (int w : windows) t.columns.push_back({fmt::format("W={}", w), Align::right, 7});
     bool wide = false;
-    std::vector<const RateSweep *> sweeps;  // ours first, then the peers' (the peers run between our layers)
-    for (const auto &s : r.rate_sweep)
-        if (!s.peer) sweeps.push_back(&s);
-    for (const auto &s : r.rate_sweep)
-        if (s.peer) sweeps.push_back(&s);
-    for (const RateSweep *sp : sweeps) {
+    for (const RateSweep *sp : ours_then_peers(r.rate_sweep)) {
         const RateSweep &s = *sp;
         const std::string name = s.peer ? s.layer : s.layer + " (ours)";
         if (!s.status.measured()) {
