@@ -156,21 +156,15 @@ int bip_init(void) {
     g.eager_max = uint32_t(env_int("VIASTACK_BIP_EAGER", 16384, 0, 65536 - 64));
     g.fragment_fixed = uint32_t(env_int("VIASTACK_BIP_FRAGMENT", 0, 0, 1 << 30));
     g.fragment_overhead = uint32_t(env_int("VIASTACK_BIP_FRAGMENT_OVERHEAD", 4096, 1, 1 << 30));
-    VIP_RETURN rc = VipOpenNic(viastack::env::raw("VIASTACK_BIP_NIC"), &g.nic);
-    if (rc != VIP_SUCCESS) {
-        g.nic = nullptr;
-        return init_fail(std::string("VipOpenNic: ") + VipxReturnString(rc) + " (check $VIPL_PROVIDER / $VIASTACK_BIP_NIC)");
-    }
-    rc = VipQueryNic(g.nic, &g.attr);
-    if (rc == VIP_SUCCESS) rc = VipCreatePtag(g.nic, &g.ptag);
-    if (rc != VIP_SUCCESS) return init_fail(std::string("NIC set-up: ") + VipxReturnString(rc));
-    if (!(g.attr.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY))
-        return init_fail("the NIC lacks Reliable Delivery, which BIP's guarantees rest on");
+    std::string why;
+    if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_BIP_NIC"), "VIASTACK_BIP_NIC", "BIP", &g.nic, &g.attr,
+                                 &g.ptag, &why))
+        return init_fail(why);
     const uint32_t nic_max = uint32_t(g.attr.MaxTransferSize ? std::min<VIP_ULONG>(g.attr.MaxTransferSize, 1u << 20) : 1u << 20);
     if (nic_max < g.eager_max + sizeof(Header)) return init_fail("VIASTACK_BIP_EAGER exceeds the NIC's MaxTransferSize");
     g.fragment_max = nic_max;
     g.fragment_min = std::min<uint32_t>(4096, nic_max);
-    rc = VipCreateCQ(g.nic, VIP_ULONG((g.size + 1) * (2 * g.small_buffers + kUncredited)), &g.rcq);
+    VIP_RETURN rc = VipCreateCQ(g.nic, VIP_ULONG((g.size + 1) * (2 * g.small_buffers + kUncredited)), &g.rcq);
     if (rc != VIP_SUCCESS) return init_fail(std::string("VipCreateCQ: ") + VipxReturnString(rc));
 
     Announce me{};
@@ -178,7 +172,6 @@ int bip_init(void) {
     me.eager_max = g.eager_max;
     std::vector<Announce> all(g.size);
     std::vector<chan::NicAddress> addrs;
-    std::string why;
     if (!chan::exchange_addresses(g.attr, &me, sizeof me, &addrs, all.data(), &why)) return init_fail(why);
     // One buffer size for both directions of every link: the largest eager
     // message any rank takes, plus the header.

@@ -56,6 +56,28 @@ uint16_t rank_discriminator(uint8_t *out, const char tag[2], unsigned from, unsi
 
 }  // namespace
 
+bool open_reliable_nic(const char *device, const char *device_env, const char *layer, VIP_NIC_HANDLE *nic,
+                       VIP_NIC_ATTRIBUTES *attr, VIP_PROTECTION_HANDLE *ptag, std::string *why) {
+    VIP_NIC_HANDLE opened = nullptr;
+    VIP_RETURN rc = VipOpenNic(device, &opened);
+    if (rc != VIP_SUCCESS) {
+        *why = std::string("VipOpenNic: ") + VipxReturnString(rc) + " (check $VIPL_PROVIDER / $" + device_env + ")";
+        return false;
+    }
+    *nic = opened;
+    rc = VipQueryNic(opened, attr);
+    if (rc == VIP_SUCCESS) rc = VipCreatePtag(opened, ptag);
+    if (rc != VIP_SUCCESS) {
+        *why = std::string("NIC set-up: ") + VipxReturnString(rc);
+        return false;
+    }
+    if (!(attr->ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY)) {
+        *why = std::string("the NIC lacks Reliable Delivery, which ") + layer + "'s guarantees rest on";
+        return false;
+    }
+    return true;
+}
+
 bool exchange_addresses(const VIP_NIC_ATTRIBUTES &nic, const void *payload, size_t payload_len,
                         std::vector<NicAddress> *addrs, void *payloads, std::string *why) {
     if (nic.NicAddressLen > kMaxNicAddress) {

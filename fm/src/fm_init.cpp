@@ -147,17 +147,10 @@ int FM_initialize(void) {
     // request_rdma); VIASTACK_FM_RDMA_MIN=0 turns it off.
     const long rdma_min = env_int("VIASTACK_FM_RDMA_MIN", 32768, 0, FM_MAX_MESSAGE);
     g.rdma_min = rdma_min == 0 ? 0 : std::max<uint32_t>(uint32_t(rdma_min), (credits + 2) * packet);
-    VIP_RETURN rc = VipOpenNic(viastack::env::raw("VIASTACK_FM_NIC"), &g.nic);
-    if (rc != VIP_SUCCESS) {
-        g.nic = nullptr;
-        return init_fail((std::string("VipOpenNic: ") + VipxReturnString(rc) +
-                          " (check $VIPL_PROVIDER / $VIASTACK_FM_NIC)").c_str());
-    }
-    rc = VipQueryNic(g.nic, &g.attr);
-    if (rc == VIP_SUCCESS) rc = VipCreatePtag(g.nic, &g.ptag);
-    if (rc != VIP_SUCCESS) return init_fail((std::string("NIC set-up: ") + VipxReturnString(rc)).c_str());
-    if (!(g.attr.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY))
-        return init_fail("the NIC lacks Reliable Delivery, which FM's guarantees rest on");
+    std::string why;
+    if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_FM_NIC"), "VIASTACK_FM_NIC", "FM", &g.nic, &g.attr, &g.ptag,
+                                 &why))
+        return init_fail(why.c_str());
     if (g.attr.MaxTransferSize && g.attr.MaxTransferSize < packet)
         return init_fail("VIASTACK_FM_PACKET exceeds the NIC's MaxTransferSize");
     g.regcache.init(g.nic, g.ptag);
@@ -175,11 +168,10 @@ int FM_initialize(void) {
     // RDMA writes straight from a sender's piece: as large as the NIC takes, up to 256 KB.
     g.max_write = uint32_t(g.attr.MaxTransferSize ? std::min<VIP_ULONG>(g.attr.MaxTransferSize, 256 * 1024) : 256 * 1024);
     const size_t nlinks = g.size + 1;  // one per peer, two for ourselves
-    rc = VipCreateCQ(g.nic, VIP_ULONG(nlinks * g.layout.nrecv), &g.rcq);
+    VIP_RETURN rc = VipCreateCQ(g.nic, VIP_ULONG(nlinks * g.layout.nrecv), &g.rcq);
     if (rc != VIP_SUCCESS) return init_fail((std::string("VipCreateCQ: ") + VipxReturnString(rc)).c_str());
 
     std::vector<chan::NicAddress> addrs;
-    std::string why;
     if (!chan::exchange_addresses(g.attr, nullptr, 0, &addrs, nullptr, &why)) return init_fail(why.c_str());
     g.tx.assign(g.size, nullptr);
     const chan::PeerViConfig cfg = vi_config();

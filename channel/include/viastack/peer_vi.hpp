@@ -2,6 +2,9 @@
 // tear-down: the one home of connection set-up for AM, the Split-C runtime,
 // FM and BIP.
 //
+//   open_reliable_nic    opens the NIC the layer's variable names, reads its
+//                        attributes, creates a protection tag, and checks the
+//                        NIC offers Reliable Delivery
 //   exchange_addresses   every rank's NIC address (opaque bytes from
 //                        VipQueryNic) plus a payload of the layer's, by one
 //                        vipl_boot_allgather (AM, whose peers come from
@@ -39,6 +42,15 @@ struct NicAddress {
     uint16_t len = 0;
     uint8_t bytes[kMaxNicAddress] = {};
 };
+
+// Opens device (nullptr: the provider's default), fills *attr and *ptag, and
+// checks the NIC offers Reliable Delivery, which the layer's guarantees rest
+// on.  *nic is set only once VipOpenNic succeeded, so the layer's tear-down
+// closes what was opened.  On failure returns false and *why says what failed
+// in the layer's words: device_env is the variable naming the device (the
+// hint on a failed open), layer the layer's name ("FM", "BIP").
+bool open_reliable_nic(const char *device, const char *device_env, const char *layer, VIP_NIC_HANDLE *nic,
+                       VIP_NIC_ATTRIBUTES *attr, VIP_PROTECTION_HANDLE *ptag, std::string *why);
 
 // Collective over the job (vipl_boot): (*addrs)[r] is rank r's NIC address,
 // and payload_len bytes at payloads + r * payload_len are the payload rank r
