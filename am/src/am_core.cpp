@@ -242,7 +242,7 @@ int AM_Init(void) {
     // kernel and malloc() mapped again would send stale bytes.  Keep the heap
     // mapped, as MPI libraries' leave-pinned modes do; a NIC that registers
     // address ranges cannot go stale.  VIASTACK_AM_KEEP_HEAP=0|1 overrides.
-    const bool pins = chan::registration_pins(g.attr);
+    const bool pins = chan::registration_pins(g.nic);
     // k: 32 where registration does not pin (a request stream was credit-bound
     // at 8, docs/am.md); 8 where it does, since each credit is two 4.2 KB
     // slots per MAP locked in memory.  Split-C chooses the same way.

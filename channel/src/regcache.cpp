@@ -9,7 +9,10 @@
 
 namespace viastack::channel {
 
-bool registration_pins(const VIP_NIC_ATTRIBUTES &nic) { return std::strncmp(nic.Name, "nicfw", 5) != 0; }
+bool registration_pins(VIP_NIC_HANDLE nic) {
+    VIP_BOOLEAN pins = VIP_TRUE;
+    return VipxRegistrationPins(nic, &pins) != VIP_SUCCESS || pins;
+}
 
 namespace {
 uintptr_t page_size() {

@@ -235,7 +235,7 @@ bool open_nic(bool *pins) {
         report(SPLITC_ERR_INIT, "NIC address says rank %d but the job says %d; start the job with vipl-run", nic_rank, g.me);
         return false;
     }
-    *pins = chan::registration_pins(na);
+    *pins = chan::registration_pins(g.nic);
     return true;
 }
 

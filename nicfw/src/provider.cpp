@@ -181,6 +181,9 @@ public:
     VIP_RETURN free_mem(void *p) override { return shared_memory().free(p) ? VIP_SUCCESS : VIP_INVALID_PARAMETER; }
 
     int rank() const override { return hw->rank; }
+    // A registration is a table entry the firmware checks addresses against:
+    // nothing is pinned, the range is looked up at each transfer.
+    bool registration_pins() const override { return false; }
     // VipxProgress: a step, and now and then a look at the clock for the peer
     // watch (idle_poll), so a host that only calls this, slowly, still sees a
     // peer's death within a fraction of a second.

@@ -836,6 +836,11 @@ TEST_F(Vipl, SystemManagementAndExtensionsBadArguments) {
     EXPECT_EQ(VipxNicRank(nullptr), -1);
     EXPECT_RC(VIP_INVALID_PARAMETER, VipxProgress(forged()));
     EXPECT_RC(VIP_INVALID_PARAMETER, VipxProgress(nullptr));
+    VIP_BOOLEAN pins = VIP_FALSE;
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxRegistrationPins(forged(), &pins));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxRegistrationPins(nullptr, &pins));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxRegistrationPins(nic, nullptr));
+    EXPECT_RC(VIP_SUCCESS, VipxRegistrationPins(nic, &pins));
 }
 
 } // namespace

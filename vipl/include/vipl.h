@@ -431,6 +431,13 @@ const char *VipxReturnString(VIP_RETURN rc);
 const char *VipxStatusString(VIP_UINT32 status, char *buf, VIP_ULONG len);
 /* This process's NIC address on a nicfw/verbs NIC as an integer rank, or -1. */
 int VipxNicRank(VIP_NIC_HANDLE NicHandle);
+/* Whether registering memory on this NIC pins the pages mapped at the time
+ * (verbs: a real NIC's registration; the fake provider answers as one) rather
+ * than naming an address range that cannot go stale (nicfw: a table entry the
+ * firmware checks each transfer against).  A layer sizes its defaults by it and
+ * keeps memory it registered mapped where it is true.  VIP_INVALID_PARAMETER
+ * for a bad handle or a NULL Pins. */
+VIP_RETURN VipxRegistrationPins(VIP_NIC_HANDLE NicHandle, VIP_BOOLEAN *Pins);
 /* Drive the provider once without waiting (inline firmware step / CQ poll):
  * for programs that compute for long stretches and want one-sided traffic
  * aimed at them served.  Returns VIP_SUCCESS. */

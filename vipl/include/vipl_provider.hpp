@@ -181,6 +181,10 @@ public:
     virtual VIP_RETURN free_mem(void *p); // VIP_INVALID_PARAMETER if not from alloc_mem
 
     virtual int rank() const = 0;   // this NIC's address as an integer, or -1
+    // Whether registering memory pins the pages mapped at the time (a real
+    // NIC's registration) rather than naming an address range that cannot go
+    // stale (VipxRegistrationPins).
+    virtual bool registration_pins() const = 0;
     virtual void progress() = 0;    // one non-blocking step (VipxProgress)
 };
 

@@ -70,6 +70,13 @@ int VipxNicRank(VIP_NIC_HANDLE NicHandle) {
     return e ? e->nic->rank() : -1;
 }
 
+VIP_RETURN VipxRegistrationPins(VIP_NIC_HANDLE NicHandle, VIP_BOOLEAN *Pins) {
+    NicEntry *e = nics().lookup(NicHandle);
+    if (!e || !Pins) return VIP_INVALID_PARAMETER;
+    *Pins = e->nic->registration_pins() ? VIP_TRUE : VIP_FALSE;
+    return VIP_SUCCESS;
+}
+
 VIP_RETURN VipxProgress(VIP_NIC_HANDLE NicHandle) {
     NicEntry *e = nics().lookup(NicHandle);
     if (!e) return VIP_INVALID_PARAMETER;

@@ -29,9 +29,10 @@ namespace viastack::channel {
 // Whether registering memory on this NIC pins the pages mapped at the time
 // (a real NIC's registration), rather than naming an address range that
 // cannot go stale (the nicfw emulator's table entry).  Layers size their
-// defaults by it (credits, heap) and keep the C heap mapped where it is true;
-// this is the one place that tells providers apart by name.
-bool registration_pins(const VIP_NIC_ATTRIBUTES &nic);
+// defaults by it (credits, heap) and keep the C heap mapped where it is true.
+// The provider answers (VipxRegistrationPins); a NIC that cannot answer is
+// taken to pin, the choice that never sends stale bytes.
+bool registration_pins(VIP_NIC_HANDLE nic);
 
 class RegCache {
 public:

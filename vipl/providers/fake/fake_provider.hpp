@@ -303,6 +303,9 @@ public:
     bool ns_other_addr(const VIP_NET_ADDRESS *addr, std::string *name) override;
     VIP_RETURN query_system_management(VIP_ULONG info_type, VIP_PVOID out) override;
     int rank() const override { return dev->index == 0 ? 0 : -1; }
+    // The fake NIC stands in for a real one: layers over it take the defaults
+    // they take where registration pins (its table itself pins nothing).
+    bool registration_pins() const override { return true; }
     void progress() override {}
 
     Device *dev;

@@ -274,6 +274,7 @@ public:
     bool ns_other_addr(const VIP_NET_ADDRESS *addr, std::string *out) override;
     VIP_RETURN query_system_management(VIP_ULONG info_type, VIP_PVOID out) override;
     int rank() const override { return job_.rank; }
+    bool registration_pins() const override { return true; }  // ibv_reg_mr pins the pages
     void progress() override;
 
     // ---- shared with VIs, CQs and the connection code ----
