@@ -25,12 +25,6 @@ namespace amvia {
 
 Globals g;
 
-uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 // "viastack AM: ..." through the am logger (vipl/log: $VIASTACK_LOG, the rank
 // prefix, one write per line so ranks' lines do not interleave).
 void report(const char *fmt, ...) {

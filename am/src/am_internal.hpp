@@ -110,7 +110,7 @@ struct BounceTrailer {
 };
 
 // Mediums up to kInlineMedium bytes travel in the message buffer (one
-// descriptor, as before); larger ones, up to AMVIA_MAX_MEDIUM, by RDMA into
+// descriptor, the cheapest for small ones); larger ones, up to AMVIA_MAX_MEDIUM, by RDMA into
 // the receiver's bounce ring, so message buffers and small-message costs do
 // not grow with AM_MaxMedium().
 constexpr uint32_t kInlineMedium = 4096;
@@ -288,7 +288,6 @@ inline bool valid_eb(eb_t eb) { return eb && eb->magic == kEbMagic; }
 // Error-path diagnostics (never called on the hot path).
 int fail(int rc, const char *fn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-uint64_t now_ns();
 
 // ---- links (am_link.cpp) ---------------------------------------------------------
 Link *link_find_or_create(ep_t ep, const en_t &remote, int *rc);

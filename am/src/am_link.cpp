@@ -261,7 +261,7 @@ static void send_goodbyes(ep_t ep, uint64_t deadline) {
         if (l->bye_sent) continue;
         Channel *c = &l->ch[0];
         while (l->state == LinkState::Up && (!c->has_credit() || !c->has_free_send()) &&
-               now_ns() < deadline)
+               vipl_wait::clock_ns() < deadline)
             poll_bundle(eb, g.handler_depth == 0);
         if (l->state == LinkState::Up && c->has_credit() && c->has_free_send()) {
             send_system_request(ep, l, kSysBye, nullptr, 0, nullptr, 0);
@@ -271,10 +271,10 @@ static void send_goodbyes(ep_t ep, uint64_t deadline) {
 }
 
 void say_goodbye(eb_t eb) {
-    uint64_t deadline = now_ns() + 200000000ull;
+    uint64_t deadline = vipl_wait::clock_ns() + 200000000ull;
     for (ep_t ep : eb->eps) send_goodbyes(ep, deadline);
     // Reliable delivery: a completed send has reached the peer's receive queue.
-    while (eb->sends_outstanding > 0 && now_ns() < deadline) reap_sends(eb, 64);
+    while (eb->sends_outstanding > 0 && vipl_wait::clock_ns() < deadline) reap_sends(eb, 64);
 }
 
 static bool sends_in_flight(ep_t ep) {
@@ -291,9 +291,9 @@ void say_goodbye(ep_t ep) {
     // this endpoint's sends, the goodbye last, before its VIs are
     // disconnected (a disconnect flushes sends the NIC has not processed:
     // in thread firmware mode that lost the last messages).
-    uint64_t deadline = now_ns() + 200000000ull;
+    uint64_t deadline = vipl_wait::clock_ns() + 200000000ull;
     send_goodbyes(ep, deadline);
-    while (sends_in_flight(ep) && now_ns() < deadline)
+    while (sends_in_flight(ep) && vipl_wait::clock_ns() < deadline)
         if (reap_sends(ep->eb, 64) == 0) poll_bundle(ep->eb, false);
 }
 

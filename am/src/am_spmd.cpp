@@ -254,8 +254,8 @@ void AM_SPMDExit(int exitcode) {
     if (s_ep) {
         AM_SPMDBarrier();
         // Let the last messages (barrier releases, credit replies) leave the NIC.
-        uint64_t deadline = now_ns() + 2000000000ull;
-        while (s_eb->sends_outstanding > 0 && now_ns() < deadline) AM_Poll(s_eb);
+        uint64_t deadline = vipl_wait::clock_ns() + 2000000000ull;
+        while (s_eb->sends_outstanding > 0 && vipl_wait::clock_ns() < deadline) AM_Poll(s_eb);
         AM_Terminate();
         s_ep = nullptr;
         s_eb = nullptr;
@@ -282,8 +282,8 @@ int AMVIA_SPMDExit(int exitcode) {
                 send_system_request(s_ep, l, kSysExit, args, 1, nullptr, 0);
         }
         // Let the notices leave the NIC (in inline firmware mode, our polls move them).
-        uint64_t deadline = now_ns() + 500000000ull;
-        while (s_eb->sends_outstanding > 0 && now_ns() < deadline) poll_bundle(s_eb, false);
+        uint64_t deadline = vipl_wait::clock_ns() + 500000000ull;
+        while (s_eb->sends_outstanding > 0 && vipl_wait::clock_ns() < deadline) poll_bundle(s_eb, false);
     }
     if (exitcode & 0xff) {
         char why[96];

@@ -13,6 +13,8 @@
 
 namespace nicfw {
 
+using vipl::common::disc_of;
+
 namespace {
 struct WireAttr {
     uint16_t reliability;
@@ -41,11 +43,6 @@ VIP_VI_ATTRIBUTES from_wire(const WireAttr &w) {
     a.EnableRdmaWrite = w.rdma_write;
     a.EnableRdmaRead = w.rdma_read;
     return a;
-}
-
-std::vector<uint8_t> disc_of(const VIP_NET_ADDRESS *a) {
-    return std::vector<uint8_t>(a->HostAddress + a->HostAddressLen,
-                                a->HostAddress + a->HostAddressLen + a->DiscriminatorLen);
 }
 
 // A CmHeader followed by up to two discriminators and the private data, as one
@@ -132,7 +129,7 @@ VIP_RETURN ConnectionManager::connect_start(ViImpl *vi, const VIP_NET_ADDRESS *l
     CmHeader ch{};
     ch.nonce = vi->cm_nonce;
     ch.attr = to_wire(vi->attr);
-    const CmPayload req(ch, disc_of(remote), local ? disc_of(local) : std::vector<uint8_t>{}, data, len);
+    const CmPayload req(ch, disc_of(remote), disc_of(local), data, len);
     send_cm(dst, Op::ConnReq, 0, static_cast<uint16_t>(vi->index), req.buf, req.len);
     return VIP_SUCCESS;
 }
@@ -283,7 +280,7 @@ VIP_RETURN ConnectionManager::peer_request(ViImpl *vi, const VIP_NET_ADDRESS *lo
     uint16_t dst;
     if (VIP_RETURN rc = parse_addr(remote, &dst); rc != VIP_SUCCESS) return rc;
     if (local && local->DiscriminatorLen > VIP_MAX_DISCRIMINATOR_LEN) return VIP_INVALID_PARAMETER;
-    const auto mine = local ? disc_of(local) : std::vector<uint8_t>{};
+    const auto mine = disc_of(local);
     const auto theirs = disc_of(remote);
     {
         std::lock_guard<std::mutex> g(mu_);

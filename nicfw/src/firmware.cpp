@@ -27,12 +27,6 @@ VIPL_INSTR_DEFINE(c_fw_tx, "firmware.send", VIPL_INSTR_FIRMWARE);
 VIPL_INSTR_DEFINE(c_fw_rx, "firmware.recv", VIPL_INSTR_FIRMWARE);
 VIPL_INSTR_DEFINE(c_fw_bell, "firmware.doorbell", VIPL_INSTR_FIRMWARE);
 
-uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 void spin_ns(uint32_t ns) {
     if (!ns) return;
     const uint64_t end = now_ns() + ns;

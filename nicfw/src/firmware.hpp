@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "clock.hpp"
 #include "config.hpp"
 #include "dma.hpp"
 #include "fault_inject.hpp"
@@ -45,7 +46,7 @@ class ViTable;
 class ErrorQueue;
 class ConnectionManager;
 
-uint64_t now_ns();
+using vipl::common::now_ns;
 void spin_ns(uint32_t ns);
 
 class Firmware {

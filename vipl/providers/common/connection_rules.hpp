@@ -5,12 +5,21 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "descriptor_check.hpp"
 #include "vipl.h"
 #include "vipl_provider.hpp"
 
 namespace vipl::common {
+
+// The discriminator bytes of a VIP_NET_ADDRESS (they follow the host
+// address); none for a null address (a request that names no local end).
+inline std::vector<uint8_t> disc_of(const VIP_NET_ADDRESS *a) {
+    if (!a) return {};
+    return std::vector<uint8_t>(a->HostAddress + a->HostAddressLen,
+                                a->HostAddress + a->HostAddressLen + a->DiscriminatorLen);
+}
 
 // VipConnectAccept (and a peer request's match): the accepting VI must have the
 // requester's reliability level.  A mismatch is VIP_INVALID_RELIABILITY_LEVEL

@@ -10,13 +10,9 @@
 
 namespace vipl::fake {
 
-namespace {
-std::vector<uint8_t> disc_of(const VIP_NET_ADDRESS *a) {
-    if (!a) return {};
-    return std::vector<uint8_t>(a->HostAddress + a->HostAddressLen,
-                                a->HostAddress + a->HostAddressLen + a->DiscriminatorLen);
-}
+using common::disc_of;
 
+namespace {
 VIP_VI_ATTRIBUTES public_attr(const prov::ViAttr &a) {
     VIP_VI_ATTRIBUTES r{};
     r.ReliabilityLevel = a.reliability;

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "clock.hpp"
 #include "cq_fifo.hpp"
 #include "descriptor_check.hpp"
 #include "fake_hooks.h"
@@ -271,7 +272,7 @@ private:
 };
 
 Switchboard &board();
-uint64_t now_ns();
+using common::now_ns;
 uint64_t checksum(const std::vector<uint8_t> &bytes);
 // The device a 2-byte host address names, or nullptr; INVALID_PARAMETER on a malformed address.
 VIP_RETURN parse_address(const VIP_NET_ADDRESS *a, Device **out);

@@ -21,12 +21,6 @@ namespace {
 void stop_agent_at_exit() { board().stop_agent(); }
 } // namespace
 
-uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 // FNV-1a: the "CRC" a receiver checks.  Any single corrupted byte changes it.
 uint64_t checksum(const std::vector<uint8_t> &bytes) {
     uint64_t h = 1469598103934665603ull;

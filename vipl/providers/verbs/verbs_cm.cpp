@@ -77,11 +77,6 @@ uint8_t flags_of(const prov::ViAttr &a) {
     return uint8_t((a.rdma_write ? kFlagRdmaWrite : 0) | (a.rdma_read ? kFlagRdmaRead : 0));
 }
 
-std::vector<uint8_t> disc_of(const VIP_NET_ADDRESS *a) {
-    return std::vector<uint8_t>(a->HostAddress + a->HostAddressLen,
-                                a->HostAddress + a->HostAddressLen + a->DiscriminatorLen);
-}
-
 static uint8_t rd_atomic(const VerbsNic &nic) {
     return uint8_t(std::min({nic.dev_attr.max_qp_rd_atom, nic.dev_attr.max_qp_init_rd_atom, 16}));
 }

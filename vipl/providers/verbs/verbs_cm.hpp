@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "connection_rules.hpp"
 #include "verbs_provider.hpp"
 
 namespace vipl::verbs {
@@ -138,7 +139,7 @@ struct Connector final : CmOwner {
 
 // Helpers shared by verbs_cm.cpp and verbs_connect.cpp.
 uint8_t flags_of(const prov::ViAttr &a);                  // kFlagRdmaWrite/Read
-std::vector<uint8_t> disc_of(const VIP_NET_ADDRESS *a);   // the discriminator bytes
+using common::disc_of;                                    // the discriminator bytes
 rdma_conn_param conn_param(VerbsVi &vi, const void *priv, size_t len);
 VIP_RETURN check_local(VerbsNic &nic, const VIP_NET_ADDRESS *a); // "local" host part is ours
 std::chrono::steady_clock::time_point deadline_of(VIP_ULONG timeout_ms);
