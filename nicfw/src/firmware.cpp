@@ -110,7 +110,7 @@ inline void Firmware::fetch_tx_tokens(ViImpl *vi) {
     auto &c = vi->fw;
     Token t;
     while (c.tx_tail - c.tx_head < kMaxQueue && vi->bell_sq.pop(&t)) {
-        c.txq[c.tx_tail % kMaxQueue] = TxEntry{t.desc, t.mh, 0, 0, false, false, false, 0};
+        c.txq[c.tx_tail % kMaxQueue] = TxEntry{.desc = t.desc, .mh = t.mh};
         ++c.tx_tail;
     }
 }
@@ -125,7 +125,7 @@ void Firmware::flush_vi(ViImpl *vi) {
             e.status |= VIP_STATUS_DESC_FLUSHED_ERROR;
             e.ready = true;
             e.awaiting = false;
-            e.tack = false;
+            e.awaiting_transport_ack = false;
         }
     }
     c.tx_next = c.tx_tail;
@@ -357,7 +357,7 @@ bool Firmware::send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     const bool fast = fast_tx_ && c.tx_head == c.tx_tail && tx_fast(vi, d, mh);
     VIPL_INSTR_END_IF(c_fw_tx, t1, fast);
     if (!fast) {
-        c.txq[c.tx_tail % kMaxQueue] = TxEntry{d, mh, 0, 0, false, false, false, 0};
+        c.txq[c.tx_tail % kMaxQueue] = TxEntry{.desc = d, .mh = mh};
         ++c.tx_tail;
         transmit(vi);
         if (c.tx_next != c.tx_tail) // the wire FIFO was full: the loop retries it

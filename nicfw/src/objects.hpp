@@ -52,15 +52,15 @@ struct Token {
 
 // Firmware-side state of one posted send-queue descriptor.
 struct TxEntry {
-    VIP_DESCRIPTOR *desc;
-    VIP_MEM_HANDLE mh;
-    uint32_t status;   // status bits to write at completion
-    uint32_t length;   // bytes transferred
-    bool ready;        // may complete (once every earlier entry has)
-    bool awaiting;     // waiting for an Ack / read response
-    bool tack;         // reliable transport: waiting for the peer NIC's acknowledgement of `seq`
-    uint32_t seq;
-    uint64_t due = 0;  // cost model: the NIC has sent it (and written its status) at this time
+    VIP_DESCRIPTOR *desc = nullptr;
+    VIP_MEM_HANDLE mh = 0;
+    uint32_t status = 0;                  // status bits to write at completion
+    uint32_t length = 0;                  // bytes transferred
+    bool ready = false;                   // may complete (once every earlier entry has)
+    bool awaiting = false;                // waiting for an Ack / read response
+    bool awaiting_transport_ack = false;  // reliable transport: waiting for the peer NIC's acknowledgement of `seq`
+    uint32_t seq = 0;
+    uint64_t due = 0;                     // cost model: the NIC has sent it (and written its status) at this time
 };
 
 struct CqEntry {

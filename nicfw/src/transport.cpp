@@ -60,9 +60,9 @@ void Firmware::rel_acked(ViImpl *vi, uint16_t ack16) {
     bool any = false;
     for (uint64_t i = c.tx_head; i < c.tx_next; ++i) {
         TxEntry &e = c.txq[i % kMaxQueue];
-        if (!e.tack) continue;
+        if (!e.awaiting_transport_ack) continue;
         if (!seq_before(e.seq, ack)) break;
-        e.tack = false;
+        e.awaiting_transport_ack = false;
         e.ready = true;
         any = true;
     }

@@ -73,7 +73,7 @@ template <bool pull>
     if (pull || read || ack) {
         e.awaiting = true;   // completes on the answer (Ack / read response)
     } else if (rel) {
-        e.tack = true;       // reliable delivery over the transport: once the peer NIC has it
+        e.awaiting_transport_ack = true;  // reliable delivery over the transport: once the peer NIC has it
         e.seq = seq;
     } else {
         e.ready = true;      // unreliable and reliable delivery: done once on the wire
