@@ -80,7 +80,7 @@ uint32_t table_crc2(const unsigned char *a, size_t alen, const unsigned char *b,
     return table_crc(table_crc(0, a, alen), b, blen);
 }
 
-// Chosen once: one indirect call per packet, as before, and no per-call CPU test.
+// Chosen once at load: each packet pays one indirect call and no CPU test.
 using CrcFn = uint32_t (*)(uint32_t, const unsigned char *, size_t);
 using Crc2Fn = uint32_t (*)(const unsigned char *, size_t, const unsigned char *, size_t);
 const bool g_hw = have_hw();

@@ -1,8 +1,12 @@
 // tx.cpp - the send side of the firmware: fetch a descriptor from host memory
-// into the SRAM descriptor cache, check it against the NIC's protection table,
-// choose its protocol (protocol.cpp) and send it: the packet protocols here
-// (staged: the data through the wire FIFO; pull: a request naming the
-// initiator's memory), one-sided RDMA in onesided.cpp.
+// into the descriptor cache, check it against the NIC's protection table,
+// choose its protocol (protocol.cpp) and send it.  The packet protocols are
+// here: staged, whose data the host DMA gathers straight from the host's
+// segments into the reserved wire FIFO slot (one copy: the slot is the
+// firmware's until published, so nothing needs staging in SRAM first), and
+// pull, a request naming the initiator's memory for the target's DMA engine.
+// One-sided RDMA is in onesided.cpp, the short send's fast path (tx_fast) in
+// firmware.cpp beside send_direct.
 #include <cstring>
 
 #include "descriptor_check.hpp"

@@ -112,10 +112,10 @@ TEST(Synthetic, RateSweepRecoversTheWindowModel) {
 // burst_repeats).  The machine below stalls every first try of its longest
 // burst by 3 ms and reports it as a preemption (the hook stands in for
 // getrusage), as a receiver descheduled for a scheduler tick does to a sender
-// that waits for its replies: with no clean sample of that size left, the
-// series used to be kept whole and g came out as g + 3 ms / (128 - 32) ... -
-// the 77 us of AM's g with a reply to every request under the lanai7 cost
-// model (docs/cost-model.md).  Repeated, the known g comes back.
+// that waits for its replies: with no clean sample of that size left, keeping
+// the series whole would give g + 3 ms / (128 - 32) ... - the 77 us of AM's g
+// with a reply to every request under the lanai7 cost model
+// (docs/cost-model.md).  Repeated, the known g comes back.
 namespace {
 long g_fake_preemptions = 0;
 long fake_preemptions() { return g_fake_preemptions; }

@@ -32,7 +32,7 @@
 // even when the job has a CPU per process (docs/fm.md, "The slow mode"), and
 // a fixed window of 4096 polls then makes every wait spin ~60 us before the
 // peer may run.  The duration is what tells that case from a yield that
-// merely lasted as long as a round trip (which, counted as "at once", used to
+// merely lasted as long as a round trip (which, counted as "at once", would
 // shrink the window to its minimum and keep it there: docs/am.md, "Waiting").
 //
 // Everything on the polling path is plain integer arithmetic on a
