@@ -77,13 +77,7 @@ Link *link_create(const chan::PeerViConfig &cfg, unsigned peer, uint8_t side, co
     lay.nsend = them.small_buffers + kUncredited + kWriteSlots;
     lay.nrecv = 2 * me.small_buffers + kUncredited;
     lay.bufsize = bufsize;
-    if (!l->region.allocate(g.nic, g.ptag, chan::Channel::region_bytes(lay), why)) return nullptr;
-    l->ch.attach(lay, l->region.base(), l->region.handle());
-    chan::SetupError err;
-    if (!chan::start_rank_vi(cfg, l->ch, "BI", addrs, g.rank, peer, side, &err)) {
-        *why = err.str();
-        return nullptr;
-    }
+    if (!chan::start_rank_link(cfg, l->ch, l->region, lay, "BI", addrs, g.rank, peer, side, why)) return nullptr;
     return l;
 }
 
@@ -99,12 +93,7 @@ void teardown() {
     if (g.recv.registered) VipDeregisterMem(g.nic, g.recv.buf, g.recv.mh);
     g.send = SendOp{};
     g.recv = RecvOp{};
-    if (g.rcq) VipDestroyCQ(g.rcq);
-    if (g.ptag) VipDestroyPtag(g.nic, g.ptag);
-    if (g.nic) VipCloseNic(g.nic);
-    g.rcq = nullptr;
-    g.ptag = nullptr;
-    g.nic = nullptr;
+    chan::close_reliable_nic(&g.nic, &g.ptag, &g.rcq);
     g.init = false;
 }
 

@@ -78,6 +78,15 @@ bool open_reliable_nic(const char *device, const char *device_env, const char *l
     return true;
 }
 
+void close_reliable_nic(VIP_NIC_HANDLE *nic, VIP_PROTECTION_HANDLE *ptag, VIP_CQ_HANDLE *cq) {
+    if (*cq) VipDestroyCQ(*cq);
+    if (*ptag) VipDestroyPtag(*nic, *ptag);
+    if (*nic) VipCloseNic(*nic);
+    *cq = nullptr;
+    *ptag = nullptr;
+    *nic = nullptr;
+}
+
 bool exchange_addresses(const VIP_NIC_ATTRIBUTES &nic, const void *payload, size_t payload_len,
                         std::vector<NicAddress> *addrs, void *payloads, std::string *why) {
     if (nic.NicAddressLen > kMaxNicAddress) {
@@ -157,6 +166,19 @@ bool start_rank_vi(const PeerViConfig &c, Channel &ch, const char tag[2], const 
     const PeerEnd local{mine.bytes, mine.len, ldisc, rank_discriminator(ldisc, tag, me, peer, side)};
     const PeerEnd remote{theirs.bytes, theirs.len, rdisc, rank_discriminator(rdisc, tag, peer, me, rside)};
     return start_peer_vi(c, ch, local, remote, err);
+}
+
+bool start_rank_link(const PeerViConfig &c, Channel &ch, Region &region, const Layout &lay, const char tag[2],
+                     const std::vector<NicAddress> &addrs, unsigned me, unsigned peer, uint8_t side,
+                     std::string *why) {
+    if (!region.allocate(c.nic, c.ptag, Channel::region_bytes(lay), why)) return false;
+    ch.attach(lay, region.base(), region.handle());
+    SetupError err;
+    if (!start_rank_vi(c, ch, tag, addrs, me, peer, side, &err)) {
+        *why = err.str();
+        return false;
+    }
+    return true;
 }
 
 VIP_RETURN poll_peer_vi(Channel &ch, uint64_t deadline_ns) {

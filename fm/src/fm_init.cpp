@@ -65,15 +65,9 @@ Link *link_create(const chan::PeerViConfig &cfg, unsigned peer, uint8_t side,
     l->peer = peer;
     l->side = side;
     g.links.push_back(l);  // torn down with the rest on failure
-    if (!l->region.allocate(g.nic, g.ptag, chan::Channel::region_bytes(g.layout), why)) return nullptr;
     if (g.gather_min && !l->gather.allocate(g.nic, g.ptag, size_t(g.layout.nsend) * g.gather_stride, why))
         return nullptr;
-    l->ch.attach(g.layout, l->region.base(), l->region.handle());
-    chan::SetupError err;
-    if (!chan::start_rank_vi(cfg, l->ch, "FM", addrs, g.rank, peer, side, &err)) {
-        *why = err.str();
-        return nullptr;
-    }
+    if (!chan::start_rank_link(cfg, l->ch, l->region, g.layout, "FM", addrs, g.rank, peer, side, why)) return nullptr;
     return l;
 }
 
@@ -100,12 +94,7 @@ void teardown() {
     g.free_inbound.clear();
     co_free_all();
     g.regcache.clear();
-    if (g.rcq) VipDestroyCQ(g.rcq);
-    if (g.ptag) VipDestroyPtag(g.nic, g.ptag);
-    if (g.nic) VipCloseNic(g.nic);
-    g.rcq = nullptr;
-    g.ptag = nullptr;
-    g.nic = nullptr;
+    chan::close_reliable_nic(&g.nic, &g.ptag, &g.rcq);
     g.init = false;
 }
 

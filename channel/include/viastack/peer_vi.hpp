@@ -52,6 +52,11 @@ struct NicAddress {
 bool open_reliable_nic(const char *device, const char *device_env, const char *layer, VIP_NIC_HANDLE *nic,
                        VIP_NIC_ATTRIBUTES *attr, VIP_PROTECTION_HANDLE *ptag, std::string *why);
 
+// The other end of open_reliable_nic, once every VI is closed: destroys the
+// layer's CQ (if any) and protection tag, closes the NIC, and sets the three
+// handles to null, so a layer may open again.
+void close_reliable_nic(VIP_NIC_HANDLE *nic, VIP_PROTECTION_HANDLE *ptag, VIP_CQ_HANDLE *cq);
+
 // Collective over the job (vipl_boot): (*addrs)[r] is rank r's NIC address,
 // and payload_len bytes at payloads + r * payload_len are the payload rank r
 // passed (payload_len may be 0).  On failure returns false and *why says
@@ -109,6 +114,14 @@ bool start_peer_vi(const PeerViConfig &c, Channel &ch, const PeerEnd &local, con
 // so the peer-to-peer requests match).  To itself, side 0 connects to side 1.
 bool start_rank_vi(const PeerViConfig &c, Channel &ch, const char tag[2], const std::vector<NicAddress> &addrs,
                    unsigned me, unsigned peer, uint8_t side, SetupError *err);
+
+// A channel of its own to rank `peer`: allocates and registers region (the
+// size lay needs, on c's NIC and tag), attaches ch to it with lay, and
+// start_rank_vi.  On failure returns false and *why says what failed; what
+// was made stays with ch and region (close_peer_vi).
+bool start_rank_link(const PeerViConfig &c, Channel &ch, Region &region, const Layout &lay, const char tag[2],
+                     const std::vector<NicAddress> &addrs, unsigned me, unsigned peer, uint8_t side,
+                     std::string *why);
 
 // One look at the connection start_peer_vi began: VIP_NOT_DONE while pending
 // and before deadline_ns, VIP_TIMEOUT after it, else VIP_SUCCESS or the error.
