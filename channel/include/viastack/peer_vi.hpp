@@ -4,7 +4,8 @@
 //
 //   open_reliable_nic    opens the NIC the layer's variable names, reads its
 //                        attributes, creates a protection tag, and checks the
-//                        NIC offers Reliable Delivery
+//                        NIC offers Reliable Delivery (close_reliable_nic
+//                        undoes it)
 //   exchange_addresses   every rank's NIC address (opaque bytes from
 //                        VipQueryNic) plus a payload of the layer's, by one
 //                        vipl_boot_allgather (AM, whose peers come from
@@ -16,6 +17,7 @@
 //                        channel's receives on it (the peer can never find
 //                        the receive queue empty), starts the peer-to-peer
 //                        connection named by the layer's discriminator
+//                        (start_rank_link: the channel's region first)
 //   poll_peer_vi /       one look at, or a wait for, that connection, with a
 //   finish_peer_vi       deadline (VIP_TIMEOUT past it)
 //   close_vi /           disconnect, take the descriptors back, destroy
