@@ -196,7 +196,7 @@ VIP_RETURN VerbsNic::query(VIP_NIC_ATTRIBUTES *a) {
     a->ProviderVersion = 1;
     a->NicAddressLen = uint16_t(local_addr_bytes.size());
     a->LocalNicAddress = local_addr_bytes.data();
-    a->ThreadSafe = VIP_FALSE;
+    a->ThreadSafe = VIP_TRUE; // docs/verbs.md "Threads"
     a->MaxDiscriminatorLen = kMaxDiscriminator;
     a->MaxRegisterBytes = dev_attr.max_mr_size;
     a->MaxRegisterRegions = std::min<VIP_ULONG>(dev_attr.max_mr, MemTable::kMaxRegions);
@@ -309,6 +309,10 @@ VIP_RETURN VerbsNic::deregister_mem(void *addr, VIP_MEM_HANDLE mh) {
     if (ibv_dereg_mr(r->mr) != 0)
         return VIP_ERROR_RESOURCE;
     mem.erase(r);
+    // A post or completion on another thread may have found r just before:
+    // it is freed once none can still be reading it.
+    for (VerbsVi *vi : vis)
+        vi->quiesce_region_readers();
     r->ptag->users--;
     delete r;
     return VIP_SUCCESS;
@@ -359,8 +363,11 @@ VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pro
     if (r->mw) // the window belongs to the old tag: the handle stays a local alias
         ibv_dealloc_mw(r->mw);
     r->mw = nullptr;
-    ibv_dereg_mr(r->mr);
+    ibv_mr *old = r->mr;
     r->mr = mr;
+    for (VerbsVi *vi : vis) // a post on another thread may still use old's lkey
+        vi->quiesce_region_readers();
+    ibv_dereg_mr(old);
     r->ptag->users--;
     pt->users++;
     r->ptag = pt;
