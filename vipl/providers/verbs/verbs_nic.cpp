@@ -360,19 +360,19 @@ VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pro
         ibv_dereg_mr(mr);
         return VIP_ERROR_RESOURCE;
     }
+    // Posts on other threads read the region without a lock: the new
+    // registration is a new Region swapped in under the same handle, and the
+    // old one is freed once no post or completion can still be reading it.
+    auto *next = new Region{r->handle, mr, nullptr, r->base, r->len, pt, a.rdma_write, a.rdma_read};
+    mem.replace(r, next);
+    for (VerbsVi *vi : vis)
+        vi->quiesce_region_readers();
     if (r->mw) // the window belongs to the old tag: the handle stays a local alias
         ibv_dealloc_mw(r->mw);
-    r->mw = nullptr;
-    ibv_mr *old = r->mr;
-    r->mr = mr;
-    for (VerbsVi *vi : vis) // a post on another thread may still use old's lkey
-        vi->quiesce_region_readers();
-    ibv_dereg_mr(old);
+    ibv_dereg_mr(r->mr);
     r->ptag->users--;
     pt->users++;
-    r->ptag = pt;
-    r->rdma_write = a.rdma_write;
-    r->rdma_read = a.rdma_read;
+    delete r;
     return VIP_SUCCESS;
 }
 
