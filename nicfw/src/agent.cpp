@@ -69,6 +69,7 @@ void Agent::run() {
         CqImpl *cq;
         VIP_DESCRIPTOR *d;
         bool recv;
+        VIP_VI_HANDLE cq_vi; // a CQ entry's VI, as its handle (the VI may be gone)
     };
     std::vector<Fire> fire;
     while (!stop_.load(std::memory_order_relaxed)) {
@@ -86,7 +87,7 @@ void Agent::run() {
                     VIP_DESCRIPTOR *d = nullptr;
                     if (vi->done(q ? vi->host_rq : vi->host_sq, &d) == VIP_SUCCESS) {
                         s.armed.store(false);
-                        fire.push_back(Fire{&s, vi, nullptr, d, q == 1});
+                        fire.push_back(Fire{&s, vi, nullptr, d, q == 1, nullptr});
                     } else {
                         keep = true;
                     }
@@ -96,11 +97,11 @@ void Agent::run() {
             }
             for (size_t i = 0; i < cqs_.size();) {
                 CqImpl *cq = cqs_[i];
-                vipl::prov::Vi *v = nullptr;
+                VIP_VI_HANDLE v = nullptr;
                 bool recv = false;
                 if (cq->notify_slot.armed.load() && cq->done(&v, &recv) == VIP_SUCCESS) {
                     cq->notify_slot.armed.store(false);
-                    fire.push_back(Fire{&cq->notify_slot, static_cast<ViImpl *>(v), cq, nullptr, recv});
+                    fire.push_back(Fire{&cq->notify_slot, nullptr, cq, nullptr, recv, v});
                 }
                 if (cq->notify_slot.armed.load()) { ++i; armed = true; }
                 else cqs_.erase(cqs_.begin() + static_cast<long>(i));
@@ -110,7 +111,7 @@ void Agent::run() {
         for (auto &f : fire) {
             if (f.cq) {
                 VIP_NIC_HANDLE nh = f.cq->owner ? f.cq->owner->api_handle : nullptr;
-                f.slot->cq_handler(f.slot->ctx, nh, f.vi ? f.vi->api_handle : nullptr, f.recv);
+                f.slot->cq_handler(f.slot->ctx, nh, f.cq_vi, f.recv);
             } else {
                 VIP_NIC_HANDLE nh = f.vi->owner ? f.vi->owner->api_handle : nullptr;
                 f.slot->desc_handler(f.slot->ctx, nh, f.vi->api_handle, f.d);

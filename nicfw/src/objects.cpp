@@ -236,20 +236,20 @@ VIP_RETURN ViImpl::set_attributes(const vipl::prov::ViAttr &a) {
 
 // ---------------------------------------------------------------- CQ
 // The oldest entry whose VI still exists (a VI destroyed after completing
-// leaves entries behind: they are skipped).
-inline bool CqImpl::pop_live(vipl::prov::Vi **vi, bool *recv) {
-    CqEntry e;
-    while (ring.pop(&e)) {
-        ViImpl *v = hw->vis.get(e.vi);
-        if (!v) continue;
-        *vi = v;
+// leaves entries behind: they are skipped).  The VI is looked up and its
+// handle read under the consumer lock: VI destroy unpublishes the VI, then
+// passes through that lock before freeing it (destroy_vi, provider.cpp).
+inline bool CqImpl::pop_live(VIP_VI_HANDLE *vi, bool *recv) {
+    return ring.take([&](const CqEntry &e) {
+        const ViImpl *v = hw->vis.get(e.vi);
+        if (!v) return false;
+        *vi = v->api_handle;
         *recv = e.recv;
         return true;
-    }
-    return false;
+    });
 }
 
-VIP_RETURN CqImpl::done(vipl::prov::Vi **vi, bool *recv) {
+VIP_RETURN CqImpl::done(VIP_VI_HANDLE *vi, bool *recv) {
     for (int pass = 0; pass < 2; ++pass) {
         if (pop_live(vi, recv)) {
             if (__builtin_expect(hw->fw.cost().on(), 0)) hw->fw.cost().host_cq_check(true); // read and clear
@@ -262,7 +262,7 @@ VIP_RETURN CqImpl::done(vipl::prov::Vi **vi, bool *recv) {
     return VIP_NOT_DONE;
 }
 
-VIP_RETURN CqImpl::wait(VIP_ULONG timeout_ms, vipl::prov::Vi **vi, bool *recv) {
+VIP_RETURN CqImpl::wait(VIP_ULONG timeout_ms, VIP_VI_HANDLE *vi, bool *recv) {
     bool gave_up = false;
     if (!poll_until(*hw, timeout_ms, [&] { return pop_live(vi, recv) || (gave_up = closing()); })) return VIP_TIMEOUT;
     if (gave_up) return VIP_INVALID_STATE; // another thread is destroying the CQ

@@ -79,8 +79,8 @@ struct NotifySlot {
 class CqImpl : public vipl::prov::Cq {
 public:
     CqImpl(NicHw *hw, size_t entries) : hw(hw) { ring.resize(entries); }
-    VIP_RETURN done(vipl::prov::Vi **vi, bool *recv) override;
-    VIP_RETURN wait(VIP_ULONG timeout_ms, vipl::prov::Vi **vi, bool *recv) override;
+    VIP_RETURN done(VIP_VI_HANDLE *vi, bool *recv) override;
+    VIP_RETURN wait(VIP_ULONG timeout_ms, VIP_VI_HANDLE *vi, bool *recv) override;
     VIP_RETURN resize(VIP_ULONG entries) override;
     VIP_RETURN notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) override;
 
@@ -92,7 +92,7 @@ public:
     vipl::prov::Nic *owner = nullptr;   // the NIC handle it was made through
 
 private:
-    bool pop_live(vipl::prov::Vi **vi, bool *recv);
+    bool pop_live(VIP_VI_HANDLE *vi, bool *recv);
 };
 
 class ViImpl : public vipl::prov::Vi {

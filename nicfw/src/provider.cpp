@@ -111,6 +111,10 @@ public:
             hw->vis.remove(vi->index);
             hw->fw.vi_removed(vi->index);
         }
+        // A CQ consumer that looked the VI up before it left the table is
+        // done reading it once it leaves the consumer lock (CqImpl::pop_live).
+        for (CqImpl *cq : {vi->send_cq, vi->recv_cq})
+            if (cq) cq->ring.quiesce_consumers();
         hw->agent.forget(vi);
         static_cast<PtagImpl *>(vi->attr.ptag)->refs.fetch_sub(1);
         if (vi->send_cq) vi->send_cq->bound.fetch_sub(1);

@@ -4,7 +4,9 @@
 // take them (reap / pop) in tight loops.  Every descriptor and entry must be
 // taken exactly once, and each reaper must see its takes in posting order.
 // (The VIPL scenarios in threads_vipl.cpp go through the same code, but their
-// takes are spread out by the NIC; here takes collide all the time.)
+// takes are spread out by the NIC; here takes collide all the time.)  Last,
+// the window between taking a CQ entry and reading its VI while another thread
+// destroys that VI: a taker must never read a VI after its destroy.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -90,11 +92,55 @@ void cq_fifo() {
         if (!taken[i].load()) fail("a CQ entry never taken", i);
 }
 
+// A CQ entry names a VI; VipCQDone turns it into the VI's handle.  One
+// thread completes (pushes entries) and destroys VIs, as a provider's poller
+// and VI destroy do under the producer's lock; four threads take entries and
+// read the VI under the consumer lock (CqFifo::take), slowly.  Destroy drops a
+// VI's entries (remove_if) and then marks it freed: no taker may see it freed.
+void cq_destroy_window() {
+    constexpr int kVis = 8;
+    constexpr uint32_t kRounds = 20000;
+    struct Vi {
+        std::atomic<bool> alive{true};
+    } vis[kVis];
+    vipl::common::CqFifo<int> fifo;
+    fifo.resize(256);
+    std::atomic<bool> stop{false};
+    std::atomic<uint32_t> taken{0};
+    std::vector<std::thread> takers;
+    for (int r = 0; r < kReapers; ++r)
+        takers.emplace_back([&] {
+            while (!stop.load(std::memory_order_relaxed)) {
+                fifo.take([&](int v) {
+                    for (int k = 0; k < 64; ++k) { // reading the VI takes a while
+                        if (!vis[v].alive.load(std::memory_order_relaxed)) fail("a taker read a destroyed VI", v);
+                        __builtin_ia32_pause();
+                    }
+                    taken.fetch_add(1, std::memory_order_relaxed);
+                    return true;
+                });
+            }
+        });
+    // (Until the takers have taken a good many: they may start late.)
+    for (uint32_t i = 0; i < kRounds || taken.load(std::memory_order_relaxed) < 2000; ++i) {
+        const int v = int(i % kVis);
+        vis[v].alive.store(true, std::memory_order_relaxed); // created again
+        for (int k = 0; k < 4; ++k) (void)fifo.push(v);
+        const int gone = int((i + kVis / 2) % kVis);
+        fifo.remove_if([gone](int e) { return e == gone; });
+        vis[gone].alive.store(false, std::memory_order_relaxed); // freed
+    }
+    stop.store(true);
+    for (auto &t : takers) t.join();
+    if (taken.load() == 0) fail("no CQ entry was taken", 0);
+}
+
 } // namespace
 
 int main() {
     work_ring();
     cq_fifo();
+    cq_destroy_window();
     std::printf("threads_rings: %u descriptors and %u CQ entries, each taken once by %d threads\n", kCount, kCount,
                 kReapers);
     return 0;

@@ -20,6 +20,11 @@
 //   mem     threads 0-2 stream while thread 3 registers a fresh buffer, sends
 //           from it, deregisters it, again and again.
 //
+// An optional second argument scales every message and cycle count, in
+// percent (default 100): the soft-RoCE guest (emulated, slow) runs the
+// scenarios at 10%, which also keeps `shared` and `cq` within the verbs
+// provider's default queue depth (256 descriptors).
+//
 // Any failed check prints what and where and aborts the job (exit non-zero).
 #include <sched.h>
 
@@ -58,6 +63,10 @@ constexpr uint32_t kBlock = 256;   // bytes of an RDMA block
 
 VIP_NIC_HANDLE g_nic;
 VIP_PROTECTION_HANDLE g_ptag;
+
+int g_percent = 100; // argv[2]
+// A count of the full-size run, scaled by g_percent (at least 1).
+int scaled(int n) { return std::max(1, n * g_percent / 100); }
 
 // Registered memory carved into descriptors and buffers (one arena per thread,
 // plus the process's RDMA window and source).
@@ -290,12 +299,12 @@ void run_threads(void (*body)(int)) {
 }
 
 void scenario_own() {
-    run_threads([](int t) { own_vi_traffic(t, 40, "own"); });
+    run_threads([](int t) { own_vi_traffic(t, scaled(40), "own"); });
 }
 
 // ---------------------------------------------------------------- shared
 // Ranks pair up (r ^ 1); one VI per pair, used by every thread.
-constexpr int kSharedPerThread = 200;
+int g_shared_per_thread; // scaled(200), set by scenario_shared
 struct SharedVi {
     VIP_VI_HANDLE vi;
     Arena ar;
@@ -307,7 +316,8 @@ struct SharedVi {
 
 void scenario_shared() {
     const int peer = g_rank ^ 1;
-    constexpr int total = kThreads * kSharedPerThread;
+    g_shared_per_thread = scaled(200);
+    const int total = kThreads * g_shared_per_thread;
     SharedVi s;
     s.ar.init(8 << 20);
     s.vi = make_vi();
@@ -336,8 +346,9 @@ void scenario_shared() {
     run_threads([](int t) {
         SharedVi &s = *g;
         const int peer = g_rank ^ 1;
-        for (int k = 0; k < kSharedPerThread; ++k) {
-            const int i = t * kSharedPerThread + k;
+        const int total = kThreads * g_shared_per_thread;
+        for (int k = 0; k < g_shared_per_thread; ++k) {
+            const int i = t * g_shared_per_thread + k;
             write_msg((*gsb)[i], t, k);
             set_send((*gsd)[i], (*gsb)[i], kMsg, s.ar.mh);
             CHECK(VipPostSend(s.vi, (*gsd)[i], s.ar.mh));
@@ -352,8 +363,8 @@ void scenario_shared() {
             // Take a receive if one is there.
             if (VipRecvDone(s.vi, &d) == VIP_SUCCESS) {
                 const Msg m = read_msg(static_cast<char *>(d->DS[0].Local.Data.Address), peer);
-                if (m.thread >= kThreads || m.seq >= kSharedPerThread ||
-                    s.seen[m.thread * kSharedPerThread + m.seq].exchange(1))
+                if (m.thread >= kThreads || m.seq >= uint32_t(g_shared_per_thread) ||
+                    s.seen[m.thread * g_shared_per_thread + m.seq].exchange(1))
                     FAIL("message %u of thread %u taken twice", m.seq, m.thread);
                 s.recv_taken.fetch_add(1);
             }
@@ -366,8 +377,8 @@ void scenario_shared() {
             if (rc != VIP_SUCCESS) FAIL("VipRecvWait: %s", VipxReturnString(rc));
             expect_ok(d, VIP_STATUS_OP_RECEIVE, "shared receive");
             const Msg m = read_msg(static_cast<char *>(d->DS[0].Local.Data.Address), peer);
-            if (m.thread >= kThreads || m.seq >= kSharedPerThread ||
-                s.seen[m.thread * kSharedPerThread + m.seq].exchange(1))
+            if (m.thread >= kThreads || m.seq >= uint32_t(g_shared_per_thread) ||
+                s.seen[m.thread * g_shared_per_thread + m.seq].exchange(1))
                 FAIL("message %u of thread %u taken twice", m.seq, m.thread);
             s.recv_taken.fetch_add(1);
         }
@@ -399,7 +410,7 @@ void scenario_shared() {
 }
 
 // ---------------------------------------------------------------- cq
-constexpr int kCqPerThread = 300;
+int g_cq_per_thread; // scaled(300), set by scenario_cq
 VIP_CQ_HANDLE g_cq;
 VIP_VI_HANDLE g_cq_vi[kThreads];
 std::vector<VIP_DESCRIPTOR *> g_cq_rd[kThreads];
@@ -407,12 +418,13 @@ std::atomic<int> g_cq_taken{0};
 std::atomic<int> g_cq_next[kThreads];
 
 void scenario_cq() {
-    CHECK(VipCreateCQ(g_nic, kThreads * kCqPerThread, &g_cq));
+    g_cq_per_thread = scaled(300);
+    CHECK(VipCreateCQ(g_nic, kThreads * g_cq_per_thread, &g_cq));
     static Arena ar;
     ar.init(8 << 20);
     for (int t = 0; t < kThreads; ++t) {
         g_cq_vi[t] = make_vi(g_cq);
-        for (int i = 0; i < kCqPerThread; ++i) {
+        for (int i = 0; i < g_cq_per_thread; ++i) {
             VIP_DESCRIPTOR *d = ar.desc();
             set_recv(d, ar.get(kMsg), kMsg, ar.mh);
             CHECK(VipPostRecv(g_cq_vi[t], d, ar.mh));
@@ -432,7 +444,7 @@ void scenario_cq() {
         char *sb = send_b[t];
         int sent = 0;
         for (;;) {
-            if (sent < kCqPerThread) {
+            if (sent < g_cq_per_thread) {
                 write_msg(sb, t, sent);
                 set_send(sd, sb, kMsg, ar.mh);
                 CHECK(VipPostSend(g_cq_vi[t], sd, ar.mh));
@@ -440,12 +452,12 @@ void scenario_cq() {
                 CHECK(VipSendWait(g_cq_vi[t], 20000, &d));
                 expect_ok(d, VIP_STATUS_OP_SEND, "send");
                 ++sent;
-            } else if (g_cq_taken.load() >= kThreads * kCqPerThread) {
+            } else if (g_cq_taken.load() >= kThreads * g_cq_per_thread) {
                 break;
             }
             VIP_VI_HANDLE vi;
             VIP_BOOLEAN rq;
-            const VIP_RETURN rc = VipCQWait(g_cq, sent < kCqPerThread ? 0 : 20, &vi, &rq);
+            const VIP_RETURN rc = VipCQWait(g_cq, sent < g_cq_per_thread ? 0 : 20, &vi, &rq);
             if (rc == VIP_TIMEOUT) continue;
             if (rc != VIP_SUCCESS) FAIL("VipCQWait: %s", VipxReturnString(rc));
             int v = 0;
@@ -458,7 +470,7 @@ void scenario_cq() {
             expect_ok(d, VIP_STATUS_OP_RECEIVE, "receive");
             // Order per work queue: descriptor k of VI v holds message k.
             long k = -1;
-            for (int i = 0; i < kCqPerThread; ++i)
+            for (int i = 0; i < g_cq_per_thread; ++i)
                 if (g_cq_rd[v][i] == d) k = i;
             const Msg m = read_msg(static_cast<char *>(d->DS[0].Local.Data.Address), uint32_t(peer_of(v)));
             if (m.thread != uint32_t(v) || long(m.seq) != k)
@@ -468,7 +480,7 @@ void scenario_cq() {
         }
     });
     for (int v = 0; v < kThreads; ++v)
-        if (g_cq_next[v].load() != kCqPerThread) FAIL("VI %d: %d messages, expected %d", v, g_cq_next[v].load(), kCqPerThread);
+        if (g_cq_next[v].load() != g_cq_per_thread) FAIL("VI %d: %d messages, expected %d", v, g_cq_next[v].load(), g_cq_per_thread);
     VIP_VI_HANDLE vi;
     VIP_BOOLEAN rq;
     if (VipCQDone(g_cq, &vi, &rq) != VIP_NOT_DONE) FAIL("a CQ entry too many");
@@ -544,8 +556,8 @@ void destroy_while_polled() {
 
 void scenario_conn() {
     run_threads([](int t) {
-        if (t < 2) own_vi_traffic(t, 30, "conn");
-        else connect_cycles(t, 12);
+        if (t < 2) own_vi_traffic(t, scaled(30), "conn");
+        else connect_cycles(t, scaled(12));
     });
     destroy_while_polled();
 }
@@ -598,8 +610,8 @@ void register_cycles(int t, int n) {
 
 void scenario_mem() {
     run_threads([](int t) {
-        if (t < 3) own_vi_traffic(t, 30, "memt");
-        else register_cycles(t, 200);
+        if (t < 3) own_vi_traffic(t, scaled(30), "memt");
+        else register_cycles(t, scaled(200));
     });
 }
 
@@ -607,6 +619,15 @@ void scenario_mem() {
 
 int main(int argc, char **argv) {
     const std::string what = argc > 1 ? argv[1] : "";
+    if (argc > 2) {
+        char *end = nullptr;
+        const long pct = std::strtol(argv[2], &end, 10);
+        if (*argv[2] == '\0' || *end != '\0' || pct < 1 || pct > 1000) {
+            std::fprintf(stderr, "threads_vipl: the scale is a percentage from 1 to 1000, not '%s'\n", argv[2]);
+            return 2;
+        }
+        g_percent = int(pct);
+    }
     if (vipl_boot_init() != VIPL_BOOT_OK) {
         std::fprintf(stderr, "threads_vipl: run it under vipl-run\n");
         return 2;
@@ -632,7 +653,7 @@ int main(int argc, char **argv) {
     else if (what == "conn") scenario_conn();
     else if (what == "mem") scenario_mem();
     else {
-        std::fprintf(stderr, "usage: threads_vipl own|shared|cq|conn|mem\n");
+        std::fprintf(stderr, "usage: threads_vipl own|shared|cq|conn|mem [percent]\n");
         return 2;
     }
     // Every rank is done with every peer's memory before anyone frees it.

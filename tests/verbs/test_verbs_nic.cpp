@@ -121,7 +121,7 @@ TEST_F(VerbsNic, AddressIsDeviceIpv4AndListeningPort) {
     }
     EXPECT_NE(attr.LocalNicAddress[4] | attr.LocalNicAddress[5], 0) << "port 0";
     EXPECT_EQ(attr.MaxDiscriminatorLen, VIP_MAX_DISCRIMINATOR_LEN);
-    EXPECT_EQ(attr.ThreadSafe, VIP_FALSE);
+    EXPECT_EQ(attr.ThreadSafe, VIP_TRUE); // docs/verbs.md "Threads"
     EXPECT_EQ(attr.RDMAReadSupport & VIP_SERVICE_UNRELIABLE, 0);
 }
 

@@ -10,12 +10,11 @@
  * (libibverbs/librdmacm).  VipOpenNic picks one by device name ("nicfw0",
  * "rxe0", "mlx5_0", ...) or, for a NULL/empty name, by $VIPL_PROVIDER.
  *
- * Thread safety (docs/vipl.md, "Threads"): a nicfw NIC reports ThreadSafe =
- * VIP_TRUE: any thread may post to, poll and wait on any VI or CQ, register
- * memory and connect at once; a VI or CQ destroyed while another thread uses it
- * gives that thread VIP_INVALID_PARAMETER (or VIP_INVALID_STATE from a Wait),
- * never a use after free.  A verbs NIC reports ThreadSafe = VIP_FALSE: one
- * thread may use a given VI or CQ at a time.  A queue with a pending
+ * Thread safety (docs/vipl.md, "Threads"): nicfw and verbs NICs report
+ * ThreadSafe = VIP_TRUE: any thread may post to, poll and wait on any VI or CQ,
+ * register memory and connect at once; a VI or CQ destroyed while another
+ * thread uses it gives that thread VIP_INVALID_PARAMETER (or VIP_INVALID_STATE
+ * from a Wait), never a use after free.  A queue with a pending
  * VipSendNotify/VipRecvNotify/VipCQNotify must not also be polled by the
  * application.
  */

@@ -60,8 +60,11 @@ struct MemAttr {
 
 class Cq : public Object {
 public:
-    virtual VIP_RETURN done(Vi **vi, bool *recv_queue) = 0;
-    virtual VIP_RETURN wait(VIP_ULONG timeout_ms, Vi **vi, bool *recv_queue) = 0;
+    // The entry's VI comes back as its API handle, read under the CQ's
+    // consumer lock (common::CqFifo::take): another thread may destroy that
+    // VI as soon as the entry is taken, so the caller must not touch the VI.
+    virtual VIP_RETURN done(VIP_VI_HANDLE *vi, bool *recv_queue) = 0;
+    virtual VIP_RETURN wait(VIP_ULONG timeout_ms, VIP_VI_HANDLE *vi, bool *recv_queue) = 0;
     virtual VIP_RETURN resize(VIP_ULONG entries) = 0;
     virtual VIP_RETURN notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) = 0;
 };

@@ -51,12 +51,12 @@ VIP_RETURN VipCQDone(VIP_CQ_HANDLE CQHandle, VIP_VI_HANDLE *ViHandle, VIP_BOOLEA
     VIPL_INSTR_CALL_BEGIN(t);
     const CqUse cq(cqs(), CQHandle);
     if (__builtin_expect(!cq || !ViHandle || !RecvQueue, 0)) return VIP_INVALID_PARAMETER;
-    vipl::prov::Vi *vi = nullptr;
+    VIP_VI_HANDLE vi = nullptr;
     bool recv = false;
     const VIP_RETURN rc = cq->done(&vi, &recv);
     VIPL_INSTR_CALL_WAITED(t, cq.get(), rc != VIP_NOT_DONE);
     if (rc == VIP_SUCCESS) {
-        *ViHandle = vi->api_handle;
+        *ViHandle = vi;
         *RecvQueue = recv ? VIP_TRUE : VIP_FALSE;
     }
     VIPL_INSTR_PROVIDER_END_IF(c_cq_done, t, rc == VIP_SUCCESS); // an empty poll nests, uncounted
@@ -67,12 +67,12 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE CQHandle, VIP_ULONG Timeout, VIP_VI_HANDLE *V
     VIPL_INSTR_CALL_BEGIN(t);
     const CqUse cq(cqs(), CQHandle);
     if (!cq || !ViHandle || !RecvQueue) return VIP_INVALID_PARAMETER;
-    vipl::prov::Vi *vi = nullptr;
+    VIP_VI_HANDLE vi = nullptr;
     bool recv = false;
     const VIP_RETURN rc = cq->wait(Timeout, &vi, &recv);
     if (rc == VIP_SUCCESS) VIPL_INSTR_CALL_WAITED(t, cq.get(), 1); // the part before its arrival
     if (rc == VIP_SUCCESS) {
-        *ViHandle = vi->api_handle;
+        *ViHandle = vi;
         *RecvQueue = recv ? VIP_TRUE : VIP_FALSE;
     }
     VIPL_INSTR_PROVIDER_END(c_cq_wait, t);

@@ -11,16 +11,24 @@
 //   common::CqFifo<MyEntry> fifo;
 //   fifo.resize(entries);                 // control path (create, VipResizeCQ, binding a VI)
 //   completion:  fifo.push(entry);        // false only if full: size the FIFO so it cannot be
-//   VipCQDone:   if (!fifo.pop(&e)) { poll the device once; if (!fifo.pop(&e)) return VIP_NOT_DONE; }
+//   VipCQDone:   fifo.take([&](const MyEntry &e) { *handle = (VI of e)->api_handle; return true; })
+//                (else poll the device once and take again, else VIP_NOT_DONE)
 //   destroying a VI: fifo.remove_if([&](const MyEntry &e) { return e.vi == vi; });
 //
 // push and pop may run on different threads (one producer at a time, e.g. a
-// firmware thread; any number of consumers, serialised by pop's own lock so
+// firmware thread; any number of consumers, serialised by the consumer lock so
 // each entry is taken by one of them): the indices are published with release and read with
 // acquire, each on its own cache line so a producer on another core does not
-// take the consumer's line away on every entry.  resize and remove_if need both
-// sides quiet (the provider's control path already stops its completion source
-// for them).
+// take the consumer's line away on every entry.  resize and remove_if hold the
+// consumer lock but need the producer quiet (the provider stops or locks its
+// completion source for them).
+//
+// Why take() translates the entry under the consumer lock: the entry names a
+// VI that another thread may be destroying.  Its destroy drops the VI's
+// entries with remove_if (or, for a provider that looks VIs up by index,
+// passes through the consumer lock with quiesce_consumers() after unpublishing
+// the VI), so a consumer either finished reading the VI before the destroy
+// got the lock or finds its entry gone: it never reads a freed VI.
 #pragma once
 
 #include <atomic>
@@ -51,6 +59,7 @@ public:
     // Control path: room for exactly `entries` (1 .. 2^31), keeping the
     // entries held.  False (nothing changed) if they would not fit.
     bool resize(uint64_t entries) {
+        SpinGuard g(pop_lock_);
         if (entries < size() || entries == 0 || entries > (1u << 31))
             return false;
         const uint32_t cap = round_up(entries);
@@ -76,21 +85,35 @@ public:
         return true;
     }
 
-    // Consumer (any thread).
-    bool pop(Entry *out) {
+    // Consumer (any thread): takes the oldest entry and returns true if
+    // accept(entry), run under the consumer lock, returns true; an entry it
+    // refuses (its VI is gone) is dropped and the next one tried.
+    template <class Accept>
+    bool take(Accept &&accept) {
         if (__builtin_expect(empty_hint(), 0)) return false; // nothing to take: no lock
         SpinGuard g(pop_lock_);
-        const uint64_t h = head_.load(std::memory_order_relaxed);
-        if (h == tail_.load(std::memory_order_acquire))
-            return false;
-        *out = ring_[h & mask_];
-        head_.store(h + 1, std::memory_order_release);
-        return true;
+        for (uint64_t h = head_.load(std::memory_order_relaxed); h != tail_.load(std::memory_order_acquire);) {
+            const Entry e = ring_[h & mask_];
+            head_.store(++h, std::memory_order_release);
+            if (accept(e)) return true;
+        }
+        return false;
     }
+
+    bool pop(Entry *out) {
+        return take([out](const Entry &e) {
+            *out = e;
+            return true;
+        });
+    }
+
+    // Waits for the consumers inside take() to leave (see the top of the file).
+    void quiesce_consumers() { SpinGuard g(pop_lock_); }
 
     // Control path: drops the entries `drop` selects, keeping the others in order.
     template <class Pred>
     void remove_if(Pred &&drop) {
+        SpinGuard g(pop_lock_);
         const uint64_t h = head_.load(std::memory_order_relaxed), t = tail_.load(std::memory_order_relaxed);
         uint64_t out = h;
         for (uint64_t i = h; i != t; i++) {

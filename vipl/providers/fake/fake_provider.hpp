@@ -142,8 +142,8 @@ struct CqEntry {
 class FakeCq : public prov::Cq {
 public:
     FakeCq(Device *d, NicHandle *owner, VIP_ULONG entries);
-    VIP_RETURN done(prov::Vi **vi, bool *recv_queue) override;
-    VIP_RETURN wait(VIP_ULONG timeout_ms, prov::Vi **vi, bool *recv_queue) override;
+    VIP_RETURN done(VIP_VI_HANDLE *vi, bool *recv_queue) override;
+    VIP_RETURN wait(VIP_ULONG timeout_ms, VIP_VI_HANDLE *vi, bool *recv_queue) override;
     VIP_RETURN resize(VIP_ULONG entries) override;
     VIP_RETURN notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) override;
 

@@ -225,20 +225,20 @@ void FakeCq::push(FakeVi *vi, bool recv) {
         board().report(nullptr, this, nullptr, VIP_RESOURCE_CQ, VIP_ERROR_CATASTROPHIC);
 }
 
-VIP_RETURN FakeCq::done(prov::Vi **vi, bool *recv) {
+VIP_RETURN FakeCq::done(VIP_VI_HANDLE *vi, bool *recv) {
     std::lock_guard<std::mutex> g(board().mu);
     CqEntry e;
     if (!fifo.pop(&e)) return VIP_NOT_DONE;
-    *vi = e.vi;
+    *vi = e.vi->api_handle; // under the board's lock, which VI destroy holds
     *recv = e.recv;
     return VIP_SUCCESS;
 }
 
-VIP_RETURN FakeCq::wait(VIP_ULONG timeout_ms, prov::Vi **vi, bool *recv) {
+VIP_RETURN FakeCq::wait(VIP_ULONG timeout_ms, VIP_VI_HANDLE *vi, bool *recv) {
     std::unique_lock<std::mutex> lk(board().mu);
     CqEntry e;
     if (!wait_for(lk, timeout_ms, [&] { return fifo.pop(&e); })) return VIP_TIMEOUT;
-    *vi = e.vi;
+    *vi = e.vi->api_handle; // under the board's lock, which VI destroy holds
     *recv = e.recv;
     return VIP_SUCCESS;
 }

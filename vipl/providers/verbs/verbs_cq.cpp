@@ -5,6 +5,12 @@
 // ibv_cq completes its descriptor and appends the queue to the CQ's FIFO
 // (common::CqFifo).  The ibv_cq and the FIFO are sized to the larger of
 // EntryCount and the total depth of the bound queues, so neither can overflow.
+//
+// Threads: pollers of the ibv_cq take its poll lock (one producer of FIFO
+// entries at a time); takers of entries take the FIFO's consumer lock, under
+// which an entry is turned into its VI's handle; destroying a VI drops its
+// entries under both, so a taker never reads a VI being freed.  Sizes
+// (bind, unbind, resize) change under the NIC's cm_mu.
 #include <fcntl.h>
 
 #include <algorithm>
@@ -49,6 +55,7 @@ VIP_RETURN VerbsCq::grow(uint32_t need) {
     if (need > uint32_t(nic_.dev_attr.max_cqe))
         return VIP_ERROR_RESOURCE;
     uint32_t cap = rounded_capacity(need);
+    common::SpinGuard g(poll_lock); // no completion is moved meanwhile
     if (ibv_resize_cq(cq, int(cap)) != 0)
         return VIP_ERROR_RESOURCE;
     fifo_.resize(cap); // keeps the entries not yet taken
@@ -73,6 +80,7 @@ void VerbsCq::unbind(uint32_t depth) {
 VIP_RETURN VerbsCq::resize(VIP_ULONG entries) {
     if (entries == 0 || entries > VIP_ULONG(nic_.dev_attr.max_cqe))
         return VIP_INVALID_PARAMETER;
+    std::lock_guard<std::mutex> g(nic_.cm_mu); // as bind and unbind
     if (entries < fifo_.size())
         return VIP_INVALID_PARAMETER; // would drop entries not yet taken
     requested_ = uint32_t(entries);
@@ -81,32 +89,32 @@ VIP_RETURN VerbsCq::resize(VIP_ULONG entries) {
     return grow(std::max<uint64_t>(requested_, bound_depth_));
 }
 
-int VerbsCq::poll() {
-    ibv_wc wc[16];
-    int n = ibv_poll_cq(cq, 16, wc);
-    for (int i = 0; i < n; i++)
-        complete_slot(wc[i]);
-    return n;
-}
-
-VIP_RETURN VerbsCq::done(prov::Vi **vi, bool *recv_queue) {
-    Entry e;
-    if (!fifo_.pop(&e)) {
+VIP_RETURN VerbsCq::done(VIP_VI_HANDLE *vi, bool *recv_queue) {
+    auto take = [&](const Entry &e) {
+        *vi = e.queue->vi->api_handle; // under the consumer lock (see the top)
+        *recv_queue = e.queue->is_recv;
+        return true;
+    };
+    if (!fifo_.take(take)) {
         if (poll() == 0)
             nic_.idle_poll();
-        if (!fifo_.pop(&e))
+        if (!fifo_.take(take))
             return VIP_NOT_DONE;
     }
-    *vi = e.queue->vi;
-    *recv_queue = e.queue->is_recv;
     return VIP_SUCCESS;
 }
 
-VIP_RETURN VerbsCq::wait(VIP_ULONG timeout_ms, prov::Vi **vi, bool *recv_queue) {
-    return block_on_cq(nic_, cq, channel, timeout_ms, [&] { return done(vi, recv_queue); });
+VIP_RETURN VerbsCq::wait(VIP_ULONG timeout_ms, VIP_VI_HANDLE *vi, bool *recv_queue) {
+    return block_on_cq(nic_, cq, channel, timeout_ms, [&] {
+        VIP_RETURN rc = done(vi, recv_queue);
+        if (rc == VIP_NOT_DONE && closing())
+            rc = VIP_INVALID_STATE; // another thread is destroying the CQ
+        return rc;
+    });
 }
 
 void VerbsCq::forget(VerbsVi *vi) {
+    common::SpinGuard g(poll_lock); // remove_if needs the producer quiet
     fifo_.remove_if([vi](const Entry &e) { return e.queue->vi == vi; });
 }
 

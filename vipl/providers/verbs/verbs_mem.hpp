@@ -104,6 +104,19 @@ public:
             }
         }
     }
+    // Puts r in old's slot (same handle) in one store: a lookup finds one or
+    // the other, never neither.
+    void replace(Region *old, Region *r) {
+        for (size_t i = hash(old->handle), n = 0; n < kCapacity; i = (i + 1) & (kCapacity - 1), n++) {
+            Region *cur = slots_[i].load(std::memory_order_relaxed);
+            if (cur == nullptr)
+                return;
+            if (cur == old) {
+                slots_[i].store(r, std::memory_order_release);
+                return;
+            }
+        }
+    }
     size_t size() const { return count_; }
     template <class F> void for_each(F f) {
         for (size_t i = 0; i < kCapacity; i++) {

@@ -196,7 +196,7 @@ VIP_RETURN VerbsNic::query(VIP_NIC_ATTRIBUTES *a) {
     a->ProviderVersion = 1;
     a->NicAddressLen = uint16_t(local_addr_bytes.size());
     a->LocalNicAddress = local_addr_bytes.data();
-    a->ThreadSafe = VIP_FALSE;
+    a->ThreadSafe = VIP_TRUE; // docs/verbs.md "Threads"
     a->MaxDiscriminatorLen = kMaxDiscriminator;
     a->MaxRegisterBytes = dev_attr.max_mr_size;
     a->MaxRegisterRegions = std::min<VIP_ULONG>(dev_attr.max_mr, MemTable::kMaxRegions);
@@ -309,6 +309,10 @@ VIP_RETURN VerbsNic::deregister_mem(void *addr, VIP_MEM_HANDLE mh) {
     if (ibv_dereg_mr(r->mr) != 0)
         return VIP_ERROR_RESOURCE;
     mem.erase(r);
+    // A post or completion on another thread may have found r just before:
+    // it is freed once none can still be reading it.
+    for (VerbsVi *vi : vis)
+        vi->quiesce_region_readers();
     r->ptag->users--;
     delete r;
     return VIP_SUCCESS;
@@ -356,16 +360,19 @@ VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pro
         ibv_dereg_mr(mr);
         return VIP_ERROR_RESOURCE;
     }
+    // Posts on other threads read the region without a lock: the new
+    // registration is a new Region swapped in under the same handle, and the
+    // old one is freed once no post or completion can still be reading it.
+    auto *next = new Region{r->handle, mr, nullptr, r->base, r->len, pt, a.rdma_write, a.rdma_read};
+    mem.replace(r, next);
+    for (VerbsVi *vi : vis)
+        vi->quiesce_region_readers();
     if (r->mw) // the window belongs to the old tag: the handle stays a local alias
         ibv_dealloc_mw(r->mw);
-    r->mw = nullptr;
     ibv_dereg_mr(r->mr);
-    r->mr = mr;
     r->ptag->users--;
     pt->users++;
-    r->ptag = pt;
-    r->rdma_write = a.rdma_write;
-    r->rdma_read = a.rdma_read;
+    delete r;
     return VIP_SUCCESS;
 }
 

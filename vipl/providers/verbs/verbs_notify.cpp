@@ -68,15 +68,15 @@ struct Notifier {
         for (VerbsCq *cq : nic.cqs) {
             if (!cq->notify_fn)
                 continue;
-            prov::Vi *vi = nullptr;
+            VIP_VI_HANDLE vi_h = nullptr;
             bool recv = false;
-            if (cq->done(&vi, &recv) != VIP_SUCCESS) {
+            if (cq->done(&vi_h, &recv) != VIP_SUCCESS) {
                 watch(cq->cq, cq->channel);
-                if (cq->done(&vi, &recv) != VIP_SUCCESS)
+                if (cq->done(&vi_h, &recv) != VIP_SUCCESS)
                     continue;
             }
             auto fn = cq->notify_fn;
-            void *ctx = cq->notify_ctx, *vi_h = vi->api_handle;
+            void *ctx = cq->notify_ctx;
             cq->notify_fn = nullptr;
             calls.push_back([=] { fn(ctx, nic_h, vi_h, recv ? VIP_TRUE : VIP_FALSE); });
         }

@@ -14,9 +14,13 @@
 //   descriptor   work request; wr_id = the queue slot that remembers the descriptor
 //   connections  librdmacm with user-managed QPs; discriminators in private data
 //
-// Threading: the data path (post/done) takes no lock; NIC-wide control state
-// (connections, registration table writes, notify registrations) is guarded by
-// mutexes, because different threads may use different VIs of one NIC.
+// Threading (docs/verbs.md "Threads"): any thread may use any object.  The
+// data path takes only per-queue spin locks (common::SpinLock): a work queue's
+// post lock (ring slot and ibv_post_* under one hold, so ring order is device
+// order) and reap lock (inside WorkRing), and a poll lock per ibv_cq that
+// makes its poller the one producer of the completions it moves (the CQ
+// FIFO's push, descriptor status).  NIC-wide control state (connections,
+// registration table writes, notify registrations) is guarded by mutexes.
 //
 // What is VI semantics rather than verbs -- descriptor checks and status bits,
 // the in-order work ring, the CQ FIFO, the name service's rank directory, the
@@ -100,6 +104,7 @@ struct WorkQueue {
     ibv_cq *cq = nullptr;                 // private ibv_cq or the bound VerbsCq's
     ibv_comp_channel *channel = nullptr;  // of a private ibv_cq
     VerbsCq *bound = nullptr;             // the VIPL CQ this queue reports to, if any
+    common::SpinLock own_poll_lock;       // of a private ibv_cq
     // One-shot notify (VipSendNotify/VipRecvNotify), run by the notify thread.
     VIP_DESCRIPTOR_NOTIFY_HANDLER notify_fn = nullptr;
     VIP_PVOID notify_ctx = nullptr;
@@ -108,13 +113,18 @@ struct WorkQueue {
     bool empty() const { return ring.empty(); }
     // Polls this queue's ibv_cq once (a batch); returns the number of completions.
     int poll();
+    // The lock of whoever completes this queue's descriptors: its own for a
+    // private ibv_cq, the bound CQ's otherwise.
+    common::SpinLock &poll_lock();
     // Hands back the oldest descriptor if it is complete.
     VIP_RETURN done(VIP_DESCRIPTOR **d);
     VIP_RETURN wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d);
 };
 
-// Fills a completed slot from a work completion (status bits, length, immediate).
-void complete_slot(const ibv_wc &wc);
+// Polls an ibv_cq once (a batch of up to 16) and completes the descriptors
+// under `lock`; failures are handled after it is released (VerbsVi::fail may
+// run the error callback, which may call VIPL).  Returns the number polled.
+int poll_cq(ibv_cq *cq, common::SpinLock &lock);
 // Calls try_once until it returns something other than VIP_NOT_DONE: spinning
 // briefly, then sleeping on the CQ's completion channel and the NIC's connection
 // events (a peer's disconnect must break the VI, whose descriptors then complete
@@ -128,16 +138,24 @@ public:
     ~VerbsCq() override;
     VIP_RETURN init(VIP_ULONG entries);
 
-    VIP_RETURN done(prov::Vi **vi, bool *recv_queue) override;
-    VIP_RETURN wait(VIP_ULONG timeout_ms, prov::Vi **vi, bool *recv_queue) override;
+    VIP_RETURN done(VIP_VI_HANDLE *vi, bool *recv_queue) override;
+    VIP_RETURN wait(VIP_ULONG timeout_ms, VIP_VI_HANDLE *vi, bool *recv_queue) override;
     VIP_RETURN resize(VIP_ULONG entries) override;
     VIP_RETURN notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) override;
 
-    // Called for every completion of a bound queue (in completion order).
-    // The FIFO is sized to everything the bound queues can have outstanding.
+    // Called for every completion of a bound queue (in completion order),
+    // with poll_lock held.  The FIFO is sized to everything the bound queues
+    // can have outstanding.
     void push(WorkQueue *q) { (void)fifo_.push(Entry{q}); }
-    int poll();                 // polls the ibv_cq once
+    void push_locked(WorkQueue *q) {
+        common::SpinGuard g(poll_lock);
+        push(q);
+    }
+    int poll() { return poll_cq(cq, poll_lock); } // polls the ibv_cq once
     void forget(VerbsVi *vi);   // drops entries of a VI being destroyed
+    // Held by the one thread moving completions from the ibv_cq to the FIFO
+    // (the FIFO has one producer at a time) or changing the FIFO's size.
+    common::SpinLock poll_lock;
     // Binding a queue grows the ibv_cq so it can never overflow.
     VIP_RETURN bind(uint32_t depth);
     void unbind(uint32_t depth);
@@ -194,12 +212,16 @@ public:
     VIP_RETURN peer_done(VIP_VI_ATTRIBUTES *remote_attr) override;
     VIP_RETURN peer_wait(VIP_VI_ATTRIBUTES *remote_attr) override;
 
+    // Waits until no thread is inside a post or a completion of this VI that
+    // may have looked up a region (deregistration, before freeing it).
+    void quiesce_region_readers();
     // A completion failed with status s: a reliable VI's connection breaks (error
     // state, QP flushed); an unreliable VI stays connected (its QP is restored
     // before the next post if the device stopped it).
     void fail(ibv_wc_status s, VIP_DESCRIPTOR *d, bool recv_queue);
     // Error state: the QP is stopped, posted descriptors complete as flushed.
-    void break_connection();
+    // True for the one call that broke it (the others found it broken).
+    bool break_connection();
     // The VI of this NIC at the other end of the connection, if there is one.
     VerbsVi *local_peer();
     // Unreliable VIs: restarts a QP the device moved to the error state.
@@ -239,8 +261,9 @@ public:
     VIP_VI_ATTRIBUTES remote_attr{};
     uint32_t max_inline = 0;
     uint32_t max_sge = 0;
-    bool qp_needs_reset = false;
-    bool needs_recovery = false; // unreliable VI whose QP the device stopped
+    std::atomic<bool> qp_needs_reset{false};
+    std::atomic<bool> needs_recovery{false}; // unreliable VI whose QP the device stopped
+    std::mutex recovery_mu; // one thread recovers; posters on the other queue wait for it
 };
 
 class VerbsNic final : public prov::Nic {

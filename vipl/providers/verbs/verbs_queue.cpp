@@ -1,9 +1,12 @@
 // verbs_queue.cpp - the data path: descriptors -> work requests -> completions.
 //
-// Hot path rules: no allocation, no locks, no logging.  ibv_post_send/recv is the
-// doorbell (on rxe it is a system call: the kernel is the NIC).  Every work
-// request is signaled, and completions of one queue arrive in posting order, so
-// a ring of slots per queue gives back descriptors in posting order.
+// Hot path rules: no allocation, no logging, no lock but the queue's own spin
+// locks.  ibv_post_send/recv is the doorbell (on rxe it is a system call: the
+// kernel is the NIC).  Every work request is signaled, and completions of one
+// queue arrive in posting order, so a ring of slots per queue gives back
+// descriptors in posting order.  With threads: a post holds its queue's post
+// lock from the ring slot to the doorbell, so ring order is the device's
+// order; a poll holds its ibv_cq's poll lock while it completes descriptors.
 #include <arpa/inet.h>
 #include <poll.h>
 
@@ -20,11 +23,12 @@ namespace {
 // Finishes a descriptor the provider rejected before it reached the device.  It
 // still takes its place in the ring so descriptors come back in posting order.
 // A descriptor error breaks a reliable connection, as a NIC-detected one would.
+// The caller holds the queue's post lock.
 void finish_in_software(WorkQueue &q, Slot &s, uint32_t status) {
     common::complete_descriptor(s.desc, status);
     q.ring.publish(); // seen by a Wait on another thread
     if (q.bound)
-        q.bound->push(&q);
+        q.bound->push_locked(&q); // a poller of the CQ may be pushing too
     if ((status & VIP_STATUS_ERROR_MASK & ~VIP_STATUS_DESC_FLUSHED_ERROR) && q.vi->reliable())
         q.vi->break_connection();
 }
@@ -66,6 +70,7 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
                              (st == VIP_STATE_CONNECT_PENDING && !accepted.load(std::memory_order_relaxed)),
                          0))
         return VIP_INVALID_STATE;
+    common::SpinGuard posting(q.ring.post_lock);
     if (q.ring.full())
         return VIP_ERROR_RESOURCE;
     Slot &s = q.ring.claim(d);
@@ -73,7 +78,7 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     const uint16_t op = ctl & VIP_CONTROL_OP_MASK;
     s.info.op_status = common::op_status(ctl);
 
-    if (__builtin_expect(needs_recovery, 0))
+    if (__builtin_expect(needs_recovery.load(std::memory_order_relaxed), 0))
         recover();
     if (state.load(std::memory_order_relaxed) != VIP_STATE_CONNECTED &&
         !(accepted.load(std::memory_order_relaxed) &&
@@ -135,20 +140,23 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
 
 VIP_RETURN VerbsVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     WorkQueue &q = rq;
+    common::SpinGuard posting(q.ring.post_lock);
     if (q.ring.full())
         return VIP_ERROR_RESOURCE;
-    if (__builtin_expect(needs_recovery, 0))
+    if (__builtin_expect(needs_recovery.load(std::memory_order_relaxed), 0))
         recover();
     Slot &s = q.ring.claim(d);
     s.info.op_status = VIP_STATUS_OP_RECEIVE;
-    if (__builtin_expect(qp_needs_reset, 0)) {
+    if (__builtin_expect(qp_needs_reset.load(std::memory_order_relaxed), 0)) {
         // The QP is stopped (error state, or idle after a disconnect) and the
         // device would keep the receive forever without completing it.  An idle
         // VI with nothing posted gets a fresh QP so the receive waits for the next
         // connection; otherwise the receive is flushed like its neighbours.
-        if (state.load() == VIP_STATE_IDLE && sq.empty() && rq.empty() && !connector &&
+        // (Under the connection lock: another thread may be connecting the VI.)
+        std::unique_lock<std::mutex> connecting(nic.cm_mu);
+        if (qp_needs_reset && state.load() == VIP_STATE_IDLE && sq.empty() && rq.empty() && !connector &&
             reset_qp() == VIP_SUCCESS) {
-        } else {
+        } else if (qp_needs_reset) {
             finish_in_software(q, s, VIP_STATUS_OP_RECEIVE | VIP_STATUS_DESC_FLUSHED_ERROR);
             return VIP_SUCCESS;
         }
@@ -170,6 +178,18 @@ VIP_RETURN VerbsVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     return VIP_SUCCESS;
 }
 
+namespace {
+
+// A completion that failed, kept to be handled once the poll lock is released
+// (the slot may be reused by then: its queue and descriptor are copied).
+struct Failure {
+    WorkQueue *queue;
+    VIP_DESCRIPTOR *desc;
+    ibv_wc_status status;
+};
+
+// Fills a completed slot from a work completion (status bits, length,
+// immediate) and reports it to the bound CQ; the poll lock is held.
 void complete_slot(const ibv_wc &wc) {
     Slot *s = reinterpret_cast<Slot *>(wc.wr_id);
     WorkQueue *q = s->info.queue;
@@ -211,19 +231,33 @@ void complete_slot(const ibv_wc &wc) {
     common::complete_descriptor(d, st);
     if (q->bound)
         q->bound->push(q);
-    if (wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR)
-        q->vi->fail(wc.status, d, q->is_recv);
 }
 
-int WorkQueue::poll() {
-    if (bound)
-        return bound->poll();
+} // namespace
+
+int poll_cq(ibv_cq *cq, common::SpinLock &lock) {
     ibv_wc wc[16];
-    int n = ibv_poll_cq(cq, 16, wc);
-    for (int i = 0; i < n; i++)
-        complete_slot(wc[i]);
+    Failure failed[16];
+    int n, nfailed = 0;
+    {
+        common::SpinGuard g(lock);
+        n = ibv_poll_cq(cq, 16, wc);
+        for (int i = 0; i < n; i++) {
+            if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+                const Slot *s = reinterpret_cast<const Slot *>(wc[i].wr_id);
+                failed[nfailed++] = {s->info.queue, s->desc, wc[i].status};
+            }
+            complete_slot(wc[i]);
+        }
+    }
+    for (int i = 0; i < nfailed; i++)
+        failed[i].queue->vi->fail(failed[i].status, failed[i].desc, failed[i].queue->is_recv);
     return n;
 }
+
+common::SpinLock &WorkQueue::poll_lock() { return bound ? bound->poll_lock : own_poll_lock; }
+
+int WorkQueue::poll() { return bound ? bound->poll() : poll_cq(cq, own_poll_lock); }
 
 VIP_RETURN WorkQueue::done(VIP_DESCRIPTOR **d) {
     return ring.reap(d, [this] {
@@ -287,6 +321,8 @@ VIP_RETURN WorkQueue::wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) {
         VIP_RETURN rc = done(d);
         if (rc == VIP_NOT_DONE && ring.empty() && vi->state.load() == VIP_STATE_ERROR)
             rc = VIP_INVALID_STATE;
+        if (rc == VIP_NOT_DONE && vi->closing())
+            rc = VIP_INVALID_STATE; // another thread is destroying the VI
         return rc;
     });
 }

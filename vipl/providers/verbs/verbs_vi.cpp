@@ -209,10 +209,10 @@ VIP_RETURN VerbsVi::bring_up(rdma_cm_id *id, bool *still_init) {
     return VIP_SUCCESS;
 }
 
-void VerbsVi::break_connection() {
+bool VerbsVi::break_connection() {
     VIP_VI_STATE expect = VIP_STATE_CONNECTED;
     if (!state.compare_exchange_strong(expect, VIP_STATE_ERROR))
-        return;
+        return false;
     ibv_qp_attr qa{};
     qa.qp_state = IBV_QPS_ERR;
     ibv_modify_qp(qp, &qa, IBV_QP_STATE);
@@ -221,6 +221,7 @@ void VerbsVi::break_connection() {
     // the peer, whose VI then enters the error state too.
     if (cm_id)
         rdma_disconnect(cm_id);
+    return true;
 }
 
 namespace {
@@ -233,8 +234,9 @@ bool is_transport_loss(ibv_wc_status s) {
 
 void VerbsVi::fail(ibv_wc_status s, VIP_DESCRIPTOR *d, bool recv_queue) {
     if (reliable()) {
-        const bool was_connected = state.load() == VIP_STATE_CONNECTED;
-        break_connection();
+        // Several completions of one loss may fail on several threads at once:
+        // the one that breaks the connection reports it (one callback).
+        const bool was_connected = break_connection();
         // The descriptor's status tells its owner what went wrong; the callback is
         // for what the owner cannot see: the connection is gone.
         if (was_connected && s == IBV_WC_RNR_RETRY_EXC_ERR) {
@@ -255,6 +257,16 @@ void VerbsVi::fail(ibv_wc_status s, VIP_DESCRIPTOR *d, bool recv_queue) {
         needs_recovery = true;
 }
 
+// A post looks regions up under its queue's post lock, a completion under its
+// ibv_cq's poll lock: once each has been free after the region left the
+// table, no thread still holds it.
+void VerbsVi::quiesce_region_readers() {
+    for (WorkQueue *q : {&sq, &rq}) {
+        { common::SpinGuard g(q->ring.post_lock); }
+        { common::SpinGuard g(q->poll_lock()); }
+    }
+}
+
 VerbsVi *VerbsVi::local_peer() {
     ibv_qp_attr qa{};
     ibv_qp_init_attr ia{};
@@ -271,7 +283,10 @@ VerbsVi *VerbsVi::local_peer() {
 }
 
 void VerbsVi::recover() {
-    needs_recovery = false;
+    // Posters of both queues may find the flag: one recovers, the other waits.
+    std::lock_guard<std::mutex> g(recovery_mu);
+    if (!needs_recovery.exchange(false))
+        return;
     // Let the device flush what was posted before the error, so that every slot
     // completes before the queue pair is reset.
     drain_after_error(*this);
@@ -292,7 +307,8 @@ void VerbsVi::check_qp_state() {
         needs_recovery = cm_id != nullptr;
         return;
     }
-    break_connection();
+    if (!break_connection())
+        return; // another thread broke it (and reported it)
     // Nothing of ours failed: the peer did something this VI refused (typically an
     // RDMA outside what this side enabled) and the device dropped the connection.
     nic.report_error(VIP_ERROR_CONN_LOST, VIP_RESOURCE_VI, this, nullptr, 0);
