@@ -27,7 +27,7 @@ namespace {
 using vipl::test::FakeVi;
 
 TEST(OwnerBias, SecondThreadTurnsAFreshLockShared) {
-    constexpr int kRounds = 3000, kTakes = 200;
+    constexpr int kRounds = 1000, kTakes = 200;
     for (int round = 0; round < kRounds; ++round) {
         vipl::common::SpinLock lock;
         std::atomic<int> inside{0}, ready{0};
@@ -35,12 +35,14 @@ TEST(OwnerBias, SecondThreadTurnsAFreshLockShared) {
         long counter = 0; // protected by the lock alone
         auto hammer = [&] {
             ready.fetch_add(1);
-            while (ready.load() < 2) {}
+            while (ready.load() < 2) std::this_thread::yield(); // both start together
             for (int i = 0; i < kTakes; ++i) {
                 vipl::common::SpinGuard g(lock);
                 if (inside.fetch_add(1, std::memory_order_relaxed) != 0) overlap.store(true);
                 const long c = counter;
-                if (i % 16 == 0) __builtin_ia32_pause();
+                // A section long enough for the other thread's arrival (or a
+                // preemption) to land in it.
+                for (int p = 0; p < 100; ++p) __builtin_ia32_pause();
                 counter = c + 1;
                 inside.fetch_sub(1, std::memory_order_relaxed);
             }
