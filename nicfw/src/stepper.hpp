@@ -18,13 +18,12 @@
 //
 // The switch from alone to shared must not let the owner's unlocked section
 // (a step, a doorbell write, a receive posted without the lock) that is
-// already running overlap the new thread's first locked one.  The owner marks
-// each unlocked section (owner_busy_) and then re-reads shared_, with only a
-// compiler barrier between: the rare side, the thread that switches stepping
-// to shared, pays for the ordering with membarrier(2), which makes every thread
-// of the process pass a full barrier; after it, either the owner's mark is
-// visible (and is waited out) or the owner's re-read sees the switch and takes
-// the lock.  Without membarrier, stepping is shared from the start.
+// already running overlap another thread's first locked one: the owner's
+// sections and the switch are an OwnerBias (vipl/providers/common/owner_bias.hpp:
+// the owner marks each section with a plain store, the switching thread pays
+// one membarrier(2) and waits the running section out; a third thread waits
+// for the switch to complete).  Without membarrier, stepping is shared from
+// the start.
 //
 // Fw provides: step() (one iteration), thread_step() (one iteration on the
 // firmware thread; true when it found work), sleep_prepare() / has_work() /
@@ -32,11 +31,7 @@
 // wire futex) and wake() (rings that futex).
 #pragma once
 
-#include <linux/membarrier.h>
-#include <pthread.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -44,36 +39,17 @@
 #include <thread>
 
 #include "config.hpp"
+#include "owner_bias.hpp"
 
 namespace nicfw {
 
-// The calling thread's identity among the live threads of the process, as
-// pthread_self() gives it, without a libc call on every post: on x86-64 the
-// thread pointer, whose first word the ABI makes point to itself (glibc's
-// pthread_self() returns that same address).
-inline uintptr_t this_thread_id() {
-#if defined(__x86_64__)
-    uintptr_t tp;
-    asm("mov %%fs:0, %0" : "=r"(tp));
-    return tp;
-#else
-    return (uintptr_t)pthread_self();
-#endif
-}
-
-// membarrier(2), private expedited: registered once per process; false where
-// the kernel lacks it (then every inline NIC steps shared from the start).
-inline bool membarrier_ready() {
-    static const bool ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-    return ok;
-}
+using vipl::common::membarrier_ready;
+using vipl::common::this_thread_id;
 
 template <class Fw>
 class Stepper {
 public:
-    Stepper(Mode mode, Fw &fw) : mode_(mode), fw_(fw) {
-        if (mode_ == Mode::Inline && !membarrier_ready()) shared_.store(true, std::memory_order_relaxed);
-    }
+    Stepper(Mode mode, Fw &fw) : mode_(mode), fw_(fw) {}
     ~Stepper() { stop_thread(); }
     Stepper(const Stepper &) = delete;
     Stepper &operator=(const Stepper &) = delete;
@@ -83,7 +59,7 @@ public:
     void host_step() {
         if (mode_ != Mode::Inline) return;
         note_host_thread();
-        if (!shared_.load(std::memory_order_relaxed)) {
+        if (!bias_.shared()) {
             OwnerSection owner(this);
             if (owner.alone()) {
                 fw_.step();
@@ -111,12 +87,10 @@ public:
     // stepping is not shared: alone() says whether it may.
     class OwnerSection {
     public:
-        explicit OwnerSection(Stepper *s) : s_(s) {
-            s_->owner_busy_.store(true, std::memory_order_relaxed);
-            std::atomic_signal_fence(std::memory_order_seq_cst);
-            alone_ = !s_->shared_.load(std::memory_order_relaxed);
+        explicit OwnerSection(Stepper *s) : s_(s), alone_(s_->bias_.enter()) {}
+        ~OwnerSection() {
+            if (alone_) s_->bias_.leave();
         }
-        ~OwnerSection() { s_->owner_busy_.store(false, std::memory_order_release); }
         bool alone() const { return alone_; }
         OwnerSection(const OwnerSection &) = delete;
         OwnerSection &operator=(const OwnerSection &) = delete;
@@ -125,25 +99,19 @@ public:
         Stepper *s_;
         bool alone_;
     };
-    bool on_owner_thread() const { return this_thread_id() == owner_thread_; }
-    // Every host call: a call from a thread other than the owner shares stepping.
+    bool on_owner_thread() const { return bias_.owned_by(this_thread_id()); }
+    // Every host call: a call from a thread other than the owner shares
+    // stepping, and returns once the owner's unlocked section has ended.
     void note_host_thread() {
-        if (__builtin_expect(mode_ == Mode::Inline && !shared_.load(std::memory_order_relaxed) && !on_owner_thread(),
-                             0))
-            share();
+        if (__builtin_expect(mode_ == Mode::Inline && !bias_.fully_shared() && !on_owner_thread(), 0)) share();
     }
     // From now on more than one thread steps (the agent, a second host thread).
     void share() {
-        if (mode_ != Mode::Inline || shared_.load(std::memory_order_relaxed)) return;
-        shared_.store(true, std::memory_order_seq_cst);
-        if (membarrier_ready()) {
-            syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-            while (owner_busy_.load(std::memory_order_acquire)) __builtin_ia32_pause();
-        }
+        if (mode_ == Mode::Inline) bias_.share();
     }
-    bool shared() const { return shared_.load(std::memory_order_relaxed); }
+    bool shared() const { return bias_.shared(); }
     // Inline and alone: only the owner thread rings and serves doorbells.
-    bool unshared_inline() const { return mode_ == Mode::Inline && !shared_.load(std::memory_order_relaxed); }
+    bool unshared_inline() const { return mode_ == Mode::Inline && !bias_.shared(); }
 
     // ---- both modes ----
     // Keeps the firmware from running until the guard goes (thread mode: parks
@@ -187,7 +155,8 @@ public:
             while (!paused_.load(std::memory_order_acquire) && thread_.joinable()) sched_yield();
             return Quiesce(this, true);
         }
-        if (shared_.load()) {
+        if (bias_.shared()) {
+            bias_.wait_shared();
             while (step_lock_.exchange(true, std::memory_order_acquire)) sched_yield();
             return Quiesce(this, true);
         }
@@ -236,9 +205,8 @@ private:
     const Mode mode_;
     Fw &fw_;
     // inline
-    std::atomic<bool> shared_{false};             // someone besides the owner steps
-    uintptr_t owner_thread_ = this_thread_id();   // the host thread that drives it alone
-    std::atomic<bool> owner_busy_{false};         // the owner is in an unlocked section
+    // The host thread that opened the NIC steps it alone until another steps.
+    vipl::common::OwnerBias bias_{this_thread_id()};
     alignas(64) std::atomic<bool> step_lock_{false};
     std::atomic<bool> again_{false};              // a step was asked for while the lock was held
     // thread mode

@@ -9,38 +9,10 @@
 #include <atomic>
 #include <thread>
 
+#include "fake_vi.hpp"
 #include "handles.hpp"
 
-namespace {
-
-struct FakeVi final : vipl::prov::Vi {
-    explicit FakeVi(int id) : id(id) {}
-    VIP_RETURN post_send(VIP_DESCRIPTOR *, VIP_MEM_HANDLE) override { return VIP_SUCCESS; }
-    VIP_RETURN send_done(VIP_DESCRIPTOR **) override { return VIP_NOT_DONE; }
-    VIP_RETURN post_recv(VIP_DESCRIPTOR *, VIP_MEM_HANDLE) override { return VIP_SUCCESS; }
-    VIP_RETURN recv_done(VIP_DESCRIPTOR **) override { return VIP_NOT_DONE; }
-    VIP_RETURN send_wait(VIP_ULONG, VIP_DESCRIPTOR **) override { return VIP_TIMEOUT; }
-    VIP_RETURN recv_wait(VIP_ULONG, VIP_DESCRIPTOR **) override { return VIP_TIMEOUT; }
-    VIP_RETURN send_notify(VIP_PVOID, VIP_DESCRIPTOR_NOTIFY_HANDLER) override { return VIP_SUCCESS; }
-    VIP_RETURN recv_notify(VIP_PVOID, VIP_DESCRIPTOR_NOTIFY_HANDLER) override { return VIP_SUCCESS; }
-    VIP_RETURN query(VIP_VI_STATE *, vipl::prov::ViAttr *, bool *, bool *) override { return VIP_SUCCESS; }
-    VIP_RETURN set_attributes(const vipl::prov::ViAttr &) override { return VIP_SUCCESS; }
-    VIP_RETURN connect_start(const VIP_NET_ADDRESS *, const VIP_NET_ADDRESS *, VIP_ULONG, const void *,
-                             VIP_ULONG) override {
-        return VIP_SUCCESS;
-    }
-    VIP_RETURN connect_done(VIP_VI_ATTRIBUTES *, void *, VIP_ULONG *) override { return VIP_SUCCESS; }
-    VIP_RETURN connect_wait(VIP_VI_ATTRIBUTES *, void *, VIP_ULONG *) override { return VIP_SUCCESS; }
-    VIP_RETURN disconnect() override { return VIP_SUCCESS; }
-    VIP_RETURN peer_request(const VIP_NET_ADDRESS *, const VIP_NET_ADDRESS *, VIP_ULONG) override {
-        return VIP_SUCCESS;
-    }
-    VIP_RETURN peer_done(VIP_VI_ATTRIBUTES *) override { return VIP_SUCCESS; }
-    VIP_RETURN peer_wait(VIP_VI_ATTRIBUTES *) override { return VIP_SUCCESS; }
-    int id;
-};
-
-} // namespace
+using vipl::test::FakeVi;
 
 // Handle k of the slot (its k-th insert) has generation 2k+1 (handles.hpp's
 // encoding: bits 24..55) and names objs[k % 4], made through nics[k % 4].

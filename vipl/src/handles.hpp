@@ -15,11 +15,14 @@
 // no fence.
 //
 // A call that uses the object past the lookup holds a *use* of it (Use, below):
-// a count in the handle's slot, which outlives every object put in it, so the
-// count is never touched in freed memory.  Destroying the object (close, then
-// the provider's destroy, then remove or reopen) first marks the slot closing
-// and waits until no use is held; a use taken meanwhile is given back at once
-// and waits for the outcome (docs/vipl.md, "Threads": handle lifetime).
+// the slot named in the calling thread's in-call record (in_call.hpp: a plain
+// store, no locked instruction), or where records cannot be used a count in
+// the handle's slot.  The slot outlives every object put in it, so neither is
+// ever touched in freed memory.  Destroying the object (close, then the
+// provider's destroy, then remove or reopen) first marks the slot closing,
+// runs membarrier(2) and waits until no use is held; a use taken meanwhile is
+// given back at once and waits for the outcome (docs/vipl.md, "Threads":
+// handle lifetime).
 #pragma once
 
 #include <sched.h>
@@ -30,6 +33,7 @@
 #include <mutex>
 #include <vector>
 
+#include "in_call.hpp"
 #include "vipl_provider.hpp"
 
 namespace vipl::api {
@@ -111,33 +115,38 @@ public:
     }
 
     // A use of the object `h` names for one call (true while it names one).
-    // The count is taken first, then the handle checked: a full barrier (the
-    // locked add) between, against close()'s store of `closing` and its read
-    // of `uses`, so either close() waits for this use or this use sees
-    // `closing` and backs off.  With the use held and `closing` clear, the
-    // object cannot be removed (remove() follows close()), so the slot's
-    // fields are read once, without the lookup's seqlock re-check: the
-    // uncontended cost is the locked add, the locked subtract at the end and
-    // one more load than lookup().
+    // The use is published first (the slot in this thread's record, or the
+    // slot's count), then the handle checked.  close() stores `closing`, runs
+    // membarrier (or, for counts, its own locked exchange) and then reads the
+    // records and the count: so either close() waits for this use or this use
+    // sees `closing` and backs off.  With the use held and `closing` clear,
+    // the object cannot be removed (remove() follows close()), so the slot's
+    // fields are read once, without the lookup's seqlock re-check.  The
+    // uncontended cost with a record: two plain stores to take it, two to give
+    // it back, and one more load than lookup().
     class Use {
     public:
         Use(HandleTable &t, const void *h, NicEntry **owner = nullptr) {
             Slot *s = t.slot_of(h);
             if (__builtin_expect(s == nullptr, 0)) return;
-            s->uses.fetch_add(1, std::memory_order_seq_cst);
-            if (__builtin_expect(s->gen.load(std::memory_order_acquire) == gen_of(h) &&
-                                     !s->closing.load(std::memory_order_seq_cst),
-                                 1)) {
-                slot_ = s;
-                obj_ = s->obj.load(std::memory_order_relaxed);
-                if (owner) *owner = s->owner.load(std::memory_order_relaxed);
-                return;
+            InCallRecord *r = InCallRegistry::mine();
+            if (__builtin_expect(r != nullptr && r->depth < InCallRecord::kDepth, 1)) {
+                const int i = r->depth;
+                r->slot[i].store(s, std::memory_order_relaxed);
+                r->depth = i + 1;
+                std::atomic_signal_fence(std::memory_order_seq_cst); // close()'s membarrier orders it
+                if (__builtin_expect(live(s, h, owner), 1)) {
+                    rec_ = r;
+                    return;
+                }
+                drop_record(r);
             }
-            s->uses.fetch_sub(1, std::memory_order_release);
-            retry(t, h, owner);
+            slow(t, h, owner);
         }
         ~Use() {
-            if (slot_) slot_->uses.fetch_sub(1, std::memory_order_release);
+            if (!slot_) return;
+            if (rec_) drop_record(rec_);
+            else slot_->uses.fetch_sub(1, std::memory_order_release);
         }
         Use(const Use &) = delete;
         Use &operator=(const Use &) = delete;
@@ -146,33 +155,58 @@ public:
         explicit operator bool() const { return obj_ != nullptr; }
 
     private:
-        // The handle is stale, or its object is being destroyed: wait for the
-        // outcome (the handle gone, or the destroy refused) and look again.
-        __attribute__((noinline)) void retry(HandleTable &t, const void *h, NicEntry **owner) {
+        // The handle still names the object and it is not being destroyed:
+        // the use is held.
+        bool live(Slot *s, const void *h, NicEntry **owner) {
+            if (s->gen.load(std::memory_order_acquire) != gen_of(h) || s->closing.load(std::memory_order_seq_cst))
+                return false;
+            slot_ = s;
+            obj_ = s->obj.load(std::memory_order_relaxed);
+            if (owner) *owner = s->owner.load(std::memory_order_relaxed);
+            return true;
+        }
+        // Uses end in reverse order (they are scoped), so the entry is the top.
+        static void drop_record(InCallRecord *r) {
+            const int i = --r->depth;
+            r->slot[i].store(nullptr, std::memory_order_release); // pairs with close()'s acquire look
+        }
+        // No record yet (enrol), none possible (count), or the handle is stale
+        // or its object being destroyed: wait for the outcome (the handle gone,
+        // or the destroy refused) and look again.
+        __attribute__((noinline)) void slow(HandleTable &t, const void *h, NicEntry **owner) {
             for (;;) {
                 Slot *s = t.slot_of(h);
                 if (!s || s->gen.load(std::memory_order_acquire) != gen_of(h)) return;
                 while (s->closing.load(std::memory_order_acquire) && s->gen.load(std::memory_order_acquire) == gen_of(h))
                     sched_yield();
-                s->uses.fetch_add(1, std::memory_order_seq_cst);
-                if (s->gen.load(std::memory_order_acquire) == gen_of(h) && !s->closing.load(std::memory_order_seq_cst)) {
-                    slot_ = s;
-                    obj_ = s->obj.load(std::memory_order_relaxed);
-                    if (owner) *owner = s->owner.load(std::memory_order_relaxed);
-                    return;
+                InCallRecord *r = g_in_calls.enroll();
+                if (r && r->depth < InCallRecord::kDepth) {
+                    const int i = r->depth;
+                    r->slot[i].store(s, std::memory_order_relaxed);
+                    r->depth = i + 1;
+                    std::atomic_signal_fence(std::memory_order_seq_cst);
+                    if (live(s, h, owner)) {
+                        rec_ = r;
+                        return;
+                    }
+                    drop_record(r);
+                } else {
+                    s->uses.fetch_add(1, std::memory_order_seq_cst);
+                    if (live(s, h, owner)) return;
+                    s->uses.fetch_sub(1, std::memory_order_release);
                 }
-                s->uses.fetch_sub(1, std::memory_order_release);
             }
         }
         T *obj_ = nullptr;
         Slot *slot_ = nullptr;
+        InCallRecord *rec_ = nullptr; // the use is in this record (else in the slot's count)
     };
 
     // Before the object's destroy: new uses wait, and this returns once no
-    // other use is held (`self` uses held by the calling thread are not waited
-    // for).  Every close is followed by remove() or reopen().  nullptr: the
-    // handle names nothing, or another thread is destroying it.
-    T *close(const void *h, uint32_t self = 0) {
+    // use is held (the caller must hold none itself).  Every close is
+    // followed by remove() or reopen().  nullptr: the handle names nothing,
+    // or another thread is destroying it.
+    T *close(const void *h) {
         T *obj = lookup(h);
         if (!obj) return nullptr;
         Slot &s = slots_[index_of(h)];
@@ -182,10 +216,11 @@ public:
             return nullptr;
         }
         obj->closing_.store(true, std::memory_order_release); // Waits in the provider return
-        for (unsigned i = 0; s.uses.load(std::memory_order_seq_cst) > self; ++i) {
-            if (i % 64 == 63) sched_yield();
-            else __builtin_ia32_pause();
-        }
+        // Every thread's record store before its check of `closing` is now
+        // visible, or its check sees `closing`.
+        if (common::membarrier_ready()) common::process_barrier();
+        for (unsigned i = 0; s.uses.load(std::memory_order_seq_cst) != 0 || g_in_calls.named(&s); ++i)
+            common::spin_pause(i);
         return obj;
     }
     // The destroy was refused: the object lives on, waiting calls go ahead.
