@@ -447,8 +447,8 @@ static inline int post_long_data(ep_t ep, int dest, const Translation &t, Channe
 }
 
 template <Category C>
-static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
-                          uintptr_t off, bool async, int nargs, const int32_t *args) {
+[[gnu::always_inline]] static inline int request_body(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
+                                                     uintptr_t off, bool async, int nargs, const int32_t *args) {
     VIPL_INSTR_BEGIN(t0);
     if (AMVIA_UNLIKELY(g.init_count == 0)) return AM_ERR_NOT_INIT;
     if (AMVIA_UNLIKELY(!valid_ep(ep) || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
@@ -460,7 +460,6 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
         return fail_call(AM_ERR_RESOURCE, CallDesc{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off},
                          "called from a handler: handlers may not send requests (a request handler "
                          "may send one reply); send it after AM_Poll returns");
-    BundleGuard hold(ep->eb);
     const Translation &t = ep->xlate[size_t(dest)];
     if (AMVIA_UNLIKELY(!t.inuse)) {
         local_error(ep, EBADENTRY, opcode_of(true, C), h, nullptr, 0, nargs, args);
@@ -514,6 +513,23 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
     }
     count_sent(ep, true, C, nargs, nbytes, len, C == kLong && !no_data ? nbytes : 0);
     return AM_OK;
+}
+
+// An AM_PAR bundle's request: the body under the bundle's lock.  Out of line,
+// so that AM_SEQ's inlined body carries no guard.
+template <Category C>
+[[gnu::noinline]] static int request_locked(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
+                                            uintptr_t off, bool async, int nargs, const int32_t *args) {
+    BundleGuard hold(ep->eb);
+    return request_body<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
+}
+
+template <Category C>
+static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
+                          uintptr_t off, bool async, int nargs, const int32_t *args) {
+    if (AMVIA_UNLIKELY(valid_ep(ep) && ep->eb->par))
+        return request_locked<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
+    return request_body<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
 }
 
 #if VIASTACK_INSTR_COMPILED
