@@ -299,7 +299,8 @@ struct ThreadState {
     void *live_token = nullptr;
     uint64_t nested_send_cycles = 0; // instrumentation: sends made inside handlers
 };
-// initial-exec: and constinit (no lazy-initialisation wrapper): a load or two, the cost of the global it replaces.
+// initial-exec and constinit (no lazy-initialisation wrapper): a load or two,
+// the cost of the global it replaces.
 extern thread_local constinit ThreadState ts __attribute__((tls_model("initial-exec")));
 
 // Holds an AM_PAR bundle's lock for a scope; nothing for AM_SEQ (one
