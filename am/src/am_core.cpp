@@ -24,6 +24,7 @@ int AMVIA_VerboseErrors = 0;
 namespace amvia {
 
 Globals g;
+thread_local constinit ThreadState ts __attribute__((tls_model("initial-exec")));
 
 // "viastack AM: ..." through the am logger (vipl/log: $VIASTACK_LOG, the rank
 // prefix, one write per line so ranks' lines do not interleave).
@@ -145,6 +146,8 @@ static std::unordered_map<void *, size_t> &am_allocs() {
 // AM_Terminate: what was not freed stays mapped until the process exits (the
 // NIC is about to close; VipxFreeMem needs it open).
 static void forget_allocations() { am_allocs().clear(); }
+// Threads may allocate and free at once.
+static std::mutex allocs_lock;
 
 void *AMVIA_AllocMem(size_t nbytes) {
     if (!g.init_count || !g.nic) {
@@ -160,17 +163,20 @@ void *AMVIA_AllocMem(size_t nbytes) {
         fail(AM_ERR_RESOURCE, "AMVIA_AllocMem", "%zu bytes: VipxAllocMem: %s", nbytes, VipxReturnString(rc));
         return nullptr;
     }
+    std::lock_guard<std::mutex> hold(allocs_lock);
     am_allocs()[p] = nbytes;
     return p;
 }
 
 int AMVIA_FreeMem(void *addr) {
     if (!g.init_count || !g.nic) return fail(AM_ERR_NOT_INIT, "AMVIA_FreeMem", "call AM_Init first");
+    std::lock_guard<std::mutex> hold(allocs_lock);
     auto it = am_allocs().find(addr);
     if (!addr || it == am_allocs().end())
         return fail(AM_ERR_BAD_ARG, "AMVIA_FreeMem", "%p is not memory from AMVIA_AllocMem", addr);
     const uintptr_t lo = uintptr_t(addr), hi = lo + it->second;
     auto overlaps = [&](const void *b, uintptr_t n) { return uintptr_t(b) < hi && lo < uintptr_t(b) + n; };
+    std::unique_lock<std::mutex> bundles(g.control);
     for (eb_t eb : g.bundles)
         for (ep_t ep : eb->eps) {
             bool in_use = ep->seg && overlaps(ep->seg, ep->seglen);
@@ -179,6 +185,7 @@ int AMVIA_FreeMem(void *addr) {
                 return fail(AM_ERR_RESOURCE, "AMVIA_FreeMem",
                             "%p holds an endpoint's segment: AM_SetSeg it elsewhere first", addr);
         }
+    bundles.unlock();
     // Long-message sources in it are cached registrations: drop them first.
     regcache_forget(addr, it->second);
     if (VipxFreeMem(g.nic, addr) != VIP_SUCCESS)
@@ -259,7 +266,7 @@ int AM_Init(void) {
 
 int AM_Terminate(void) {
     CHECK_INIT("AM_Terminate");
-    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_Terminate", "called from a handler");
+    if (ts.handler_depth) return fail(AM_ERR_RESOURCE, "AM_Terminate", "called from a handler");
     // Tell every connected peer first, so our disconnect does not look like a crash to it.
     for (eb_t eb : g.bundles) say_goodbye(eb);
     while (!g.bundles.empty()) AM_FreeBundle(g.bundles.back());
@@ -282,12 +289,20 @@ int AM_Terminate(void) {
 int AM_AllocateBundle(int type, eb_t *endb) {
     CHECK_INIT("AM_AllocateBundle");
     if (!endb) return fail(AM_ERR_BAD_ARG, "AM_AllocateBundle", "endb is NULL");
-    if (type == AM_PAR)
+    if (type != AM_SEQ && type != AM_PAR)
+        return fail(AM_ERR_BAD_ARG, "AM_AllocateBundle", "type %d (AM_SEQ or AM_PAR)", type);
+    // Several threads on one bundle means several threads on its VIs and CQs.
+    if (type == AM_PAR && g.attr.ThreadSafe != VIP_TRUE)
         return fail(AM_ERR_RESOURCE, "AM_AllocateBundle",
-                    "AM_PAR bundles are not supported (VIPL NICs are not thread safe); use AM_SEQ");
-    if (type != AM_SEQ) return fail(AM_ERR_BAD_ARG, "AM_AllocateBundle", "type %d", type);
-    amvia_eb *eb = new_shell(g.dead_ebs);
+                    "AM_PAR needs a thread-safe NIC, and this NIC reports ThreadSafe = VIP_FALSE "
+                    "(VipQueryNic); use AM_SEQ bundles, one per thread");
+    amvia_eb *eb;
+    {
+        std::lock_guard<std::mutex> hold(g.control);
+        eb = new_shell(g.dead_ebs);
+    }
     eb->magic = kEbMagic;
+    eb->par = type == AM_PAR;
     eb->layout = g.layout;
     eb->cq_entries = 256;
     if (g.attr.MaxCQEntries && eb->cq_entries > g.attr.MaxCQEntries)
@@ -298,11 +313,13 @@ int AM_AllocateBundle(int type, eb_t *endb) {
         if (rc != VIP_SUCCESS) VipDestroyCQ(eb->scq);
     }
     if (rc != VIP_SUCCESS) {
+        std::lock_guard<std::mutex> hold(g.control);
         retire_shell(eb, g.dead_ebs);
         return fail(AM_ERR_RESOURCE, "AM_AllocateBundle", "VipCreateCQ: %s", VipxReturnString(rc));
     }
     eb->event_mask = AM_NOEVENTS;
     vipl_wait::init(eb->wait, g.wait_mode);
+    std::lock_guard<std::mutex> hold(g.control);
     g.bundles.push_back(eb);
     *endb = eb;
     return AM_OK;
@@ -311,10 +328,14 @@ int AM_AllocateBundle(int type, eb_t *endb) {
 int AM_FreeBundle(eb_t eb) {
     CHECK_INIT("AM_FreeBundle");
     if (!valid_eb(eb)) return fail(AM_ERR_BAD_ARG, "AM_FreeBundle", "not a bundle");
-    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_FreeBundle", "called from a handler");
-    while (!eb->eps.empty()) AM_FreeEndpoint(eb->eps.back());
+    if (ts.handler_depth) return fail(AM_ERR_RESOURCE, "AM_FreeBundle", "called from a handler");
+    {
+        BundleGuard hold(eb);
+        while (!eb->eps.empty()) AM_FreeEndpoint(eb->eps.back());
+    }
     VipDestroyCQ(eb->scq);
     VipDestroyCQ(eb->rcq);
+    std::lock_guard<std::mutex> hold(g.control);
     for (size_t i = 0; i < g.bundles.size(); i++)
         if (g.bundles[i] == eb) {
             g.bundles.erase(g.bundles.begin() + long(i));
@@ -336,13 +357,18 @@ int AM_AllocateEndpoint(eb_t eb, ep_t *endp, en_t *name) {
     CHECK_INIT("AM_AllocateEndpoint");
     if (!valid_eb(eb) || !endp || !name)
         return fail(AM_ERR_BAD_ARG, "AM_AllocateEndpoint", "bad bundle or NULL output");
-    amvia_ep *ep = new_shell(g.dead_eps);
+    amvia_ep *ep;
+    {
+        std::lock_guard<std::mutex> hold(g.control);
+        ep = new_shell(g.dead_eps);
+        ep->name.id = g.next_ep_id++;
+    }
     ep->magic = kEpMagic;
     ep->eb = eb;
     ep->tag = AM_NONE;
-    ep->name.id = g.next_ep_id++;
     uint16_t alen = g.attr.NicAddressLen;
     if (alen > AMVIA_MAX_NICADDR) {
+        std::lock_guard<std::mutex> hold(g.control);
         retire_shell(ep, g.dead_eps);
         return fail(AM_ERR_RESOURCE, "AM_AllocateEndpoint", "NIC address of %u bytes is too long",
                     alen);
@@ -353,6 +379,7 @@ int AM_AllocateEndpoint(eb_t eb, ep_t *endp, en_t *name) {
     for (auto &h : ep->handlers) h = nullptr;
     ep->handlers[0] = (amx_handler_fn_t)default_error_handler;
     ep->xlate.resize(AMVIA_MAX_NUMTRANSLATIONS);
+    BundleGuard hold(eb);
     eb->eps.push_back(ep);
     *endp = ep;
     *name = ep->name;
@@ -362,8 +389,9 @@ int AM_AllocateEndpoint(eb_t eb, ep_t *endp, en_t *name) {
 int AM_FreeEndpoint(ep_t ep) {
     CHECK_INIT("AM_FreeEndpoint");
     if (!valid_ep(ep)) return fail(AM_ERR_BAD_ARG, "AM_FreeEndpoint", "not an endpoint");
-    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_FreeEndpoint", "called from a handler");
+    if (ts.handler_depth) return fail(AM_ERR_RESOURCE, "AM_FreeEndpoint", "called from a handler");
     eb_t eb = ep->eb;
+    BundleGuard hold(eb);
     say_goodbye(ep); // the peers see a clean exit, and get what was sent before
     for (Link *l : ep->links) link_destroy(l); // also drops their queued requests
     ep->links.clear();
@@ -375,6 +403,7 @@ int AM_FreeEndpoint(ep_t ep) {
             eb->eps.erase(eb->eps.begin() + long(i));
             break;
         }
+    std::lock_guard<std::mutex> shells(g.control);
     retire_shell(ep, g.dead_eps);
     return AM_OK;
 }
@@ -384,6 +413,8 @@ int AM_MoveEndpoint(ep_t ep, eb_t from, eb_t to) {
     if (!valid_ep(ep) || !valid_eb(from) || !valid_eb(to) || ep->eb != from)
         return fail(AM_ERR_BAD_ARG, "AM_MoveEndpoint", "endpoint is not in from_bundle");
     if (from == to) return AM_OK;
+    BundleGuard hold_from(from);
+    BundleGuard hold_to(to); // two threads moving endpoints opposite ways at once: the program's race
     if (!ep->links.empty())
         return fail(AM_ERR_RESOURCE, "AM_MoveEndpoint",
                     "the endpoint has MAP connections whose VIs are bound to the old bundle's "
@@ -402,7 +433,7 @@ int AM_MoveEndpoint(ep_t ep, eb_t from, eb_t to) {
 int AM_SetSeg(ep_t ep, void *addr, uintptr_t nbytes) {
     CHECK_INIT("AM_SetSeg");
     if (!valid_ep(ep)) return fail(AM_ERR_BAD_ARG, "AM_SetSeg", "not an endpoint");
-    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_SetSeg", "called from a handler");
+    if (ts.handler_depth) return fail(AM_ERR_RESOURCE, "AM_SetSeg", "called from a handler");
     if ((!addr && nbytes) || (addr && !nbytes))
         return fail(AM_ERR_BAD_ARG, "AM_SetSeg", "addr %p with %lu bytes", addr,
                     (unsigned long)nbytes);
@@ -411,6 +442,7 @@ int AM_SetSeg(ep_t ep, void *addr, uintptr_t nbytes) {
     if (nbytes > maxlen)
         return fail(AM_ERR_BAD_ARG, "AM_SetSeg", "%lu bytes exceed AM_MaxSegLength %lu",
                     (unsigned long)nbytes, (unsigned long)maxlen);
+    BundleGuard hold(ep->eb);
     VIP_MEM_HANDLE mh = 0;
     if (nbytes) {
         VIP_MEM_ATTRIBUTES ma{g.ptag, VIP_TRUE, VIP_FALSE};
@@ -452,6 +484,7 @@ int AM_GetSeg(ep_t ep, void **addr, uintptr_t *nbytes) {
 int AM_SetTag(ep_t ep, tag_t tag) {
     CHECK_INIT("AM_SetTag");
     if (!valid_ep(ep)) return fail(AM_ERR_BAD_ARG, "AM_SetTag", "not an endpoint");
+    BundleGuard hold(ep->eb);
     ep->tag = tag;
     return AM_OK;
 }
@@ -472,6 +505,7 @@ int AM_SetExpectedResources(ep_t ep, int n_endpoints, int n_outstanding_requests
     // k: 0 keeps the default; more than AMVIA_MAX_CREDITS is granted as that
     // many (AM-2 lets the layer provide fewer resources than asked for).
     int k = n_outstanding_requests ? n_outstanding_requests : g.default_credits;
+    BundleGuard hold(ep->eb);
     ep->credits_k = k > AMVIA_MAX_CREDITS ? AMVIA_MAX_CREDITS : k;
     return AM_OK;
 }
@@ -480,6 +514,7 @@ int AM_SetExpectedResources(ep_t ep, int n_endpoints, int n_outstanding_requests
 int _AM_SetHandler(ep_t ep, handler_t h, amx_handler_fn_t fn) {
     CHECK_INIT("AM_SetHandler");
     if (!valid_ep(ep) || !fn) return fail(AM_ERR_BAD_ARG, "AM_SetHandler", "bad endpoint or NULL");
+    BundleGuard hold(ep->eb);
     ep->handlers[h] = fn;
     return AM_OK;
 }
@@ -487,6 +522,7 @@ int _AM_SetHandler(ep_t ep, handler_t h, amx_handler_fn_t fn) {
 int _AM_SetHandlerAny(ep_t ep, handler_t *h, amx_handler_fn_t fn) {
     CHECK_INIT("AM_SetHandlerAny");
     if (!valid_ep(ep) || !fn || !h) return fail(AM_ERR_BAD_ARG, "AM_SetHandlerAny", "bad argument");
+    BundleGuard hold(ep->eb);
     for (int i = 1; i < AMVIA_MAX_NUMHANDLERS; i++)
         if (!ep->handlers[i]) {
             ep->handlers[i] = fn;
@@ -501,6 +537,7 @@ int _AM_SetHandlerAny(ep_t ep, handler_t *h, amx_handler_fn_t fn) {
 int AM_GetEventMask(eb_t eb, int *mask) {
     CHECK_INIT("AM_GetEventMask");
     if (!valid_eb(eb) || !mask) return fail(AM_ERR_BAD_ARG, "AM_GetEventMask", "bad argument");
+    BundleGuard hold(eb);
     *mask = eb->event_mask;
     return AM_OK;
 }
@@ -509,6 +546,7 @@ int AM_SetEventMask(eb_t eb, int mask) {
     CHECK_INIT("AM_SetEventMask");
     if (!valid_eb(eb) || mask < 0 || mask >= AM_NUMEVENTMASKS)
         return fail(AM_ERR_BAD_ARG, "AM_SetEventMask", "bad bundle or mask %d", mask);
+    BundleGuard hold(eb);
     eb->event_mask = mask;
     return AM_OK;
 }

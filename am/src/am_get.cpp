@@ -54,14 +54,14 @@ void serve_get(Token *t, const MsgHeader *m) {
     }
     // Answer as a request handler would: the token is live while the reply
     // is made, and polls it needs run replies but queue requests.
-    void *const outer = g.live_token;
-    g.live_token = t;
-    g.handler_depth++;
+    void *const outer = ts.live_token;
+    ts.live_token = t;
+    ts.handler_depth++;
     const int rc = AMVIA_ReplyXfer(t, handler_t(d.handler), static_cast<uint8_t *>(ep->seg) + d.source_offset,
                                    size_t(d.nbytes), uintptr_t(d.dest_offset), m->nargs,
                                    msg_args(const_cast<MsgHeader *>(m)));
-    g.handler_depth--;
-    g.live_token = outer;
+    ts.handler_depth--;
+    ts.live_token = outer;
     if (rc != AM_OK && !t->replied) send_system_reply(t, kSysReturned, uint32_t(EBADARGS) | uint32_t(get_opcode()) << 8);
 }
 
@@ -83,8 +83,9 @@ extern "C" int AMVIA_GetXfer(ep_t ep, int dest, uintptr_t source_offset, handler
     if (unsigned(dest) >= ep->xlate.size())
         return fail(AM_ERR_BAD_ARG, call, "dest %d is outside the translation table [0, %zu)", dest,
                     ep->xlate.size());
-    if (g.handler_depth)
+    if (ts.handler_depth)
         return fail(AM_ERR_RESOURCE, call, "called from a handler: handlers may not send requests");
+    BundleGuard hold(ep->eb);
     const Translation &tr = ep->xlate[size_t(dest)];
     if (!tr.inuse) {
         local_error(ep, EBADENTRY, AM_REQUEST_XFER_M, h, nullptr, 0, nargs, args);

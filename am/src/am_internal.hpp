@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "am.h"
@@ -232,6 +233,14 @@ struct amvia_eb {
     std::vector<amvia::Slot *> pending; // ring buffer sized to recv_descs
     size_t pending_head, pending_count;
     VIP_VI_HANDLE stash_vi; // a receive completion taken by VipCQWait
+    // AM_PAR (docs/am.md "Threads"): every call on the bundle or one of its
+    // endpoints holds `lock`, so its endpoints' credits, slots and MAP state
+    // change in one thread at a time; handlers run under it in the polling
+    // thread.  AM_SEQ bundles never touch it.  Completions taken by several
+    // threads in AM_WaitSema at once queue behind stash_vi in stash_more.
+    bool par = false;
+    std::recursive_mutex lock;
+    std::vector<VIP_VI_HANDLE> stash_more;
     std::vector<amvia::Link *> connecting;
     vipl_wait::WaitState wait; // idle polls before giving the CPU away (VIASTACK_WAIT)
 };
@@ -263,8 +272,10 @@ struct Globals {
     uint64_t connect_timeout_ms = 60000;
     vipl_wait::Mode wait_mode = vipl_wait::Mode::yield; // VIASTACK_WAIT
     uint32_t max_chunk = AMVIA_MAX_LONG; // bytes per RDMA write descriptor
-    int handler_depth = 0;               // > 0 while a handler runs
-    uint64_t nested_send_cycles = 0;     // instrumentation: sends made inside handlers
+    // Bundles, endpoint ids and the dead shells below are shared by every
+    // thread that allocates or frees: `control` guards them (never held while
+    // another AM lock is taken, so it cannot be part of a cycle).
+    std::mutex control;
     std::vector<eb_t> bundles;
     // Freed endpoints and bundles stay allocated as dead shells (magic 0) that
     // the next allocation reuses: a stale ep_t/eb_t still points at an object
@@ -275,12 +286,40 @@ struct Globals {
     // as reachable.
     std::vector<ep_t> &dead_eps = *new std::vector<ep_t>;
     std::vector<eb_t> &dead_ebs = *new std::vector<eb_t>;
-    // The token of the handler running now (nullptr outside handlers): a token
-    // kept past its handler, or one that never was a token, is refused before
-    // it is dereferenced.
-    void *live_token = nullptr;
 };
 extern Globals g;
+
+// What belongs to the calling thread: handlers run in the thread that polls,
+// so "inside a handler" is a property of a thread, not of the process.
+struct ThreadState {
+    int handler_depth = 0;           // > 0 while a handler runs in this thread
+    // The token of the handler running now in this thread (nullptr outside
+    // handlers): a token kept past its handler, used from another thread, or
+    // one that never was a token, is refused before it is dereferenced.
+    void *live_token = nullptr;
+    uint64_t nested_send_cycles = 0; // instrumentation: sends made inside handlers
+};
+// initial-exec and constinit (no lazy-initialisation wrapper): a load or two,
+// the cost of the global it replaces.
+extern thread_local constinit ThreadState ts __attribute__((tls_model("initial-exec")));
+
+// Holds an AM_PAR bundle's lock for a scope; nothing for AM_SEQ (one
+// predictable branch).  The bundle is read once: AM_MoveEndpoint may change
+// ep->eb, and the lock released must be the one taken.
+class BundleGuard {
+public:
+    explicit BundleGuard(amvia_eb *eb) : eb_(AMVIA_UNLIKELY(eb->par) ? eb : nullptr) {
+        if (eb_) eb_->lock.lock();
+    }
+    ~BundleGuard() {
+        if (eb_) eb_->lock.unlock();
+    }
+    BundleGuard(const BundleGuard &) = delete;
+    BundleGuard &operator=(const BundleGuard &) = delete;
+
+private:
+    amvia_eb *eb_;
+};
 
 inline bool valid_ep(ep_t ep) { return ep && ep->magic == kEpMagic; }
 inline bool valid_eb(eb_t eb) { return eb && eb->magic == kEbMagic; }

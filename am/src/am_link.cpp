@@ -262,7 +262,7 @@ static void send_goodbyes(ep_t ep, uint64_t deadline) {
         Channel *c = &l->ch[0];
         while (l->state == LinkState::Up && (!c->has_credit() || !c->has_free_send()) &&
                vipl_wait::clock_ns() < deadline)
-            poll_bundle(eb, g.handler_depth == 0);
+            poll_bundle(eb, ts.handler_depth == 0);
         if (l->state == LinkState::Up && c->has_credit() && c->has_free_send()) {
             send_system_request(ep, l, kSysBye, nullptr, 0, nullptr, 0);
             l->bye_sent = true;
@@ -345,11 +345,12 @@ extern "C" {
 int AM_Map(ep_t ep, int index, en_t name, tag_t tag) {
     CHECK_INIT("AM_Map");
     if (!valid_ep(ep)) return fail(AM_ERR_BAD_ARG, "AM_Map", "not an endpoint");
+    BundleGuard hold(ep->eb);
     if (index < 0 || size_t(index) >= ep->xlate.size())
         return fail(AM_ERR_BAD_ARG, "AM_Map", "index %d outside [0, %zu)", index, ep->xlate.size());
     if (name.addr_len > AMVIA_MAX_NICADDR)
         return fail(AM_ERR_BAD_ARG, "AM_Map", "malformed endpoint name");
-    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_Map", "called from a handler");
+    if (ts.handler_depth) return fail(AM_ERR_RESOURCE, "AM_Map", "called from a handler");
     Translation &t = ep->xlate[size_t(index)];
     if (t.inuse) return fail(AM_ERR_RESOURCE, "AM_Map", "index %d is already mapped", index);
     int rc;
@@ -365,6 +366,7 @@ int AM_Map(ep_t ep, int index, en_t name, tag_t tag) {
 int AM_MapAny(ep_t ep, int *index, en_t name, tag_t tag) {
     CHECK_INIT("AM_MapAny");
     if (!valid_ep(ep) || !index) return fail(AM_ERR_BAD_ARG, "AM_MapAny", "bad argument");
+    BundleGuard hold(ep->eb); // the free index found stays free until AM_Map takes it
     for (size_t i = 0; i < ep->xlate.size(); i++)
         if (!ep->xlate[i].inuse) {
             int rc = AM_Map(ep, int(i), name, tag);
@@ -378,6 +380,7 @@ int AM_UnMap(ep_t ep, int index) {
     CHECK_INIT("AM_UnMap");
     if (!valid_ep(ep) || index < 0 || size_t(index) >= ep->xlate.size())
         return fail(AM_ERR_BAD_ARG, "AM_UnMap", "bad endpoint or index %d", index);
+    BundleGuard hold(ep->eb);
     Translation &t = ep->xlate[size_t(index)];
     if (!t.inuse) return fail(AM_ERR_RESOURCE, "AM_UnMap", "index %d is not mapped", index);
     // The link stays: the peer may still be sending on it, and a later AM_Map
@@ -425,7 +428,8 @@ int AM_SetNumTranslations(ep_t ep, int ntrans) {
     if (!valid_ep(ep) || ntrans < 1 || ntrans > AMVIA_MAX_TRANSLATIONS_LIMIT)
         return fail(AM_ERR_BAD_ARG, "AM_SetNumTranslations", "ntrans %d outside [1, %d]", ntrans,
                     AMVIA_MAX_TRANSLATIONS_LIMIT);
-    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_SetNumTranslations", "called from a handler");
+    if (ts.handler_depth) return fail(AM_ERR_RESOURCE, "AM_SetNumTranslations", "called from a handler");
+    BundleGuard hold(ep->eb);
     for (size_t i = size_t(ntrans); i < ep->xlate.size(); i++)
         if (ep->xlate[i].inuse)
             return fail(AM_ERR_RESOURCE, "AM_SetNumTranslations",

@@ -60,12 +60,12 @@ static constexpr auto kBulkCalls = bulk_table(std::make_index_sequence<AMVIA_MAX
 
 void call_error_handler(ep_t ep, int status, op_t opcode, Token *t) {
     ep->stats.ReturnedMessages++;
-    void *const outer = g.live_token;
-    g.live_token = t;
-    g.handler_depth++;
+    void *const outer = ts.live_token;
+    ts.live_token = t;
+    ts.handler_depth++;
     reinterpret_cast<void (*)(int, op_t, void *)>(ep->handlers[0])(status, opcode, t);
-    g.handler_depth--;
-    g.live_token = outer;
+    ts.handler_depth--;
+    ts.live_token = outer;
 }
 
 // Runs a user handler for message m (already checked); returns nothing.
@@ -77,14 +77,14 @@ static inline void dispatch(amx_handler_fn_t fn, Token *t, MsgHeader *m, void *b
     if (__builtin_expect(vipl_instr_timing, 0)) {
         th = vipl_instr_begin_();
         if (vipl_instr_enabled()) {
-            nested0 = g.nested_send_cycles;
+            nested0 = ts.nested_send_cycles;
             t0 = vipl_instr_now();
         }
     }
 #endif
-    void *const outer = g.live_token;
-    g.live_token = t;
-    g.handler_depth++;
+    void *const outer = ts.live_token;
+    ts.live_token = t;
+    ts.handler_depth++;
     const ep_t ep = t->ep;
     if (AMVIA_UNLIKELY(ep->pre_handler != nullptr))
         ep->pre_handler(amvia_category_t(msg_category(m)), t->is_request, m->handler, t,
@@ -96,14 +96,14 @@ static inline void dispatch(amx_handler_fn_t fn, Token *t, MsgHeader *m, void *b
         kBulkCalls[m->nargs](fn, t, buf, m->nbytes, msg_args(m));
     if (AMVIA_UNLIKELY(ep->post_handler != nullptr))
         ep->post_handler(amvia_category_t(msg_category(m)), t->is_request);
-    g.handler_depth--;
-    g.live_token = outer;
+    ts.handler_depth--;
+    ts.live_token = outer;
 #if VIASTACK_INSTR_COMPILED
     // "Act on message" is the handler's own work: its reply is counted by the send counters.
     if (__builtin_expect(vipl_instr_timing, 0)) {
         vipl_instr_end_(&c_act, th, 0, VIPL_SCOPE_LAYER);
         if (vipl_instr_enabled() && t0)
-            vipl_instr_add(&c_act, vipl_instr_now() - t0 - (g.nested_send_cycles - nested0));
+            vipl_instr_add(&c_act, vipl_instr_now() - t0 - (ts.nested_send_cycles - nested0));
     }
 #endif
 }
@@ -307,7 +307,7 @@ void pending_reserve(eb_t eb, size_t capacity) {
 }
 
 static void run_pending(eb_t eb) {
-    while (eb->pending_count && g.handler_depth == 0) {
+    while (eb->pending_count && ts.handler_depth == 0) {
         Slot *s = eb->pending[eb->pending_head];
         eb->pending_head = (eb->pending_head + 1) % eb->pending.size();
         eb->pending_count--;
@@ -394,7 +394,8 @@ int reap_sends(eb_t eb, int max) {
 [[gnu::noinline]] static void bundle_idle(eb_t eb, bool run_requests) {
     if (!vipl_wait::idle(eb->wait)) return;
     vipl_wait::give_up_cpu(eb->wait, [&] {
-        if (eb->wait.mode == vipl_wait::Mode::block && eb->sends_outstanding == 0 && !eb->stash_vi &&
+        // An AM_PAR bundle does not sleep holding its lock: its other threads would wait on it.
+        if (eb->wait.mode == vipl_wait::Mode::block && !eb->par && eb->sends_outstanding == 0 && !eb->stash_vi &&
             eb->connecting.empty() && (!eb->pending_count || !run_requests)) {
             VIP_VI_HANDLE vi;
             VIP_BOOLEAN is_recv;
@@ -414,6 +415,10 @@ void poll_bundle(eb_t eb, bool run_requests) {
     if (AMVIA_UNLIKELY(eb->stash_vi != nullptr)) {
         VIP_VI_HANDLE vi = eb->stash_vi;
         eb->stash_vi = nullptr;
+        if (AMVIA_UNLIKELY(!eb->stash_more.empty())) { // several AM_PAR threads' AM_WaitSema
+            eb->stash_vi = eb->stash_more.back();
+            eb->stash_more.pop_back();
+        }
         receive_from(eb, vi, run_requests);
         got = 1;
     }
@@ -440,6 +445,7 @@ void poll_bundle(eb_t eb, bool run_requests) {
 // The bundle of l's remote endpoint when that endpoint lives in this process
 // in another bundle; nullptr otherwise (another process, or the same bundle).
 static eb_t local_peer_bundle(const Link *l) {
+    std::lock_guard<std::mutex> hold(g.control);
     for (eb_t eb : g.bundles) {
         if (eb == l->ep->eb) continue;
         for (ep_t ep : eb->eps)
@@ -457,7 +463,17 @@ void poll_link(Link *l, bool run_requests) {
     // other only afterwards, so waiting on our bundle alone never ends: poll
     // the peer's too.  Its requests are queued (run at its next AM_Poll), as
     // inside a handler; the slow path only, the search costs nothing per message.
-    if (eb_t peer = local_peer_bundle(l)) poll_bundle(peer, false);
+    // An AM_PAR peer bundle held by another thread is being polled by it: try,
+    // never wait (two threads each holding one bundle and waiting on the
+    // other's would deadlock).
+    eb_t peer = local_peer_bundle(l);
+    if (!peer) return;
+    if (!peer->par) {
+        poll_bundle(peer, false);
+    } else if (peer->lock.try_lock()) {
+        poll_bundle(peer, false);
+        peer->lock.unlock();
+    }
 }
 
 } // namespace amvia
@@ -469,45 +485,67 @@ extern "C" {
 int AM_Poll(eb_t eb) {
     if (AMVIA_UNLIKELY(g.init_count == 0)) return fail(AM_ERR_NOT_INIT, "AM_Poll", "call AM_Init first");
     if (AMVIA_UNLIKELY(!valid_eb(eb))) return fail(AM_ERR_BAD_ARG, "AM_Poll", "not a bundle");
-    poll_bundle(eb, g.handler_depth == 0);
+    BundleGuard hold(eb);
+    poll_bundle(eb, ts.handler_depth == 0);
     return AM_OK;
+}
+
+// Takes one receive completion for AM_WaitSema: polls the CQ for the
+// bundle's spin window (no system call), then sleeps in VipCQWait.  Runs
+// without the bundle's lock: VIPL hands each completion to one taker, so
+// several AM_PAR threads may wait here at once.
+static VIP_RETURN wait_receive(eb_t eb, VIP_VI_HANDLE *vi) {
+    VIP_BOOLEAN is_recv;
+    VIP_RETURN rc = VIP_NOT_DONE;
+    uint32_t window = eb->wait.mode == vipl_wait::Mode::spin ? UINT32_MAX : eb->wait.spin_limit;
+    for (uint32_t n = 0; n < window && rc == VIP_NOT_DONE;) {
+        rc = VipCQDone(eb->rcq, vi, &is_recv);
+        if (eb->wait.mode != vipl_wait::Mode::spin) n++;
+    }
+    if (rc == VIP_NOT_DONE) rc = VipCQWait(eb->rcq, VIP_INFINITE, vi, &is_recv);
+    return rc;
+}
+
+// A completion AM_WaitSema took, for the next poll to handle first.
+static void stash(eb_t eb, VIP_VI_HANDLE vi) {
+    if (!eb->stash_vi)
+        eb->stash_vi = vi;
+    else
+        eb->stash_more.push_back(vi);
 }
 
 int AM_WaitSema(eb_t eb) {
     if (g.init_count == 0) return fail(AM_ERR_NOT_INIT, "AM_WaitSema", "call AM_Init first");
     if (!valid_eb(eb)) return fail(AM_ERR_BAD_ARG, "AM_WaitSema", "not a bundle");
-    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_WaitSema", "called from a handler");
+    if (ts.handler_depth) return fail(AM_ERR_RESOURCE, "AM_WaitSema", "called from a handler");
+    std::unique_lock<std::recursive_mutex> hold(eb->lock, std::defer_lock);
+    if (eb->par) hold.lock();
     if (eb->event_mask == AM_NOEVENTS)
         return fail(AM_ERR_BAD_ARG, "AM_WaitSema",
                     "the event mask is AM_NOEVENTS: set AM_NOTEMPTY first or this would never wake");
     if (!eb->pending_count && !eb->stash_vi) {
         // Connections still being made are completed first: a peer's message
         // on a link we have not seen up must still find our state ready.
+        bool took = false;
         while (!eb->connecting.empty()) {
             bundle_check_connecting(eb);
             if (eb->connecting.empty()) break;
             VIP_VI_HANDLE vi;
             VIP_BOOLEAN is_recv;
             if (VipCQWait(eb->rcq, 1, &vi, &is_recv) == VIP_SUCCESS) {
-                eb->stash_vi = vi;
+                stash(eb, vi);
+                took = true;
                 break;
             }
         }
-        if (!eb->stash_vi) {
+        if (!took) {
             VIP_VI_HANDLE vi;
-            VIP_BOOLEAN is_recv;
-            VIP_RETURN rc = VIP_NOT_DONE;
-            // spin: poll the CQ (no system call); yield and block: poll it for
-            // the bundle's spin window, then sleep in VipCQWait.
-            uint32_t window = eb->wait.mode == vipl_wait::Mode::spin ? UINT32_MAX : eb->wait.spin_limit;
-            for (uint32_t n = 0; n < window && rc == VIP_NOT_DONE;) {
-                rc = VipCQDone(eb->rcq, &vi, &is_recv);
-                if (eb->wait.mode != vipl_wait::Mode::spin) n++;
-            }
-            if (rc == VIP_NOT_DONE) rc = VipCQWait(eb->rcq, VIP_INFINITE, &vi, &is_recv);
+            if (eb->par) hold.unlock();
+            VIP_RETURN rc = wait_receive(eb, &vi);
+            if (eb->par) hold.lock();
             if (rc != VIP_SUCCESS)
                 return fail(AM_ERR_RESOURCE, "AM_WaitSema", "VipCQWait: %s", VipxReturnString(rc));
-            eb->stash_vi = vi; // AM_Poll handles it first
+            stash(eb, vi); // AM_Poll handles it first
         }
     }
     eb->event_mask = AM_NOEVENTS; // events are one-shot
@@ -516,21 +554,21 @@ int AM_WaitSema(eb_t eb) {
 
 int AM_GetSourceEndpoint(void *token, en_t *gan) {
     auto *t = static_cast<Token *>(token);
-    if (!t || t != g.live_token || !gan || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetSourceEndpoint", "bad token");
+    if (!t || t != ts.live_token || !gan || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetSourceEndpoint", "bad token");
     *gan = t->ch ? t->ch->link->remote : t->source;
     return AM_OK;
 }
 
 int AM_GetDestEndpoint(void *token, ep_t *endp) {
     auto *t = static_cast<Token *>(token);
-    if (!t || t != g.live_token || !endp || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetDestEndpoint", "bad token");
+    if (!t || t != ts.live_token || !endp || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetDestEndpoint", "bad token");
     *endp = t->ep;
     return AM_OK;
 }
 
 int AM_GetMsgTag(void *token, tag_t *tagp) {
     auto *t = static_cast<Token *>(token);
-    if (!t || t != g.live_token || !tagp || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetMsgTag", "bad token");
+    if (!t || t != ts.live_token || !tagp || !t->msg) return fail(AM_ERR_BAD_ARG, "AM_GetMsgTag", "bad token");
     *tagp = t->msg->tag;
     return AM_OK;
 }

@@ -16,6 +16,12 @@ namespace amvia {
 
 namespace {
 viastack::channel::RegCache cache;
+// One cache for the process, used by every bundle's long sends and send
+// reaps, from whichever threads run them.  Recursive: the wait for a free
+// entry polls the bundle, whose reaps release entries.  Only long messages
+// from memory outside the segments (and their reaps) take it.
+std::recursive_mutex cache_lock;
+using Hold = std::lock_guard<std::recursive_mutex>;
 }  // namespace
 
 int regcache_acquire(eb_t eb, const void *addr, size_t len, VIP_MEM_HANDLE *mh) {
@@ -32,18 +38,34 @@ int regcache_acquire(eb_t eb, const void *addr, size_t len, VIP_MEM_HANDLE *mh) 
                 *mh = l->bounce_mh;
                 return -2;
             }
+    Hold hold(cache_lock);
     cache.init(g.nic, g.ptag);
     // Every entry pinned: wait for RDMA writes to complete.
     return cache.acquire(addr, len, mh, [eb] {
         reap_sends(eb, 64);
-        poll_bundle(eb, g.handler_depth == 0);
+        poll_bundle(eb, ts.handler_depth == 0);
     });
 }
 
-const char *regcache_last_error() { return cache.last_error(); }
-void regcache_pin(int entry) { cache.pin(entry); }
-void regcache_release(int entry) { cache.release(entry); }
-void regcache_forget(const void *addr, size_t len) { cache.forget(addr, len); }
-void regcache_clear() { cache.clear(); }
+const char *regcache_last_error() {
+    Hold hold(cache_lock);
+    return cache.last_error();
+}
+void regcache_pin(int entry) {
+    Hold hold(cache_lock);
+    cache.pin(entry);
+}
+void regcache_release(int entry) {
+    Hold hold(cache_lock);
+    cache.release(entry);
+}
+void regcache_forget(const void *addr, size_t len) {
+    Hold hold(cache_lock);
+    cache.forget(addr, len);
+}
+void regcache_clear() {
+    Hold hold(cache_lock);
+    cache.clear();
+}
 
 }  // namespace amvia

@@ -144,7 +144,7 @@ static int wait_resources(Channel *c, int slots, bool credit, bool async) {
             return AM_OK;
         if (async) return AM_ERR_IN_USE;
         if (c->free_sends() < uint32_t(slots)) reap_sends(eb, int(c->nsend()));
-        poll_bundle(eb, g.handler_depth == 0);
+        poll_bundle(eb, ts.handler_depth == 0);
     }
 }
 
@@ -209,7 +209,7 @@ static int post_rdma(Channel *c, const SegInfo &seg, const void *src, size_t nby
     // A slot is a plain send slot again (rdma == 0) once its RDMA completed.
     while (wait_read && last && last->rdma && c->link->state != LinkState::Dead) {
         reap_sends(eb, int(c->nsend()));
-        if (last->rdma) poll_bundle(eb, g.handler_depth == 0);
+        if (last->rdma) poll_bundle(eb, ts.handler_depth == 0);
     }
     if (wait_read && c->link->state == LinkState::Dead) rc = AM_ERR_NOT_SENT;
     return rc;
@@ -226,7 +226,7 @@ int refresh_peer_info(Link *l, bool want_bounce, bool async) {
     if (!l->query_outstanding) {
         Channel *c = &l->ch[0];
         if (async && (l->state != LinkState::Up || !c->has_credit() || !c->has_free_send())) {
-            poll_link(l, g.handler_depth == 0);
+            poll_link(l, ts.handler_depth == 0);
             return AM_ERR_IN_USE;
         }
         int k = 0;
@@ -241,7 +241,7 @@ int refresh_peer_info(Link *l, bool want_bounce, bool async) {
     }
     // The answer is a reply, so it is processed by any poll, inside handlers too.
     while (l->query_outstanding && l->state != LinkState::Dead) {
-        poll_link(l, g.handler_depth == 0);
+        poll_link(l, ts.handler_depth == 0);
         if (async) break;
     }
     if (l->state == LinkState::Dead) return AM_ERR_NOT_SENT;
@@ -447,8 +447,8 @@ static inline int post_long_data(ep_t ep, int dest, const Translation &t, Channe
 }
 
 template <Category C>
-static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
-                          uintptr_t off, bool async, int nargs, const int32_t *args) {
+[[gnu::always_inline]] static inline int request_body(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
+                                                     uintptr_t off, bool async, int nargs, const int32_t *args) {
     VIPL_INSTR_BEGIN(t0);
     if (AMVIA_UNLIKELY(g.init_count == 0)) return AM_ERR_NOT_INIT;
     if (AMVIA_UNLIKELY(!valid_ep(ep) || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
@@ -456,7 +456,7 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
                        (C == kLong && nbytes > AMVIA_MAX_LONG) || (nbytes && !src) || (nargs && !args) ||
                        unsigned(dest) >= ep->xlate.size()))
         return refuse_request<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
-    if (AMVIA_UNLIKELY(g.handler_depth))
+    if (AMVIA_UNLIKELY(ts.handler_depth))
         return fail_call(AM_ERR_RESOURCE, CallDesc{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off},
                          "called from a handler: handlers may not send requests (a request handler "
                          "may send one reply); send it after AM_Poll returns");
@@ -515,12 +515,29 @@ static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_
     return AM_OK;
 }
 
+// An AM_PAR bundle's request: the body under the bundle's lock.  Out of line,
+// so that AM_SEQ's inlined body carries no guard.
+template <Category C>
+[[gnu::noinline]] static int request_locked(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
+                                            uintptr_t off, bool async, int nargs, const int32_t *args) {
+    BundleGuard hold(ep->eb);
+    return request_body<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
+}
+
+template <Category C>
+static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
+                          uintptr_t off, bool async, int nargs, const int32_t *args) {
+    if (AMVIA_UNLIKELY(valid_ep(ep) && ep->eb->par))
+        return request_locked<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
+    return request_body<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
+}
+
 #if VIASTACK_INSTR_COMPILED
 // Time spent sending from inside a handler, so "Act on message" can leave it out.
 struct NestedSendTimer {
     uint64_t t0 = vipl_instr_enabled() ? vipl_instr_now() : 0;
     ~NestedSendTimer() {
-        if (vipl_instr_enabled() && t0) g.nested_send_cycles += vipl_instr_now() - t0;
+        if (vipl_instr_enabled() && t0) ts.nested_send_cycles += vipl_instr_now() - t0;
     }
 };
 #else
@@ -535,12 +552,12 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
     auto *t = static_cast<Token *>(token);
     // The token is compared with the running handler's before it is read: a
     // kept (stale) or made-up token is refused, never dereferenced.
-    if (AMVIA_UNLIKELY(!t || t != g.live_token || !t->ch || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
+    if (AMVIA_UNLIKELY(!t || t != ts.live_token || !t->ch || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
                        (C == kMedium && nbytes > AMVIA_MAX_MEDIUM) ||
                        (C == kLong && nbytes > AMVIA_MAX_LONG) || (nbytes && !src) || (nargs && !args))) {
         const CallDesc d{false, C, false, nargs, nullptr, 0, token, h, src, nbytes, off};
         char buf[160];
-        if (!t || t != g.live_token || !t->ch)
+        if (!t || t != ts.live_token || !t->ch)
             return fail_call(AM_ERR_BAD_ARG, d, "token is not the token of a handler that is running");
         if (const char *why = bad_args(d, buf, sizeof buf)) return fail_call(AM_ERR_BAD_ARG, d, "%s", why);
         return fail_call(AM_ERR_BAD_ARG, d, "args is NULL with nargs %d > 0", nargs);

@@ -199,7 +199,7 @@ tag_t AM_SPMDGetTag(void) { return s_tag; }
 
 int AM_SPMDBarrier(void) {
     if (!s_ep) return fail(AM_ERR_NOT_INIT, "AM_SPMDBarrier", "call AM_SPMDStartup first");
-    if (g.handler_depth) return fail(AM_ERR_RESOURCE, "AM_SPMDBarrier", "called from a handler");
+    if (ts.handler_depth) return fail(AM_ERR_RESOURCE, "AM_SPMDBarrier", "called from a handler");
     std::fflush(stdout);
     std::fflush(stderr);
     // A segment replaced by AM_SetSeg is released once every peer has heard of

@@ -20,6 +20,7 @@ int AMVIA_GetEndpointStatistics(ep_t ep, amvia_stats_t *stats) {
     if (!valid_ep(ep) || !stats)
         return fail(AM_ERR_BAD_ARG, "AMVIA_GetEndpointStatistics", "%s",
                     !stats ? "stats is NULL" : "ep is not an endpoint from AM_AllocateEndpoint");
+    BundleGuard hold(ep->eb);
     *stats = ep->stats;
     stats->Endpoints = 1;
     return AM_OK;
@@ -29,6 +30,7 @@ int AMVIA_ResetEndpointStatistics(ep_t ep) {
     if (!valid_ep(ep))
         return fail(AM_ERR_BAD_ARG, "AMVIA_ResetEndpointStatistics",
                     "ep is not an endpoint from AM_AllocateEndpoint");
+    BundleGuard hold(ep->eb);
     ep->stats = AMVIA_initial_stats;
     return AM_OK;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "am.h"
+#include "vipl.h"
 #include "am_test_util.hpp"
 
 using namespace amtest;
@@ -90,7 +91,14 @@ protected:
 
 TEST_P(AmLoop, BadArgumentsGetReturnCodes) {
     eb_t eb2;
-    EXPECT_EQ(AM_AllocateBundle(AM_PAR, &eb2), AM_ERR_RESOURCE);
+    {
+        // AM_PAR: granted exactly when the NIC says it is thread safe.
+        VIP_NIC_ATTRIBUTES attr{};
+        ASSERT_EQ(VipQueryNic(static_cast<VIP_NIC_HANDLE>(AMVIA_NicHandle()), &attr), VIP_SUCCESS);
+        const int par = AM_AllocateBundle(AM_PAR, &eb2);
+        EXPECT_EQ(par, attr.ThreadSafe == VIP_TRUE ? AM_OK : AM_ERR_RESOURCE);
+        if (par == AM_OK) EXPECT_EQ(AM_FreeBundle(eb2), AM_OK);
+    }
     EXPECT_EQ(AM_AllocateBundle(7, &eb2), AM_ERR_BAD_ARG);
     EXPECT_EQ(AM_AllocateBundle(AM_SEQ, nullptr), AM_ERR_BAD_ARG);
     ep_t ep2;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "am.h"
+#include "vipl.h"
 
 namespace {
 
@@ -272,7 +273,14 @@ TEST_F(Am, BundleAndEndpointArguments) {
     eb_t eb2;
     EXPECT_EQ(AM_AllocateBundle(-1, &eb2), AM_ERR_BAD_ARG);
     EXPECT_EQ(AM_AllocateBundle(AM_NUM_BUNDLE_MODES, &eb2), AM_ERR_BAD_ARG);
-    EXPECT_EQ(AM_AllocateBundle(AM_PAR, &eb2), AM_ERR_RESOURCE);
+    {
+        // AM_PAR: granted exactly when the NIC says it is thread safe.
+        VIP_NIC_ATTRIBUTES attr{};
+        ASSERT_EQ(VipQueryNic(static_cast<VIP_NIC_HANDLE>(AMVIA_NicHandle()), &attr), VIP_SUCCESS);
+        const int par = AM_AllocateBundle(AM_PAR, &eb2);
+        EXPECT_EQ(par, attr.ThreadSafe == VIP_TRUE ? AM_OK : AM_ERR_RESOURCE);
+        if (par == AM_OK) EXPECT_EQ(AM_FreeBundle(eb2), AM_OK);
+    }
     ASSERT_EQ(AM_AllocateBundle(AM_SEQ, &eb2), AM_OK);
     ep_t ep2;
     en_t n2;
