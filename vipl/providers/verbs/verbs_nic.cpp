@@ -341,6 +341,9 @@ VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pro
         return VIP_INVALID_PTAG;
     if (a.ptag == r->ptag && a.rdma_write == r->rdma_write && a.rdma_read == r->rdma_read)
         return VIP_SUCCESS;
+    if (VIP_RETURN rc = common::check_tag_change(r->moved, a.ptag != r->ptag, a.rdma_write || a.rdma_read);
+        rc != VIP_SUCCESS)
+        return rc;
     auto *pt = static_cast<VerbsPtag *>(a.ptag);
     if (r->mw && a.ptag == r->ptag) { // new rights, same window, same rkey
         if (!pt->windows.bind(r->mw, r->mr, a.rdma_write, a.rdma_read))
@@ -361,6 +364,8 @@ VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pro
     r->mw = nullptr;
     ibv_dereg_mr(r->mr);
     r->mr = mr;
+    if (r->ptag != pt)
+        r->moved = true;
     r->ptag->users--;
     pt->users++;
     r->ptag = pt;
