@@ -29,6 +29,7 @@ VIP_RETURN ProtectionTable::register_region(void *addr, size_t len, const vipl::
         r.ptag_id = t->id;
         r.rdma_write = a.rdma_write;
         r.rdma_read = a.rdma_read;
+        r.moved = false;
         r.shm = shm;
         if (++gen_ == 0) gen_ = 1;
         const uint32_t h = (uint32_t(gen_) << 16) | idx;
@@ -72,7 +73,11 @@ VIP_RETURN ProtectionTable::set_region_attributes(void *addr, VIP_MEM_HANDLE mh,
     const uintptr_t p = reinterpret_cast<uintptr_t>(addr);
     if (!r || p < r->base || p - r->base >= r->len) return VIP_INVALID_PARAMETER;
     Region &w = regions_[mh & 0xffff];
+    if (VIP_RETURN rc = vipl::common::check_tag_change(w.moved, w.ptag != t, a.rdma_write || a.rdma_read);
+        rc != VIP_SUCCESS)
+        return rc;
     if (w.ptag != t) {
+        w.moved = true;
         t->refs.fetch_add(1);
         w.ptag->refs.fetch_sub(1);
     }

@@ -47,6 +47,7 @@ struct Region {
     uint32_t ptag_id = 0;
     bool rdma_write = false;
     bool rdma_read = false;
+    bool moved = false;              // its tag was changed (vipl::common::check_tag_change)
     PtagImpl *ptag = nullptr;
     ShmRef shm;                      // inside a VipxAllocMem segment (shm.id != 0): peers map it
 

@@ -140,17 +140,46 @@ TEST(Mem, RegisterQuerySetDeregister) {
     EXPECT_EQ(q.EnableRdmaWrite, VIP_TRUE);
     EXPECT_EQ(q.EnableRdmaRead, VIP_FALSE);
 
+    // One behaviour on every provider (docs/vipl.md, "A region's tag and its RDMA
+    // rights"): a move to another tag with RDMA rights is refused and loses nothing.
     VIP_MEM_ATTRIBUTES s = {other.h(), VIP_FALSE, VIP_TRUE};
-    VIP_RETURN set_rc = VipSetMemAttributes(nic(), m.p(), m.mh(), &s);
-    if (set_rc == VIP_ERROR_RESOURCE && !provider_is_nicfw())
-        GTEST_SKIP() << "verbs cannot move an RDMA-enabled region to another ptag: a memory window belongs to one ibv_pd (docs/verbs.md)";
-    VT_ASSERT_OK(set_rc);
+    VT_EXPECT_RC(VIP_ERROR_RESOURCE, VipSetMemAttributes(nic(), m.p(), m.mh(), &s));
+    VT_ASSERT_OK(VipQueryMem(nic(), m.p(), m.mh(), &q));
+    EXPECT_EQ(q.Ptag, tag.h());
+    EXPECT_EQ(q.EnableRdmaWrite, VIP_TRUE);
+    EXPECT_EQ(q.EnableRdmaRead, VIP_FALSE);
+
+    // Rights change under the same tag.
+    s = {tag.h(), VIP_FALSE, VIP_TRUE};
+    VT_ASSERT_OK(VipSetMemAttributes(nic(), m.p(), m.mh(), &s));
+    VT_ASSERT_OK(VipQueryMem(nic(), m.p(), m.mh(), &q));
+    EXPECT_EQ(q.Ptag, tag.h());
+    EXPECT_EQ(q.EnableRdmaWrite, VIP_FALSE);
+    EXPECT_EQ(q.EnableRdmaRead, VIP_TRUE);
+
+    // A move with the rights off is taken; the region is local-only from then on.
+    s = {other.h(), VIP_FALSE, VIP_FALSE};
+    VT_ASSERT_OK(VipSetMemAttributes(nic(), m.p(), m.mh(), &s));
     VT_ASSERT_OK(VipQueryMem(nic(), m.p(), m.mh(), &q));
     EXPECT_EQ(q.Ptag, other.h());
     EXPECT_EQ(q.EnableRdmaWrite, VIP_FALSE);
-    EXPECT_EQ(q.EnableRdmaRead, VIP_TRUE);
-    s.Ptag = tag.h(); // give it back so `other` can be destroyed
+    EXPECT_EQ(q.EnableRdmaRead, VIP_FALSE);
+    s = {other.h(), VIP_TRUE, VIP_FALSE};
+    VT_EXPECT_RC(VIP_ERROR_RESOURCE, VipSetMemAttributes(nic(), m.p(), m.mh(), &s)) << "moved: local-only";
+    VT_ASSERT_OK(VipQueryMem(nic(), m.p(), m.mh(), &q));
+    EXPECT_EQ(q.Ptag, other.h());
+    EXPECT_EQ(q.EnableRdmaWrite, VIP_FALSE);
+
+    s = {tag.h(), VIP_FALSE, VIP_FALSE}; // give it back so `other` can be destroyed
     VT_ASSERT_OK(VipSetMemAttributes(nic(), m.p(), m.mh(), &s));
+    s = {tag.h(), VIP_FALSE, VIP_TRUE};
+    VT_EXPECT_RC(VIP_ERROR_RESOURCE, VipSetMemAttributes(nic(), m.p(), m.mh(), &s)) << "still moved";
+
+    // A new registration starts unmoved.
+    Mem m2(4096, other.h(), false, false);
+    VT_ASSERT_OK(m2.rc);
+    s = {other.h(), VIP_TRUE, VIP_TRUE};
+    VT_ASSERT_OK(VipSetMemAttributes(nic(), m2.p(), m2.mh(), &s));
 }
 
 TEST(Mem, BadArgumentsAreRejected) {

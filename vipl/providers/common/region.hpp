@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "vipl.h"
+
 namespace vipl::common {
 
 inline bool range_covers(uintptr_t base, size_t size, uintptr_t addr, size_t len) {
@@ -23,6 +25,21 @@ inline bool range_covers(uintptr_t base, size_t size, uintptr_t addr, size_t len
 template <class R>
 inline bool region_covers(const R &r, uintptr_t addr, size_t len) {
     return range_covers(r.base, r.len, addr, len);
+}
+
+// VipSetMemAttributes, one behaviour on every provider (docs/vipl.md, "A
+// region's tag and its RDMA rights"): peers name a region by its memory handle,
+// and a verbs device ties the key behind that handle to the protection domain
+// the region was registered in; no verbs call moves it to another domain under
+// the same key.  So a region may move to another tag only with its RDMA rights
+// off, and once moved it stays local-only for the rest of its registration
+// (re-register it to reach it by RDMA under the new tag).  Refused changes
+// return VIP_ERROR_RESOURCE and leave the region as it was.
+//   moved:        the region's tag was changed before
+//   tag_changes:  this call gives it another tag
+//   rdma_after:   this call leaves RDMA write or read enabled
+inline VIP_RETURN check_tag_change(bool moved, bool tag_changes, bool rdma_after) {
+    return rdma_after && (moved || tag_changes) ? VIP_ERROR_RESOURCE : VIP_SUCCESS;
 }
 
 } // namespace vipl::common

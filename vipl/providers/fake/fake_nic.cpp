@@ -102,6 +102,10 @@ VIP_RETURN NicHandle::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pr
     if (!r || !common::range_covers(r->base, r->len, reinterpret_cast<uintptr_t>(addr), 1))
         return VIP_INVALID_PARAMETER;
     Region &w = dev->regions[mh & 0xffff];
+    if (VIP_RETURN rc = common::check_tag_change(w.moved, w.ptag != t, a.rdma_write || a.rdma_read);
+        rc != VIP_SUCCESS)
+        return rc;
+    w.moved = w.moved || w.ptag != t;
     --w.ptag->refs;
     ++t->refs;
     w.ptag = t;

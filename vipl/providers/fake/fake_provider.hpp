@@ -54,6 +54,7 @@ struct Region {
     FakePtag *ptag = nullptr;
     bool rdma_write = false, rdma_read = false;
     uint32_t handle = 0; // 0: free slot
+    bool moved = false;  // its tag was changed (common::check_tag_change)
 };
 
 // What a send or an RDMA write puts on the wire.

@@ -54,6 +54,7 @@ struct Region {
     VerbsPtag *ptag = nullptr;
     bool rdma_write = false;
     bool rdma_read = false;
+    bool moved = false; // its tag was changed (common::check_tag_change)
 
     bool covers(uintptr_t a, size_t n) const { return common::range_covers(base, len, a, n); }
 };

@@ -345,6 +345,9 @@ VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pro
         return VIP_INVALID_PTAG;
     if (a.ptag == r->ptag && a.rdma_write == r->rdma_write && a.rdma_read == r->rdma_read)
         return VIP_SUCCESS;
+    if (VIP_RETURN rc = common::check_tag_change(r->moved, a.ptag != r->ptag, a.rdma_write || a.rdma_read);
+        rc != VIP_SUCCESS)
+        return rc;
     auto *pt = static_cast<VerbsPtag *>(a.ptag);
     if (r->mw && a.ptag == r->ptag) { // new rights, same window, same rkey
         if (!pt->windows.bind(r->mw, r->mr, a.rdma_write, a.rdma_read))
@@ -364,6 +367,7 @@ VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pro
     // registration is a new Region swapped in under the same handle, and the
     // old one is freed once no post or completion can still be reading it.
     auto *next = new Region{r->handle, mr, nullptr, r->base, r->len, pt, a.rdma_write, a.rdma_read};
+    next->moved = r->moved || r->ptag != pt;
     mem.replace(r, next);
     for (VerbsVi *vi : vis)
         vi->quiesce_region_readers();
