@@ -134,7 +134,9 @@ public:
                 return;
             }
             s->uses.fetch_sub(1, std::memory_order_release);
-            retry(t, h, owner);
+            const Held r = retry(t, h, owner);
+            obj_ = r.obj;
+            slot_ = r.slot;
         }
         ~Use() {
             if (slot_) slot_->uses.fetch_sub(1, std::memory_order_release);
@@ -146,20 +148,24 @@ public:
         explicit operator bool() const { return obj_ != nullptr; }
 
     private:
+        struct Held {
+            T *obj;
+            Slot *slot;
+        };
         // The handle is stale, or its object is being destroyed: wait for the
         // outcome (the handle gone, or the destroy refused) and look again.
-        __attribute__((noinline)) void retry(HandleTable &t, const void *h, NicEntry **owner) {
+        // Static, its result returned in registers: the caller's Use is never
+        // addressed, so the fast path keeps it in registers too.
+        __attribute__((noinline)) static Held retry(HandleTable &t, const void *h, NicEntry **owner) {
             for (;;) {
                 Slot *s = t.slot_of(h);
-                if (!s || s->gen.load(std::memory_order_acquire) != gen_of(h)) return;
+                if (!s || s->gen.load(std::memory_order_acquire) != gen_of(h)) return {nullptr, nullptr};
                 while (s->closing.load(std::memory_order_acquire) && s->gen.load(std::memory_order_acquire) == gen_of(h))
                     sched_yield();
                 s->uses.fetch_add(1, std::memory_order_seq_cst);
                 if (s->gen.load(std::memory_order_acquire) == gen_of(h) && !s->closing.load(std::memory_order_seq_cst)) {
-                    slot_ = s;
-                    obj_ = s->obj.load(std::memory_order_relaxed);
                     if (owner) *owner = s->owner.load(std::memory_order_relaxed);
-                    return;
+                    return {s->obj.load(std::memory_order_relaxed), s};
                 }
                 s->uses.fetch_sub(1, std::memory_order_release);
             }
