@@ -305,11 +305,12 @@ inline bool Firmware::tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) 
         vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION)
         return false;
     // The descriptor (control segment and data segments) in one region of the VI's ptag.
-    if (!protection_.covers(mh, vi->ptag_id, d, vipl::common::descriptor_bytes(n))) return false;
+    const Region *dr = protection_.covers(mh, vi->ptag_id, d, vipl::common::descriptor_bytes(n));
+    if (!dr) return false;
     VIP_DESCRIPTOR_SEGMENT seg[kFastSegs];
     for (uint32_t i = 0; i < n; ++i) seg[i] = d->DS[i];
     uint64_t total = 0;
-    if (!protection_.check_segments(vi->ptag_id, seg, n, &total) || total != cs.Length) return false;
+    if (!protection_.check_segments(vi->ptag_id, seg, n, &total, dr, mh) || total != cs.Length) return false;
 
     TxSlot tx;
     if (!wire_reserve(wire_, vi->peer_nic, cs.Length, &tx)) return false; // back-pressure: the queue's path

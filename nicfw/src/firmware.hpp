@@ -102,6 +102,9 @@ public:
     // steps the firmware too, so steps take the lock and doorbells use atomics.
     void share_stepping() { run_.share(); }
     bool stepping_shared() const { return run_.shared(); }
+    // Inline, not shared, and called on the owner thread: note_host_thread()
+    // would do nothing, and this thread may step alone (in an OwnerSection).
+    bool alone_on_owner_thread() const { return run_.unshared_inline() && run_.on_owner_thread(); }
     using Quiesce = Stepper<Firmware>::Quiesce;
     // A section of the owner thread without the step lock (stepper.hpp).
     using OwnerSection = Stepper<Firmware>::OwnerSection;

@@ -49,9 +49,7 @@ void ViImpl::request_flush() {
 VIP_RETURN ViImpl::post(WorkRing<> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     {
         vipl::common::SpinGuard g(hostq.post_lock);
-        if (hostq.full()) return VIP_ERROR_RESOURCE; // work queue full
-        hostq.claim(d);                              // clears Status
-        hostq.publish();
+        if (!hostq.post(d)) return VIP_ERROR_RESOURCE; // work queue full (post clears Status)
         push_token(bell, d, mh);
     }
     hw->host_poll();
@@ -81,15 +79,36 @@ VIP_RETURN ViImpl::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     bool direct;
     {
         vipl::common::SpinGuard g(host_sq.post_lock);
-        if (host_sq.full()) return VIP_ERROR_RESOURCE; // work queue full
-        host_sq.claim(d);                              // clears Status
-        host_sq.publish();
+        if (!host_sq.post(d)) return VIP_ERROR_RESOURCE; // work queue full (post clears Status)
         direct = hw->fw.send_direct(this, d, mh);
         if (!direct) push_token(bell_sq, d, mh);
     }
     if (direct) hw->deliver_errors();
     else hw->host_poll();
     return VIP_SUCCESS;
+}
+
+// One thread alone drives the NIC (note_host_thread saw no other): the owner
+// section keeps a thread that appears meanwhile out until the receive is queued
+// (its switch to shared stepping waits for it).  The section ends before
+// anything else steps the firmware (sections do not nest).  `cost`: whether
+// the cost model may be on.
+template <bool cost>
+[[gnu::always_inline]] inline VIP_RETURN ViImpl::post_recv_alone(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    bool pushed;
+    {
+        const Firmware::OwnerSection owner = hw->fw.owner_section();
+        if (!owner.alone()) goto shared;
+        if (!host_rq.post(d)) return VIP_ERROR_RESOURCE; // work queue full (post clears Status)
+        if (cost && __builtin_expect(hw->fw.cost().on(), 0))
+            hw->fw.cost().host_doorbell(hw->cfg.doorbell == Doorbell::Emulated);
+        pushed = bell_rq.push(Token{d, mh});
+    }
+    if (__builtin_expect(!pushed || state.load(std::memory_order_relaxed) == ViState::Error, 0))
+        return post_recv_kick(d, mh, pushed);
+    return VIP_SUCCESS;
+shared:
+    return post(host_rq, bell_rq, d, mh);
 }
 
 // With an inline firmware only this thread runs (the default), a receive rings
@@ -101,40 +120,36 @@ VIP_RETURN ViImpl::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
 // with the emulated doorbell).  With another thread stepping the firmware, the
 // doorbell is rung as for a send: the VI may break between our state check and
 // our token, and only a doorbell would then have the firmware flush it.
+//
+// The common case (this thread alone drives an inline firmware, no cost model)
+// makes no call but tail calls, so it saves no registers; the rest is
+// post_recv_general's.
 VIP_RETURN ViImpl::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    if (__builtin_expect(!hw->fw.alone_on_owner_thread() || hw->fw.cost().on(), 0)) return post_recv_general(d, mh);
+    return post_recv_alone<false>(d, mh);
+}
+
+VIP_RETURN ViImpl::post_recv_general(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     hw->fw.note_host_thread();
     if (hw->cfg.mode != Mode::Inline || hw->fw.stepping_shared()) return post(host_rq, bell_rq, d, mh);
-    // One thread alone drives the NIC (note_host_thread saw no other): the
-    // owner section keeps a thread that appears meanwhile out until the
-    // receive is queued (its switch to shared stepping waits for it).  The
-    // section ends before anything else steps the firmware (sections do not nest).
-    bool pushed;
-    {
-        const Firmware::OwnerSection owner = hw->fw.owner_section();
-        if (!owner.alone()) goto shared;
-        if (host_rq.full()) return VIP_ERROR_RESOURCE; // work queue full
-        host_rq.claim(d);                              // clears Status
-        host_rq.publish();
-        if (__builtin_expect(hw->fw.cost().on(), 0))
-            hw->fw.cost().host_doorbell(hw->cfg.doorbell == Doorbell::Emulated);
-        pushed = bell_rq.push(Token{d, mh});
-    }
-    if (__builtin_expect(!pushed || state.load(std::memory_order_relaxed) == ViState::Error, 0)) {
+    return post_recv_alone<true>(d, mh);
+}
+
+// The firmware must see this receive now: the VI is broken, or the doorbell
+// FIFO was full and the token (when !pushed) still has to go in.
+VIP_RETURN ViImpl::post_recv_kick(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, bool pushed) {
+    hw->fw.ring(index);
+    hw->host_poll();
+    while (!pushed) {
+        // Stepping may have turned shared meanwhile: the push under the post lock.
+        {
+            vipl::common::SpinGuard g(host_rq.post_lock);
+            pushed = bell_rq.push(Token{d, mh});
+        }
         hw->fw.ring(index);
         hw->host_poll();
-        while (!pushed) {
-            // Stepping may have turned shared meanwhile: the push under the post lock.
-            {
-                vipl::common::SpinGuard g(host_rq.post_lock);
-                pushed = bell_rq.push(Token{d, mh});
-            }
-            hw->fw.ring(index);
-            hw->host_poll();
-        }
     }
     return VIP_SUCCESS;
-shared:
-    return post(host_rq, bell_rq, d, mh);
 }
 
 VIP_RETURN ViImpl::done(WorkRing<> &hostq, VIP_DESCRIPTOR **d) {

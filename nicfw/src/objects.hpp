@@ -165,6 +165,11 @@ private:
     // Queues d on hostq and rings the doorbell (the firmware takes the token).
     VIP_RETURN post(vipl::common::WorkRing<> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     void push_token(SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    // post_recv beyond its common case (objects.cpp).
+    __attribute__((noinline)) VIP_RETURN post_recv_general(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    template <bool cost>
+    VIP_RETURN post_recv_alone(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    __attribute__((noinline)) VIP_RETURN post_recv_kick(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, bool pushed);
     VIP_RETURN done(vipl::common::WorkRing<> &hostq, VIP_DESCRIPTOR **d);
     VIP_RETURN wait(vipl::common::WorkRing<> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d);
     friend class Agent; // reaps a completed descriptor for an armed notify

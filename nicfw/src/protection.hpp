@@ -84,9 +84,13 @@ public:
     // n data segments (the firmware's SRAM copies) checked as the providers'
     // common rule says, against the regions of protection tag `ptag_id`; the
     // sum of their lengths in *total.  Inline: every message's descriptor
-    // passes through it, on both sides.
-    bool check_segments(uint32_t ptag_id, const VIP_DESCRIPTOR_SEGMENT *ds, uint32_t n, uint64_t *total) const {
+    // passes through it, on both sides.  `known` (optional) is a region of this
+    // ptag already looked up under `known_mh`, usually the descriptor's own: a
+    // segment naming it is not looked up again.
+    bool check_segments(uint32_t ptag_id, const VIP_DESCRIPTOR_SEGMENT *ds, uint32_t n, uint64_t *total,
+                        const Region *known = nullptr, VIP_MEM_HANDLE known_mh = 0) const {
         const auto in_tag = [&](VIP_MEM_HANDLE h) -> const Region * {
+            if (known && h == known_mh) return known;
             const Region *r = lookup(h);
             return r && r->ptag_id == ptag_id ? r : nullptr;
         };

@@ -207,7 +207,8 @@ inline uint32_t Firmware::check_rx_desc(const ViImpl *vi, const Token &t, uint32
         std::memcpy(desc_cache_, d->DS, cs.SegCount * sizeof(VIP_DESCRIPTOR_SEGMENT));
     }
     uint64_t cap = 0;
-    if (!protection_.check_segments(vi->ptag_id, desc_cache_, cs.SegCount, &cap)) return VIP_STATUS_PROTECTION_ERROR;
+    if (!protection_.check_segments(vi->ptag_id, desc_cache_, cs.SegCount, &cap, dr, t.mh))
+        return VIP_STATUS_PROTECTION_ERROR;
     *nseg = cs.SegCount;
     return vipl::common::receive_fits(length, cap);
 }

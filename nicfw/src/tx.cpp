@@ -133,7 +133,7 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
     t.segs = &desc_cache_[first].Local;
     t.nseg = cs.SegCount - first;
     uint64_t total = 0;
-    if (!protection_.check_segments(vi->ptag_id, &desc_cache_[first], t.nseg, &total))
+    if (!protection_.check_segments(vi->ptag_id, &desc_cache_[first], t.nseg, &total, dr, e.mh))
         return fail(t.ops | VIP_STATUS_PROTECTION_ERROR);
     if (std::min<uint64_t>(total, UINT32_MAX) != cs.Length) return fail(t.ops | VIP_STATUS_FORMAT_ERROR);
     if (cs.Length > rules.max_transfer) return fail(t.ops | VIP_STATUS_LENGTH_ERROR);

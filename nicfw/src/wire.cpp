@@ -161,7 +161,7 @@ uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h) {
     // packet's payload may have landed there, and a stale word must never look
     // published.  The header slot's word is this packet's tag, tag_of(head),
     // which no later packet at this slot expects (tag_of differs for every
-    // position until 2^31 - 1 laps): left alone, a one-slot packet's line is
+    // position of this slot until 2^30 slots later): left alone, a one-slot packet's line is
     // only read by the consumer, and the producer's next write to it does not
     // have to fetch it back from the consumer's cache first.
     for (uint64_t i = 1; i < n; ++i)

@@ -185,10 +185,15 @@ private:
     std::atomic<uint64_t> taken_{0}; // one consumer per FIFO: a plain count
 };
 
-// The publication mark of the packet whose header sits at slot position `pos`.
-// Never 0 (what a consumed slot holds), even when the value wraps, and never
-// has the top bit set (that marks a claim).
-inline uint32_t tag_of(uint64_t pos) { return static_cast<uint32_t>(pos % 0x7FFFFFFFull) + 1u; }
+// The publication mark of the packet whose header sits at slot position `pos`:
+// the position's low 30 bits with bit 30 set.  Never 0 (what a consumed slot
+// holds) and never has the top bit set (that marks a claim).  The slot at the
+// consumer's head holds, besides a claim or this lap's tag, at most the tag of
+// the header the consumer took there a lap ago (wire_consume leaves it), and
+// positions a whole number of laps apart below 2^30 slots get different tags
+// (the ring has at most 2^24: VIPL_NICFW_RING_KB).  An AND and an OR: every send computes it and
+// every look at the FIFO compares with it.
+inline uint32_t tag_of(uint64_t pos) { return (static_cast<uint32_t>(pos) & 0x3FFFFFFFu) | 0x40000000u; }
 // What the tag word holds between reservation and publication: the top bit, the
 // reserving rank (16 bits) and the position's low 15 bits.  Never equal to a
 // tag_of(), so wire_peek does not see a claimed slot as published.

@@ -95,6 +95,34 @@ TEST(WorkRing, FullAtDepthAndReusableAfterReaping) {
     EXPECT_EQ(out, &d[2]);
 }
 
+// post(): claim and publish in one, refused (nothing changed) when full.
+TEST(WorkRing, PostIsClaimAndPublishAndRefusesWhenFull) {
+    vc::WorkRing<> ring;
+    ring.reset(2);
+    auto d = descriptors(3);
+    for (auto &x : d) x.CS.Status = VIP_STATUS_DONE; // left over from a last use
+    ASSERT_TRUE(ring.post(&d[0]));
+    EXPECT_EQ(d[0].CS.Status, 0u);
+    EXPECT_EQ(ring.oldest(), &d[0]);
+    ASSERT_TRUE(ring.post(&d[1]));
+    EXPECT_TRUE(ring.full());
+    EXPECT_FALSE(ring.post(&d[2]));
+    EXPECT_EQ(d[2].CS.Status, uint32_t(VIP_STATUS_DONE)) << "a refused post must not touch the descriptor";
+    EXPECT_EQ(ring.posted(), 2u);
+    vc::complete_descriptor(&d[0], 0);
+    VIP_DESCRIPTOR *out = nullptr;
+    ASSERT_EQ(ring.reap(&out, [] {}), VIP_SUCCESS);
+    EXPECT_EQ(out, &d[0]);
+    ASSERT_TRUE(ring.post(&d[2])); // wraps around onto slot 0
+    vc::complete_descriptor(&d[1], 0);
+    vc::complete_descriptor(&d[2], 0);
+    ASSERT_EQ(ring.reap(&out, [] {}), VIP_SUCCESS);
+    EXPECT_EQ(out, &d[1]);
+    ASSERT_EQ(ring.reap(&out, [] {}), VIP_SUCCESS);
+    EXPECT_EQ(out, &d[2]);
+    EXPECT_TRUE(ring.empty());
+}
+
 // One thread posts (and completes at once, as a provider does for a rejected
 // descriptor), another reaps: every descriptor comes back once, in order.
 TEST(WorkRing, PosterAndReaperOnTwoThreads) {

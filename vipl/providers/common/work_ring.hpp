@@ -10,6 +10,7 @@
 //          auto &s = ring.claim(d);              // clears d's Status; s.info is the provider's
 //          ... hand the descriptor to the device (s's address makes a good work-request id) ...
 //          ring.publish();                       // now visible to done/wait, possibly on another thread
+//   (or, keeping no slot info: if (!ring.post(d)) return VIP_ERROR_RESOURCE;  the three in one)
 //   completion (device or provider, any thread that owns the completion):
 //          common::complete_descriptor(d, status_bits);  // sets VIP_STATUS_DONE | bits, release
 //   done:  return ring.reap(d_out, [&] { poll the device once; });
@@ -79,6 +80,17 @@ public:
         return s;
     }
     void publish() { tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+
+    // full(), claim() and publish() in one, the tail read once, for a provider
+    // that keeps nothing in the slot: false (nothing posted) when the ring is full.
+    bool post(VIP_DESCRIPTOR *d) {
+        const uint64_t t = tail_.load(std::memory_order_relaxed);
+        if (t - head_.load(std::memory_order_acquire) >= depth()) return false;
+        slots_[t & mask_].desc = d;
+        d->CS.Status = 0;
+        tail_.store(t + 1, std::memory_order_release);
+        return true;
+    }
 
     // The oldest posted descriptor, or nullptr when nothing is posted.  Only
     // for a queue one thread reaps: with several, another may take it (and
