@@ -326,6 +326,26 @@ inline bool valid_eb(eb_t eb) { return eb && eb->magic == kEbMagic; }
 
 // Error-path diagnostics (never called on the hot path).
 int fail(int rc, const char *fn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// ---- a refused request or reply, named exactly (am_call_errors.cpp) ----------------
+struct CallDesc {
+    bool request;
+    Category cat;
+    bool async;
+    int nargs;
+    ep_t ep;      // requests
+    int dest;     // requests
+    void *token;  // replies
+    handler_t h;
+    const void *src;
+    size_t nbytes;
+    uintptr_t off;
+};
+// Returns rc; with AMVIA_VerboseErrors set, first reports the call and why.
+int fail_call(int rc, const CallDesc &d, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+// Why the arguments of a request or reply are refused, with the fix; null if they are fine.
+const char *bad_args(const CallDesc &d, char *buf, size_t len);
+
 void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // ---- links (am_link.cpp) ---------------------------------------------------------

@@ -6,7 +6,6 @@
 // common case is one credit check, one slot pop, a header and argument copy,
 // and VipPostSend.
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <type_traits>
@@ -25,75 +24,6 @@ static inline uint8_t flags_of(bool request, Category cat, bool system) {
 
 static inline op_t opcode_of(bool request, Category cat) {
     return op_t((request ? AM_REQUEST_M : AM_REPLY_M) + int(cat));
-}
-
-// ---- error reports naming the exact call (never on the hot path) -----------------
-struct CallDesc {
-    bool request;
-    Category cat;
-    bool async;
-    int nargs;
-    ep_t ep;      // requests
-    int dest;     // requests
-    void *token;  // replies
-    handler_t h;
-    const void *src;
-    size_t nbytes;
-    uintptr_t off;
-};
-
-// "AM_RequestXferAsync2(ep 0x.., dest 3, dest_offset 64, handler 7, source_addr 0x.., nbytes 10)"
-static void describe(const CallDesc &d, char *out, size_t len) {
-    static const char *const req[] = {"AM_Request", "AM_RequestI", "AM_RequestXfer"};
-    static const char *const rep[] = {"AM_Reply", "AM_ReplyI", "AM_ReplyXfer"};
-    const char *base = d.request ? req[d.cat] : rep[d.cat];
-    const char *async = d.async ? "Async" : "";
-    int n;
-    if (d.request)
-        n = std::snprintf(out, len, "%s%s%d(ep %p, dest %d", base, async, d.nargs, (void *)d.ep, d.dest);
-    else
-        n = std::snprintf(out, len, "%s%d(token %p", base, d.nargs, d.token);
-    if (n < 0 || size_t(n) >= len) return;
-    if (d.cat == kLong)
-        n += std::snprintf(out + n, len - size_t(n), ", dest_offset %lu", (unsigned long)d.off);
-    if (size_t(n) >= len) return;
-    n += std::snprintf(out + n, len - size_t(n), ", handler %u", unsigned(d.h));
-    if (size_t(n) >= len) return;
-    if (d.cat != kShort)
-        std::snprintf(out + n, len - size_t(n), ", source_addr %p, nbytes %zu)", d.src, d.nbytes);
-    else
-        std::snprintf(out + n, len - size_t(n), ")");
-}
-
-static int fail_call(int rc, const CallDesc &d, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail_call(int rc, const CallDesc &d, const char *fmt, ...) {
-    if (!AMVIA_VerboseErrors) return rc;
-    char call[256], why[512];
-    describe(d, call, sizeof call);
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    return fail(rc, call, "%s", why);
-}
-
-// Why the arguments of a request or reply are refused, with the fix; null if they are fine.
-static const char *bad_args(const CallDesc &d, char *buf, size_t len) {
-    if (unsigned(d.nargs) > AMVIA_MAX_SHORT)
-        return "more than AM_MaxShort() = 16 handler arguments";
-    if (d.h == 0) return "handler 0 is the returned-message handler; use a handler index 1..255";
-    if (d.cat == kMedium && d.nbytes > AMVIA_MAX_MEDIUM) {
-        std::snprintf(buf, len, "nbytes exceeds AM_MaxMedium() = %d; move larger data with "
-                      "AM_RequestXfer into the peer's segment", AMVIA_MAX_MEDIUM);
-        return buf;
-    }
-    if (d.cat == kLong && d.nbytes > AMVIA_MAX_LONG) {
-        std::snprintf(buf, len, "nbytes exceeds AM_MaxLong() = %d; split the transfer into "
-                      "several long messages", AMVIA_MAX_LONG);
-        return buf;
-    }
-    if (d.nbytes && !d.src) return "source_addr is NULL with nbytes > 0";
-    return nullptr;
 }
 
 // Writes the header and arguments; returns the message length so far.
