@@ -24,6 +24,8 @@
 // completion side is entered from a CQ's drain, which already holds it.
 #include "vfi.hpp"
 
+#include <viastack/channel.hpp>
+
 #include <algorithm>
 #include <chrono>
 
@@ -56,15 +58,12 @@ static void post_credit(Ep *e) {
     size_t i = e->tx_head % e->tx_n;
     VIP_DESCRIPTOR *d = e->tx_desc(i);
     *e->credit_src(i) = e->posted;
-    std::memset(d, 0, sizeof(VIP_CONTROL_SEGMENT) + 2 * sizeof(VIP_DESCRIPTOR_SEGMENT));
-    d->CS.Control = VIP_CONTROL_OP_RDMAWRITE;
-    d->CS.SegCount = 2;
-    d->CS.Length = sizeof(uint64_t);
-    d->DS[0].Remote.Data.AddressBits = e->peer_credit_addr;
-    d->DS[0].Remote.Handle = e->peer_credit_handle;
-    d->DS[1].Local.Data.Address = e->credit_src(i);
-    d->DS[1].Local.Handle = e->block_handle;
-    d->DS[1].Local.Length = sizeof(uint64_t);
+    std::memset(&d->CS, 0, sizeof(d->CS));
+    VIP_DATA_SEGMENT *seg = viastack::channel::rdma_descriptor(d, VIP_CONTROL_OP_RDMAWRITE, e->peer_credit_addr,
+                                                               e->peer_credit_handle, sizeof(uint64_t), 1);
+    seg[0].Data.Address = e->credit_src(i);
+    seg[0].Handle = e->block_handle;
+    seg[0].Length = sizeof(uint64_t);
     VIP_RETURN rc = VipPostSend(e->vi, d, e->block_handle);
     if (rc != VIP_SUCCESS) {
         e->credit_owed = true;
@@ -286,19 +285,18 @@ static ssize_t post_now(Ep *e, const TxReq &r, size_t total) {
     size_t i = e->tx_head % e->tx_n;
     VIP_DESCRIPTOR *d = e->tx_desc(i);
     std::memset(&d->CS, 0, sizeof(d->CS));
+    // Inject: the payload is copied into the slot's buffer, one segment.
+    const size_t nlocal = inject ? (total ? 1 : 0) : r.count;
     VIP_DATA_SEGMENT *seg;
-    uint16_t nseg;
     if (r.op == Op::Send) {
         d->CS.Control = VIP_CONTROL_OP_SENDRECV;
+        d->CS.SegCount = uint16_t(nlocal);
+        d->CS.Length = uint32_t(total);
         seg = &d->DS[0].Local;
-        nseg = 0;
     } else {
-        d->CS.Control = r.op == Op::Write ? VIP_CONTROL_OP_RDMAWRITE : VIP_CONTROL_OP_RDMAREAD;
-        d->DS[0].Remote.Data.AddressBits = r.raddr;
-        d->DS[0].Remote.Handle = VIP_MEM_HANDLE(r.rkey);
-        d->DS[0].Remote.Reserved = 0;
-        seg = &(&d->DS[0])[1].Local;
-        nseg = 1;
+        seg = viastack::channel::rdma_descriptor(
+            d, r.op == Op::Write ? VIP_CONTROL_OP_RDMAWRITE : VIP_CONTROL_OP_RDMAREAD, r.raddr,
+            VIP_MEM_HANDLE(r.rkey), uint32_t(total), uint16_t(nlocal));
     }
     if (inject) {
         uint8_t *b = e->inject_buf(i);
@@ -311,15 +309,12 @@ static ssize_t post_now(Ep *e, const TxReq &r, size_t total) {
             seg[0].Data.Address = b;
             seg[0].Handle = e->block_handle;
             seg[0].Length = uint32_t(total);
-            nseg++;
         }
     } else {
-        if (int rc = fill_segments(seg, r.iov, r.desc, r.count, &total))
+        size_t filled;
+        if (int rc = fill_segments(seg, r.iov, r.desc, r.count, &filled))
             return rc;
-        nseg = uint16_t(nseg + r.count);
     }
-    d->CS.SegCount = nseg;
-    d->CS.Length = uint32_t(total);
     if (r.has_data) {
         d->CS.Control |= VIP_CONTROL_IMMEDIATE;
         d->CS.ImmediateData = uint32_t(r.data);
