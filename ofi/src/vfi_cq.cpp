@@ -96,8 +96,7 @@ static int cq_close(struct fid *fid) {
 
 static int cq_control(struct fid *fid, int cmd, void *arg) {
     Cq *c = reinterpret_cast<Cq *>(fid);
-    CtlGuard g;
-    Guard ge(c->entries);
+    CtlGuard g; // not the entries lock, a leaf: FI_GETWAIT may start the wait thread (control lock)
     return c->wait.control(cmd, arg);
 }
 
