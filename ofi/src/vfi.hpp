@@ -190,6 +190,10 @@ struct Domain {
     fid_domain dom{};
     Fabric *fabric = nullptr;
     int refs = 0;
+    // Endpoints closed on this domain, kept as stubs until the domain closes
+    // (ep_close says why).
+    std::vector<Ep *> closed_eps;
+    ~Domain();
 };
 
 struct Mr {

@@ -170,9 +170,25 @@ static int ep_close(struct fid *fid) {
     e->domain->refs--;
     if (e->info)
         fi_freeinfo(e->info);
-    ge.unlock(); // the lock lives in e
-    delete e;
+    // The endpoint stays as a stub until its domain closes: ofi_rxm handles the
+    // receive completions queued above after this close returns, and reposts
+    // the buffer of each on the endpoint it has just closed; the stub refuses
+    // that post (-FI_EOPBADSTATE, -FI_ENOTCONN for sends) instead of it
+    // landing in freed memory.  A stub holds no VI, memory or CQ space.
+    e->info = nullptr;
+    e->vi = nullptr;
+    e->block = nullptr;
+    e->enabled = false;
+    e->state = EpState::Shutdown;
+    e->tx_cq = e->rx_cq = nullptr;
+    e->eq = nullptr;
+    e->domain->closed_eps.push_back(e);
     return 0;
+}
+
+Domain::~Domain() {
+    for (Ep *e : closed_eps)
+        delete e;
 }
 
 static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags) {
