@@ -1,11 +1,18 @@
 // vfi.hpp - the viastack libfabric provider: objects shared by its files.
 //
 // libfabric's C ABI outside (fid_* structs whose first member is the fid),
-// VIPL (vipl.h) inside.  One NIC per process, opened on first use.  VIPL is
-// not thread safe, and libfabric callers (rxm's CM thread, the provider's own
-// wait thread) may enter from several threads, so every VIPL call and every
-// provider object is touched only under vfi::big_lock() (docs/man/fi_viastack.7.md,
-// "Threading").
+// VIPL (vipl.h) inside.  One NIC per process, opened on first use.
+//
+// Threads (docs/man/fi_viastack.7.md, "Threading"): the provider offers
+// FI_THREAD_SAFE.  Each object guards its own state: an endpoint its rings
+// and credits (Ep::mu), a CQ the VIP CQ it drains (Cq::drain) and its entry
+// queues (Cq::entries, a leaf lock).  Connection management, EQs, the
+// registries and opening/closing objects take the control lock (ctl_lock()),
+// which the data path never takes.  Lock order: ctl_lock, then a CQ's drain,
+// then an endpoint's mu, then any CQ's entries; a thread holding an endpoint
+// takes another CQ's drain only by try_lock.  When the NIC reports
+// ThreadSafe = VIP_FALSE, every entry point also holds serial_lock() (Serial),
+// so the provider never calls VIPL from two threads at once.
 #pragma once
 
 #include <rdma/fabric.h>
@@ -41,13 +48,13 @@ constexpr const char *kFabricName = "viastack";
 constexpr uint32_t kProvVersion = FI_VERSION(0, 1);
 
 // ---- locking --------------------------------------------------------------
-// The provider's one lock.  Recursive: paths that hold it call helpers that
-// take it.  Every poll of a CQ takes it, so the uncontended case is one
-// compare-exchange and one store (a recursive pthread mutex costs ~60
-// instructions a lock/unlock pair); a thread that finds it held spins a
-// little, then yields, then sleeps (lock_slow), since the holder may be
-// another rank's CPU share away, or in a collective close (vipl_boot_finalize).
-class BigLock {
+// A recursive lock: paths that hold it call helpers that take it.  The
+// uncontended case is one compare-exchange and one store (a recursive pthread
+// mutex costs ~60 instructions a lock/unlock pair); a thread that finds it
+// held spins a little, then yields, then sleeps (lock_slow), since the holder
+// may be another rank's CPU share away, or in a collective close
+// (vipl_boot_finalize).
+class Lock {
   public:
     void lock() {
         pthread_t me = pthread_self();
@@ -60,6 +67,19 @@ class BigLock {
             lock_slow(me);
         depth_ = 1;
     }
+    // False, without waiting, when another thread holds it.
+    bool try_lock() {
+        pthread_t me = pthread_self();
+        if (owner_.load(std::memory_order_relaxed) == me) {
+            depth_++;
+            return true;
+        }
+        pthread_t none = 0;
+        if (!owner_.compare_exchange_strong(none, me, std::memory_order_acquire, std::memory_order_relaxed))
+            return false;
+        depth_ = 1;
+        return true;
+    }
     void unlock() {
         if (--depth_ == 0)
             owner_.store(0, std::memory_order_release);
@@ -70,9 +90,40 @@ class BigLock {
     std::atomic<pthread_t> owner_{0}; // 0: free (pthread_self() is never 0 on Linux)
     unsigned depth_ = 0;              // written by the owner only
 };
-extern BigLock g_big_lock;
-inline BigLock &big_lock() { return g_big_lock; }
-using Guard = std::lock_guard<BigLock>;
+using Guard = std::lock_guard<Lock>;
+
+// Connection management, EQs, registries, object life: never the data path.
+extern Lock g_ctl_lock;
+inline Lock &ctl_lock() { return g_ctl_lock; }
+
+// Held by every entry point while the NIC is not thread safe
+// (VIP_NIC_ATTRIBUTES.ThreadSafe = VIP_FALSE): the provider then serialises
+// its callers, as VIPL requires.  Set once when the NIC opens, before any
+// object that could be used concurrently exists.
+extern Lock g_serial_lock;
+extern std::atomic<bool> g_serialise;
+class Serial {
+  public:
+    Serial() : held_(g_serialise.load(std::memory_order_relaxed)) {
+        if (held_)
+            g_serial_lock.lock();
+    }
+    ~Serial() {
+        if (held_)
+            g_serial_lock.unlock();
+    }
+    Serial(const Serial &) = delete;
+    Serial &operator=(const Serial &) = delete;
+
+  private:
+    bool held_;
+};
+
+// An entry point of the control path: serialised if need be, then the control lock.
+struct CtlGuard {
+    Serial s;
+    Guard g{ctl_lock()};
+};
 
 // ---- the NIC (vfi_fabric.cpp) ---------------------------------------------
 struct Nic {
@@ -139,6 +190,10 @@ struct Domain {
     fid_domain dom{};
     Fabric *fabric = nullptr;
     int refs = 0;
+    // Endpoints closed on this domain, kept as stubs until the domain closes
+    // (ep_close says why).
+    std::vector<Ep *> closed_eps;
+    ~Domain();
 };
 
 struct Mr {
@@ -233,15 +288,31 @@ struct Cq {
     Domain *domain = nullptr;
     fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
     VIP_CQ_HANDLE vcq = nullptr;
+    int refs = 0;               // control lock
+    // Held while taking completions off the VIP CQ: guards the endpoints bound
+    // here (eps, last) and the capacity.  A VIP CQ holds exactly what it was
+    // sized for (one more is an overrun), so it grows with the work queues of
+    // the VIs that complete on it.
+    Lock drain;
+    std::vector<Ep *> eps;      // enabled endpoints with a queue on this CQ
+    Ep *last = nullptr;         // the endpoint whose VI completed last here
+    size_t capacity = 0, needed = 0;
+    int reserve(size_t n);      // room for n more entries (takes drain)
+    void release(size_t n) {
+        Guard g(drain);
+        needed -= n;
+    }
+    Ep *ep_of_vi(VIP_VI_HANDLE vi); // caller holds drain
+    // The entries the application reads, and the wait fd that mirrors them:
+    // a leaf lock, taken from any path (never anything under it).
+    Lock entries;
     Waitable wait;
     Ring<CqEntry> q, errq;
-    int refs = 0;
-    // A VIP CQ holds exactly what it was sized for (one more is an overrun), so
-    // it grows with the work queues of the VIs that complete on it.
-    size_t capacity = 0, needed = 0;
-    int reserve(size_t n);   // room for n more entries
-    void release(size_t n) { needed -= n; }
     void push(const CqEntry &e);
+    size_t queued() {
+        Guard g(entries);
+        return q.size() + errq.size();
+    }
 };
 
 // An endpoint's state in the connection life.
@@ -279,6 +350,10 @@ struct Pep {
 
 struct Ep {
     fid_ep ep{};
+    // Guards everything below that changes after fi_enable: the rings, the
+    // credits, the pending queue and the connection state.
+    Lock mu;
+    bool reaping = false; // inside post_credit's drain of the send CQ
     Domain *domain = nullptr;
     fi_info *info = nullptr;
     Eq *eq = nullptr;
@@ -346,21 +421,22 @@ int cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **
 int ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 extern struct fi_ops_mr mr_ops;
 
-// Progress (caller holds the lock).
+// Progress (takes the CQ's drain and the endpoints' locks itself).
 // Moves VI completions of this CQ into it, until it holds `want` entries (a
 // reader asking for one entry leaves the rest in the VI CQ for its next read
 // instead of paying a poll that finds nothing) or the VI CQ is empty.
 constexpr size_t kDrainAll = SIZE_MAX;
 void progress_cq(Cq *cq, size_t want = kDrainAll);
+// progress_cq unless another thread is draining cq (then false, at once).
+bool try_progress_cq(Cq *cq, size_t want = kDrainAll);
 void ep_flush_pending(Ep *e); // posts the queued operations the peer's credits now allow
-void flush_pending_on(Cq *cq); // ep_flush_pending for every endpoint with a queue
+void flush_pending_on(Cq *cq); // ep_flush_pending for the CQ's endpoints with a queue (holds drain)
 void ep_drop_pending(Ep *e);  // at close: the queued operations are dropped
 std::vector<Ep *> &eps();
-void progress_cm();         // listeners, connecting and connected endpoints
+void progress_cm();         // listeners, connecting and connected endpoints (control lock)
 void progress_all();
 void register_pep(Pep *p, bool on);
-void register_ep(Ep *e, bool on);
-Ep *ep_of_vi(VIP_VI_HANDLE vi);
+void register_ep(Ep *e, bool on); // also on the endpoint's CQs (control lock held)
 void all_cqs(std::vector<Cq *> *out);
 void register_cq(Cq *c, bool on);
 void register_eq(Eq *e, bool on);

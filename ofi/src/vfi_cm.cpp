@@ -6,6 +6,8 @@
 // The connection data carries a CmHeader (the endpoint's credit word and its
 // posted-receive count, vfi_data.cpp) in front of the application's bytes;
 // reject data is the application's alone.  Progress runs in every fi_eq_read.
+// All of it under the control lock; an endpoint's connection state also
+// under the endpoint's lock, as the data path reads it.
 #include "vfi.hpp"
 
 #include <cstdlib>
@@ -144,6 +146,7 @@ void progress_cm() {
         if (p->listening)
             poll_listener(p, n);
     for (Ep *e : std::vector<Ep *>(eps())) {
+        Guard g(e->mu);
         if (e->state == EpState::Connecting)
             poll_connecting(e);
         else if (e->state == EpState::Connected)
@@ -153,7 +156,7 @@ void progress_cm() {
 
 // ---- active endpoint CM ---------------------------------------------------------------
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen) {
-    Guard g(big_lock());
+    CtlGuard g;
     if (!addrlen)
         return -FI_EINVAL;
     const sockaddr_in6 *a = fid->fclass == FI_CLASS_PEP ? &reinterpret_cast<Pep *>(fid)->name
@@ -168,7 +171,8 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen) {
 
 static int ep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen) {
     Ep *e = reinterpret_cast<Ep *>(ep);
-    Guard g(big_lock());
+    CtlGuard g;
+    Guard ge(e->mu);
     if (!addrlen)
         return -FI_EINVAL;
     if (e->state != EpState::Connected && e->state != EpState::Connecting && e->state != EpState::Accepting)
@@ -185,7 +189,8 @@ static int no_setname(fid_t, void *, size_t) { return -FI_ENOSYS; }
 
 static int ep_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen) {
     Ep *e = reinterpret_cast<Ep *>(ep);
-    Guard g(big_lock());
+    CtlGuard g;
+    Guard ge(e->mu);
     if (paramlen > kCmDataMax || (paramlen && !param))
         return -FI_EINVAL;
     if (!e->enabled || e->state != EpState::Idle)
@@ -218,7 +223,8 @@ static int ep_connect(struct fid_ep *ep, const void *addr, const void *param, si
 
 static int ep_accept(struct fid_ep *ep, const void *param, size_t paramlen) {
     Ep *e = reinterpret_cast<Ep *>(ep);
-    Guard g(big_lock());
+    CtlGuard g;
+    Guard ge(e->mu);
     if (paramlen > kCmDataMax || (paramlen && !param))
         return -FI_EINVAL;
     if (!e->enabled || e->state != EpState::Accepting)
@@ -245,7 +251,8 @@ static int ep_accept(struct fid_ep *ep, const void *param, size_t paramlen) {
 
 static int ep_shutdown(struct fid_ep *ep, uint64_t flags) {
     Ep *e = reinterpret_cast<Ep *>(ep);
-    Guard g(big_lock());
+    CtlGuard g;
+    Guard ge(e->mu);
     if (flags)
         return -FI_EINVAL;
     if (e->state != EpState::Connected && e->state != EpState::Connecting)
@@ -267,7 +274,7 @@ static int no_join(struct fid_ep *, const void *, uint64_t, struct fid_mc **, vo
 // ---- passive endpoint ---------------------------------------------------------------------
 static int pep_listen(struct fid_pep *pf) {
     Pep *p = reinterpret_cast<Pep *>(pf);
-    Guard g(big_lock());
+    CtlGuard g;
     if (!p->eq)
         return -FI_ENOEQ;
     if (p->listening)
@@ -282,7 +289,7 @@ static int pep_listen(struct fid_pep *pf) {
 }
 
 static int pep_reject(struct fid_pep *, fid_t handle, const void *param, size_t paramlen) {
-    Guard g(big_lock());
+    CtlGuard g;
     if (paramlen > kCmDataMax || (paramlen && !param))
         return -FI_EINVAL;
     VIP_CONN_HANDLE conn = reinterpret_cast<VIP_CONN_HANDLE>(handle);
@@ -296,7 +303,7 @@ static int pep_reject(struct fid_pep *, fid_t handle, const void *param, size_t 
 
 static int pep_close(struct fid *fid) {
     Pep *p = reinterpret_cast<Pep *>(fid);
-    Guard g(big_lock());
+    CtlGuard g;
     register_pep(p, false);
     if (p->eq)
         p->eq->drop_fid(&p->pep.fid);
@@ -308,7 +315,7 @@ static int pep_close(struct fid *fid) {
 
 static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags) {
     Pep *p = reinterpret_cast<Pep *>(fid);
-    Guard g(big_lock());
+    CtlGuard g;
     if (bfid->fclass != FI_CLASS_EQ || flags)
         return -FI_EINVAL;
     p->eq = reinterpret_cast<Eq *>(bfid);
@@ -338,7 +345,7 @@ struct fi_ops_cm ep_cm_ops = {sizeof(struct fi_ops_cm), no_setname, ep_getname, 
 int pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **out, void *context) {
     if (!info || !out || (info->ep_attr && info->ep_attr->type != FI_EP_MSG))
         return -FI_EINVAL;
-    Guard g(big_lock());
+    CtlGuard g;
     Nic *n = nic();
     if (!n)
         return -FI_ENODEV;

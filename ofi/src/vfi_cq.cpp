@@ -5,6 +5,12 @@
 // the VIP CQ, pulls the descriptor from its VI queue (ep_process) and queues
 // what the application sees; the provider's own descriptors (credit writes)
 // are consumed there and never reach the application.
+//
+// Threads: the drain lock makes one thread at a time take completions off a
+// CQ (each completion must reach its endpoint in its VI queue's order); a
+// reader that finds another thread draining does not wait for it but reads
+// what is queued.  The entries lock guards only the queues the application
+// reads.
 #include "vfi.hpp"
 
 #include <algorithm>
@@ -16,11 +22,13 @@
 namespace vfi {
 
 void Cq::push(const CqEntry &e) {
+    Guard g(entries);
     (e.err ? errq : q).push_back(e);
     wait.signal_if(true);
 }
 
 int Cq::reserve(size_t n) {
+    Guard g(drain);
     if (needed + n > capacity) {
         VIP_RETURN rc = VipResizeCQ(vcq, needed + n);
         if (rc != VIP_SUCCESS) {
@@ -33,14 +41,15 @@ int Cq::reserve(size_t n) {
     return 0;
 }
 
-void progress_cq(Cq *cq, size_t want) {
-    for (int i = 0; i < 64 && cq->q.size() + cq->errq.size() < want; i++) {
+// The caller holds cq->drain.
+static void drain(Cq *cq, size_t want) {
+    for (int i = 0; i < 64 && (want == kDrainAll || cq->queued() < want); i++) {
         VIP_VI_HANDLE vi = nullptr;
         VIP_BOOLEAN recv = VIP_FALSE;
         VIP_RETURN rc = VipCQDone(cq->vcq, &vi, &recv);
         if (rc != VIP_SUCCESS)
             break;
-        Ep *e = ep_of_vi(vi);
+        Ep *e = cq->ep_of_vi(vi);
         if (!e) { // an endpoint closed under its completions: drop the descriptor
             VIP_DESCRIPTOR *d;
             if (recv)
@@ -49,15 +58,30 @@ void progress_cq(Cq *cq, size_t want) {
                 VipSendDone(vi, &d);
             continue;
         }
+        Guard ge(e->mu);
         ep_process(e, recv == VIP_TRUE);
     }
     flush_pending_on(cq);
+    Guard g(cq->entries);
     cq->wait.signal_if(!cq->q.empty() || !cq->errq.empty());
+}
+
+void progress_cq(Cq *cq, size_t want) {
+    Guard g(cq->drain);
+    drain(cq, want);
+}
+
+bool try_progress_cq(Cq *cq, size_t want) {
+    if (!cq->drain.try_lock())
+        return false;
+    drain(cq, want);
+    cq->drain.unlock();
+    return true;
 }
 
 static int cq_close(struct fid *fid) {
     Cq *c = reinterpret_cast<Cq *>(fid);
-    Guard g(big_lock());
+    CtlGuard g;
     if (c->refs > 0)
         return -FI_EBUSY;
     register_cq(c, false);
@@ -72,7 +96,7 @@ static int cq_close(struct fid *fid) {
 
 static int cq_control(struct fid *fid, int cmd, void *arg) {
     Cq *c = reinterpret_cast<Cq *>(fid);
-    Guard g(big_lock());
+    CtlGuard g; // not the entries lock, a leaf: FI_GETWAIT may start the wait thread (control lock)
     return c->wait.control(cmd, arg);
 }
 
@@ -92,9 +116,10 @@ static void fill(const Cq *c, const CqEntry &e, void *out, size_t i) {
 
 static ssize_t cq_read(struct fid_cq *cqf, void *buf, size_t count) {
     Cq *c = reinterpret_cast<Cq *>(cqf);
-    Guard g(big_lock());
-    if (c->q.empty() && c->errq.empty())
-        progress_cq(c, count ? count : 1);
+    Serial s;
+    if (!c->queued())
+        try_progress_cq(c, count ? count : 1); // if another thread drains, what it finds is queued for us
+    Guard g(c->entries);
     if (!c->errq.empty())
         return -FI_EAVAIL;
     if (c->q.empty())
@@ -120,7 +145,8 @@ static ssize_t cq_readfrom(struct fid_cq *cqf, void *buf, size_t count, fi_addr_
 
 static ssize_t cq_readerr(struct fid_cq *cqf, struct fi_cq_err_entry *buf, uint64_t flags) {
     Cq *c = reinterpret_cast<Cq *>(cqf);
-    Guard g(big_lock());
+    Serial s;
+    Guard g(c->entries);
     if (!buf)
         return -FI_EINVAL;
     if (c->errq.empty())
@@ -192,7 +218,7 @@ int cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **
         return -FI_ENOSYS;
     if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC && attr->wait_obj != FI_WAIT_FD)
         return -FI_ENOSYS;
-    Guard g(big_lock());
+    CtlGuard g;
     Nic *n = nic();
     if (!n)
         return -FI_ENODEV;

@@ -19,7 +19,12 @@
 // The application's receive buffers are the VI receive descriptors' segments
 // (no copy); the credit writes complete on the VI's send queue and are
 // consumed here.
+//
+// Threads: everything here runs under the endpoint's lock (Ep::mu); the
+// completion side is entered from a CQ's drain, which already holds it.
 #include "vfi.hpp"
+
+#include <viastack/channel.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -36,12 +41,14 @@ static void post_credit(Ep *e) {
         // The credit writes complete on the send CQ, which a receiver that is
         // only waiting for messages may never read: take its completions now
         // (the application's are queued for it).  Not from inside that very
-        // drain: ep_process retries the owed write when a credit write completes.
-        static bool reaping = false;
-        if (!reaping) {
-            reaping = true;
-            progress_cq(e->tx_cq);
-            reaping = false;
+        // drain: ep_process retries the owed write when a credit write
+        // completes.  Only if no other thread is draining that CQ (holding
+        // this endpoint, waiting for it could deadlock): that thread's drain
+        // completes the credit writes and retries the owed one.
+        if (!e->reaping) {
+            e->reaping = true;
+            try_progress_cq(e->tx_cq);
+            e->reaping = false;
         }
         if (e->tx_credit_inflight >= kCreditSlots) {
             e->credit_owed = true;
@@ -51,15 +58,12 @@ static void post_credit(Ep *e) {
     size_t i = e->tx_head % e->tx_n;
     VIP_DESCRIPTOR *d = e->tx_desc(i);
     *e->credit_src(i) = e->posted;
-    std::memset(d, 0, sizeof(VIP_CONTROL_SEGMENT) + 2 * sizeof(VIP_DESCRIPTOR_SEGMENT));
-    d->CS.Control = VIP_CONTROL_OP_RDMAWRITE;
-    d->CS.SegCount = 2;
-    d->CS.Length = sizeof(uint64_t);
-    d->DS[0].Remote.Data.AddressBits = e->peer_credit_addr;
-    d->DS[0].Remote.Handle = e->peer_credit_handle;
-    d->DS[1].Local.Data.Address = e->credit_src(i);
-    d->DS[1].Local.Handle = e->block_handle;
-    d->DS[1].Local.Length = sizeof(uint64_t);
+    std::memset(&d->CS, 0, sizeof(d->CS));
+    VIP_DATA_SEGMENT *seg = viastack::channel::rdma_descriptor(d, VIP_CONTROL_OP_RDMAWRITE, e->peer_credit_addr,
+                                                               e->peer_credit_handle, sizeof(uint64_t), 1);
+    seg[0].Data.Address = e->credit_src(i);
+    seg[0].Handle = e->block_handle;
+    seg[0].Length = sizeof(uint64_t);
     VIP_RETURN rc = VipPostSend(e->vi, d, e->block_handle);
     if (rc != VIP_SUCCESS) {
         e->credit_owed = true;
@@ -91,6 +95,7 @@ void ep_fill_header(Ep *e, CmHeader *h) {
 }
 
 void ep_connected(Ep *e, const CmHeader &peer) {
+    Guard g(e->mu);
     e->peer_credit_addr = peer.credit_addr;
     e->peer_credit_handle = peer.credit_handle;
     e->state = EpState::Connected;
@@ -98,6 +103,7 @@ void ep_connected(Ep *e, const CmHeader &peer) {
 }
 
 // ---- completions ----------------------------------------------------------------
+// The caller holds e->mu.
 void ep_process(Ep *e, bool recv_queue) {
     VIP_DESCRIPTOR *d = nullptr;
     if (recv_queue) {
@@ -202,12 +208,13 @@ struct TxReq {
 static bool uses_credit(Op op, bool has_data) { return op == Op::Send || (op == Op::Write && has_data); }
 
 // Endpoints with a non-empty pending queue: progress looks for them only
-// while there are any, so a poll that finds nothing costs no walk.
-static size_t g_eps_pending = 0;
+// while there are any, so a poll that finds nothing costs no walk.  Written
+// only when a queue starts or ends (the rare path), read by every drain.
+static std::atomic<size_t> g_eps_pending{0};
 
 static void queue_tx(Ep *e, const TxReq &r) {
     if (e->pending.empty())
-        g_eps_pending++;
+        g_eps_pending.fetch_add(1, std::memory_order_relaxed);
     Ep::PendingTx p{r.op, {}, {}, r.has_data, r.data, r.raddr, r.rkey, r.context, r.flags, {}};
     if (r.flags & FI_INJECT) {
         for (size_t k = 0; k < r.count; k++) {
@@ -229,7 +236,8 @@ static void queue_tx(Ep *e, const TxReq &r) {
 static ssize_t post_now(Ep *e, const TxReq &r, size_t total);
 
 static ssize_t post_tx(Ep *e, const TxReq &r) {
-    Guard g(big_lock());
+    Serial serial;
+    std::unique_lock<Lock> g(e->mu);
     if (int rc = ready(e))
         return rc;
     if (r.count > e->info->tx_attr->iov_limit || (r.count && !r.iov))
@@ -252,7 +260,11 @@ static ssize_t post_tx(Ep *e, const TxReq &r) {
     if (r.op != Op::Send && r.rkey > UINT32_MAX)
         return -FI_EINVAL;
     if (e->tx_user_inflight + e->pending.size() >= e->tx_user_max) {
+        g.unlock(); // the drain takes the CQ's lock, then this endpoint's
         progress_cq(e->tx_cq);
+        g.lock();
+        if (int rc = ready(e))
+            return rc;
         if (e->tx_user_inflight + e->pending.size() >= e->tx_user_max)
             return -FI_EAGAIN;
     }
@@ -273,19 +285,18 @@ static ssize_t post_now(Ep *e, const TxReq &r, size_t total) {
     size_t i = e->tx_head % e->tx_n;
     VIP_DESCRIPTOR *d = e->tx_desc(i);
     std::memset(&d->CS, 0, sizeof(d->CS));
+    // Inject: the payload is copied into the slot's buffer, one segment.
+    const size_t nlocal = inject ? (total ? 1 : 0) : r.count;
     VIP_DATA_SEGMENT *seg;
-    uint16_t nseg;
     if (r.op == Op::Send) {
         d->CS.Control = VIP_CONTROL_OP_SENDRECV;
+        d->CS.SegCount = uint16_t(nlocal);
+        d->CS.Length = uint32_t(total);
         seg = &d->DS[0].Local;
-        nseg = 0;
     } else {
-        d->CS.Control = r.op == Op::Write ? VIP_CONTROL_OP_RDMAWRITE : VIP_CONTROL_OP_RDMAREAD;
-        d->DS[0].Remote.Data.AddressBits = r.raddr;
-        d->DS[0].Remote.Handle = VIP_MEM_HANDLE(r.rkey);
-        d->DS[0].Remote.Reserved = 0;
-        seg = &(&d->DS[0])[1].Local;
-        nseg = 1;
+        seg = viastack::channel::rdma_descriptor(
+            d, r.op == Op::Write ? VIP_CONTROL_OP_RDMAWRITE : VIP_CONTROL_OP_RDMAREAD, r.raddr,
+            VIP_MEM_HANDLE(r.rkey), uint32_t(total), uint16_t(nlocal));
     }
     if (inject) {
         uint8_t *b = e->inject_buf(i);
@@ -298,15 +309,12 @@ static ssize_t post_now(Ep *e, const TxReq &r, size_t total) {
             seg[0].Data.Address = b;
             seg[0].Handle = e->block_handle;
             seg[0].Length = uint32_t(total);
-            nseg++;
         }
     } else {
-        if (int rc = fill_segments(seg, r.iov, r.desc, r.count, &total))
+        size_t filled;
+        if (int rc = fill_segments(seg, r.iov, r.desc, r.count, &filled))
             return rc;
-        nseg = uint16_t(nseg + r.count);
     }
-    d->CS.SegCount = nseg;
-    d->CS.Length = uint32_t(total);
     if (r.has_data) {
         d->CS.Control |= VIP_CONTROL_IMMEDIATE;
         d->CS.ImmediateData = uint32_t(r.data);
@@ -346,30 +354,34 @@ void ep_flush_pending(Ep *e) {
         }
         e->pending.pop_front();
         if (e->pending.empty())
-            g_eps_pending--;
+            g_eps_pending.fetch_sub(1, std::memory_order_relaxed);
     }
 }
 
-// Any CQ's progress flushes every endpoint's queue: the application may wait
-// on its receive CQ for the answer to a send still queued here (fi_pingpong
-// does), and nothing else would post it.
-void flush_pending_on(Cq *) {
-    if (!g_eps_pending)
+// A CQ's progress flushes the queues of every endpoint with a queue on it:
+// the application may wait on its receive CQ for the answer to a send still
+// queued here (fi_pingpong does), and nothing else would post it.  The
+// caller holds cq->drain.
+void flush_pending_on(Cq *cq) {
+    if (!g_eps_pending.load(std::memory_order_relaxed))
         return;
-    for (Ep *e : std::vector<Ep *>(eps()))
+    for (Ep *e : cq->eps) {
+        Guard g(e->mu);
         if (!e->pending.empty())
             ep_flush_pending(e);
+    }
 }
 
 void ep_drop_pending(Ep *e) {
     if (!e->pending.empty())
-        g_eps_pending--;
+        g_eps_pending.fetch_sub(1, std::memory_order_relaxed);
     e->pending.clear();
 }
 
 static ssize_t post_rx(Ep *e, const struct iovec *iov, void **desc, size_t count, void *context,
                        uint64_t flags) {
-    Guard g(big_lock());
+    Serial serial;
+    Guard g(e->mu);
     if (!e->enabled)
         return -FI_EOPBADSTATE;
     if (count > e->info->rx_attr->iov_limit || (count && !iov))

@@ -116,7 +116,11 @@ int ep_create_vi(Ep *e) {
 
 static int ep_close(struct fid *fid) {
     Ep *e = reinterpret_cast<Ep *>(fid);
-    Guard g(big_lock());
+    CtlGuard g;
+    // Off the CQs first: a drain running now finishes before this returns,
+    // and no later one finds the endpoint.
+    register_ep(e, false);
+    std::unique_lock<Lock> ge(e->mu);
     Nic *n = nic();
     ep_drop_pending(e);
     if (e->vi) {
@@ -151,7 +155,6 @@ static int ep_close(struct fid *fid) {
         VipDeregisterMem(n->handle, e->block, e->block_handle);
     }
     block_free(e, n);
-    register_ep(e, false);
     if (e->eq)
         e->eq->drop_fid(&e->ep.fid);
     if (e->tx_cq) {
@@ -167,13 +170,30 @@ static int ep_close(struct fid *fid) {
     e->domain->refs--;
     if (e->info)
         fi_freeinfo(e->info);
-    delete e;
+    // The endpoint stays as a stub until its domain closes: ofi_rxm handles the
+    // receive completions queued above after this close returns, and reposts
+    // the buffer of each on the endpoint it has just closed; the stub refuses
+    // that post (-FI_EOPBADSTATE, -FI_ENOTCONN for sends) instead of it
+    // landing in freed memory.  A stub holds no VI, memory or CQ space.
+    e->info = nullptr;
+    e->vi = nullptr;
+    e->block = nullptr;
+    e->enabled = false;
+    e->state = EpState::Shutdown;
+    e->tx_cq = e->rx_cq = nullptr;
+    e->eq = nullptr;
+    e->domain->closed_eps.push_back(e);
     return 0;
+}
+
+Domain::~Domain() {
+    for (Ep *e : closed_eps)
+        delete e;
 }
 
 static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags) {
     Ep *e = reinterpret_cast<Ep *>(fid);
-    Guard g(big_lock());
+    CtlGuard g;
     if (e->enabled)
         return -FI_EOPBADSTATE;
     switch (bfid->fclass) {
@@ -211,7 +231,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags) {
 
 static int ep_control(struct fid *fid, int cmd, void *arg) {
     Ep *e = reinterpret_cast<Ep *>(fid);
-    Guard g(big_lock());
+    CtlGuard g;
     switch (cmd) {
     case FI_ENABLE: {
         if (e->enabled)
@@ -221,7 +241,10 @@ static int ep_control(struct fid *fid, int cmd, void *arg) {
         int rc = ep_create_vi(e);
         if (rc)
             return rc;
-        e->enabled = true;
+        {
+            Guard ge(e->mu);
+            e->enabled = true;
+        }
         register_ep(e, true);
         return 0;
     }
@@ -267,12 +290,14 @@ static ssize_t ep_cancel(fid_t, void *) { return -FI_ENOENT; } // posted VI desc
 
 static ssize_t ep_rx_size_left(struct fid_ep *ep) {
     Ep *e = reinterpret_cast<Ep *>(ep);
-    Guard g(big_lock());
+    Serial s;
+    Guard g(e->mu);
     return ssize_t(e->rx_max - (e->rx_head - e->rx_tail));
 }
 static ssize_t ep_tx_size_left(struct fid_ep *ep) {
     Ep *e = reinterpret_cast<Ep *>(ep);
-    Guard g(big_lock());
+    Serial s;
+    Guard g(e->mu);
     return ssize_t(e->tx_user_max - e->tx_user_inflight - e->pending.size());
 }
 
@@ -310,7 +335,7 @@ int ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out
     if (!info || !out || !info->ep_attr || info->ep_attr->type != FI_EP_MSG || !info->tx_attr ||
         !info->rx_attr)
         return -FI_EINVAL;
-    Guard g(big_lock());
+    CtlGuard g;
     Nic *n = nic();
     if (!n)
         return -FI_ENODEV;

@@ -34,7 +34,7 @@ void Eq::drop_fid(fid_t f) {
 
 static int eq_close(struct fid *fid) {
     Eq *e = reinterpret_cast<Eq *>(fid);
-    Guard g(big_lock());
+    CtlGuard g;
     register_eq(e, false);
     for (auto &x : e->q)
         if (x.info)
@@ -46,13 +46,13 @@ static int eq_close(struct fid *fid) {
 
 static int eq_control(struct fid *fid, int cmd, void *arg) {
     Eq *e = reinterpret_cast<Eq *>(fid);
-    Guard g(big_lock());
+    CtlGuard g;
     return e->wait.control(cmd, arg);
 }
 
 static ssize_t eq_read(struct fid_eq *eqf, uint32_t *event, void *buf, size_t len, uint64_t flags) {
     Eq *e = reinterpret_cast<Eq *>(eqf);
-    Guard g(big_lock());
+    CtlGuard g;
     if (e->q.empty())
         progress_cm();
     if (e->q.empty())
@@ -86,7 +86,7 @@ static ssize_t eq_read(struct fid_eq *eqf, uint32_t *event, void *buf, size_t le
 
 static ssize_t eq_readerr(struct fid_eq *eqf, struct fi_eq_err_entry *buf, uint64_t flags) {
     Eq *e = reinterpret_cast<Eq *>(eqf);
-    Guard g(big_lock());
+    CtlGuard g;
     if (!buf)
         return -FI_EINVAL;
     if (e->q.empty() || !e->q.front().error)
@@ -121,7 +121,7 @@ static ssize_t eq_write(struct fid_eq *eqf, uint32_t event, const void *buf, siz
     Eq *e = reinterpret_cast<Eq *>(eqf);
     if ((!buf && len) || flags & ~FI_PEEK)
         return -FI_EINVAL;
-    Guard g(big_lock());
+    CtlGuard g;
     EqEntry x;
     x.event = event;
     x.data.assign(static_cast<const uint8_t *>(buf), static_cast<const uint8_t *>(buf) + len);

@@ -19,9 +19,11 @@
 
 namespace vfi {
 
-BigLock g_big_lock;
+Lock g_ctl_lock;
+Lock g_serial_lock;
+std::atomic<bool> g_serialise{true};
 
-void BigLock::lock_slow(pthread_t me) {
+void Lock::lock_slow(pthread_t me) {
     for (unsigned spin = 0;; spin++) {
         pthread_t none = 0;
         if (owner_.load(std::memory_order_relaxed) == 0 &&
@@ -47,11 +49,14 @@ void warn(const char *fmt, ...) {
 
 // ---- the NIC ---------------------------------------------------------------
 static Nic g_nic;
+static std::atomic<Nic *> g_nic_open{nullptr}; // &g_nic once open: the data path's lock-free look-up
 static bool g_nic_tried = false;
 static bool g_boot_ref = false;
 
 Nic *nic() {
-    Guard g(big_lock());
+    if (Nic *n = g_nic_open.load(std::memory_order_acquire))
+        return n;
+    Guard g(ctl_lock());
     if (g_nic.handle)
         return &g_nic;
     if (g_nic_tried)
@@ -83,6 +88,9 @@ Nic *nic() {
         g_nic.handle = nullptr;
         return nullptr;
     }
+    // Serialise the provider's callers exactly when VIPL asks for it.
+    g_serialise.store(g_nic.attr.ThreadSafe != VIP_TRUE, std::memory_order_relaxed);
+    g_nic_open.store(&g_nic, std::memory_order_release);
     return &g_nic;
 }
 
@@ -95,6 +103,7 @@ static int g_fabrics = 0;
 static void nic_release() {
     if (!g_nic.handle || g_fabrics > 0)
         return;
+    g_nic_open.store(nullptr, std::memory_order_release);
     VipDestroyPtag(g_nic.handle, g_nic.ptag);
     VIP_RETURN rc = VipCloseNic(g_nic.handle);
     if (rc != VIP_SUCCESS)
@@ -153,21 +162,33 @@ static std::vector<Cq *> g_cqs;
 static std::vector<Eq *> g_eqs;
 
 template <class T> static void reg(std::vector<T *> &v, T *p, bool on) {
-    Guard g(big_lock());
+    Guard g(ctl_lock());
     if (on)
         v.push_back(p);
     else
         v.erase(std::remove(v.begin(), v.end(), p), v.end());
 }
 void register_pep(Pep *p, bool on) { reg(g_peps, p, on); }
-// The endpoint whose VI completed last: an MPI rank's completions come in
-// runs from one peer, and the walk below grows with the number of peers.
-static Ep *g_last_ep = nullptr;
+
+static void cq_bind_ep(Cq *c, Ep *e, bool on) {
+    Guard g(c->drain);
+    if (on) {
+        if (std::find(c->eps.begin(), c->eps.end(), e) == c->eps.end())
+            c->eps.push_back(e);
+        return;
+    }
+    if (c->last == e)
+        c->last = nullptr;
+    c->eps.erase(std::remove(c->eps.begin(), c->eps.end(), e), c->eps.end());
+}
+
 void register_ep(Ep *e, bool on) {
-    Guard g(big_lock());
-    if (!on && g_last_ep == e)
-        g_last_ep = nullptr;
+    Guard g(ctl_lock());
     reg(g_eps, e, on);
+    if (e->tx_cq)
+        cq_bind_ep(e->tx_cq, e, on);
+    if (e->rx_cq && e->rx_cq != e->tx_cq)
+        cq_bind_ep(e->rx_cq, e, on);
 }
 void register_cq(Cq *c, bool on) { reg(g_cqs, c, on); }
 void register_eq(Eq *e, bool on) { reg(g_eqs, e, on); }
@@ -176,18 +197,21 @@ void all_eqs(std::vector<Eq *> *out) { *out = g_eqs; }
 std::vector<Pep *> &peps() { return g_peps; }
 std::vector<Ep *> &eps() { return g_eps; }
 
-Ep *ep_of_vi(VIP_VI_HANDLE vi) {
-    if (g_last_ep && g_last_ep->vi == vi)
-        return g_last_ep;
-    for (Ep *e : g_eps)
+// The last endpoint first: an MPI rank's completions come in runs from one
+// peer, and the walk grows with the number of peers.
+Ep *Cq::ep_of_vi(VIP_VI_HANDLE vi) {
+    if (last && last->vi == vi)
+        return last;
+    for (Ep *e : eps)
         if (e->vi == vi)
-            return g_last_ep = e;
+            return last = e;
     return nullptr;
 }
 
 void progress_all() {
+    Guard g(ctl_lock());
     progress_cm();
-    for (Cq *c : std::vector<Cq *>(g_cqs))
+    for (Cq *c : g_cqs)
         progress_cq(c);
 }
 
@@ -235,14 +259,14 @@ void Waitable::close_fd() {
 static bool g_wait_thread = false;
 
 void start_wait_thread() {
-    Guard g(big_lock());
+    CtlGuard g;
     if (g_wait_thread)
         return;
     g_wait_thread = true;
     std::thread([] {
         for (;;) {
             {
-                Guard g2(big_lock());
+                CtlGuard g2;
                 if (g_nic.handle)
                     progress_all();
             }
@@ -253,7 +277,7 @@ void start_wait_thread() {
 
 // ---- fabric ----------------------------------------------------------------------
 static int fabric_close(struct fid *fid) {
-    Guard g(big_lock());
+    CtlGuard g;
     delete reinterpret_cast<Fabric *>(fid);
     g_fabrics--;
     nic_release();
@@ -261,12 +285,12 @@ static int fabric_close(struct fid *fid) {
 }
 
 static int fabric_trywait(struct fid_fabric *, struct fid **fids, int count) {
-    Guard g(big_lock());
+    CtlGuard g;
     progress_all();
     for (int i = 0; i < count; i++) {
         if (fids[i]->fclass == FI_CLASS_CQ) {
             Cq *c = reinterpret_cast<Cq *>(fids[i]);
-            if (!c->q.empty() || !c->errq.empty())
+            if (c->queued())
                 return -FI_EAGAIN;
         } else if (fids[i]->fclass == FI_CLASS_EQ) {
             Eq *e = reinterpret_cast<Eq *>(fids[i]);
@@ -293,7 +317,7 @@ int fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *c
         return -FI_EINVAL;
     if (!nic())
         return -FI_ENODEV;
-    Guard g(big_lock());
+    CtlGuard g;
     g_fabrics++;
     Fabric *f = new Fabric;
     f->fab.fid.fclass = FI_CLASS_FABRIC;
@@ -307,7 +331,7 @@ int fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *c
 // ---- domain ----------------------------------------------------------------------
 static int domain_close(struct fid *fid) {
     Domain *d = reinterpret_cast<Domain *>(fid);
-    Guard g(big_lock());
+    CtlGuard g;
     if (d->refs > 0)
         return -FI_EBUSY;
     delete d;

@@ -175,7 +175,7 @@ static int set_addr(void **field, size_t *len, const sockaddr_in6 &a) {
 
 int getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
             const struct fi_info *hints, struct fi_info **out) {
-    Guard g(big_lock());
+    CtlGuard g;
     *out = nullptr;
     Nic *n = nic();
     if (!n)

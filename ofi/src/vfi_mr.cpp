@@ -9,7 +9,7 @@ namespace vfi {
 
 static int mr_close(struct fid *fid) {
     Mr *m = reinterpret_cast<Mr *>(fid);
-    Guard g(big_lock());
+    CtlGuard g;
     Nic *n = nic();
     VIP_RETURN rc = n ? VipDeregisterMem(n->handle, m->addr, m->handle) : VIP_INVALID_PARAMETER;
     if (rc != VIP_SUCCESS)
@@ -30,7 +30,7 @@ static int mr_register(Domain *d, const void *buf, size_t len, uint64_t access, 
     (void)flags;
     if (!out || (access & ~kAccess) || (!buf && len))
         return -FI_EINVAL;
-    Guard g(big_lock());
+    CtlGuard g;
     Nic *n = nic();
     if (!n)
         return -FI_ENODEV;

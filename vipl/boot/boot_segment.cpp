@@ -11,11 +11,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <vector>
 
 namespace viastack::boot {
 
@@ -45,6 +47,66 @@ int unlink_job_files(const std::string& job) {
     if (unlink(path.c_str()) == 0) ++removed;
   }
   closedir(dir);
+  return removed;
+}
+
+// Every /dev/shm path some process of ours has open or mapped.
+static void paths_in_use(const std::string& prefix, std::vector<std::string>* out) {
+  DIR* proc = opendir("/proc");
+  if (!proc) return;
+  while (struct dirent* p = readdir(proc)) {
+    if (p->d_name[0] < '0' || p->d_name[0] > '9') continue;
+    const std::string base = std::string("/proc/") + p->d_name;
+    if (FILE* f = std::fopen((base + "/maps").c_str(), "r")) {
+      char line[4096];
+      while (std::fgets(line, sizeof line, f))
+        if (const char* at = std::strstr(line, prefix.c_str())) {
+          std::string path(at);
+          path.erase(path.find_last_not_of(" \n") + 1);
+          const std::string deleted = " (deleted)";
+          if (path.size() > deleted.size() && path.compare(path.size() - deleted.size(), deleted.size(), deleted) == 0)
+            path.erase(path.size() - deleted.size());
+          out->push_back(path);
+        }
+      std::fclose(f);
+    }
+    if (DIR* fds = opendir((base + "/fd").c_str())) {
+      while (struct dirent* fd = readdir(fds)) {
+        char target[PATH_MAX];
+        ssize_t n = readlink((base + "/fd/" + fd->d_name).c_str(), target, sizeof target - 1);
+        if (n <= 0) continue;
+        target[n] = 0;
+        if (std::strncmp(target, prefix.c_str(), prefix.size()) == 0) out->push_back(target);
+      }
+      closedir(fds);
+    }
+  }
+  closedir(proc);
+}
+
+int reap_dead_job_files(const std::string& family, const std::string& keep, int min_age_s) {
+  const std::string name_prefix = "viastack-" + family;
+  const std::string keep_prefix = "viastack-" + keep + "-";
+  DIR* dir = opendir("/dev/shm");
+  if (!dir) return 0;
+  std::vector<std::string> candidates;
+  const time_t now = std::time(nullptr);
+  while (struct dirent* e = readdir(dir)) {
+    if (std::strncmp(e->d_name, name_prefix.c_str(), name_prefix.size()) != 0) continue;
+    if (std::strncmp(e->d_name, keep_prefix.c_str(), keep_prefix.size()) == 0) continue;
+    std::string path = std::string("/dev/shm/") + e->d_name;
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) continue;
+    if (now - st.st_mtime < min_age_s) continue;
+    candidates.push_back(path);
+  }
+  closedir(dir);
+  if (candidates.empty()) return 0;
+  std::vector<std::string> used;
+  paths_in_use("/dev/shm/" + name_prefix, &used);
+  int removed = 0;
+  for (const std::string& path : candidates)
+    if (std::find(used.begin(), used.end(), path) == used.end() && unlink(path.c_str()) == 0) ++removed;
   return removed;
 }
 

@@ -21,6 +21,12 @@ namespace viastack::boot {
 std::string shm_name(const std::string& job, const char* what);  // "/viastack-<job>-<what>"
 // Unlinks every /dev/shm/viastack-<job>-* file; returns how many were removed.
 int unlink_job_files(const std::string& job);
+// Unlinks the files of dead jobs whose names start with /dev/shm/viastack-<family>
+// (e.g. "pmix-": jobs that no launcher of ours cleans up, whose ranks may all
+// have been killed): a file goes only if it is this user's, is older than
+// min_age_s, is not one of the job `keep`'s, and no process has it open or
+// mapped (/proc/<pid>/fd and /proc/<pid>/maps).  Returns how many were removed.
+int reap_dead_job_files(const std::string& family, const std::string& keep, int min_age_s);
 // Job ids become part of file names: [A-Za-z0-9._-], 1..128 characters.
 bool valid_job_id(const std::string& job);
 

@@ -20,6 +20,7 @@ namespace viastack::boot {
 namespace {
 
 constexpr size_t kHeader = 1 + sizeof(uint64_t) + sizeof(int32_t);
+constexpr int kReapAgeS = 5; // a dead job's files are removed once this old (init)
 
 std::string perr(pmix_status_t rc) { return PMIx_Error_string(rc); }
 
@@ -63,6 +64,12 @@ class PmixBackend final : public Backend {
     info->job = job_id_from_nspace(me_.nspace);
     job_ = info->job;
     size_ = info->size;
+    // A PMIx job whose ranks were all killed (SIGKILL, a crash) never reaches
+    // finalize, and nothing else removes its files: the first rank of the next
+    // job removes those that no process has open or mapped (a file is open
+    // from its creation on, so a job that is starting keeps its own; the age
+    // is a margin on top).
+    if (rank() == 0) reap_dead_job_files("pmix-", job_, kReapAgeS);
     return true;
   }
 

@@ -98,6 +98,26 @@ constexpr Layout layout_for(uint32_t credits, uint32_t bufsize, uint32_t extra_s
 
 class Channel;
 
+// The one way an RDMA write (op VIP_CONTROL_OP_RDMAWRITE) or read
+// (VIP_CONTROL_OP_RDMAREAD) descriptor of len bytes to or from the peer's
+// raddr (its handle rmh) is built, in whatever memory holds the descriptor
+// (a channel's slot, the libfabric provider's descriptor ring): segment 0 is
+// the remote address (it counts in SegCount, VI spec; every provider
+// agrees), then nlocal local data segments, returned for the caller to fill
+// (the gather list of a write, the scatter list of a read).  Immediate data
+// and a fence are the caller's to add to CS.Control.
+inline VIP_DATA_SEGMENT *rdma_descriptor(VIP_DESCRIPTOR *d, VIP_UINT32 op, uint64_t raddr, VIP_MEM_HANDLE rmh,
+                                         uint32_t len, uint16_t nlocal) {
+    d->CS.Control = op;
+    d->CS.SegCount = uint16_t(1 + nlocal);
+    d->CS.Length = len;
+    d->CS.Status = 0;
+    d->DS[0].Remote.Data.AddressBits = raddr;
+    d->DS[0].Remote.Handle = rmh;
+    d->DS[0].Remote.Reserved = 0;
+    return &(&d->DS[0])[1].Local;
+}
+
 // One descriptor and its bookkeeping, then (elsewhere in the region) its
 // buffer.  The descriptor comes first: the VIP_DESCRIPTOR* VIPL hands back is
 // the Slot*.
@@ -230,23 +250,15 @@ public:
     // The descriptor of an RDMA write (op VIP_CONTROL_OP_RDMAWRITE) or read
     // (VIP_CONTROL_OP_RDMAREAD) of len bytes between registered local memory
     // (handle lmh) and the peer's raddr (its handle rmh), in a taken send
-    // slot: segment 0 is the remote address (it counts in SegCount, VI spec;
-    // every provider agrees), segment 1 the local buffer.  `kind` goes to
+    // slot (rdma_descriptor with one local segment).  `kind` goes to
     // s->rdma (non-zero: the slot is made a plain send again when reaped; a
     // layer may use distinct kinds to tell its RDMA operations apart).
     static void set_rdma(Slot *s, VIP_UINT32 op, uint64_t raddr, VIP_MEM_HANDLE rmh, const void *local,
                          VIP_MEM_HANDLE lmh, uint32_t len, uint8_t kind = 1) {
-        VIP_DESCRIPTOR &d = s->desc;
-        d.CS.Control = op;
-        d.CS.SegCount = 2;
-        d.CS.Length = len;
-        d.CS.Status = 0;
-        d.DS[0].Remote.Data.AddressBits = raddr;
-        d.DS[0].Remote.Handle = rmh;
-        d.DS[0].Remote.Reserved = 0;
-        d.DS[1].Local.Data.Address = const_cast<void *>(local);
-        d.DS[1].Local.Handle = lmh;
-        d.DS[1].Local.Length = len;
+        VIP_DATA_SEGMENT *seg = rdma_descriptor(&s->desc, op, raddr, rmh, len, 1);
+        seg[0].Data.Address = const_cast<void *>(local);
+        seg[0].Handle = lmh;
+        seg[0].Length = len;
         s->rdma = kind;
     }
     // Builds an RDMA write (or read) in a taken send slot and posts it.  If
