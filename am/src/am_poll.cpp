@@ -490,17 +490,22 @@ int AM_Poll(eb_t eb) {
     return AM_OK;
 }
 
-// Takes one receive completion for AM_WaitSema: polls the CQ for the
-// bundle's spin window (no system call), then sleeps in VipCQWait.  Runs
-// without the bundle's lock: VIPL hands each completion to one taker, so
-// several AM_PAR threads may wait here at once.
-static VIP_RETURN wait_receive(eb_t eb, VIP_VI_HANDLE *vi) {
+// The spin window AM_WaitSema polls before it sleeps; read under the bundle's
+// lock (AM_Poll adapts it).  UINT32_MAX: spin mode, never sleep.
+static uint32_t wait_window(eb_t eb) {
+    return eb->wait.mode == vipl_wait::Mode::spin ? UINT32_MAX : eb->wait.spin_limit;
+}
+
+// Takes one receive completion for AM_WaitSema: polls the CQ for `window`
+// polls (no system call), then sleeps in VipCQWait.  Runs without the
+// bundle's lock: VIPL hands each completion to one taker, so several AM_PAR
+// threads may wait here at once.
+static VIP_RETURN wait_receive(eb_t eb, uint32_t window, VIP_VI_HANDLE *vi) {
     VIP_BOOLEAN is_recv;
     VIP_RETURN rc = VIP_NOT_DONE;
-    uint32_t window = eb->wait.mode == vipl_wait::Mode::spin ? UINT32_MAX : eb->wait.spin_limit;
     for (uint32_t n = 0; n < window && rc == VIP_NOT_DONE;) {
         rc = VipCQDone(eb->rcq, vi, &is_recv);
-        if (eb->wait.mode != vipl_wait::Mode::spin) n++;
+        if (window != UINT32_MAX) n++;
     }
     if (rc == VIP_NOT_DONE) rc = VipCQWait(eb->rcq, VIP_INFINITE, vi, &is_recv);
     return rc;
@@ -540,8 +545,9 @@ int AM_WaitSema(eb_t eb) {
         }
         if (!took) {
             VIP_VI_HANDLE vi;
+            const uint32_t window = wait_window(eb);
             if (eb->par) hold.unlock();
-            VIP_RETURN rc = wait_receive(eb, &vi);
+            VIP_RETURN rc = wait_receive(eb, window, &vi);
             if (eb->par) hold.lock();
             if (rc != VIP_SUCCESS)
                 return fail(AM_ERR_RESOURCE, "AM_WaitSema", "VipCQWait: %s", VipxReturnString(rc));
