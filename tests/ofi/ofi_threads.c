@@ -37,6 +37,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ofi_check.h"
+
 #define NTHREADS 4
 #define MAXMSG (20 * 1000)
 #define MSG_SERVICE "7300"
@@ -44,19 +46,6 @@
 static int rank, rdm;
 static long iterations = 200;
 
-#define FAIL(...)                                                                   \
-    do {                                                                            \
-        fprintf(stderr, "[%d] FAIL %s:%d: ", rank, __FILE__, __LINE__);            \
-        fprintf(stderr, __VA_ARGS__);                                               \
-        fputc('\n', stderr);                                                        \
-        exit(1);                                                                    \
-    } while (0)
-#define CHECK(call)                                                                 \
-    do {                                                                            \
-        long rc_ = (long)(call);                                                    \
-        if (rc_ < 0)                                                                \
-            FAIL("%s = %ld (%s)", #call, rc_, fi_strerror((int)-rc_));              \
-    } while (0)
 
 static struct fi_info *info;   /* the provider's answer to our hints */
 static struct fid_fabric *fabric;
