@@ -28,145 +28,152 @@ bool Parser::skip_asm_label() {
     return false;
 }
 
+// A declaration's specifiers: one word at a time (spec_word), then the type
+// the words name (spec_type), as C's grammar lets them come in any order.
 Specs Parser::specs(bool allow_storage) {
     Specs s;
     s.sb = tix();
-    int nsigned = 0, nunsigned = 0, nshort = 0, nlong = 0, nint = 0, nchar = 0, ncomplex = 0;
-    std::string base;  // void float double _Bool __int128 ...
-    Type *named = nullptr;
-    unsigned quals = 0;
-    for (;;) {
-        const Token &t = peek();
-        if (t.kind != Tok::Ident) break;
-        const std::string &w = t.text;
-        if (kStorage.count(w)) {
-            if (w == "typedef") s.is_typedef = true;
-            else if (w == "extern") s.is_extern = true;
-            else if (w == "static") s.is_static = true;
-            else if (w == "inline" || w == "__inline" || w == "__inline__") s.is_inline = true;
-            else if (w == "register") s.is_register = true;
-            if (!allow_storage && w != "__extension__" && w != "register")
-                diag_.error(t.loc, "storage class '" + w + "' is not allowed here");
-            s.storage.push_back(tix());
-            take();
-            s.any = true;
-            continue;
-        }
-        if (is_attr(t) || w == "_Alignas" || w == "__declspec") {
-            int b = tix();
-            take();
-            if (is("(")) skip_balanced();
-            for (int q = b; q < prev_end(); ++q) s.storage.push_back(q);
-            continue;
-        }
-        if (kQualifiers.count(w)) {
-            if (w == "_Atomic" && is("(", 1)) {  // _Atomic(type)
-                take();
-                take();
-                named = type_name();
-                expect(")");
-                s.any = true;
-                continue;
-            }
-            if (w[0] == 'c' || w.find("const") != std::string::npos) quals |= QConst;
-            else if (w.find("volatile") != std::string::npos) quals |= QVolatile;
-            else if (w.find("restrict") != std::string::npos) quals |= QRestrict;
-            take();
-            s.any = true;
-            continue;
-        }
-        bool have_type = named || !base.empty() || nsigned || nunsigned || nshort || nlong || nint || nchar;
-        if (w == "signed" || w == "__signed" || w == "__signed__") { ++nsigned; take(); s.any = true; continue; }
-        if (w == "unsigned") { ++nunsigned; take(); s.any = true; continue; }
-        if (w == "short") { ++nshort; take(); s.any = true; continue; }
-        if (w == "long") { ++nlong; take(); s.any = true; continue; }
-        if (w == "int") { ++nint; take(); s.any = true; continue; }
-        if (w == "char") { ++nchar; take(); s.any = true; continue; }
-        if (w == "_Complex" || w == "__complex__" || w == "__complex") { ++ncomplex; take(); s.any = true; continue; }
-        if (w == "__int128_t") { base = "__int128"; take(); s.any = true; continue; }
-        if (w == "__uint128_t") { base = "__int128"; ++nunsigned; take(); s.any = true; continue; }
-        if (kTypeKeywords.count(w) && w != "struct" && w != "union" && w != "enum" && w != "typeof" &&
-            w != "__typeof__" && w != "__typeof") {
-            base = w;
-            take();
-            s.any = true;
-            continue;
-        }
-        if (w == "struct" || w == "union") {
-            take();
-            named = record_spec(w == "union", s);
-            s.any = true;
-            continue;
-        }
-        if (w == "enum") {
-            take();
-            named = enum_spec(s);
-            s.any = true;
-            continue;
-        }
-        if (w == "typeof" || w == "__typeof__" || w == "__typeof") {
-            take();
-            expect("(");
-            if (starts_type()) {
-                named = type_name();
-            } else {
-                Expr *e = expr();
-                named = e->type;
-                if (e->where != Where::Local || mentions_splitc(e->type))
-                    diag_.error(e->loc, "typeof of a global or spread expression is not supported");
-            }
-            expect(")");
-            s.any = true;
-            continue;
-        }
-        if (!have_type && is_typedef_name(t)) {
-            named = lookup(w)->type;
-            take();
-            s.any = true;
-            continue;
-        }
-        break;
+    SpecWords c;
+    while (spec_word(c, s, allow_storage)) {
     }
     s.se = prev_end();
+    s.type = spec_type(c, s);
+    return s;
+}
+
+// Consumes one specifier word into c (counts and base type) or s (storage,
+// attributes); false at the first token that is not one.
+bool Parser::spec_word(SpecWords &c, Specs &s, bool allow_storage) {
+    const Token &t = peek();
+    if (t.kind != Tok::Ident) return false;
+    const std::string &w = t.text;
+    if (kStorage.count(w)) {
+        if (w == "typedef") s.is_typedef = true;
+        else if (w == "extern") s.is_extern = true;
+        else if (w == "static") s.is_static = true;
+        else if (w == "inline" || w == "__inline" || w == "__inline__") s.is_inline = true;
+        else if (w == "register") s.is_register = true;
+        if (!allow_storage && w != "__extension__" && w != "register")
+            diag_.error(t.loc, "storage class '" + w + "' is not allowed here");
+        s.storage.push_back(tix());
+        take();
+        s.any = true;
+        return true;
+    }
+    if (is_attr(t) || w == "_Alignas" || w == "__declspec") {
+        int b = tix();
+        take();
+        if (is("(")) skip_balanced();
+        for (int q = b; q < prev_end(); ++q) s.storage.push_back(q);
+        return true;
+    }
+    if (kQualifiers.count(w)) {
+        if (w == "_Atomic" && is("(", 1)) {  // _Atomic(type)
+            take();
+            take();
+            c.named = type_name();
+            expect(")");
+            s.any = true;
+            return true;
+        }
+        if (w[0] == 'c' || w.find("const") != std::string::npos) c.quals |= QConst;
+        else if (w.find("volatile") != std::string::npos) c.quals |= QVolatile;
+        else if (w.find("restrict") != std::string::npos) c.quals |= QRestrict;
+        take();
+        s.any = true;
+        return true;
+    }
+            if (w == "signed" || w == "__signed" || w == "__signed__") { ++c.nsigned; take(); s.any = true; return true; }
+    if (w == "unsigned") { ++c.nunsigned; take(); s.any = true; return true; }
+    if (w == "short") { ++c.nshort; take(); s.any = true; return true; }
+    if (w == "long") { ++c.nlong; take(); s.any = true; return true; }
+    if (w == "int") { ++c.nint; take(); s.any = true; return true; }
+    if (w == "char") { ++c.nchar; take(); s.any = true; return true; }
+    if (w == "_Complex" || w == "__complex__" || w == "__complex") { ++c.ncomplex; take(); s.any = true; return true; }
+    if (w == "__int128_t") { c.base = "__int128"; take(); s.any = true; return true; }
+    if (w == "__uint128_t") { c.base = "__int128"; ++c.nunsigned; take(); s.any = true; return true; }
+    if (kTypeKeywords.count(w) && w != "struct" && w != "union" && w != "enum" && w != "typeof" &&
+        w != "__typeof__" && w != "__typeof") {
+        c.base = w;
+        take();
+        s.any = true;
+        return true;
+    }
+    if (w == "struct" || w == "union") {
+        take();
+        c.named = record_spec(w == "union", s);
+        s.any = true;
+        return true;
+    }
+    if (w == "enum") {
+        take();
+        c.named = enum_spec(s);
+        s.any = true;
+        return true;
+    }
+    if (w == "typeof" || w == "__typeof__" || w == "__typeof") {
+        take();
+        expect("(");
+        if (starts_type()) {
+            c.named = type_name();
+        } else {
+            Expr *e = expr();
+            c.named = e->type;
+            if (e->where != Where::Local || mentions_splitc(e->type))
+                diag_.error(e->loc, "typeof of a global or spread expression is not supported");
+        }
+        expect(")");
+        s.any = true;
+        return true;
+    }
+    if (!c.have_type() && is_typedef_name(t)) {
+        c.named = lookup(w)->type;
+        take();
+        s.any = true;
+        return true;
+    }
+    return false;
+}
+
+Type *Parser::spec_type(const SpecWords &c, Specs &s) {
     Type *t = nullptr;
-    if (named) {
-        t = named;
-    } else if (!base.empty()) {
-        if (base == "void") t = ty_.builtin(TK::Void);
-        else if (base == "float") t = ty_.builtin(TK::Float);
-        else if (base == "double") t = ty_.builtin(nlong ? TK::LDouble : TK::Double);
-        else if (base == "_Bool") t = ty_.builtin(TK::Bool);
-        else if (base == "__int128") t = ty_.builtin(nunsigned ? TK::UInt128 : TK::Int128);
-        else if (base == "__builtin_va_list") t = ty_.builtin(TK::VaList);
-        else if (base == "__auto_type") t = ty_.builtin(TK::Int);
+    if (c.named) {
+        t = c.named;
+    } else if (!c.base.empty()) {
+        if (c.base == "void") t = ty_.builtin(TK::Void);
+        else if (c.base == "float") t = ty_.builtin(TK::Float);
+        else if (c.base == "double") t = ty_.builtin(c.nlong ? TK::LDouble : TK::Double);
+        else if (c.base == "_Bool") t = ty_.builtin(TK::Bool);
+        else if (c.base == "__int128") t = ty_.builtin(c.nunsigned ? TK::UInt128 : TK::Int128);
+        else if (c.base == "__builtin_va_list") t = ty_.builtin(TK::VaList);
+        else if (c.base == "__auto_type") t = ty_.builtin(TK::Int);
         else {
             Type o;
             o.kind = TK::OtherScalar;
-            o.spelling = base;
+            o.spelling = c.base;
             t = ty_.make(o);
         }
-    } else if (nchar) {
-        t = ty_.builtin(nunsigned ? TK::UChar : nsigned ? TK::SChar : TK::Char);
-    } else if (nshort) {
-        t = ty_.builtin(nunsigned ? TK::UShort : TK::Short);
-    } else if (nlong >= 2) {
-        t = ty_.builtin(nunsigned ? TK::ULLong : TK::LLong);
-    } else if (nlong == 1) {
-        t = ty_.builtin(nunsigned ? TK::ULong : TK::Long);
-    } else if (nint || nsigned || nunsigned) {
-        t = ty_.builtin(nunsigned ? TK::UInt : TK::Int);
+    } else if (c.nchar) {
+        t = ty_.builtin(c.nunsigned ? TK::UChar : c.nsigned ? TK::SChar : TK::Char);
+    } else if (c.nshort) {
+        t = ty_.builtin(c.nunsigned ? TK::UShort : TK::Short);
+    } else if (c.nlong >= 2) {
+        t = ty_.builtin(c.nunsigned ? TK::ULLong : TK::LLong);
+    } else if (c.nlong == 1) {
+        t = ty_.builtin(c.nunsigned ? TK::ULong : TK::Long);
+    } else if (c.nint || c.nsigned || c.nunsigned) {
+        t = ty_.builtin(c.nunsigned ? TK::UInt : TK::Int);
     } else {
         t = ty_.builtin(TK::Int);
         s.implicit_int = true;
     }
-    if (ncomplex) {
+    if (c.ncomplex) {
         Type o;
         o.kind = TK::OtherScalar;
         o.spelling = "_Complex " + t->spelling;
         t = ty_.make(o);
     }
-    s.type = ty_.qualified(t, quals);
-    return s;
+    return ty_.qualified(t, c.quals);
 }
 
 Type *Parser::record_spec(bool is_union, Specs &s) {

@@ -27,6 +27,15 @@ struct Specs {
     int sb = 0, se = 0;
 };
 
+// The specifier words of one declaration, counted while they are read.
+struct SpecWords {
+    int nsigned = 0, nunsigned = 0, nshort = 0, nlong = 0, nint = 0, nchar = 0, ncomplex = 0;
+    std::string base;  // void float double _Bool __int128 ...
+    Type *named = nullptr;  // a struct, union, enum, typeof or typedef name
+    unsigned quals = 0;
+    bool have_type() const { return named || !base.empty() || nsigned || nunsigned || nshort || nlong || nint || nchar; }
+};
+
 class Parser {
 public:
     Parser(std::vector<Token> &toks, Types &types, Diag &diag);
@@ -84,6 +93,8 @@ private:
     // ---- declarations (parse_decl.cpp)
     Node *external_decl();
     Specs specs(bool allow_storage);
+    bool spec_word(SpecWords &c, Specs &s, bool allow_storage);
+    Type *spec_type(const SpecWords &c, Specs &s);
     void skip_attributes();
     bool skip_asm_label();
     Type *record_spec(bool is_union, Specs &s);
