@@ -18,7 +18,7 @@ extern "C" int splitc_main(int, char **) {
     using splitc::procs;
     splitc::global_ptr<long> root = splitc::toglobal(0, &counter);
     for (int turn = 0; turn < procs(); ++turn) {
-        if (turn == myproc()) *root += myproc() + 1;  // a remote read, then a remote write
+        if (turn == myproc()) *root += myproc() + 1; // a remote read, then a remote write
         splitc::barrier();
     }
     long want = long(procs()) * (procs() + 1) / 2;

@@ -14,8 +14,7 @@
 
 #include <splitc_rt.h>
 
-static int body(int argc, char **argv)
-{
+static int body(int argc, char **argv) {
     (void)argc;
     (void)argv;
     int me = splitc_myproc(), n = splitc_procs();
@@ -41,7 +40,4 @@ static int body(int argc, char **argv)
     return bad ? 1 : 0;
 }
 
-int main(int argc, char **argv)
-{
-    return splitc_run(argc, argv, body);
-}
+int main(int argc, char **argv) { return splitc_run(argc, argv, body); }

@@ -20,19 +20,17 @@
 #define MSG 64
 #define ITERS 1000
 
-#define CHECK(call)                                                                  \
-    do {                                                                             \
-        VIP_RETURN rc_ = (call);                                                     \
-        if (rc_ != VIP_SUCCESS) {                                                    \
-            fprintf(stderr, "rank %d: %s: %s\n", vipl_boot_rank(), #call,            \
-                    VipxReturnString(rc_));                                          \
-            vipl_boot_abort(1, #call);                                               \
-        }                                                                            \
+#define CHECK(call)                                                                                                    \
+    do {                                                                                                               \
+        VIP_RETURN rc_ = (call);                                                                                       \
+        if (rc_ != VIP_SUCCESS) {                                                                                      \
+            fprintf(stderr, "rank %d: %s: %s\n", vipl_boot_rank(), #call, VipxReturnString(rc_));                      \
+            vipl_boot_abort(1, #call);                                                                                 \
+        }                                                                                                              \
     } while (0)
 
 /* A VIP_NET_ADDRESS: host address bytes, then the discriminator. */
-static VIP_NET_ADDRESS *address(const VIP_UINT8 *host, VIP_UINT16 len, const char *disc)
-{
+static VIP_NET_ADDRESS *address(const VIP_UINT8 *host, VIP_UINT16 len, const char *disc) {
     VIP_NET_ADDRESS *a = calloc(1, VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, VIP_MAX_DISCRIMINATOR_LEN));
     a->HostAddressLen = len;
     a->DiscriminatorLen = (VIP_UINT16)strlen(disc);
@@ -41,8 +39,7 @@ static VIP_NET_ADDRESS *address(const VIP_UINT8 *host, VIP_UINT16 len, const cha
     return a;
 }
 
-static void prepare(VIP_DESCRIPTOR *d, void *buf, VIP_MEM_HANDLE mh)
-{
+static void prepare(VIP_DESCRIPTOR *d, void *buf, VIP_MEM_HANDLE mh) {
     memset(&d->CS, 0, sizeof d->CS);
     d->CS.SegCount = 1;
     d->CS.Length = MSG;
@@ -51,8 +48,7 @@ static void prepare(VIP_DESCRIPTOR *d, void *buf, VIP_MEM_HANDLE mh)
     d->DS[0].Local.Length = MSG;
 }
 
-int main(void)
-{
+int main(void) {
     if (vipl_boot_init() != VIPL_BOOT_OK || vipl_boot_size() != 2) {
         fprintf(stderr, "run with two processes: vipl-run -n 2 vi_pingpong\n");
         return 1;
@@ -86,7 +82,10 @@ int main(void)
     }
 
     /* Exchange NIC addresses with the job bootstrap, then connect. */
-    struct { VIP_UINT16 len; VIP_UINT8 bytes[VIP_MAX_HOST_ADDRESS_LEN]; } mine = {0}, all[2];
+    struct {
+        VIP_UINT16 len;
+        VIP_UINT8 bytes[VIP_MAX_HOST_ADDRESS_LEN];
+    } mine = {0}, all[2];
     mine.len = attr.NicAddressLen;
     memcpy(mine.bytes, attr.LocalNicAddress, attr.NicAddressLen);
     vipl_boot_allgather(&mine, sizeof mine, all);
@@ -137,8 +136,7 @@ int main(void)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double us = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3 / ITERS;
-    if (rank == 0)
-        printf("vi_pingpong: %d round trips of %d bytes, RTT/2 = %.2f us\n", ITERS, MSG, us / 2);
+    if (rank == 0) printf("vi_pingpong: %d round trips of %d bytes, RTT/2 = %.2f us\n", ITERS, MSG, us / 2);
 
     vipl_boot_barrier();
     VipDisconnect(vi);

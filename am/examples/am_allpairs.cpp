@@ -95,8 +95,8 @@ int main(int argc, char **argv) {
         vipl_wait::mode_from_env(&mode);
         int nbad = 0;
         for (int b : bad) nbad += b;
-        std::printf("allpairs: %d ranks, %d cpus, wait %s, %ld pings per pair\n", n,
-                    vipl_wait::usable_cpus(), vipl_wait::mode_name(mode), iters);
+        std::printf("allpairs: %d ranks, %d cpus, wait %s, %ld pings per pair\n", n, vipl_wait::usable_cpus(),
+                    vipl_wait::mode_name(mode), iters);
         std::printf("per request = %.0f ns (slowest rank: elapsed / requests it sent)\n",
                     *std::max_element(all.begin(), all.end()));
         if (nbad) std::printf("ERROR: %d bad or failed replies\n", nbad);

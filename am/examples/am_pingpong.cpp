@@ -95,8 +95,7 @@ struct RawVi {
     bool send_pending = false;
     void reap_send() {
         VIP_DESCRIPTOR *d;
-        while (send_pending && VipSendDone(vi, &d) != VIP_SUCCESS) {
-        }
+        while (send_pending && VipSendDone(vi, &d) != VIP_SUCCESS) {}
         send_pending = false;
     }
     void send() {
@@ -108,8 +107,7 @@ struct RawVi {
     }
     void recv() {
         VIP_DESCRIPTOR *d;
-        while (VipRecvDone(vi, &d) != VIP_SUCCESS) {
-        }
+        while (VipRecvDone(vi, &d) != VIP_SUCCESS) {}
         d->CS.Status = 0;
         VipPostRecv(vi, d, mh);
     }
@@ -119,8 +117,7 @@ struct RawVi {
         if (!vi) return;
         VipDisconnect(vi);
         VIP_DESCRIPTOR *d;
-        while (VipRecvDone(vi, &d) == VIP_SUCCESS) {
-        }
+        while (VipRecvDone(vi, &d) == VIP_SUCCESS) {}
         VipDestroyVi(vi);
         VipDeregisterMem(nic, region, mh);
         VipDestroyPtag(nic, ptag);
@@ -130,12 +127,19 @@ struct RawVi {
 };
 
 // The AM counters of Table 3 of the AMVIA paper, in its order and groups.
-const char *const kBreakdown[] = {
-    "am.VipSendDone", "am.VipPostSend", "am.VipRecvDone", "am.VipPostRecv",
-    "am.Recycle send descriptor", "am.Recycle receive descriptor", "am.Build send descriptors",
-    "am.VipCQDone (Send)", "am.VipCQDone (Receive)",
-    "am.Send bookkeeping", "am.Process received message",
-    "am.Read data from message", "am.Act on message"};
+const char *const kBreakdown[] = {"am.VipSendDone",
+                                  "am.VipPostSend",
+                                  "am.VipRecvDone",
+                                  "am.VipPostRecv",
+                                  "am.Recycle send descriptor",
+                                  "am.Recycle receive descriptor",
+                                  "am.Build send descriptors",
+                                  "am.VipCQDone (Send)",
+                                  "am.VipCQDone (Receive)",
+                                  "am.Send bookkeeping",
+                                  "am.Process received message",
+                                  "am.Read data from message",
+                                  "am.Act on message"};
 constexpr int kNBreakdown = sizeof kBreakdown / sizeof kBreakdown[0];
 
 // With VIASTACK_INSTR=1: both ranks' AM counters, per request-reply, as in Table 3.
@@ -245,18 +249,17 @@ int main(int argc, char **argv) {
         }
         AM_SPMDBarrier();
     }
-    if (rank < 2 && !am_only) raw.teardown();  // AM_Terminate closes the NIC only once nothing else is open on it
+    if (rank < 2 && !am_only) raw.teardown(); // AM_Terminate closes the NIC only once nothing else is open on it
     if (vipl_instr_enabled()) print_breakdown(per_block * kBlocks + warmup);
     if (rank == 0) {
         double cpn = vipl_instr_cycles_per_ns();
         double vi = median(vi_samples) / 2, am = median(am_samples) / 2;
         if (!am_only)
-            std::printf("VI RTT/2 = %.0f ns (%.0f cycles, %zu samples, %u-byte VI message)\n", vi / cpn,
-                        vi, vi_samples.size(), kViBytes);
-        std::printf("RTT/2 = %.0f ns (%.0f cycles, %zu samples, AM_Request4/AM_Reply4, layout v%d)\n",
-                    am / cpn, am, am_samples.size(), AMVIA_GetLayout());
-        if (!am_only)
-            std::printf("delta = %.0f ns = %.0f cycles (AM RTT/2 - VI RTT/2)\n", (am - vi) / cpn, am - vi);
+            std::printf("VI RTT/2 = %.0f ns (%.0f cycles, %zu samples, %u-byte VI message)\n", vi / cpn, vi,
+                        vi_samples.size(), kViBytes);
+        std::printf("RTT/2 = %.0f ns (%.0f cycles, %zu samples, AM_Request4/AM_Reply4, layout v%d)\n", am / cpn, am,
+                    am_samples.size(), AMVIA_GetLayout());
+        if (!am_only) std::printf("delta = %.0f ns = %.0f cycles (AM RTT/2 - VI RTT/2)\n", (am - vi) / cpn, am - vi);
         if (g_bad) std::printf("ERROR: %d replies carried wrong arguments\n", g_bad);
         std::fflush(stdout);
     }

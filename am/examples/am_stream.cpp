@@ -57,7 +57,8 @@ int main(int argc, char **argv) {
     if (get) xfer = std::atol(argv[3] + 4);
     g_xfer = xfer;
     if (n <= 0 || rounds <= 0 || (argc > 3 && !g_reply && xfer <= 0)) {
-        std::fprintf(stderr, "usage: vipl-run -n 2 am_stream [messages>0] [rounds>0] [reply | xfer=BYTES | get=BYTES]\n");
+        std::fprintf(stderr,
+                     "usage: vipl-run -n 2 am_stream [messages>0] [rounds>0] [reply | xfer=BYTES | get=BYTES]\n");
         return 2;
     }
     eb_t eb;
@@ -102,8 +103,7 @@ int main(int argc, char **argv) {
             } else if (xfer > 0) {
                 for (long i = 0; i < n; i++) {
                     int rc;
-                    while ((rc = AM_RequestXferAsync1(ep, 1, 0, kSink, src, size_t(xfer), int32_t(i))) ==
-                           AM_ERR_IN_USE)
+                    while ((rc = AM_RequestXferAsync1(ep, 1, 0, kSink, src, size_t(xfer), int32_t(i))) == AM_ERR_IN_USE)
                         AM_Poll(eb);
                     if (rc != AM_OK) AM_SPMDExit(1);
                 }
@@ -119,8 +119,7 @@ int main(int argc, char **argv) {
             else if (xfer > 0)
                 std::printf("%.1f ns per AM_RequestXferAsync1 of %ld bytes, %.0f MB/s (%ld messages, round %d)\n", ns,
                             xfer, double(xfer) * 1e3 / ns, n, r + 1);
-            else
-                std::printf("g = %.1f ns per AM_Request1 (%ld messages, round %d)\n", ns, n, r + 1);
+            else std::printf("g = %.1f ns per AM_Request1 (%ld messages, round %d)\n", ns, n, r + 1);
         } else if (rank == 1 && get) {
             while (g_confirms < r + 1) AM_Poll(eb);
         } else if (rank == 1) {

@@ -28,16 +28,16 @@ extern "C" {
 
 /* ---- limits --------------------------------------------------------------- */
 #define AMVIA 1
-#define AMVIA_MAX_SHORT 16            /* 32-bit handler arguments, >= 8 */
-#define AMVIA_MAX_MEDIUM 65536        /* medium payload bytes: 4096 inline (the paper's 4K), larger by RDMA */
-#define AMVIA_MAX_LONG 1048576        /* long payload bytes per message: one RDMA write where the NIC allows */
-#define AMVIA_MAX_NUMHANDLERS 256     /* handler-table entries */
-#define AMVIA_MAX_NUMTRANSLATIONS 256 /* default translation-table entries */
+#define AMVIA_MAX_SHORT 16                 /* 32-bit handler arguments, >= 8 */
+#define AMVIA_MAX_MEDIUM 65536             /* medium payload bytes: 4096 inline (the paper's 4K), larger by RDMA */
+#define AMVIA_MAX_LONG 1048576             /* long payload bytes per message: one RDMA write where the NIC allows */
+#define AMVIA_MAX_NUMHANDLERS 256          /* handler-table entries */
+#define AMVIA_MAX_NUMTRANSLATIONS 256      /* default translation-table entries */
 #define AMVIA_MAX_TRANSLATIONS_LIMIT 16384 /* AM_SetNumTranslations upper bound */
-#define AMVIA_MAX_NICADDR 24          /* bytes of NIC address kept in an en_t */
+#define AMVIA_MAX_NICADDR 24               /* bytes of NIC address kept in an en_t */
 
 /* ---- simple user-visible types ------------------------------------------- */
-typedef uint64_t tag_t;   /* endpoint tag */
+typedef uint64_t tag_t;    /* endpoint tag */
 typedef uint8_t handler_t; /* handler index 0..255; 0 is the returned-message handler */
 typedef int op_t;          /* opcode passed to the returned-message handler */
 
@@ -45,9 +45,9 @@ typedef int op_t;          /* opcode passed to the returned-message handler */
  * unique in that process.  Plain data: exchange it with AM_SPMDAllGather or
  * any other channel. */
 typedef struct {
-    uint32_t id;                        /* endpoint id within its process */
-    uint16_t addr_len;                  /* bytes used in addr */
-    uint8_t addr[AMVIA_MAX_NICADDR];    /* VIPL NIC address (opaque bytes, VipQueryNic's) */
+    uint32_t id;                     /* endpoint id within its process */
+    uint16_t addr_len;               /* bytes used in addr */
+    uint8_t addr[AMVIA_MAX_NICADDR]; /* VIPL NIC address (opaque bytes, VipQueryNic's) */
     uint16_t reserved;
 } en_t;
 
@@ -88,15 +88,15 @@ typedef enum {
 #define AM_ERR_IN_USE 5   /* resource currently in use */
 
 /* Status codes passed to the returned-message handler (handler 0). */
-#define EBADARGS 1       /* arguments to request or reply function invalid */
-#define EBADENTRY 2      /* translation-table index selected an unbound entry */
-#define EBADTAG 3        /* sender's tag did not match the receiver's endpoint tag */
-#define EBADHANDLER 4    /* invalid index into the receiver's handler table */
-#define EBADSEGOFF 5     /* offset into the destination segment invalid */
-#define EBADLENGTH 6     /* bulk transfer goes beyond the segment's end */
-#define EBADENDPOINT 7   /* destination endpoint does not exist */
-#define ECONGESTION 8    /* congestion at destination endpoint */
-#define EUNREACHABLE 9   /* destination endpoint unreachable */
+#define EBADARGS 1        /* arguments to request or reply function invalid */
+#define EBADENTRY 2       /* translation-table index selected an unbound entry */
+#define EBADTAG 3         /* sender's tag did not match the receiver's endpoint tag */
+#define EBADHANDLER 4     /* invalid index into the receiver's handler table */
+#define EBADSEGOFF 5      /* offset into the destination segment invalid */
+#define EBADLENGTH 6      /* bulk transfer goes beyond the segment's end */
+#define EBADENDPOINT 7    /* destination endpoint does not exist */
+#define ECONGESTION 8     /* congestion at destination endpoint */
+#define EUNREACHABLE 9    /* destination endpoint unreachable */
 #define EREPLYREJECTED 10 /* destination endpoint refused reply message */
 
 /* Opcodes passed to the returned-message handler. */
@@ -151,13 +151,10 @@ int AM_SetExpectedResources(ep_t ea, int n_endpoints, int n_outstanding_requests
 /* ---- handler table -------------------------------------------------------------- */
 int _AM_SetHandler(ep_t ea, handler_t handler, amx_handler_fn_t function);
 int _AM_SetHandlerAny(ep_t ea, handler_t *handler, amx_handler_fn_t function);
-#define AM_SetHandler(ea, handler, function) \
-    _AM_SetHandler((ea), (handler), (amx_handler_fn_t)(function))
-#define AM_SetHandlerAny(ea, handler, function) \
-    _AM_SetHandlerAny((ea), (handler), (amx_handler_fn_t)(function))
-#define AM_GetNumHandlers(ep, pnhandlers) \
-    ((ep) ? ((*(pnhandlers) = AMVIA_MAX_NUMHANDLERS), AM_OK) : AM_ERR_BAD_ARG)
-#define AM_SetNumHandlers(ep, nhandlers) \
+#define AM_SetHandler(ea, handler, function) _AM_SetHandler((ea), (handler), (amx_handler_fn_t)(function))
+#define AM_SetHandlerAny(ea, handler, function) _AM_SetHandlerAny((ea), (handler), (amx_handler_fn_t)(function))
+#define AM_GetNumHandlers(ep, pnhandlers) ((ep) ? ((*(pnhandlers) = AMVIA_MAX_NUMHANDLERS), AM_OK) : AM_ERR_BAD_ARG)
+#define AM_SetNumHandlers(ep, nhandlers)                                                                               \
     ((ep) ? ((nhandlers) == AMVIA_MAX_NUMHANDLERS ? AM_OK : AM_ERR_RESOURCE) : AM_ERR_BAD_ARG)
 
 /* ---- events ------------------------------------------------------------------------ */
@@ -177,15 +174,13 @@ int AM_Poll(eb_t bundle);
 
 /* ---- requests and replies: the six entry points behind the N-argument forms ---- */
 int AMVIA_Request(ep_t ep, int dest, handler_t h, int nargs, const int32_t *args);
-int AMVIA_RequestI(ep_t ep, int dest, handler_t h, void *src, size_t nbytes,
-                   int nargs, const int32_t *args);
-int AMVIA_RequestXfer(ep_t ep, int dest, handler_t h, void *src, size_t nbytes,
-                      uintptr_t dest_offset, int async, int nargs, const int32_t *args);
+int AMVIA_RequestI(ep_t ep, int dest, handler_t h, void *src, size_t nbytes, int nargs, const int32_t *args);
+int AMVIA_RequestXfer(ep_t ep, int dest, handler_t h, void *src, size_t nbytes, uintptr_t dest_offset, int async,
+                      int nargs, const int32_t *args);
 int AMVIA_Reply(void *token, handler_t h, int nargs, const int32_t *args);
-int AMVIA_ReplyI(void *token, handler_t h, void *src, size_t nbytes, int nargs,
-                 const int32_t *args);
-int AMVIA_ReplyXfer(void *token, handler_t h, void *src, size_t nbytes, uintptr_t dest_offset,
-                    int nargs, const int32_t *args);
+int AMVIA_ReplyI(void *token, handler_t h, void *src, size_t nbytes, int nargs, const int32_t *args);
+int AMVIA_ReplyXfer(void *token, handler_t h, void *src, size_t nbytes, uintptr_t dest_offset, int nargs,
+                    const int32_t *args);
 /* AM-2's get (AM_GetXferN): nbytes from the segment of the endpoint at
  * translation index dest, at source_offset, into the caller's segment at
  * dest_offset; then h runs on the caller as a reply handler of the long
@@ -195,8 +190,8 @@ int AMVIA_ReplyXfer(void *token, handler_t h, void *src, size_t nbytes, uintptr_
  * or a tag mismatch comes back to the caller's handler 0 (EBADSEGOFF,
  * EBADLENGTH, EBADTAG, opcode AM_REQUEST_XFER_M); a destination range outside
  * the caller's segment as EBADLENGTH/EBADSEGOFF (opcode AM_REPLY_XFER_M). */
-int AMVIA_GetXfer(ep_t ep, int dest, uintptr_t source_offset, handler_t h, uintptr_t dest_offset,
-                  size_t nbytes, int nargs, const int32_t *args);
+int AMVIA_GetXfer(ep_t ep, int dest, uintptr_t source_offset, handler_t h, uintptr_t dest_offset, size_t nbytes,
+                  int nargs, const int32_t *args);
 
 /* ---- viastack extensions ------------------------------------------------------- */
 /* Design selector (Table 2 of the AMVIA paper): 3 = AMVIAv3 (one VI per MAP,
@@ -209,7 +204,7 @@ int AMVIA_SetLayout(int version);
 int AMVIA_GetLayout(void);
 /* Print error-path diagnostics to stderr (also $VIASTACK_AM_VERBOSE=1). */
 extern int AMVIA_VerboseErrors;
-#define AMX_VerboseErrors AMVIA_VerboseErrors /* the amx spelling */
+#define AMX_VerboseErrors AMVIA_VerboseErrors   /* the amx spelling */
 #define AMUDP_VerboseErrors AMVIA_VerboseErrors /* AMUDP's older spelling */
 /* The VIPL NIC handle AM uses (VIP_NIC_HANDLE), for programs that also use VIPL. */
 void *AMVIA_NicHandle(void);
@@ -362,44 +357,42 @@ void AMVIA_FatalErr(const char *msg, ...)
 #define AMVIA_L15 AMVIA_L14 a14,
 #define AMVIA_L16 AMVIA_L15 a15,
 
-#define AMVIA_DEFINE_FORMS(N)                                                                  \
-    static inline int AM_Request##N(ep_t ep, int dest, handler_t h AMVIA_P##N) {               \
-        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
-        return AMVIA_Request(ep, dest, h, N, args_);                                           \
-    }                                                                                          \
-    static inline int AM_RequestI##N(ep_t ep, int dest, handler_t h, void *src, size_t nbytes  \
-                                         AMVIA_P##N) {                                         \
-        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
-        return AMVIA_RequestI(ep, dest, h, src, nbytes, N, args_);                             \
-    }                                                                                          \
-    static inline int AM_RequestXfer##N(ep_t ep, int dest, uintptr_t dest_offset, handler_t h, \
-                                        void *src, size_t nbytes AMVIA_P##N) {                 \
-        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
-        return AMVIA_RequestXfer(ep, dest, h, src, nbytes, dest_offset, 0, N, args_);          \
-    }                                                                                          \
-    static inline int AM_RequestXferAsync##N(ep_t ep, int dest, uintptr_t dest_offset,         \
-                                             handler_t h, void *src, size_t nbytes AMVIA_P##N) { \
-        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
-        return AMVIA_RequestXfer(ep, dest, h, src, nbytes, dest_offset, 1, N, args_);          \
-    }                                                                                          \
-    static inline int AM_Reply##N(void *token, handler_t h AMVIA_P##N) {                       \
-        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
-        return AMVIA_Reply(token, h, N, args_);                                                \
-    }                                                                                          \
-    static inline int AM_ReplyI##N(void *token, handler_t h, void *src, size_t nbytes          \
-                                       AMVIA_P##N) {                                           \
-        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
-        return AMVIA_ReplyI(token, h, src, nbytes, N, args_);                                  \
-    }                                                                                          \
-    static inline int AM_ReplyXfer##N(void *token, uintptr_t dest_offset, handler_t h,         \
-                                      void *src, size_t nbytes AMVIA_P##N) {                   \
-        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
-        return AMVIA_ReplyXfer(token, h, src, nbytes, dest_offset, N, args_);                  \
-    }                                                                                          \
-    static inline int AM_GetXfer##N(ep_t ep, int dest, uintptr_t source_offset, handler_t h,   \
-                                    uintptr_t dest_offset, size_t nbytes AMVIA_P##N) {         \
-        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                           \
-        return AMVIA_GetXfer(ep, dest, source_offset, h, dest_offset, nbytes, N, args_);       \
+#define AMVIA_DEFINE_FORMS(N)                                                                                          \
+    static inline int AM_Request##N(ep_t ep, int dest, handler_t h AMVIA_P##N) {                                       \
+        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                                                   \
+        return AMVIA_Request(ep, dest, h, N, args_);                                                                   \
+    }                                                                                                                  \
+    static inline int AM_RequestI##N(ep_t ep, int dest, handler_t h, void *src, size_t nbytes AMVIA_P##N) {            \
+        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                                                   \
+        return AMVIA_RequestI(ep, dest, h, src, nbytes, N, args_);                                                     \
+    }                                                                                                                  \
+    static inline int AM_RequestXfer##N(ep_t ep, int dest, uintptr_t dest_offset, handler_t h, void *src,              \
+                                        size_t nbytes AMVIA_P##N) {                                                    \
+        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                                                   \
+        return AMVIA_RequestXfer(ep, dest, h, src, nbytes, dest_offset, 0, N, args_);                                  \
+    }                                                                                                                  \
+    static inline int AM_RequestXferAsync##N(ep_t ep, int dest, uintptr_t dest_offset, handler_t h, void *src,         \
+                                             size_t nbytes AMVIA_P##N) {                                               \
+        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                                                   \
+        return AMVIA_RequestXfer(ep, dest, h, src, nbytes, dest_offset, 1, N, args_);                                  \
+    }                                                                                                                  \
+    static inline int AM_Reply##N(void *token, handler_t h AMVIA_P##N) {                                               \
+        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                                                   \
+        return AMVIA_Reply(token, h, N, args_);                                                                        \
+    }                                                                                                                  \
+    static inline int AM_ReplyI##N(void *token, handler_t h, void *src, size_t nbytes AMVIA_P##N) {                    \
+        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                                                   \
+        return AMVIA_ReplyI(token, h, src, nbytes, N, args_);                                                          \
+    }                                                                                                                  \
+    static inline int AM_ReplyXfer##N(void *token, uintptr_t dest_offset, handler_t h, void *src,                      \
+                                      size_t nbytes AMVIA_P##N) {                                                      \
+        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                                                   \
+        return AMVIA_ReplyXfer(token, h, src, nbytes, dest_offset, N, args_);                                          \
+    }                                                                                                                  \
+    static inline int AM_GetXfer##N(ep_t ep, int dest, uintptr_t source_offset, handler_t h, uintptr_t dest_offset,    \
+                                    size_t nbytes AMVIA_P##N) {                                                        \
+        const int32_t args_[N + 1] = {AMVIA_L##N 0};                                                                   \
+        return AMVIA_GetXfer(ep, dest, source_offset, h, dest_offset, nbytes, N, args_);                               \
     }
 
 AMVIA_DEFINE_FORMS(0)

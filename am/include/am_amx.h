@@ -40,22 +40,19 @@ int AMVIA_MapAnyByAddress(ep_t ea, int *index, en_t *name, tag_t tag);
  * am.h, so the semantics are those of AM_RequestN and friends. */
 int AMVIA_RequestV(ep_t ep, int dest, handler_t h, int numargs, ...);
 int AMVIA_RequestIV(ep_t ep, int dest, handler_t h, void *source_addr, int nbytes, int numargs, ...);
-int AMVIA_RequestXferV(ep_t ep, int dest, handler_t h, void *source_addr, int nbytes,
-                       uintptr_t dest_offset, int async, int numargs, ...);
+int AMVIA_RequestXferV(ep_t ep, int dest, handler_t h, void *source_addr, int nbytes, uintptr_t dest_offset, int async,
+                       int numargs, ...);
 int AMVIA_ReplyV(void *token, handler_t h, int numargs, ...);
 int AMVIA_ReplyIV(void *token, handler_t h, void *source_addr, int nbytes, int numargs, ...);
-int AMVIA_ReplyXferV(void *token, handler_t h, void *source_addr, int nbytes,
-                     uintptr_t dest_offset, int numargs, ...);
+int AMVIA_ReplyXferV(void *token, handler_t h, void *source_addr, int nbytes, uintptr_t dest_offset, int numargs, ...);
 int AMVIA_RequestVA(ep_t ep, int dest, handler_t h, int numargs, va_list argptr);
-int AMVIA_RequestIVA(ep_t ep, int dest, handler_t h, void *source_addr, int nbytes, int numargs,
-                     va_list argptr);
-int AMVIA_RequestXferVA(ep_t ep, int dest, handler_t h, void *source_addr, int nbytes,
-                        uintptr_t dest_offset, int async, int numargs, va_list argptr);
+int AMVIA_RequestIVA(ep_t ep, int dest, handler_t h, void *source_addr, int nbytes, int numargs, va_list argptr);
+int AMVIA_RequestXferVA(ep_t ep, int dest, handler_t h, void *source_addr, int nbytes, uintptr_t dest_offset, int async,
+                        int numargs, va_list argptr);
 int AMVIA_ReplyVA(void *token, handler_t h, int numargs, va_list argptr);
-int AMVIA_ReplyIVA(void *token, handler_t h, void *source_addr, int nbytes, int numargs,
-                   va_list argptr);
-int AMVIA_ReplyXferVA(void *token, handler_t h, void *source_addr, int nbytes,
-                      uintptr_t dest_offset, int numargs, va_list argptr);
+int AMVIA_ReplyIVA(void *token, handler_t h, void *source_addr, int nbytes, int numargs, va_list argptr);
+int AMVIA_ReplyXferVA(void *token, handler_t h, void *source_addr, int nbytes, uintptr_t dest_offset, int numargs,
+                      va_list argptr);
 
 /* Client hooks run before and after every user handler of ep (request,
  * reply, all categories; not handler 0): pre gets the category, whether it is

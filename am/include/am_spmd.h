@@ -77,8 +77,7 @@ int AM_SPMDIsWorker(char **argv);
 /* AM_SPMDStartup in the amx shape: networkdepth (> 0) sets the request
  * credits per peer (AM_SetExpectedResources), 0 keeps the default;
  * *networkpid (if not NULL) receives the job's tag, the same on every rank. */
-int AMVIA_SPMDStartup(int *argc, char ***argv, int networkdepth, uint64_t *networkpid, eb_t *eb,
-                      ep_t *ep);
+int AMVIA_SPMDStartup(int *argc, char ***argv, int networkdepth, uint64_t *networkpid, eb_t *eb, ep_t *ep);
 
 /* The function that finally ends this process when the job ends through
  * AMVIA_SPMDExit (on the calling rank for exit code 0, and on every peer the
@@ -105,7 +104,7 @@ int AMVIA_SPMDStartupAMUDP(int *argc, char ***argv, int nproc, int networkdepth,
 /* The amx names of the SPMD calls (AMX_* as in GASNet's amx headers) and the
  * AMUDP_* ones.  AMUDP_SPMDStartup's nproc and spawnfn are ignored: vipl-run
  * (or a PMIx launcher) starts the ranks. */
-#define AMX_SPMDStartup(pargc, pargv, networkdepth, pnetworkpid, peb, pep) \
+#define AMX_SPMDStartup(pargc, pargv, networkdepth, pnetworkpid, peb, pep)                                             \
     AMVIA_SPMDStartup((pargc), (pargv), (networkdepth), (pnetworkpid), (peb), (pep))
 #define AMX_SPMDExit AMVIA_SPMDExit
 #define AMX_SPMDSetExitCallback AM_SPMDSetExitCallback

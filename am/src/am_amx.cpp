@@ -20,13 +20,10 @@ bool collect_args(int numargs, va_list ap, int32_t *out) {
 }
 
 int bad_numargs(const char *call, int numargs) {
-    return fail(AM_ERR_BAD_ARG, call, "numargs %d is outside 0..%d (AM_MaxShort())", numargs,
-                AMVIA_MAX_SHORT);
+    return fail(AM_ERR_BAD_ARG, call, "numargs %d is outside 0..%d (AM_MaxShort())", numargs, AMVIA_MAX_SHORT);
 }
 
-int bad_nbytes(const char *call, int nbytes) {
-    return fail(AM_ERR_BAD_ARG, call, "nbytes %d is negative", nbytes);
-}
+int bad_nbytes(const char *call, int nbytes) { return fail(AM_ERR_BAD_ARG, call, "nbytes %d is negative", nbytes); }
 } // namespace
 
 extern "C" {
@@ -78,8 +75,8 @@ int AMVIA_RequestIVA(ep_t ep, int dest, handler_t h, void *src, int nbytes, int 
     return AMVIA_RequestI(ep, dest, h, src, size_t(nbytes), numargs, a);
 }
 
-int AMVIA_RequestXferVA(ep_t ep, int dest, handler_t h, void *src, int nbytes, uintptr_t dest_offset,
-                        int async, int numargs, va_list ap) {
+int AMVIA_RequestXferVA(ep_t ep, int dest, handler_t h, void *src, int nbytes, uintptr_t dest_offset, int async,
+                        int numargs, va_list ap) {
     int32_t a[AMVIA_MAX_SHORT];
     if (nbytes < 0) return bad_nbytes("AMVIA_RequestXferVA", nbytes);
     if (!collect_args(numargs, ap, a)) return bad_numargs("AMVIA_RequestXferVA", numargs);
@@ -99,8 +96,7 @@ int AMVIA_ReplyIVA(void *token, handler_t h, void *src, int nbytes, int numargs,
     return AMVIA_ReplyI(token, h, src, size_t(nbytes), numargs, a);
 }
 
-int AMVIA_ReplyXferVA(void *token, handler_t h, void *src, int nbytes, uintptr_t dest_offset, int numargs,
-                      va_list ap) {
+int AMVIA_ReplyXferVA(void *token, handler_t h, void *src, int nbytes, uintptr_t dest_offset, int numargs, va_list ap) {
     int32_t a[AMVIA_MAX_SHORT];
     if (nbytes < 0) return bad_nbytes("AMVIA_ReplyXferVA", nbytes);
     if (!collect_args(numargs, ap, a)) return bad_numargs("AMVIA_ReplyXferVA", numargs);
@@ -108,11 +104,11 @@ int AMVIA_ReplyXferVA(void *token, handler_t h, void *src, int nbytes, uintptr_t
 }
 
 // The variadic forms: each forwards its va_list to the VA form above.
-#define AMVIA_FORWARD(call)  \
-    va_list ap;              \
-    va_start(ap, numargs);   \
-    int rc = call;           \
-    va_end(ap);              \
+#define AMVIA_FORWARD(call)                                                                                            \
+    va_list ap;                                                                                                        \
+    va_start(ap, numargs);                                                                                             \
+    int rc = call;                                                                                                     \
+    va_end(ap);                                                                                                        \
     return rc
 
 int AMVIA_RequestV(ep_t ep, int dest, handler_t h, int numargs, ...) {
@@ -121,18 +117,15 @@ int AMVIA_RequestV(ep_t ep, int dest, handler_t h, int numargs, ...) {
 int AMVIA_RequestIV(ep_t ep, int dest, handler_t h, void *src, int nbytes, int numargs, ...) {
     AMVIA_FORWARD(AMVIA_RequestIVA(ep, dest, h, src, nbytes, numargs, ap));
 }
-int AMVIA_RequestXferV(ep_t ep, int dest, handler_t h, void *src, int nbytes, uintptr_t dest_offset,
-                       int async, int numargs, ...) {
+int AMVIA_RequestXferV(ep_t ep, int dest, handler_t h, void *src, int nbytes, uintptr_t dest_offset, int async,
+                       int numargs, ...) {
     AMVIA_FORWARD(AMVIA_RequestXferVA(ep, dest, h, src, nbytes, dest_offset, async, numargs, ap));
 }
-int AMVIA_ReplyV(void *token, handler_t h, int numargs, ...) {
-    AMVIA_FORWARD(AMVIA_ReplyVA(token, h, numargs, ap));
-}
+int AMVIA_ReplyV(void *token, handler_t h, int numargs, ...) { AMVIA_FORWARD(AMVIA_ReplyVA(token, h, numargs, ap)); }
 int AMVIA_ReplyIV(void *token, handler_t h, void *src, int nbytes, int numargs, ...) {
     AMVIA_FORWARD(AMVIA_ReplyIVA(token, h, src, nbytes, numargs, ap));
 }
-int AMVIA_ReplyXferV(void *token, handler_t h, void *src, int nbytes, uintptr_t dest_offset, int numargs,
-                     ...) {
+int AMVIA_ReplyXferV(void *token, handler_t h, void *src, int nbytes, uintptr_t dest_offset, int numargs, ...) {
     AMVIA_FORWARD(AMVIA_ReplyXferVA(token, h, src, nbytes, dest_offset, numargs, ap));
 }
 #undef AMVIA_FORWARD
@@ -141,8 +134,7 @@ int AMVIA_SPMDBroadcast(void *buf, size_t len, int rootid) {
     const int n = AM_SPMDNumProcs();
     if (n < 0) return fail(AM_ERR_NOT_INIT, "AMVIA_SPMDBroadcast", "call AM_SPMDStartup first");
     if ((!buf && len) || rootid < 0 || rootid >= n)
-        return fail(AM_ERR_BAD_ARG, "AMVIA_SPMDBroadcast", "buf %p, rootid %d (the job has %d ranks)", buf,
-                    rootid, n);
+        return fail(AM_ERR_BAD_ARG, "AMVIA_SPMDBroadcast", "buf %p, rootid %d (the job has %d ranks)", buf, rootid, n);
     // vipl_boot_bcast moves at most VIPL_BOOT_MAX_ITEM bytes per call.
     for (size_t done = 0; done < len;) {
         size_t k = std::min<size_t>(len - done, VIPL_BOOT_MAX_ITEM);

@@ -42,18 +42,16 @@ bool retire_segments(ep_t ep) {
         if (l->state == LinkState::Up && l->seg_acked_gen < known) known = l->seg_acked_gen;
     size_t keep = 0;
     for (const RetiredSeg &r : ep->retired) {
-        if (r.gen < known)
-            VipDeregisterMem(g.nic, r.base, r.mh);
-        else
-            ep->retired[keep++] = r;
+        if (r.gen < known) VipDeregisterMem(g.nic, r.base, r.mh);
+        else ep->retired[keep++] = r;
     }
     ep->retired.resize(keep);
     return keep == 0;
 }
 
 SegInfo current_seg(ep_t ep) {
-    return SegInfo{uint64_t(uintptr_t(ep->seg)), ep->seg_registered ? uint64_t(ep->seglen) : 0,
-                   ep->seg_mh, ep->seg_gen};
+    return SegInfo{uint64_t(uintptr_t(ep->seg)), ep->seg_registered ? uint64_t(ep->seglen) : 0, ep->seg_mh,
+                   ep->seg_gen};
 }
 
 int fail(int rc, const char *fn, const char *fmt, ...) {
@@ -77,7 +75,7 @@ static long env_long(const char *name, long dflt, long lo, long hi) {
 static int env_layout() {
     const int dflt = AMVIA_DEFAULT_LAYOUT == 1 ? 0 : 2;
     return viastack::env::choice(viastack::log::Layer::am, "VIASTACK_AM_LAYOUT", {"v1", "1", "v3", "3"}, dflt) < 2 ? 1
-                                                                                                                : 3;
+                                                                                                                   : 3;
 }
 
 } // namespace amvia
@@ -103,7 +101,7 @@ static void retire_shell(T *p, std::vector<T *> &dead) {
     dead.push_back(p);
 }
 
-#define CHECK_INIT(fn) \
+#define CHECK_INIT(fn)                                                                                                 \
     if (AMVIA_UNLIKELY(g.init_count == 0)) return fail(AM_ERR_NOT_INIT, fn, "call AM_Init first")
 
 extern "C" {
@@ -121,16 +119,15 @@ const char *AMVIA_ErrorName(int rc) {
 }
 
 const char *AMVIA_StatusName(int status) {
-    static const char *const names[] = {"0",           "EBADARGS",     "EBADENTRY",   "EBADTAG",
-                                        "EBADHANDLER", "EBADSEGOFF",   "EBADLENGTH",  "EBADENDPOINT",
+    static const char *const names[] = {"0",           "EBADARGS",     "EBADENTRY",     "EBADTAG",
+                                        "EBADHANDLER", "EBADSEGOFF",   "EBADLENGTH",    "EBADENDPOINT",
                                         "ECONGESTION", "EUNREACHABLE", "EREPLYREJECTED"};
     return (status >= 0 && status <= 10) ? names[status] : "E?";
 }
 
 int AMVIA_SetLayout(int version) {
     if (version != 1 && version != 3)
-        return fail(AM_ERR_BAD_ARG, "AMVIA_SetLayout", "version %d: use 1 (AMVIAv1) or 3 (AMVIAv3)",
-                    version);
+        return fail(AM_ERR_BAD_ARG, "AMVIA_SetLayout", "version %d: use 1 (AMVIAv1) or 3 (AMVIAv3)", version);
     g.layout = version;
     return AM_OK;
 }
@@ -197,8 +194,7 @@ int AMVIA_FreeMem(void *addr) {
 int AM_MaxSegLength(uintptr_t *nbytes) {
     if (!nbytes) return fail(AM_ERR_BAD_ARG, "AM_MaxSegLength", "nbytes is NULL");
     // One registration; the NIC's limit when AM is initialized.
-    *nbytes = g.init_count && g.attr.MaxRegisterBytes ? uintptr_t(g.attr.MaxRegisterBytes)
-                                                      : uintptr_t(1) << 30;
+    *nbytes = g.init_count && g.attr.MaxRegisterBytes ? uintptr_t(g.attr.MaxRegisterBytes) : uintptr_t(1) << 30;
     return AM_OK;
 }
 
@@ -215,8 +211,8 @@ int AM_Init(void) {
     VIP_RETURN rc = VipOpenNic(dev, &g.nic);
     if (rc != VIP_SUCCESS) {
         g.init_count = 0;
-        report("AM_Init: VipOpenNic(%s) failed: %s (check $VIPL_PROVIDER / $VIASTACK_AM_NIC)",
-               dev ? dev : "default", VipxReturnString(rc));
+        report("AM_Init: VipOpenNic(%s) failed: %s (check $VIPL_PROVIDER / $VIASTACK_AM_NIC)", dev ? dev : "default",
+               VipxReturnString(rc));
         return AM_ERR_RESOURCE;
     }
     rc = VipQueryNic(g.nic, &g.attr);
@@ -305,8 +301,7 @@ int AM_AllocateBundle(int type, eb_t *endb) {
     eb->par = type == AM_PAR;
     eb->layout = g.layout;
     eb->cq_entries = 256;
-    if (g.attr.MaxCQEntries && eb->cq_entries > g.attr.MaxCQEntries)
-        eb->cq_entries = g.attr.MaxCQEntries;
+    if (g.attr.MaxCQEntries && eb->cq_entries > g.attr.MaxCQEntries) eb->cq_entries = g.attr.MaxCQEntries;
     VIP_RETURN rc = VipCreateCQ(g.nic, eb->cq_entries, &eb->scq);
     if (rc == VIP_SUCCESS) {
         rc = VipCreateCQ(g.nic, eb->cq_entries, &eb->rcq);
@@ -370,8 +365,7 @@ int AM_AllocateEndpoint(eb_t eb, ep_t *endp, en_t *name) {
     if (alen > AMVIA_MAX_NICADDR) {
         std::lock_guard<std::mutex> hold(g.control);
         retire_shell(ep, g.dead_eps);
-        return fail(AM_ERR_RESOURCE, "AM_AllocateEndpoint", "NIC address of %u bytes is too long",
-                    alen);
+        return fail(AM_ERR_RESOURCE, "AM_AllocateEndpoint", "NIC address of %u bytes is too long", alen);
     }
     ep->name.addr_len = alen;
     if (alen && g.attr.LocalNicAddress) std::memcpy(ep->name.addr, g.attr.LocalNicAddress, alen);
@@ -392,7 +386,7 @@ int AM_FreeEndpoint(ep_t ep) {
     if (ts.handler_depth) return fail(AM_ERR_RESOURCE, "AM_FreeEndpoint", "called from a handler");
     eb_t eb = ep->eb;
     BundleGuard hold(eb);
-    say_goodbye(ep); // the peers see a clean exit, and get what was sent before
+    say_goodbye(ep);                           // the peers see a clean exit, and get what was sent before
     for (Link *l : ep->links) link_destroy(l); // also drops their queued requests
     ep->links.clear();
     if (ep->seg_registered) VipDeregisterMem(g.nic, ep->seg, ep->seg_mh);
@@ -435,20 +429,18 @@ int AM_SetSeg(ep_t ep, void *addr, uintptr_t nbytes) {
     if (!valid_ep(ep)) return fail(AM_ERR_BAD_ARG, "AM_SetSeg", "not an endpoint");
     if (ts.handler_depth) return fail(AM_ERR_RESOURCE, "AM_SetSeg", "called from a handler");
     if ((!addr && nbytes) || (addr && !nbytes))
-        return fail(AM_ERR_BAD_ARG, "AM_SetSeg", "addr %p with %lu bytes", addr,
-                    (unsigned long)nbytes);
+        return fail(AM_ERR_BAD_ARG, "AM_SetSeg", "addr %p with %lu bytes", addr, (unsigned long)nbytes);
     uintptr_t maxlen;
     AM_MaxSegLength(&maxlen);
     if (nbytes > maxlen)
-        return fail(AM_ERR_BAD_ARG, "AM_SetSeg", "%lu bytes exceed AM_MaxSegLength %lu",
-                    (unsigned long)nbytes, (unsigned long)maxlen);
+        return fail(AM_ERR_BAD_ARG, "AM_SetSeg", "%lu bytes exceed AM_MaxSegLength %lu", (unsigned long)nbytes,
+                    (unsigned long)maxlen);
     BundleGuard hold(ep->eb);
     VIP_MEM_HANDLE mh = 0;
     if (nbytes) {
         VIP_MEM_ATTRIBUTES ma{g.ptag, VIP_TRUE, VIP_FALSE};
         VIP_RETURN rc = VipRegisterMem(g.nic, addr, nbytes, &ma, &mh);
-        if (rc != VIP_SUCCESS)
-            return fail(AM_ERR_RESOURCE, "AM_SetSeg", "VipRegisterMem: %s", VipxReturnString(rc));
+        if (rc != VIP_SUCCESS) return fail(AM_ERR_RESOURCE, "AM_SetSeg", "VipRegisterMem: %s", VipxReturnString(rc));
     }
     // The old registration stays valid until the peers have acknowledged the
     // new one (retire_segments): a long message aimed with a stale copy must
@@ -500,8 +492,7 @@ int AM_SetExpectedResources(ep_t ep, int n_endpoints, int n_outstanding_requests
     CHECK_INIT("AM_SetExpectedResources");
     if (!valid_ep(ep) || n_endpoints < 0 || n_outstanding_requests < 0)
         return fail(AM_ERR_BAD_ARG, "AM_SetExpectedResources",
-                    "n_endpoints %d, n_outstanding_requests %d (must be >= 0)", n_endpoints,
-                    n_outstanding_requests);
+                    "n_endpoints %d, n_outstanding_requests %d (must be >= 0)", n_endpoints, n_outstanding_requests);
     // k: 0 keeps the default; more than AMVIA_MAX_CREDITS is granted as that
     // many (AM-2 lets the layer provide fewer resources than asked for).
     int k = n_outstanding_requests ? n_outstanding_requests : g.default_credits;
@@ -529,8 +520,7 @@ int _AM_SetHandlerAny(ep_t ep, handler_t *h, amx_handler_fn_t fn) {
             *h = handler_t(i);
             return AM_OK;
         }
-    return fail(AM_ERR_RESOURCE, "AM_SetHandlerAny", "all %d handlers are set",
-                AMVIA_MAX_NUMHANDLERS - 1);
+    return fail(AM_ERR_RESOURCE, "AM_SetHandlerAny", "all %d handlers are set", AMVIA_MAX_NUMHANDLERS - 1);
 }
 
 // ---- events ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ struct GetDesc {
     uint64_t source_offset;
     uint64_t dest_offset;
     uint64_t nbytes;
-    tag_t tag;       // the requester's MAP tag, checked as a request's would be
+    tag_t tag; // the requester's MAP tag, checked as a request's would be
     uint32_t handler;
     uint32_t reserved;
 };
@@ -42,12 +42,9 @@ void serve_get(Token *t, const MsgHeader *m) {
     ep_t ep = t->ep;
     const tag_t etag = ep->tag;
     int status = 0;
-    if (etag != AM_ALL && (etag == AM_NONE || etag != d.tag))
-        status = EBADTAG;
-    else if (!ep->seg_registered || d.source_offset > ep->seglen)
-        status = EBADSEGOFF;
-    else if (d.nbytes > ep->seglen - d.source_offset)
-        status = EBADLENGTH;
+    if (etag != AM_ALL && (etag == AM_NONE || etag != d.tag)) status = EBADTAG;
+    else if (!ep->seg_registered || d.source_offset > ep->seglen) status = EBADSEGOFF;
+    else if (d.nbytes > ep->seglen - d.source_offset) status = EBADLENGTH;
     if (status) {
         send_system_reply(t, kSysReturned, uint32_t(status) | uint32_t(get_opcode()) << 8);
         return;
@@ -57,12 +54,13 @@ void serve_get(Token *t, const MsgHeader *m) {
     void *const outer = ts.live_token;
     ts.live_token = t;
     ts.handler_depth++;
-    const int rc = AMVIA_ReplyXfer(t, handler_t(d.handler), static_cast<uint8_t *>(ep->seg) + d.source_offset,
-                                   size_t(d.nbytes), uintptr_t(d.dest_offset), m->nargs,
-                                   msg_args(const_cast<MsgHeader *>(m)));
+    const int rc =
+        AMVIA_ReplyXfer(t, handler_t(d.handler), static_cast<uint8_t *>(ep->seg) + d.source_offset, size_t(d.nbytes),
+                        uintptr_t(d.dest_offset), m->nargs, msg_args(const_cast<MsgHeader *>(m)));
     ts.handler_depth--;
     ts.live_token = outer;
-    if (rc != AM_OK && !t->replied) send_system_reply(t, kSysReturned, uint32_t(EBADARGS) | uint32_t(get_opcode()) << 8);
+    if (rc != AM_OK && !t->replied)
+        send_system_reply(t, kSysReturned, uint32_t(EBADARGS) | uint32_t(get_opcode()) << 8);
 }
 
 } // namespace amvia
@@ -81,10 +79,8 @@ extern "C" int AMVIA_GetXfer(ep_t ep, int dest, uintptr_t source_offset, handler
         return fail(AM_ERR_BAD_ARG, call, "nbytes %zu exceeds AM_MaxLong() = %d; get it in pieces", nbytes,
                     AMVIA_MAX_LONG);
     if (unsigned(dest) >= ep->xlate.size())
-        return fail(AM_ERR_BAD_ARG, call, "dest %d is outside the translation table [0, %zu)", dest,
-                    ep->xlate.size());
-    if (ts.handler_depth)
-        return fail(AM_ERR_RESOURCE, call, "called from a handler: handlers may not send requests");
+        return fail(AM_ERR_BAD_ARG, call, "dest %d is outside the translation table [0, %zu)", dest, ep->xlate.size());
+    if (ts.handler_depth) return fail(AM_ERR_RESOURCE, call, "called from a handler: handlers may not send requests");
     BundleGuard hold(ep->eb);
     const Translation &tr = ep->xlate[size_t(dest)];
     if (!tr.inuse) {

@@ -48,10 +48,10 @@ constexpr uint32_t kMaxCarriedCredits = 3;
 enum Category : uint8_t { kShort = 0, kMedium = 1, kLong = 2 };
 enum SysType : uint8_t {
     kSysNone = 0,
-    kSysCredit = 1,   // reply: returns the request's credit, and nbytes more the sender owed
-    kSysReturned = 2, // reply: the request was refused; nbytes = status | opcode << 8
-    kSysSegInfo = 3,  // request: the sender's segment (base, length, memory handle)
-    kSysBarrier = 4,  // request: SPMD barrier arrival (a1 = 0) or release (a1 = 1)
+    kSysCredit = 1,    // reply: returns the request's credit, and nbytes more the sender owed
+    kSysReturned = 2,  // reply: the request was refused; nbytes = status | opcode << 8
+    kSysSegInfo = 3,   // request: the sender's segment (base, length, memory handle)
+    kSysBarrier = 4,   // request: SPMD barrier arrival (a1 = 0) or release (a1 = 1)
     kSysInfoQuery = 5, // request: "send me your current segment" (a0 = 1: and a bounce
                        // ring for large mediums, a1 = the asker's k); answered by kSysInfo
     kSysInfo = 6,      // reply: SegInfo, then BounceInfo if one was asked for
@@ -62,12 +62,12 @@ enum SysType : uint8_t {
 };
 
 struct MsgHeader {
-    uint8_t flags;    // kFlag* | category << 2
+    uint8_t flags; // kFlag* | category << 2
     uint8_t handler;
     uint8_t nargs;
-    uint8_t sys;      // SysType
-    uint32_t nbytes;  // medium/long payload bytes
-    uint64_t tag;     // the tag the sender mapped the destination with
+    uint8_t sys;     // SysType
+    uint32_t nbytes; // medium/long payload bytes
+    uint64_t tag;    // the tag the sender mapped the destination with
 };
 static_assert(sizeof(MsgHeader) == 16);
 
@@ -75,9 +75,7 @@ inline Category msg_category(const MsgHeader *m) { return Category((m->flags >> 
 inline uint32_t msg_carried_credits(const MsgHeader *m) { return uint32_t(m->flags & kCreditMask) >> kCreditShift; }
 inline uint32_t args_bytes(unsigned nargs) { return (4 * nargs + 7) & ~7u; }
 inline int32_t *msg_args(MsgHeader *m) { return reinterpret_cast<int32_t *>(m + 1); }
-inline uint8_t *msg_payload(MsgHeader *m) {
-    return reinterpret_cast<uint8_t *>(m + 1) + args_bytes(m->nargs);
-}
+inline uint8_t *msg_payload(MsgHeader *m) { return reinterpret_cast<uint8_t *>(m + 1) + args_bytes(m->nargs); }
 
 // An endpoint's segment as its peers know it.  gen counts the endpoint's
 // AM_SetSeg calls: a long message carries the gen it was aimed with, so the
@@ -101,8 +99,8 @@ struct BounceInfo {
 // After a long message's arguments: where the data went, and whether it did.
 struct LongTrailer {
     uint64_t offset;
-    uint32_t gen;      // SegInfo::gen the sender aimed at
-    uint32_t no_data;  // 1: nothing was written (it did not fit the sender's fresh copy)
+    uint32_t gen;     // SegInfo::gen the sender aimed at
+    uint32_t no_data; // 1: nothing was written (it did not fit the sender's fresh copy)
 };
 // After a bounce medium's arguments: the slot of the receiver's ring holding the payload.
 struct BounceTrailer {
@@ -116,7 +114,7 @@ struct BounceTrailer {
 // not grow with AM_MaxMedium().
 constexpr uint32_t kInlineMedium = 4096;
 constexpr uint32_t kBounceSlot = AMVIA_MAX_MEDIUM;
-constexpr uint32_t kShortBuf = 128;  // header + 16 args + long trailer, rounded
+constexpr uint32_t kShortBuf = 128; // header + 16 args + long trailer, rounded
 constexpr uint32_t kMediumBuf = ((sizeof(MsgHeader) + 4 * AMVIA_MAX_SHORT + kInlineMedium) + 63) & ~63u;
 static_assert(sizeof(MsgHeader) + 4 * AMVIA_MAX_SHORT + sizeof(LongTrailer) <= kShortBuf);
 
@@ -133,8 +131,8 @@ namespace chan = viastack::channel;
 struct Channel : chan::Channel {
     Link *link = nullptr;
     amvia_eb *eb = nullptr;
-    int index = 0;          // 0 (v3) or class (v1)
-    chan::Region region;    // this channel's registered slots and buffers
+    int index = 0;       // 0 (v3) or class (v1)
+    chan::Region region; // this channel's registered slots and buffers
     bool connected = false;
 };
 
@@ -149,14 +147,14 @@ enum class LinkState : uint8_t { Pending, Up, Dead };
 struct Link {
     amvia_ep *ep = nullptr;
     en_t remote{};
-    uint8_t side = 0;         // 0, or 1 for the accepting half of a self-map
+    uint8_t side = 0; // 0, or 1 for the accepting half of a self-map
     LinkState state = LinkState::Pending;
     int nch = 1;
     Channel ch[3];
     uint64_t connect_deadline_ns = 0;
     // The remote endpoint's segment, from its kSysSegInfo / kSysInfo.
     bool seg_known = false;
-    bool seg_fresh = false;      // a kSysInfo answer not yet used by a long send
+    bool seg_fresh = false; // a kSysInfo answer not yet used by a long send
     bool query_outstanding = false;
     SegInfo seg{};
     // Large mediums.  Ours: the ring this peer writes into (allocated when it
@@ -170,7 +168,7 @@ struct Link {
     BounceInfo peer_bounce{};
     uint32_t bounce_req_seq = 0, bounce_rep_seq = 0;
     bool peer_closing = false; // the peer said kSysBye: its disconnect is not an error
-    bool bye_sent = false;     // we said kSysBye on this MAP (once, though both AM_Terminate and AM_FreeEndpoint say it)
+    bool bye_sent = false; // we said kSysBye on this MAP (once, though both AM_Terminate and AM_FreeEndpoint say it)
     uint32_t seg_acked_gen = 0; // our segment generation this peer has acknowledged
     // Acknowledging a new peer segment while one of our long messages aimed at
     // the old one is half sent would let the peer release the old segment
@@ -213,7 +211,7 @@ struct amvia_ep {
     std::vector<amvia::RetiredSeg> retired;
     int credits_k;
     amx_handler_fn_t handlers[AMVIA_MAX_NUMHANDLERS];
-    amvia_preHandlerCallback_t pre_handler = nullptr;   // AMVIA_SetHandlerCallbacks
+    amvia_preHandlerCallback_t pre_handler = nullptr; // AMVIA_SetHandlerCallbacks
     amvia_postHandlerCallback_t post_handler = nullptr;
     std::vector<amvia::Translation> xlate;
     std::vector<amvia::Link *> links;
@@ -224,7 +222,7 @@ struct amvia_eb {
     uint32_t magic;
     int layout; // 1 or 3
     VIP_CQ_HANDLE scq, rcq;
-    size_t cq_entries;   // capacity of each CQ
+    size_t cq_entries;             // capacity of each CQ
     size_t send_descs, recv_descs; // descriptors bound to them
     std::vector<ep_t> eps;
     int event_mask;
@@ -253,9 +251,9 @@ constexpr uint32_t kEbMagic = 0xA3EB0B01u;
 // Token handed to handlers (lives on the poller's stack).
 struct Token {
     ep_t ep;
-    Channel *ch;    // channel the message arrived on (null for local errors)
+    Channel *ch; // channel the message arrived on (null for local errors)
     MsgHeader *msg;
-    en_t source;    // for local errors without a link
+    en_t source; // for local errors without a link
     uint8_t is_request;
     uint8_t replied;
 };
@@ -271,7 +269,7 @@ struct Globals {
     int default_credits = 32;
     uint64_t connect_timeout_ms = 60000;
     vipl_wait::Mode wait_mode = vipl_wait::Mode::yield; // VIASTACK_WAIT
-    uint32_t max_chunk = AMVIA_MAX_LONG; // bytes per RDMA write descriptor
+    uint32_t max_chunk = AMVIA_MAX_LONG;                // bytes per RDMA write descriptor
     // Bundles, endpoint ids and the dead shells below are shared by every
     // thread that allocates or frees: `control` guards them (never held while
     // another AM lock is taken, so it cannot be part of a cycle).
@@ -292,7 +290,7 @@ extern Globals g;
 // What belongs to the calling thread: handlers run in the thread that polls,
 // so "inside a handler" is a property of a thread, not of the process.
 struct ThreadState {
-    int handler_depth = 0;           // > 0 while a handler runs in this thread
+    int handler_depth = 0; // > 0 while a handler runs in this thread
     // The token of the handler running now in this thread (nullptr outside
     // handlers): a token kept past its handler, used from another thread, or
     // one that never was a token, is refused before it is dereferenced.
@@ -333,9 +331,9 @@ struct CallDesc {
     Category cat;
     bool async;
     int nargs;
-    ep_t ep;      // requests
-    int dest;     // requests
-    void *token;  // replies
+    ep_t ep;     // requests
+    int dest;    // requests
+    void *token; // replies
     handler_t h;
     const void *src;
     size_t nbytes;
@@ -351,7 +349,7 @@ void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // ---- links (am_link.cpp) ---------------------------------------------------------
 Link *link_find_or_create(ep_t ep, const en_t &remote, int *rc);
 void link_destroy(Link *l);
-bool link_try_up(Link *l);           // polls the connection; true once Up
+bool link_try_up(Link *l); // polls the connection; true once Up
 void link_fail(Link *l, const char *why);
 void bundle_check_connecting(eb_t eb);
 bool en_equal(const en_t &a, const en_t &b);
@@ -369,8 +367,8 @@ void regcache_clear();
 void regcache_forget(const void *addr, size_t len);
 
 // ---- sending (am_send.cpp) ---------------------------------------------------------
-int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int nargs,
-                        const void *payload, uint32_t nbytes);
+int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int nargs, const void *payload,
+                        uint32_t nbytes);
 int send_system_reply(Token *t, uint8_t sys, uint32_t nbytes_field, const void *payload = nullptr,
                       uint32_t payload_len = 0);
 // Asks the peer for its current segment (and, with want_bounce, its bounce
@@ -380,8 +378,8 @@ int refresh_peer_info(Link *l, bool want_bounce, bool async);
 void say_goodbye(eb_t eb); // kSysBye on every connected MAP of the bundle
 void say_goodbye(ep_t ep); // kSysBye on the endpoint's MAPs, then its sends completed
 void flush_deferred_acks(Link *l);
-void local_error(ep_t ep, int status, op_t opcode, handler_t h, const en_t *dest,
-                 tag_t tag, int nargs, const int32_t *args);
+void local_error(ep_t ep, int status, op_t opcode, handler_t h, const en_t *dest, tag_t tag, int nargs,
+                 const int32_t *args);
 
 // ---- polling (am_poll.cpp) -------------------------------------------------------------
 // One pass over the bundle: stashed/queued work, receive CQ, one send completion.
@@ -403,7 +401,7 @@ void bounce_free(Link *l);
 
 // ---- SPMD barrier hooks (am_spmd.cpp) ------------------------------------------------
 void spmd_barrier_message(int32_t epoch, int32_t what);
-void spmd_forget(); // AM_Terminate ran: the SPMD bundle/endpoint are gone
+void spmd_forget();                           // AM_Terminate ran: the SPMD bundle/endpoint are gone
 void serve_get(Token *t, const MsgHeader *m); // a peer's kSysGet (am_get.cpp)
 // A peer called AMVIA_SPMDExit(code): run the exit callback and end this process.
 [[noreturn]] void spmd_exit_notice(int32_t code);
@@ -411,8 +409,7 @@ void serve_get(Token *t, const MsgHeader *m); // a peer's kSysGet (am_get.cpp)
 // ---- statistics (am_stats.cpp has the API) ------------------------------------------
 // A user message was handed to the NIC: wire = bytes of its message buffer,
 // rdma = payload bytes written by RDMA before it.
-inline void count_sent(ep_t ep, bool request, Category cat, int nargs, size_t nbytes,
-                       uint32_t wire, size_t rdma) {
+inline void count_sent(ep_t ep, bool request, Category cat, int nargs, size_t nbytes, uint32_t wire, size_t rdma) {
     amvia_stats_t &st = ep->stats;
     const uint64_t total = uint64_t(wire) + rdma;
     if (request) {

@@ -18,8 +18,7 @@ bool en_equal(const en_t &a, const en_t &b) {
 // Discriminator naming the VI of channel `chan` on the link from endpoint x to
 // endpoint y (side distinguishes the two halves of a self-map).  Both ends
 // compute each other's, so peer-to-peer requests match.
-static size_t discriminator(uint8_t *out, const en_t &x, const en_t &y, uint8_t side,
-                            uint8_t chan) {
+static size_t discriminator(uint8_t *out, const en_t &x, const en_t &y, uint8_t side, uint8_t chan) {
     size_t n = 0;
     std::memcpy(out + n, x.addr, x.addr_len);
     n += x.addr_len;
@@ -132,8 +131,8 @@ static Link *link_create(ep_t ep, const en_t &remote, uint8_t side) {
         // AMVIAv1: a VI per message class, more credits for the small class.
         l->nch = 3;
         ok = channel_setup(l, &l->ch[kShort], kShort, std::min(2 * k, AMVIA_MAX_CREDITS), kShortBuf) &&
-             channel_setup(l, &l->ch[kMedium], kMedium, k, kMediumBuf) &&
-             channel_setup(l, &l->ch[kLong], kLong, k, kShortBuf);
+            channel_setup(l, &l->ch[kMedium], kMedium, k, kMediumBuf) &&
+            channel_setup(l, &l->ch[kLong], kLong, k, kShortBuf);
     } else {
         l->nch = 1;
         ok = channel_setup(l, &l->ch[0], 0, k, kMediumBuf);
@@ -177,8 +176,7 @@ void link_fail(Link *l, const char *why) {
     drop_connecting(l);
     // A peer that said goodbye (kSysBye) flushes our receives as it goes: a
     // clean exit, not an error.
-    if (AMVIA_VerboseErrors && !l->peer_closing)
-        report("MAP to endpoint %u is unusable: %s", l->remote.id, why);
+    if (AMVIA_VerboseErrors && !l->peer_closing) report("MAP to endpoint %u is unusable: %s", l->remote.id, why);
 }
 
 bool link_try_up(Link *l) {
@@ -222,7 +220,8 @@ bool bounce_allocate(Link *l, uint32_t ring) {
     void *mem = nullptr;
     if (VIP_RETURN rc = VipxAllocMem(g.nic, VIP_ULONG(len), &mem); rc != VIP_SUCCESS) {
         report("a peer's medium messages above %u bytes need a %zu-byte bounce ring: "
-               "VipxAllocMem: %s", kInlineMedium, len, VipxReturnString(rc));
+               "VipxAllocMem: %s",
+               kInlineMedium, len, VipxReturnString(rc));
         return false;
     }
     auto *p = static_cast<uint8_t *>(mem);
@@ -231,7 +230,8 @@ bool bounce_allocate(Link *l, uint32_t ring) {
     VIP_RETURN rc = VipRegisterMem(g.nic, p, len, &ma, &mh);
     if (rc != VIP_SUCCESS) {
         report("a peer's medium messages above %u bytes need a %zu-byte bounce ring: "
-               "VipRegisterMem: %s", kInlineMedium, len, VipxReturnString(rc));
+               "VipRegisterMem: %s",
+               kInlineMedium, len, VipxReturnString(rc));
         VipxFreeMem(g.nic, p);
         return false;
     }
@@ -319,8 +319,8 @@ void link_destroy(Link *l) {
             if (rc != VIP_SUCCESS) {
                 // The NIC may still own descriptors in the region: leak it
                 // rather than let the NIC touch freed memory.
-                report("VipDestroyVi failed (%s); keeping the MAP's %zu-byte region",
-                       VipxReturnString(rc), c->region.size());
+                report("VipDestroyVi failed (%s); keeping the MAP's %zu-byte region", VipxReturnString(rc),
+                       c->region.size());
                 c->region.release(true);
                 c->detach();
                 continue;
@@ -337,7 +337,7 @@ void link_destroy(Link *l) {
 
 using namespace amvia;
 
-#define CHECK_INIT(fn) \
+#define CHECK_INIT(fn)                                                                                                 \
     if (AMVIA_UNLIKELY(g.init_count == 0)) return fail(AM_ERR_NOT_INIT, fn, "call AM_Init first")
 
 extern "C" {
@@ -348,8 +348,7 @@ int AM_Map(ep_t ep, int index, en_t name, tag_t tag) {
     BundleGuard hold(ep->eb);
     if (index < 0 || size_t(index) >= ep->xlate.size())
         return fail(AM_ERR_BAD_ARG, "AM_Map", "index %d outside [0, %zu)", index, ep->xlate.size());
-    if (name.addr_len > AMVIA_MAX_NICADDR)
-        return fail(AM_ERR_BAD_ARG, "AM_Map", "malformed endpoint name");
+    if (name.addr_len > AMVIA_MAX_NICADDR) return fail(AM_ERR_BAD_ARG, "AM_Map", "malformed endpoint name");
     if (ts.handler_depth) return fail(AM_ERR_RESOURCE, "AM_Map", "called from a handler");
     Translation &t = ep->xlate[size_t(index)];
     if (t.inuse) return fail(AM_ERR_RESOURCE, "AM_Map", "index %d is already mapped", index);
@@ -432,8 +431,7 @@ int AM_SetNumTranslations(ep_t ep, int ntrans) {
     BundleGuard hold(ep->eb);
     for (size_t i = size_t(ntrans); i < ep->xlate.size(); i++)
         if (ep->xlate[i].inuse)
-            return fail(AM_ERR_RESOURCE, "AM_SetNumTranslations",
-                        "index %zu is mapped; unmap it before shrinking", i);
+            return fail(AM_ERR_RESOURCE, "AM_SetNumTranslations", "index %zu is mapped; unmap it before shrinking", i);
     ep->xlate.resize(size_t(ntrans));
     return AM_OK;
 }

@@ -39,13 +39,13 @@ static void call_bulk(amx_handler_fn_t f, void *tok, void *buf, size_t n, const 
 }
 template <size_t N>
 static void call_short_n(amx_handler_fn_t f, void *tok, const int32_t *a) {
-    [&]<size_t... I>(std::index_sequence<I...>) { call_short<I...>(f, tok, a); }(
-        std::make_index_sequence<N>{});
+    [&]<size_t... I>(std::index_sequence<I...>) { call_short<I...>(f, tok, a); }
+    (std::make_index_sequence<N>{});
 }
 template <size_t N>
 static void call_bulk_n(amx_handler_fn_t f, void *tok, void *buf, size_t n, const int32_t *a) {
-    [&]<size_t... I>(std::index_sequence<I...>) { call_bulk<I...>(f, tok, buf, n, a); }(
-        std::make_index_sequence<N>{});
+    [&]<size_t... I>(std::index_sequence<I...>) { call_bulk<I...>(f, tok, buf, n, a); }
+    (std::make_index_sequence<N>{});
 }
 template <size_t... N>
 static constexpr std::array<ShortCall, sizeof...(N)> short_table(std::index_sequence<N...>) {
@@ -88,14 +88,11 @@ static inline void dispatch(amx_handler_fn_t fn, Token *t, MsgHeader *m, void *b
     const ep_t ep = t->ep;
     if (AMVIA_UNLIKELY(ep->pre_handler != nullptr))
         ep->pre_handler(amvia_category_t(msg_category(m)), t->is_request, m->handler, t,
-                        msg_category(m) == kShort ? nullptr : buf, msg_category(m) == kShort ? 0 : m->nbytes,
-                        m->nargs, reinterpret_cast<uint32_t *>(msg_args(m)));
-    if (msg_category(m) == kShort)
-        kShortCalls[m->nargs](fn, t, msg_args(m));
-    else
-        kBulkCalls[m->nargs](fn, t, buf, m->nbytes, msg_args(m));
-    if (AMVIA_UNLIKELY(ep->post_handler != nullptr))
-        ep->post_handler(amvia_category_t(msg_category(m)), t->is_request);
+                        msg_category(m) == kShort ? nullptr : buf, msg_category(m) == kShort ? 0 : m->nbytes, m->nargs,
+                        reinterpret_cast<uint32_t *>(msg_args(m)));
+    if (msg_category(m) == kShort) kShortCalls[m->nargs](fn, t, msg_args(m));
+    else kBulkCalls[m->nargs](fn, t, buf, m->nbytes, msg_args(m));
+    if (AMVIA_UNLIKELY(ep->post_handler != nullptr)) ep->post_handler(amvia_category_t(msg_category(m)), t->is_request);
     ts.handler_depth--;
     ts.live_token = outer;
 #if VIASTACK_INSTR_COMPILED
@@ -177,8 +174,7 @@ void repost_recv(Channel *c, Slot *s) {
 static inline void return_credit_later(Token *t) {
     Channel *c = t->ch;
     const bool out = t->msg->flags & kFlagCreditsOut;
-    if (!c->owe_one(chan::Channel::credit_batch(uint32_t(c->credits_max()), uint32_t(AMVIA_MAX_CREDITS))) &&
-        !out)
+    if (!c->owe_one(chan::Channel::credit_batch(uint32_t(c->credits_max()), uint32_t(AMVIA_MAX_CREDITS))) && !out)
         return;
     const uint32_t rest = c->take_owed() - 1;
     send_system_reply(t, kSysCredit, rest);
@@ -231,8 +227,7 @@ static void run_reply(Channel *c, MsgHeader *m) {
                 l->bounce_query_answered = true;
             }
             l->query_outstanding = false;
-        }
-        else if (m->sys == kSysCredit && m->nbytes) {
+        } else if (m->sys == kSysCredit && m->nbytes) {
             // The rest of a credit batch: at most what this side can have
             // out, so a corrupt count cannot overrun the peer's receives.
             const int room = c->credits_max() - c->credits();
@@ -246,10 +241,8 @@ static void run_reply(Channel *c, MsgHeader *m) {
     if (AMVIA_UNLIKELY(!fn || m->handler == 0)) status = EBADHANDLER;
     void *buf = status ? nullptr : message_data(ep, c, m, &status);
     VIPL_INSTR_END(c_read, t0);
-    if (AMVIA_UNLIKELY(status))
-        call_error_handler(ep, status, opcode_of(m), &t);
-    else
-        dispatch(fn, &t, m, buf);
+    if (AMVIA_UNLIKELY(status)) call_error_handler(ep, status, opcode_of(m), &t);
+    else dispatch(fn, &t, m, buf);
 }
 
 // Layer-internal requests: handled at once (they run no user code), answered
@@ -300,8 +293,7 @@ static void run_system_request(Channel *c, MsgHeader *m) {
 void pending_reserve(eb_t eb, size_t capacity) {
     if (capacity <= eb->pending.size()) return;
     std::vector<Slot *> ring(capacity, nullptr);
-    for (size_t i = 0; i < eb->pending_count; i++)
-        ring[i] = eb->pending[(eb->pending_head + i) % eb->pending.size()];
+    for (size_t i = 0; i < eb->pending_count; i++) ring[i] = eb->pending[(eb->pending_head + i) % eb->pending.size()];
     eb->pending.swap(ring);
     eb->pending_head = 0;
 }
@@ -436,10 +428,8 @@ void poll_bundle(eb_t eb, bool run_requests) {
     got += i;
     if (eb->sends_outstanding > 0) got += reap_sends(eb, 1); // once per poll
     if (AMVIA_UNLIKELY(!eb->connecting.empty())) bundle_check_connecting(eb);
-    if (AMVIA_LIKELY(got))
-        vipl_wait::progress(eb->wait);
-    else
-        bundle_idle(eb, run_requests);
+    if (AMVIA_LIKELY(got)) vipl_wait::progress(eb->wait);
+    else bundle_idle(eb, run_requests);
 }
 
 // The bundle of l's remote endpoint when that endpoint lives in this process
@@ -513,10 +503,8 @@ static VIP_RETURN wait_receive(eb_t eb, uint32_t window, VIP_VI_HANDLE *vi) {
 
 // A completion AM_WaitSema took, for the next poll to handle first.
 static void stash(eb_t eb, VIP_VI_HANDLE vi) {
-    if (!eb->stash_vi)
-        eb->stash_vi = vi;
-    else
-        eb->stash_more.push_back(vi);
+    if (!eb->stash_vi) eb->stash_vi = vi;
+    else eb->stash_more.push_back(vi);
 }
 
 int AM_WaitSema(eb_t eb) {
@@ -549,8 +537,7 @@ int AM_WaitSema(eb_t eb) {
             if (eb->par) hold.unlock();
             VIP_RETURN rc = wait_receive(eb, window, &vi);
             if (eb->par) hold.lock();
-            if (rc != VIP_SUCCESS)
-                return fail(AM_ERR_RESOURCE, "AM_WaitSema", "VipCQWait: %s", VipxReturnString(rc));
+            if (rc != VIP_SUCCESS) return fail(AM_ERR_RESOURCE, "AM_WaitSema", "VipCQWait: %s", VipxReturnString(rc));
             stash(eb, vi); // AM_Poll handles it first
         }
     }

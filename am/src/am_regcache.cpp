@@ -22,7 +22,7 @@ viastack::channel::RegCache cache;
 // from memory outside the segments (and their reaps) take it.
 std::recursive_mutex cache_lock;
 using Hold = std::lock_guard<std::recursive_mutex>;
-}  // namespace
+} // namespace
 
 int regcache_acquire(eb_t eb, const void *addr, size_t len, VIP_MEM_HANDLE *mh) {
     const uintptr_t a = uintptr_t(addr);
@@ -68,4 +68,4 @@ void regcache_clear() {
     cache.clear();
 }
 
-}  // namespace amvia
+} // namespace amvia

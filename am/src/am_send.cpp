@@ -27,8 +27,8 @@ static inline op_t opcode_of(bool request, Category cat) {
 }
 
 // Writes the header and arguments; returns the message length so far.
-static inline uint32_t build_header(MsgHeader *m, uint8_t flags, handler_t h, int nargs,
-                                    uint8_t sys, uint32_t nbytes, tag_t tag, const int32_t *args) {
+static inline uint32_t build_header(MsgHeader *m, uint8_t flags, handler_t h, int nargs, uint8_t sys, uint32_t nbytes,
+                                    tag_t tag, const int32_t *args) {
     m->flags = flags;
     m->handler = h;
     m->nargs = uint8_t(nargs);
@@ -78,8 +78,8 @@ static int wait_resources(Channel *c, int slots, bool credit, bool async) {
     }
 }
 
-void local_error(ep_t ep, int status, op_t opcode, handler_t h, const en_t *dest, tag_t tag,
-                 int nargs, const int32_t *args) {
+void local_error(ep_t ep, int status, op_t opcode, handler_t h, const en_t *dest, tag_t tag, int nargs,
+                 const int32_t *args) {
     alignas(8) uint8_t buf[sizeof(MsgHeader) + 4 * AMVIA_MAX_SHORT + 8];
     auto *m = reinterpret_cast<MsgHeader *>(buf);
     bool request = opcode <= AM_REQUEST_XFER_M;
@@ -92,10 +92,9 @@ void local_error(ep_t ep, int status, op_t opcode, handler_t h, const en_t *dest
     call_error_handler(ep, status, opcode, &t);
 }
 
-static int unreachable(ep_t ep, const Translation &t, Category cat, handler_t h, int nargs,
-                       const int32_t *args, int rc) {
-    if (rc == AM_ERR_NOT_SENT)
-        local_error(ep, EUNREACHABLE, opcode_of(true, cat), h, &t.name, t.tag, nargs, args);
+static int unreachable(ep_t ep, const Translation &t, Category cat, handler_t h, int nargs, const int32_t *args,
+                       int rc) {
+    if (rc == AM_ERR_NOT_SENT) local_error(ep, EUNREACHABLE, opcode_of(true, cat), h, &t.name, t.tag, nargs, args);
     return rc;
 }
 
@@ -103,8 +102,7 @@ static int unreachable(ep_t ep, const Translation &t, Category cat, handler_t h,
 // With wait_read, returns only once the NIC has finished reading the source
 // (the RDMA descriptors completed): AM lets the caller reuse the source buffer
 // as soon as a blocking request returns.
-static int post_rdma(Channel *c, const SegInfo &seg, const void *src, size_t nbytes,
-                     uintptr_t off, bool wait_read) {
+static int post_rdma(Channel *c, const SegInfo &seg, const void *src, size_t nbytes, uintptr_t off, bool wait_read) {
     eb_t eb = c->link->ep->eb;
     // A VI completes its sends in order: once the last piece is done, all are.
     Slot *last = nullptr;
@@ -181,9 +179,9 @@ int refresh_peer_info(Link *l, bool want_bounce, bool async) {
 // Builds a request or reply in a send slot: header, then the medium payload or
 // the long message's destination offset.  Returns the message length.
 template <Category C>
-static inline uint32_t build_message(Slot *s, bool request, handler_t h, int nargs, tag_t tag,
-                                     const int32_t *args, const void *src, size_t nbytes,
-                                     uintptr_t off, uint32_t gen = 0, bool no_data = false) {
+static inline uint32_t build_message(Slot *s, bool request, handler_t h, int nargs, tag_t tag, const int32_t *args,
+                                     const void *src, size_t nbytes, uintptr_t off, uint32_t gen = 0,
+                                     bool no_data = false) {
     VIPL_INSTR_BEGIN(t1);
     MsgHeader *m = msg_of(s);
     uint32_t len = build_header(m, flags_of(request, C, false), h, nargs, kSysNone, uint32_t(nbytes), tag, args);
@@ -209,8 +207,8 @@ static inline uint32_t build_message(Slot *s, bool request, handler_t h, int nar
 // ran after this one's returned (request handlers run one at a time, in
 // order); a reply's, only after k + 1 more replies, while at most k requests
 // can be outstanding.  The caller holds the request credit, if any.
-static int send_bounce(Channel *c, bool request, handler_t h, int nargs, tag_t tag,
-                       const int32_t *args, const void *src, size_t nbytes) {
+static int send_bounce(Channel *c, bool request, handler_t h, int nargs, tag_t tag, const int32_t *args,
+                       const void *src, size_t nbytes) {
     Link *l = c->link;
     while (!l->peer_bounce_known) {
         int rc = refresh_peer_info(l, true, false);
@@ -225,8 +223,8 @@ static int send_bounce(Channel *c, bool request, handler_t h, int nargs, tag_t t
     if (rc != AM_OK) return rc;
     Slot *s = take_slot(c);
     MsgHeader *m = msg_of(s);
-    uint32_t len = build_header(m, uint8_t(flags_of(request, kMedium, false) | kFlagBounce), h, nargs,
-                                kSysNone, uint32_t(nbytes), tag, args);
+    uint32_t len = build_header(m, uint8_t(flags_of(request, kMedium, false) | kFlagBounce), h, nargs, kSysNone,
+                                uint32_t(nbytes), tag, args);
     const BounceTrailer tr{slot, 0};
     std::memcpy(reinterpret_cast<uint8_t *>(m) + len, &tr, sizeof tr);
     return post_slot(c, s, len + uint32_t(sizeof tr));
@@ -256,12 +254,11 @@ struct LongSend {
 
 // Why a request's arguments are refused (request() found one of them wrong).
 template <Category C>
-AMVIA_COLD static int refuse_request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
-                                     uintptr_t off, bool async, int nargs, const int32_t *args) {
+AMVIA_COLD static int refuse_request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes, uintptr_t off,
+                                     bool async, int nargs, const int32_t *args) {
     const CallDesc d{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off};
     char buf[160];
-    if (!valid_ep(ep))
-        return fail_call(AM_ERR_BAD_ARG, d, "ep is not an endpoint from AM_AllocateEndpoint");
+    if (!valid_ep(ep)) return fail_call(AM_ERR_BAD_ARG, d, "ep is not an endpoint from AM_AllocateEndpoint");
     if (const char *why = bad_args(d, buf, sizeof buf)) return fail_call(AM_ERR_BAD_ARG, d, "%s", why);
     if (nargs && !args) return fail_call(AM_ERR_BAD_ARG, d, "args is NULL with nargs %d > 0", nargs);
     return fail_call(AM_ERR_BAD_ARG, d,
@@ -279,11 +276,9 @@ static inline int long_target_ready(ep_t ep, const Translation &t, Channel *c, h
     while (l->state == LinkState::Up ? !l->seg_known : l->state == LinkState::Pending) {
         if (l->state == LinkState::Pending) link_try_up(l);
         poll_link(l, true);
-        if (async && (l->state == LinkState::Up ? !l->seg_known : l->state == LinkState::Pending))
-            return AM_ERR_IN_USE;
+        if (async && (l->state == LinkState::Up ? !l->seg_known : l->state == LinkState::Pending)) return AM_ERR_IN_USE;
     }
-    if (l->state == LinkState::Dead)
-        return unreachable(ep, t, kLong, h, nargs, args, AM_ERR_NOT_SENT);
+    if (l->state == LinkState::Dead) return unreachable(ep, t, kLong, h, nargs, args, AM_ERR_NOT_SENT);
     if (AMVIA_UNLIKELY(!seg_fits(l->seg, nbytes, off))) {
         // Our copy of the peer's segment may be stale (it called AM_SetSeg
         // since): ask for the current one rather than refuse.  If even that
@@ -322,7 +317,8 @@ AMVIA_COLD static int learn_bounce_ring(ep_t ep, int dest, const Translation &t,
         int rc = refresh_peer_info(l, true, false);
         if (rc != AM_OK) return unreachable(ep, t, kMedium, h, nargs, args, AM_ERR_NOT_SENT);
         if (!l->peer_bounce_known && l->bounce_query_answered)
-            return fail_call(AM_ERR_RESOURCE, CallDesc{true, kMedium, false, nargs, ep, dest, nullptr, h, src, nbytes, 0},
+            return fail_call(AM_ERR_RESOURCE,
+                             CallDesc{true, kMedium, false, nargs, ep, dest, nullptr, h, src, nbytes, 0},
                              "the destination could not make room for mediums above %u bytes "
                              "(see its stderr); send at most %u bytes, or use AM_RequestXfer",
                              kInlineMedium, kInlineMedium);
@@ -332,8 +328,8 @@ AMVIA_COLD static int learn_bounce_ring(ep_t ep, int dest, const Translation &t,
 
 // The link is not up, or the channel has no credit or no free send slot:
 // counts the stall and waits.
-AMVIA_COLD static int wait_to_request(ep_t ep, const Translation &t, Channel *c, Category cat, handler_t h,
-                                      int nargs, const int32_t *args) {
+AMVIA_COLD static int wait_to_request(ep_t ep, const Translation &t, Channel *c, Category cat, handler_t h, int nargs,
+                                      const int32_t *args) {
     if (c->link->state == LinkState::Up) {
         if (!c->has_credit()) ep->stats.CreditStalls++;
         else ep->stats.SendSlotStalls++;
@@ -344,14 +340,14 @@ AMVIA_COLD static int wait_to_request(ep_t ep, const Translation &t, Channel *c,
 
 // A medium above kInlineMedium, by the bounce ring (send_bounce), with the
 // credit request() took: given back if the send fails.
-AMVIA_COLD static int request_bounce(ep_t ep, int dest, const Translation &t, Channel *c, handler_t h,
-                                     const void *src, size_t nbytes, int nargs, const int32_t *args) {
+AMVIA_COLD static int request_bounce(ep_t ep, int dest, const Translation &t, Channel *c, handler_t h, const void *src,
+                                     size_t nbytes, int nargs, const int32_t *args) {
     int rc = send_bounce(c, true, h, nargs, t.tag, args, src, nbytes);
     if (rc != AM_OK) {
         c->return_credits(1);
         if (rc == AM_ERR_RESOURCE)
-            return fail_call(rc, CallDesc{true, kMedium, false, nargs, ep, dest, nullptr, h, src, nbytes, 0},
-                             "%s", regcache_last_error());
+            return fail_call(rc, CallDesc{true, kMedium, false, nargs, ep, dest, nullptr, h, src, nbytes, 0}, "%s",
+                             regcache_last_error());
         return unreachable(ep, t, kMedium, h, nargs, args, rc);
     }
     count_sent(ep, true, kMedium, nargs, nbytes,
@@ -362,15 +358,15 @@ AMVIA_COLD static int request_bounce(ep_t ep, int dest, const Translation &t, Ch
 // A long request's data, RDMA-written into target (unless no_data), and a
 // free slot for its notice; the credit request() took is given back on failure.
 static inline int post_long_data(ep_t ep, int dest, const Translation &t, Channel *c, const SegInfo &target,
-                                 handler_t h, const void *src, size_t nbytes, uintptr_t off, bool async,
-                                 int nargs, const int32_t *args, bool no_data) {
+                                 handler_t h, const void *src, size_t nbytes, uintptr_t off, bool async, int nargs,
+                                 const int32_t *args, bool no_data) {
     int rc = no_data ? AM_OK : post_rdma(c, target, src, nbytes, off, !async);
     if (rc == AM_OK && !c->has_free_send()) rc = wait_resources(c, 1, false, false);
     if (rc != AM_OK) {
         c->return_credits(1);
         if (rc == AM_ERR_RESOURCE)
-            return fail_call(rc, CallDesc{true, kLong, async, nargs, ep, dest, nullptr, h, src, nbytes, off},
-                             "%s", regcache_last_error());
+            return fail_call(rc, CallDesc{true, kLong, async, nargs, ep, dest, nullptr, h, src, nbytes, off}, "%s",
+                             regcache_last_error());
         return unreachable(ep, t, kLong, h, nargs, args, rc);
     }
     return AM_OK;
@@ -378,13 +374,12 @@ static inline int post_long_data(ep_t ep, int dest, const Translation &t, Channe
 
 template <Category C>
 [[gnu::always_inline]] static inline int request_body(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
-                                                     uintptr_t off, bool async, int nargs, const int32_t *args) {
+                                                      uintptr_t off, bool async, int nargs, const int32_t *args) {
     VIPL_INSTR_BEGIN(t0);
     if (AMVIA_UNLIKELY(g.init_count == 0)) return AM_ERR_NOT_INIT;
     if (AMVIA_UNLIKELY(!valid_ep(ep) || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
-                       (C == kMedium && nbytes > AMVIA_MAX_MEDIUM) ||
-                       (C == kLong && nbytes > AMVIA_MAX_LONG) || (nbytes && !src) || (nargs && !args) ||
-                       unsigned(dest) >= ep->xlate.size()))
+                       (C == kMedium && nbytes > AMVIA_MAX_MEDIUM) || (C == kLong && nbytes > AMVIA_MAX_LONG) ||
+                       (nbytes && !src) || (nargs && !args) || unsigned(dest) >= ep->xlate.size()))
         return refuse_request<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
     if (AMVIA_UNLIKELY(ts.handler_depth))
         return fail_call(AM_ERR_RESOURCE, CallDesc{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off},
@@ -394,8 +389,7 @@ template <Category C>
     if (AMVIA_UNLIKELY(!t.inuse)) {
         local_error(ep, EBADENTRY, opcode_of(true, C), h, nullptr, 0, nargs, args);
         return fail_call(AM_ERR_NOT_SENT, CallDesc{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off},
-                         "translation %d is not mapped: AM_Map the destination endpoint at index %d first",
-                         dest, dest);
+                         "translation %d is not mapped: AM_Map the destination endpoint at index %d first", dest, dest);
     }
     Link *l = t.link;
     Channel *c = &l->ch[l->nch == 3 ? C : 0];
@@ -434,8 +428,7 @@ template <Category C>
     Slot *s = take_slot(c);
     VIPL_INSTR_END(c_bookkeeping, t0);
 
-    const uint32_t len = build_message<C>(s, true, h, nargs, t.tag, args, src, nbytes, off,
-                                          target.gen, no_data);
+    const uint32_t len = build_message<C>(s, true, h, nargs, t.tag, args, src, nbytes, off, target.gen, no_data);
     int rc = post_slot(c, s, len);
     if (AMVIA_UNLIKELY(rc != AM_OK)) {
         c->return_credits(1);
@@ -455,8 +448,8 @@ template <Category C>
 }
 
 template <Category C>
-static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
-                          uintptr_t off, bool async, int nargs, const int32_t *args) {
+static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes, uintptr_t off, bool async,
+                          int nargs, const int32_t *args) {
     if (AMVIA_UNLIKELY(valid_ep(ep) && ep->eb->par))
         return request_locked<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
     return request_body<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
@@ -475,16 +468,16 @@ struct NestedSendTimer {};
 #endif
 
 template <Category C>
-static inline int reply(void *token, handler_t h, const void *src, size_t nbytes, uintptr_t off,
-                        int nargs, const int32_t *args) {
+static inline int reply(void *token, handler_t h, const void *src, size_t nbytes, uintptr_t off, int nargs,
+                        const int32_t *args) {
     NestedSendTimer nested;
     VIPL_INSTR_BEGIN(t0);
     auto *t = static_cast<Token *>(token);
     // The token is compared with the running handler's before it is read: a
     // kept (stale) or made-up token is refused, never dereferenced.
     if (AMVIA_UNLIKELY(!t || t != ts.live_token || !t->ch || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
-                       (C == kMedium && nbytes > AMVIA_MAX_MEDIUM) ||
-                       (C == kLong && nbytes > AMVIA_MAX_LONG) || (nbytes && !src) || (nargs && !args))) {
+                       (C == kMedium && nbytes > AMVIA_MAX_MEDIUM) || (C == kLong && nbytes > AMVIA_MAX_LONG) ||
+                       (nbytes && !src) || (nargs && !args))) {
         const CallDesc d{false, C, false, nargs, nullptr, 0, token, h, src, nbytes, off};
         char buf[160];
         if (!t || t != ts.live_token || !t->ch)
@@ -496,12 +489,14 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
     if (AMVIA_UNLIKELY(!t->is_request))
         return fail_call(AM_ERR_BAD_ARG, call, "called from a reply handler: only request handlers may reply");
     if (AMVIA_UNLIKELY(t->replied))
-        return fail_call(AM_ERR_BAD_ARG, call, "this request handler already replied: a request gets at most one reply");
+        return fail_call(AM_ERR_BAD_ARG, call,
+                         "this request handler already replied: a request gets at most one reply");
     Channel *c = t->ch;
     const bool bounce = C == kMedium && nbytes > kInlineMedium;
     uint32_t need = uint32_t(sizeof(MsgHeader)) + args_bytes(unsigned(nargs)) +
-                    (C == kMedium ? uint32_t(std::min<size_t>(nbytes, kInlineMedium))
-                     : C == kLong ? uint32_t(sizeof(LongTrailer)) : 0u);
+        (C == kMedium     ? uint32_t(std::min<size_t>(nbytes, kInlineMedium))
+             : C == kLong ? uint32_t(sizeof(LongTrailer))
+                          : 0u);
     if (AMVIA_UNLIKELY(need > c->bufsize()))
         return fail_call(AM_ERR_BAD_ARG, call,
                          "AMVIAv1: a %u-byte reply does not fit the request's VI (%u-byte buffers); "
@@ -530,16 +525,17 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
         target = l->seg; // a copy, as in request()
         int rc = no_data ? AM_OK : post_rdma(c, target, src, nbytes, off, true);
         if (rc != AM_OK)
-            return fail_call(rc, call, "%s", rc == AM_ERR_RESOURCE ? regcache_last_error() : "the requester is unreachable");
+            return fail_call(rc, call, "%s",
+                             rc == AM_ERR_RESOURCE ? regcache_last_error() : "the requester is unreachable");
     }
     if (AMVIA_UNLIKELY(bounce)) {
         int rc = send_bounce(c, false, h, nargs, t->msg->tag, args, src, nbytes);
         if (rc != AM_OK)
-            return fail_call(rc, call, "%s", rc == AM_ERR_RESOURCE ? regcache_last_error() : "the requester is unreachable");
+            return fail_call(rc, call, "%s",
+                             rc == AM_ERR_RESOURCE ? regcache_last_error() : "the requester is unreachable");
         t->replied = 1;
         count_sent(t->ep, false, kMedium, nargs, nbytes,
-                   uint32_t(sizeof(MsgHeader) + args_bytes(unsigned(nargs)) + sizeof(BounceTrailer)),
-                   nbytes);
+                   uint32_t(sizeof(MsgHeader) + args_bytes(unsigned(nargs)) + sizeof(BounceTrailer)), nbytes);
         return AM_OK;
     }
     if (AMVIA_UNLIKELY(!c->has_free_send())) {
@@ -550,17 +546,15 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
     Slot *s = take_slot(c);
     VIPL_INSTR_END(c_bookkeeping, t0);
 
-    const uint32_t len = build_message<C>(s, false, h, nargs, t->msg->tag, args, src, nbytes, off,
-                                          target.gen, no_data);
+    const uint32_t len = build_message<C>(s, false, h, nargs, t->msg->tag, args, src, nbytes, off, target.gen, no_data);
     t->replied = 1;
     int rc = post_slot(c, s, len);
-    if (AMVIA_LIKELY(rc == AM_OK))
-        count_sent(t->ep, false, C, nargs, nbytes, len, C == kLong && !no_data ? nbytes : 0);
+    if (AMVIA_LIKELY(rc == AM_OK)) count_sent(t->ep, false, C, nargs, nbytes, len, C == kLong && !no_data ? nbytes : 0);
     return rc;
 }
 
-int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int nargs,
-                        const void *payload, uint32_t nbytes) {
+int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int nargs, const void *payload,
+                        uint32_t nbytes) {
     // v1: the short VI, except segment announcements: those go on the long
     // VI, so the peer's acknowledgement (kSysSegAck) comes back behind any
     // long message it aimed at the old segment (VIs deliver in order).
@@ -581,8 +575,7 @@ int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int 
 
 // The layer's own reply: returns the request's credit (kSysCredit) or hands
 // the request back refused (kSysReturned).  Never needs a credit.
-int send_system_reply(Token *t, uint8_t sys, uint32_t nbytes_field, const void *payload,
-                      uint32_t payload_len) {
+int send_system_reply(Token *t, uint8_t sys, uint32_t nbytes_field, const void *payload, uint32_t payload_len) {
     Channel *c = t->ch;
     if (AMVIA_UNLIKELY(!c->has_free_send())) {
         int rc = wait_resources(c, 1, false, false);
@@ -593,10 +586,9 @@ int send_system_reply(Token *t, uint8_t sys, uint32_t nbytes_field, const void *
     const MsgHeader *req = t->msg;
     uint32_t len;
     if (sys == kSysReturned)
-        len = build_header(m, uint8_t(kFlagSystem | (req->flags & 0x0c)), req->handler, req->nargs,
-                           sys, nbytes_field, req->tag, msg_args(const_cast<MsgHeader *>(req)));
-    else
-        len = build_header(m, kFlagSystem, 0, 0, sys, payload_len ? payload_len : nbytes_field, 0, nullptr);
+        len = build_header(m, uint8_t(kFlagSystem | (req->flags & 0x0c)), req->handler, req->nargs, sys, nbytes_field,
+                           req->tag, msg_args(const_cast<MsgHeader *>(req)));
+    else len = build_header(m, kFlagSystem, 0, 0, sys, payload_len ? payload_len : nbytes_field, 0, nullptr);
     if (payload_len) std::memcpy(reinterpret_cast<uint8_t *>(m) + len, payload, payload_len);
     t->replied = 1;
     return post_slot(c, s, len + payload_len);
@@ -611,23 +603,21 @@ extern "C" {
 int AMVIA_Request(ep_t ep, int dest, handler_t h, int nargs, const int32_t *args) {
     return request<kShort>(ep, dest, h, nullptr, 0, 0, false, nargs, args);
 }
-int AMVIA_RequestI(ep_t ep, int dest, handler_t h, void *src, size_t nbytes, int nargs,
-                   const int32_t *args) {
+int AMVIA_RequestI(ep_t ep, int dest, handler_t h, void *src, size_t nbytes, int nargs, const int32_t *args) {
     return request<kMedium>(ep, dest, h, src, nbytes, 0, false, nargs, args);
 }
-int AMVIA_RequestXfer(ep_t ep, int dest, handler_t h, void *src, size_t nbytes,
-                      uintptr_t dest_offset, int async, int nargs, const int32_t *args) {
+int AMVIA_RequestXfer(ep_t ep, int dest, handler_t h, void *src, size_t nbytes, uintptr_t dest_offset, int async,
+                      int nargs, const int32_t *args) {
     return request<kLong>(ep, dest, h, src, nbytes, dest_offset, async != 0, nargs, args);
 }
 int AMVIA_Reply(void *token, handler_t h, int nargs, const int32_t *args) {
     return reply<kShort>(token, h, nullptr, 0, 0, nargs, args);
 }
-int AMVIA_ReplyI(void *token, handler_t h, void *src, size_t nbytes, int nargs,
-                 const int32_t *args) {
+int AMVIA_ReplyI(void *token, handler_t h, void *src, size_t nbytes, int nargs, const int32_t *args) {
     return reply<kMedium>(token, h, src, nbytes, 0, nargs, args);
 }
-int AMVIA_ReplyXfer(void *token, handler_t h, void *src, size_t nbytes, uintptr_t dest_offset,
-                    int nargs, const int32_t *args) {
+int AMVIA_ReplyXfer(void *token, handler_t h, void *src, size_t nbytes, uintptr_t dest_offset, int nargs,
+                    const int32_t *args) {
     return reply<kLong>(token, h, src, nbytes, dest_offset, nargs, args);
 }
 

@@ -23,12 +23,12 @@ eb_t s_eb = nullptr;
 ep_t s_ep = nullptr;
 int s_rank = -1, s_size = -1;
 tag_t s_tag = 0;
-int32_t s_epoch = 0;     // last barrier this process entered
+int32_t s_epoch = 0;        // last barrier this process entered
 int s_arrivals[2] = {0, 0}; // rank 0: arrivals per epoch parity
-int32_t s_released = 0;  // last epoch rank 0 released
+int32_t s_released = 0;     // last epoch rank 0 released
 amvia_exitcallback_t s_exit_cb = nullptr;
-bool s_exiting = false;          // an exit path is running (callbacks may not re-enter)
-std::vector<char> s_master_env;  // rank 0's environment: "K=V\0K=V\0..."
+bool s_exiting = false;         // an exit path is running (callbacks may not re-enter)
+std::vector<char> s_master_env; // rank 0's environment: "K=V\0K=V\0..."
 
 // Runs the exit callback once, then flushes stdio.
 void run_exit_callback(int code) {
@@ -60,10 +60,8 @@ tag_t job_tag(const char *job) {
 } // namespace
 
 void spmd_barrier_message(int32_t epoch, int32_t what) {
-    if (what == 0)
-        s_arrivals[epoch & 1]++;
-    else if (epoch > s_released)
-        s_released = epoch;
+    if (what == 0) s_arrivals[epoch & 1]++;
+    else if (epoch > s_released) s_released = epoch;
 }
 
 void spmd_forget() {
@@ -90,8 +88,7 @@ extern "C" {
 
 void (*AMVIA_SPMDkillmyprocess)(int) = _exit;
 
-static int startup(int *argc, char ***argv, void *seg, uintptr_t seglen, int depth, eb_t *eb,
-                   ep_t *ep) {
+static int startup(int *argc, char ***argv, void *seg, uintptr_t seglen, int depth, eb_t *eb, ep_t *ep) {
     (void)argc;
     (void)argv;
     if (!eb || !ep) return fail(AM_ERR_BAD_ARG, "AM_SPMDStartup", "eb and ep must not be NULL");
@@ -157,12 +154,9 @@ int AM_SPMDStartupSeg(int *argc, char ***argv, void *seg, uintptr_t seglen, eb_t
     return startup(argc, argv, seg, seglen, 0, eb, ep);
 }
 
-int AM_SPMDStartup(int *argc, char ***argv, eb_t *eb, ep_t *ep) {
-    return startup(argc, argv, nullptr, 0, 0, eb, ep);
-}
+int AM_SPMDStartup(int *argc, char ***argv, eb_t *eb, ep_t *ep) { return startup(argc, argv, nullptr, 0, 0, eb, ep); }
 
-int AMVIA_SPMDStartup(int *argc, char ***argv, int networkdepth, uint64_t *networkpid, eb_t *eb,
-                      ep_t *ep) {
+int AMVIA_SPMDStartup(int *argc, char ***argv, int networkdepth, uint64_t *networkpid, eb_t *eb, ep_t *ep) {
     if (networkdepth < 0)
         return fail(AM_ERR_BAD_ARG, "AMVIA_SPMDStartup", "networkdepth %d (must be >= 0)", networkdepth);
     int rc = startup(argc, argv, nullptr, 0, networkdepth, eb, ep);
@@ -190,7 +184,7 @@ const char *AM_SPMDgetenvMaster(const char *keyname) {
 int AM_SPMDIsWorker(char **argv) {
     (void)argv;
     return std::getenv("VIASTACK_JOB") || std::getenv("VIASTACK_BOOT") ||
-           (std::getenv("PMIX_RANK") && std::getenv("PMIX_NAMESPACE"));
+        (std::getenv("PMIX_RANK") && std::getenv("PMIX_NAMESPACE"));
 }
 
 int AM_SPMDMyProc(void) { return s_rank; }
@@ -214,14 +208,12 @@ int AM_SPMDBarrier(void) {
         for (int r = 1; r < s_size; r++) {
             if (!s_ep->xlate[size_t(r)].link)
                 return fail(AM_ERR_RESOURCE, "AM_SPMDBarrier", "translation %d was unmapped", r);
-            int rc = send_system_request(s_ep, s_ep->xlate[size_t(r)].link, kSysBarrier, args, 2,
-                                         nullptr, 0);
+            int rc = send_system_request(s_ep, s_ep->xlate[size_t(r)].link, kSysBarrier, args, 2, nullptr, 0);
             if (rc != AM_OK) return fail(rc, "AM_SPMDBarrier", "rank %d is unreachable", r);
         }
     } else {
         const int32_t args[2] = {epoch, 0};
-        if (!s_ep->xlate[0].link)
-            return fail(AM_ERR_RESOURCE, "AM_SPMDBarrier", "translation 0 was unmapped");
+        if (!s_ep->xlate[0].link) return fail(AM_ERR_RESOURCE, "AM_SPMDBarrier", "translation 0 was unmapped");
         int rc = send_system_request(s_ep, s_ep->xlate[0].link, kSysBarrier, args, 2, nullptr, 0);
         if (rc != AM_OK) return fail(rc, "AM_SPMDBarrier", "rank 0 is unreachable");
         while (s_released < epoch) AM_Poll(s_eb);
@@ -239,8 +231,7 @@ int AM_SPMDAllGather(void *source, void *dest, size_t len) {
         if (vipl_boot_allgather(static_cast<uint8_t *>(source) + done, n, tmp.data()) != VIPL_BOOT_OK)
             return fail(AM_ERR_RESOURCE, "AM_SPMDAllGather", "vipl_boot_allgather failed");
         for (int r = 0; r < s_size; r++)
-            std::memcpy(static_cast<uint8_t *>(dest) + size_t(r) * len + done,
-                        tmp.data() + size_t(r) * n, n);
+            std::memcpy(static_cast<uint8_t *>(dest) + size_t(r) * len + done, tmp.data() + size_t(r) * n, n);
         done += n;
     }
     return AM_OK;
@@ -278,8 +269,7 @@ int AMVIA_SPMDExit(int exitcode) {
             Link *l = s_ep->xlate[size_t(r)].link;
             if (!l || l->state != LinkState::Up) continue;
             const Channel &c = l->ch[0];
-            if (c.has_credit() && c.has_free_send())
-                send_system_request(s_ep, l, kSysExit, args, 1, nullptr, 0);
+            if (c.has_credit() && c.has_free_send()) send_system_request(s_ep, l, kSysExit, args, 1, nullptr, 0);
         }
         // Let the notices leave the NIC (in inline firmware mode, our polls move them).
         uint64_t deadline = vipl_wait::clock_ns() + 500000000ull;

@@ -28,8 +28,7 @@ int AMVIA_GetEndpointStatistics(ep_t ep, amvia_stats_t *stats) {
 
 int AMVIA_ResetEndpointStatistics(ep_t ep) {
     if (!valid_ep(ep))
-        return fail(AM_ERR_BAD_ARG, "AMVIA_ResetEndpointStatistics",
-                    "ep is not an endpoint from AM_AllocateEndpoint");
+        return fail(AM_ERR_BAD_ARG, "AMVIA_ResetEndpointStatistics", "ep is not an endpoint from AM_AllocateEndpoint");
     BundleGuard hold(ep->eb);
     ep->stats = AMVIA_initial_stats;
     return AM_OK;
@@ -62,9 +61,8 @@ struct Out {
         if (n > 0) len = std::min(cap, len + size_t(n));
     }
     void cats(const char *name, const uint64_t *v) {
-        put("%-26s short %llu medium %llu long %llu total %llu\n", name,
-            (unsigned long long)v[0], (unsigned long long)v[1], (unsigned long long)v[2],
-            (unsigned long long)(v[0] + v[1] + v[2]));
+        put("%-26s short %llu medium %llu long %llu total %llu\n", name, (unsigned long long)v[0],
+            (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)(v[0] + v[1] + v[2]));
     }
     void one(const char *name, uint64_t v) { put("%-26s %llu\n", name, (unsigned long long)v); }
 };
@@ -100,14 +98,12 @@ const char *AMVIA_DumpStatistics(void *fp, amvia_stats_t *stats, int globalAnaly
     const uint64_t data = sum3(s.RequestDataBytesSent) + sum3(s.ReplyDataBytesSent);
     o.put("%-26s %.1f\n", "Average data bytes/msg:", msgs ? double(data) / double(msgs) : 0.0);
     o.put("%-26s %.1f\n", "Average total bytes/msg:", msgs ? double(s.TotalBytesSent) / double(msgs) : 0.0);
-    o.put("%-26s %.1f%%\n", "Data/total bytes:",
-          s.TotalBytesSent ? 100.0 * double(data) / double(s.TotalBytesSent) : 0.0);
+    o.put("%-26s %.1f%%\n",
+          "Data/total bytes:", s.TotalBytesSent ? 100.0 * double(data) / double(s.TotalBytesSent) : 0.0);
     if (globalAnalysis) {
         // Summed over the whole job, every message sent was received once.
-        o.put("%-26s %lld\n", "Unreceived requests:",
-              (long long)(sum3(s.RequestsSent) - sum3(s.RequestsReceived)));
-        o.put("%-26s %lld\n", "Unreceived replies:",
-              (long long)(sum3(s.RepliesSent) - sum3(s.RepliesReceived)));
+        o.put("%-26s %lld\n", "Unreceived requests:", (long long)(sum3(s.RequestsSent) - sum3(s.RequestsReceived)));
+        o.put("%-26s %lld\n", "Unreceived replies:", (long long)(sum3(s.RepliesSent) - sum3(s.RepliesReceived)));
     }
     text[o.len] = '\0';
     if (fp) {

@@ -62,10 +62,10 @@ static void die(const struct fab *f, const char *what, int rc) {
     fprintf(stderr, "fi_shm_bench[rank %d]: %s failed: %s\n", f->me, what, fi_strerror(-rc));
     exit(1);
 }
-#define CHECK(f, call)                                 \
-    do {                                               \
-        int rc_ = (int)(call);                         \
-        if (rc_) die((f), #call, rc_);                 \
+#define CHECK(f, call)                                                                                                 \
+    do {                                                                                                               \
+        int rc_ = (int)(call);                                                                                         \
+        if (rc_) die((f), #call, rc_);                                                                                 \
     } while (0)
 
 static double now_us(void) {
@@ -145,8 +145,8 @@ static void open_fabric(struct fab *f, const char *prov) {
 
     if (posix_memalign((void **)&f->buf, 4096, kBufLen)) die(f, "posix_memalign", -FI_ENOMEM);
     memset(f->buf, f->me + 1, kBufLen);
-    CHECK(f, fi_mr_reg(f->domain, f->buf, kBufLen, FI_SEND | FI_RECV | FI_WRITE | FI_REMOTE_WRITE, 0, 0, 0, &f->mr,
-                       NULL));
+    CHECK(f,
+          fi_mr_reg(f->domain, f->buf, kBufLen, FI_SEND | FI_RECV | FI_WRITE | FI_REMOTE_WRITE, 0, 0, 0, &f->mr, NULL));
     f->desc = fi_mr_desc(f->mr);
     uint64_t mine[2] = {(f->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)f->buf : 0,
                         fi_mr_key(f->mr)},
@@ -233,7 +233,7 @@ int main(int argc, char **argv) {
     const char *prov = "shm";
     int rounds = 11;
     long iters = 20000;
-    long bulk_mb = 256; /* payload per round and size of the bandwidth streams */
+    long bulk_mb = 256;     /* payload per round and size of the bandwidth streams */
     int cpus[2] = {-1, -1}; /* --cpus A,B: the first process on A, the forked one on B */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--provider") && i + 1 < argc) prov = argv[++i];
@@ -247,8 +247,10 @@ int main(int argc, char **argv) {
                 return 2;
             }
         } else {
-            fprintf(stderr, "fi_shm_bench: unknown argument '%s'; usage: fi_shm_bench [--provider P] [--rounds R] "
-                            "[--iters N] [--bulk-mb M] [--cpus A,B]\n", argv[i]);
+            fprintf(stderr,
+                    "fi_shm_bench: unknown argument '%s'; usage: fi_shm_bench [--provider P] [--rounds R] "
+                    "[--iters N] [--bulk-mb M] [--cpus A,B]\n",
+                    argv[i]);
             return 2;
         }
     }

@@ -60,16 +60,12 @@ static double stream(int me, char *buf, size_t bytes, int window, long windows) 
     double t0 = MPI_Wtime();
     for (long w = 0; w < windows; w++) {
         for (int i = 0; i < window; i++) {
-            if (me == 0)
-                MPI_Isend(buf + (size_t)i * bytes, (int)bytes, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &req[i]);
-            else
-                MPI_Irecv(buf + (size_t)i * bytes, (int)bytes, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &req[i]);
+            if (me == 0) MPI_Isend(buf + (size_t)i * bytes, (int)bytes, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &req[i]);
+            else MPI_Irecv(buf + (size_t)i * bytes, (int)bytes, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &req[i]);
         }
         MPI_Waitall(window, req, MPI_STATUSES_IGNORE);
-        if (me == 0)
-            MPI_Recv(NULL, 0, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        else
-            MPI_Send(NULL, 0, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+        if (me == 0) MPI_Recv(NULL, 0, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        else MPI_Send(NULL, 0, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
     }
     return (MPI_Wtime() - t0) * 1e6 / ((double)windows * window);
 }
@@ -83,15 +79,14 @@ int main(int argc, char **argv) {
     long iters = 20000;
     long bulk_mb = 256; /* payload per round and size of the bandwidth streams */
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-            rounds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
-            iters = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--bulk-mb") && i + 1 < argc)
-            bulk_mb = atol(argv[++i]);
+        if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--bulk-mb") && i + 1 < argc) bulk_mb = atol(argv[++i]);
         else {
             if (me == 0)
-                fprintf(stderr, "mpi_shm_bench: unknown argument '%s'; usage: mpi_shm_bench [--rounds R] [--iters N] [--bulk-mb M]\n",
+                fprintf(stderr,
+                        "mpi_shm_bench: unknown argument '%s'; usage: mpi_shm_bench [--rounds R] [--iters N] "
+                        "[--bulk-mb M]\n",
                         argv[i]);
             MPI_Finalize();
             return 2;

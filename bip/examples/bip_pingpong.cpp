@@ -28,9 +28,9 @@
 namespace {
 
 double now_ns() {
-    return double(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
+    return double(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
 }
 
 int g_bad = 0;
@@ -65,7 +65,7 @@ std::vector<size_t> parse_sizes(const char *s) {
     return v;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     int iters = 1000, warmup = 100;
@@ -165,9 +165,7 @@ int main(int argc, char **argv) {
             viastack::FmMetrics m = viastack::fit_fm_metrics(curve);
             std::printf("# t0 = %.2f us  r_inf = %.1f MB/s  n_1/2 = %.0f B (model t0*r_inf = %.0f B)  peak %.1f MB/s\n",
                         m.t0_us, m.r_inf_mb_s, m.n_half_bytes, m.n_half_model_bytes, m.r_peak_mb_s);
-        } catch (const std::exception &e) {
-            std::printf("# fit: %s\n", e.what());
-        }
+        } catch (const std::exception &e) { std::printf("# fit: %s\n", e.what()); }
     }
     rc = bip_finalize();
     if (rc != BIP_OK) die("bip_finalize", rc);

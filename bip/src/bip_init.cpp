@@ -58,9 +58,8 @@ chan::PeerViConfig vi_config(uint32_t bufsize) {
     return c;
 }
 
-Link *link_create(const chan::PeerViConfig &cfg, unsigned peer, uint8_t side, const Announce &me,
-                  const Announce &them, const std::vector<chan::NicAddress> &addrs, uint32_t bufsize,
-                  std::string *why) {
+Link *link_create(const chan::PeerViConfig &cfg, unsigned peer, uint8_t side, const Announce &me, const Announce &them,
+                  const std::vector<chan::NicAddress> &addrs, uint32_t bufsize, std::string *why) {
     auto *l = new Link();
     l->peer = peer;
     l->side = side;
@@ -68,7 +67,7 @@ Link *link_create(const chan::PeerViConfig &cfg, unsigned peer, uint8_t side, co
     // Credits go back to the peer in batches of half of what it holds
     // (our buffers), or sooner when this side idles (bip_progress.cpp).
     l->credit_every = std::max<uint32_t>(1, me.small_buffers / 2);
-    g.links.push_back(l);  // torn down with the rest on failure
+    g.links.push_back(l); // torn down with the rest on failure
     // Credits: the buffers the receiver keeps for us.  Receive slots: ours
     // for the peer's credited packets, one per credit it may return alone,
     // and the uncredited control packets (bip_internal.hpp).
@@ -103,7 +102,7 @@ int init_fail(const std::string &what) {
     return BIP_ERR_RESOURCE;
 }
 
-}  // namespace
+} // namespace
 
 uint32_t fragment_for(uint32_t len) {
     if (g.fragment_fixed) return std::min(g.fragment_fixed, g.fragment_max);
@@ -121,7 +120,7 @@ uint32_t fragment_for(uint32_t len) {
     return std::clamp(f, g.fragment_min, g.fragment_max);
 }
 
-}  // namespace bip
+} // namespace bip
 
 using namespace bip;
 
@@ -137,7 +136,8 @@ int bip_init(void) {
     }
     // A lookup, not a reference: finalizing does not leave the job (the
     // program's vipl_boot_finalize does), so this layer can start again.
-    if (vipl_boot_lookup() != VIPL_BOOT_OK) return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
+    if (vipl_boot_lookup() != VIPL_BOOT_OK)
+        return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
     g.rank = unsigned(vipl_boot_rank());
     g.size = unsigned(vipl_boot_size());
     vipl_wait::init(g.wait, mode, int(g.size));
@@ -149,8 +149,10 @@ int bip_init(void) {
     if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_BIP_NIC"), "VIASTACK_BIP_NIC", "BIP", &g.nic, &g.attr,
                                  &g.ptag, &why))
         return init_fail(why);
-    const uint32_t nic_max = uint32_t(g.attr.MaxTransferSize ? std::min<VIP_ULONG>(g.attr.MaxTransferSize, 1u << 20) : 1u << 20);
-    if (nic_max < g.eager_max + sizeof(Header)) return init_fail("VIASTACK_BIP_EAGER exceeds the NIC's MaxTransferSize");
+    const uint32_t nic_max =
+        uint32_t(g.attr.MaxTransferSize ? std::min<VIP_ULONG>(g.attr.MaxTransferSize, 1u << 20) : 1u << 20);
+    if (nic_max < g.eager_max + sizeof(Header))
+        return init_fail("VIASTACK_BIP_EAGER exceeds the NIC's MaxTransferSize");
     g.fragment_max = nic_max;
     g.fragment_min = std::min<uint32_t>(4096, nic_max);
     VIP_RETURN rc = VipCreateCQ(g.nic, VIP_ULONG((g.size + 1) * (2 * g.small_buffers + kUncredited)), &g.rcq);
@@ -165,7 +167,8 @@ int bip_init(void) {
     // One buffer size for both directions of every link: the largest eager
     // message any rank takes, plus the header.
     uint32_t bufsize = 64;
-    for (const Announce &a : all) bufsize = std::max<uint32_t>(bufsize, round64(a.eager_max + uint32_t(sizeof(Header))));
+    for (const Announce &a : all)
+        bufsize = std::max<uint32_t>(bufsize, round64(a.eager_max + uint32_t(sizeof(Header))));
     uint32_t slots = 0;
     g.tx.assign(g.size, nullptr);
     const chan::PeerViConfig cfg = vi_config(bufsize);
@@ -265,4 +268,4 @@ const char *bip_error_name(int code) {
     }
 }
 
-}  // extern "C"
+} // extern "C"

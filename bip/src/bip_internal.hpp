@@ -19,27 +19,27 @@ namespace chan = viastack::channel;
 // Every VIPL send BIP makes is one packet: this header, then (kEager) the
 // message or (kCts) a RendezvousTarget.  RDMA writes carry no header.
 enum PacketType : uint8_t {
-    kEager = 1,   // a small message: tag, len, the bytes            (takes a credit)
-    kRts = 2,     // request to send a long message: tag, len, seq   (takes a credit)
-    kCts = 3,     // the receive is posted: write seq's bytes here   (no credit: at most one in flight)
-    kRefuse = 4,  // the receive is too short for seq: not sent      (no credit: as kCts)
-    kFin = 5,     // seq's bytes are all written                     (no credit: at most one in flight)
-    kCredit = 6,  // only returns credits                            (no credit)
-    kBye = 7,     // the sender's last packet (bip_finalize)         (no credit)
+    kEager = 1,  // a small message: tag, len, the bytes            (takes a credit)
+    kRts = 2,    // request to send a long message: tag, len, seq   (takes a credit)
+    kCts = 3,    // the receive is posted: write seq's bytes here   (no credit: at most one in flight)
+    kRefuse = 4, // the receive is too short for seq: not sent      (no credit: as kCts)
+    kFin = 5,    // seq's bytes are all written                     (no credit: at most one in flight)
+    kCredit = 6, // only returns credits                            (no credit)
+    kBye = 7,    // the sender's last packet (bip_finalize)         (no credit)
 };
 struct Header {
     uint8_t type;
     uint8_t pad;
     uint16_t tag;
-    uint32_t credits;  // credits returned to the receiver of this packet
-    uint32_t len;      // message length (kEager, kRts, kCts, kRefuse, kFin)
-    uint32_t seq;      // the sender's long-send number (kRts, kCts, kRefuse, kFin)
+    uint32_t credits; // credits returned to the receiver of this packet
+    uint32_t len;     // message length (kEager, kRts, kCts, kRefuse, kFin)
+    uint32_t seq;     // the sender's long-send number (kRts, kCts, kRefuse, kFin)
 };
 static_assert(sizeof(Header) == 16, "one 16-byte header per packet");
 
 struct RendezvousTarget {
-    uint64_t addr;  // the receive buffer
-    uint32_t mh;    // its registration (RDMA write enabled)
+    uint64_t addr; // the receive buffer
+    uint32_t mh;   // its registration (RDMA write enabled)
     uint32_t pad;
 };
 
@@ -56,8 +56,8 @@ constexpr uint32_t kWriteSlots = 16;
 // What each rank announces at bip_init beside its NIC address (the payload of
 // the address exchange, viastack/peer_vi.hpp): the receiver fixes its buffers.
 struct Announce {
-    uint32_t small_buffers;  // receive buffers this rank keeps per sender (= the sender's credits)
-    uint32_t eager_max;      // the largest message it takes by copy
+    uint32_t small_buffers; // receive buffers this rank keeps per sender (= the sender's credits)
+    uint32_t eager_max;     // the largest message it takes by copy
 };
 
 // One VI to one peer (a self-connection is two links: side 0 sends, side 1 receives).
@@ -67,11 +67,11 @@ struct Link {
     unsigned peer = 0;
     uint8_t side = 0;
     bool up = false;
-    bool dead = false;        // a send failed or the VI broke
-    bool bye = false;         // the peer's kBye arrived
-    bool credit_due = false;  // owed credits reached the batch size
-    uint32_t owed = 0;        // credits owed to the peer (the channel's count, readable)
-    uint32_t eager_max = 0;   // to this peer (its announced limit)
+    bool dead = false;       // a send failed or the VI broke
+    bool bye = false;        // the peer's kBye arrived
+    bool credit_due = false; // owed credits reached the batch size
+    uint32_t owed = 0;       // credits owed to the peer (the channel's count, readable)
+    uint32_t eager_max = 0;  // to this peer (its announced limit)
     uint32_t credit_every = 1;
 };
 
@@ -82,7 +82,7 @@ struct Queued {
     chan::Slot *slot;
 };
 struct TagQueue {
-    std::vector<Queued> ring;  // capacity: every receive slot of every link
+    std::vector<Queued> ring; // capacity: every receive slot of every link
     uint32_t head = 0, count = 0;
     void push(Queued q) { ring[(head + count++) % ring.size()] = q; }
     const Queued &front() const { return ring[head]; }
@@ -93,12 +93,12 @@ struct TagQueue {
 };
 
 enum class SendState : uint8_t {
-    kIdle,       // nothing pending
-    kEagerWait,  // a small message waiting for a credit
-    kRtsWait,    // a long message waiting for a credit for its kRts
-    kCtsWait,    // kRts sent; waiting for the receive (kCts or kRefuse)
-    kWriting,    // RDMA writes and kFin posted; waiting for them to complete
-    kDone,       // complete (result says how); reported by stest/swait
+    kIdle,      // nothing pending
+    kEagerWait, // a small message waiting for a credit
+    kRtsWait,   // a long message waiting for a credit for its kRts
+    kCtsWait,   // kRts sent; waiting for the receive (kCts or kRefuse)
+    kWriting,   // RDMA writes and kFin posted; waiting for them to complete
+    kDone,      // complete (result says how); reported by stest/swait
 };
 struct SendOp {
     SendState state = SendState::kIdle;
@@ -108,23 +108,23 @@ struct SendOp {
     const uint8_t *buf = nullptr;
     uint32_t len = 0;
     uint32_t seq = 0;
-    uint32_t writes_out = 0;  // RDMA writes posted, not yet completed
-    uint32_t posted = 0;      // bytes handed to RDMA writes so far
-    uint32_t fragment = 0;    // bytes per write for this message
+    uint32_t writes_out = 0; // RDMA writes posted, not yet completed
+    uint32_t posted = 0;     // bytes handed to RDMA writes so far
+    uint32_t fragment = 0;   // bytes per write for this message
     bool fin_sent = false;
     bool failed = false;      // registration failed: kFin says so, the send ends in error
     uint64_t remote_addr = 0; // the receive buffer (kCts)
     VIP_MEM_HANDLE remote_mh = 0;
-    VIP_MEM_HANDLE mh = 0;    // buf's registration while writing
+    VIP_MEM_HANDLE mh = 0; // buf's registration while writing
     bool registered = false;
     int result = BIP_OK;
 };
 
 enum class RecvState : uint8_t {
     kIdle,
-    kWaiting,   // posted; no message yet
-    kCtsWait,   // matched a kRts; its kCts (or kRefuse) waits for a free send slot
-    kData,      // kCts sent; the writer's kFin has not come
+    kWaiting, // posted; no message yet
+    kCtsWait, // matched a kRts; its kCts (or kRefuse) waits for a free send slot
+    kData,    // kCts sent; the writer's kFin has not come
     kDone,
 };
 struct RecvOp {
@@ -134,8 +134,8 @@ struct RecvOp {
     uint32_t maxlen = 0;
     unsigned source = 0;
     uint32_t len = 0;
-    uint32_t seq = 0;         // the matched long message's sequence number
-    bool refuse = false;      // the kRts asked for more than maxlen
+    uint32_t seq = 0;    // the matched long message's sequence number
+    bool refuse = false; // the kRts asked for more than maxlen
     VIP_MEM_HANDLE mh = 0;
     bool registered = false;
     int result = BIP_OK;
@@ -148,20 +148,20 @@ struct State {
     VIP_PROTECTION_HANDLE ptag = nullptr;
     VIP_NIC_ATTRIBUTES attr{};
     VIP_CQ_HANDLE rcq = nullptr;
-    uint32_t small_buffers = 8;  // this rank's receive buffers per sender
-    uint32_t eager_max = 0;      // this rank's announced eager limit
-    uint32_t fragment_fixed = 0;     // VIASTACK_BIP_FRAGMENT (0: adaptive)
-    uint32_t fragment_overhead = 0;  // per-fragment cost in bytes (adaptive rule)
+    uint32_t small_buffers = 8;     // this rank's receive buffers per sender
+    uint32_t eager_max = 0;         // this rank's announced eager limit
+    uint32_t fragment_fixed = 0;    // VIASTACK_BIP_FRAGMENT (0: adaptive)
+    uint32_t fragment_overhead = 0; // per-fragment cost in bytes (adaptive rule)
     uint32_t fragment_min = 0, fragment_max = 0;
-    std::vector<Link *> links;  // every link
-    std::vector<Link *> tx;     // tx[dest]: the link sends to dest go out on
+    std::vector<Link *> links; // every link
+    std::vector<Link *> tx;    // tx[dest]: the link sends to dest go out on
     TagQueue queues[BIP_NTAGS];
     SendOp send;
     RecvOp recv;
     uint32_t next_seq = 1;
     unsigned long long rdma_bytes = 0;
     vipl_wait::WaitState wait{};
-    uint32_t idle_polls = 0;     // polls without work since the last work (credit flush)
+    uint32_t idle_polls = 0; // polls without work since the last work (credit flush)
     bool finalizing = false;
 };
 // kFin's len when the sender could not write (the receive ends in BIP_ERR_RESOURCE).
@@ -173,21 +173,20 @@ int fail(int code, const char *fn, const char *fmt, ...) __attribute__((format(p
 void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // bip_progress.cpp
-bool progress();                   // one pass: arrived packets, pending operations, credits; true if work was done
-void wait_step();                  // progress() + the waiting policy, for wait loops
+bool progress();  // one pass: arrived packets, pending operations, credits; true if work was done
+void wait_step(); // progress() + the waiting policy, for wait loops
 void reap_sends(Link *l);
-void post_packet(Link *l, chan::Slot *s, uint8_t type, uint16_t tag, uint32_t len, uint32_t seq,
-                 uint32_t payload);
-void release_slot(Link *l, chan::Slot *s, bool owe);  // repost; owe a credit to l's peer
-bool try_match(RecvOp &r, const Queued &q);           // a queued or arriving message for the pending receive
+void post_packet(Link *l, chan::Slot *s, uint8_t type, uint16_t tag, uint32_t len, uint32_t seq, uint32_t payload);
+void release_slot(Link *l, chan::Slot *s, bool owe); // repost; owe a credit to l's peer
+bool try_match(RecvOp &r, const Queued &q);          // a queued or arriving message for the pending receive
 
 // bip_send.cpp
-void send_advance();                  // moves the pending send on (credits, writes)
+void send_advance(); // moves the pending send on (credits, writes)
 void cts_arrived(Link *l, const Header *h, const RendezvousTarget *t, bool refused);
 uint32_t fragment_for(uint32_t len);
 
 // bip_recv.cpp
-void recv_advance();                  // sends a matched long receive's kCts when it can
+void recv_advance(); // sends a matched long receive's kCts when it can
 void fin_arrived(Link *l, const Header *h);
 
-}  // namespace bip
+} // namespace bip

@@ -69,16 +69,14 @@ void deliver(Link *l, chan::Slot *s) {
         l->bye = true;
         release_slot(l, s, false);
         return;
-    case kCredit:
-        release_slot(l, s, false);
-        return;
+    case kCredit: release_slot(l, s, false); return;
     default:
         report("protocol error: packet of type %u from rank %u; dropped", h->type, l->peer);
         release_slot(l, s, false);
     }
 }
 
-}  // namespace
+} // namespace
 
 void release_slot(Link *l, chan::Slot *s, bool owe) {
     if (!l->dead) {
@@ -110,7 +108,7 @@ void post_packet(Link *l, chan::Slot *s, uint8_t type, uint16_t tag, uint32_t le
     h->type = type;
     h->pad = 0;
     h->tag = tag;
-    h->credits = l->ch.take_owed();  // piggy-back whatever we owe the peer
+    h->credits = l->ch.take_owed(); // piggy-back whatever we owe the peer
     l->owed = 0;
     l->credit_due = false;
     h->len = len;
@@ -163,7 +161,8 @@ bool progress() {
         if (s->desc.CS.Status & VIP_STATUS_ERROR_MASK) {
             if (!l->dead && !g.finalizing) {
                 char why[128];
-                report("receive from rank %u failed: %s", l->peer, VipxStatusString(s->desc.CS.Status, why, sizeof why));
+                report("receive from rank %u failed: %s", l->peer,
+                       VipxStatusString(s->desc.CS.Status, why, sizeof why));
             }
             l->dead = true;
             continue;
@@ -171,7 +170,7 @@ bool progress() {
         deliver(l, s);
     }
     const SendState ss = g.send.state;
-    if (ss != SendState::kIdle && ss != SendState::kDone) {  // (kCtsWait: only the peer's death moves it)
+    if (ss != SendState::kIdle && ss != SendState::kDone) { // (kCtsWait: only the peer's death moves it)
         send_advance();
         work |= g.send.state != ss;
     }
@@ -198,4 +197,4 @@ void wait_step() {
     vipl_wait::idle_yield(g.wait);
 }
 
-}  // namespace bip
+} // namespace bip

@@ -29,7 +29,8 @@ void recv_advance() {
         if (VipRegisterMem(g.nic, r.buf, r.len, &ma, &r.mh) == VIP_SUCCESS) {
             r.registered = true;
         } else {
-            report("registering the %u-byte receive buffer for rank %u failed; the message is refused", r.len, r.source);
+            report("registering the %u-byte receive buffer for rank %u failed; the message is refused", r.len,
+                   r.source);
             refuse = true;
             r.result = BIP_ERR_RESOURCE;
         }
@@ -52,7 +53,8 @@ void recv_advance() {
 void fin_arrived(Link *l, const Header *h) {
     RecvOp &r = g.recv;
     if (r.state != RecvState::kData || r.source != l->peer || r.seq != h->seq) {
-        report("protocol error: end of long message %u from rank %u, which this rank is not receiving", h->seq, l->peer);
+        report("protocol error: end of long message %u from rank %u, which this rank is not receiving", h->seq,
+               l->peer);
         return;
     }
     if (r.registered) {
@@ -68,7 +70,7 @@ void fin_arrived(Link *l, const Header *h) {
     r.state = RecvState::kDone;
 }
 
-}  // namespace bip
+} // namespace bip
 
 using namespace bip;
 
@@ -90,7 +92,7 @@ int check_done(int *source, size_t *len) {
     return rc < 0 ? rc : 1;
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
@@ -139,4 +141,4 @@ int bip_recv(int tag, void *buf, size_t maxlen, size_t *len) {
     return bip_rwait(len);
 }
 
-}  // extern "C"
+} // extern "C"

@@ -41,7 +41,8 @@ void post_writes(SendOp &o) {
         chan::Slot *s = free_slot(l);
         if (!s) return;
         const uint32_t n = std::min(o.fragment, o.len - o.posted);
-        VIP_RETURN rc = l->ch.post_rdma_write(s, o.remote_addr + o.posted, o.remote_mh, o.buf + o.posted, o.mh, n, kInstr);
+        VIP_RETURN rc =
+            l->ch.post_rdma_write(s, o.remote_addr + o.posted, o.remote_mh, o.buf + o.posted, o.mh, n, kInstr);
         if (rc != VIP_SUCCESS) {
             report("VipPostSend (RDMA write) to rank %u: %s", l->peer, VipxReturnString(rc));
             l->dead = true;
@@ -92,7 +93,7 @@ int done_result(int *rc) {
     return 1;
 }
 
-}  // namespace
+} // namespace
 
 void send_advance() {
     SendOp &o = g.send;
@@ -124,8 +125,7 @@ void send_advance() {
         reap_sends(l);
         if (o.fin_sent && o.writes_out == 0) finish(o, o.failed ? BIP_ERR_RESOURCE : BIP_OK);
         return;
-    default:
-        return;
+    default: return;
     }
 }
 
@@ -157,7 +157,7 @@ void cts_arrived(Link *l, const Header *h, const RendezvousTarget *t, bool refus
     send_advance();
 }
 
-}  // namespace bip
+} // namespace bip
 
 using namespace bip;
 
@@ -188,4 +188,4 @@ int bip_send(int dest, int tag, const void *buf, size_t len) {
     return bip_swait();
 }
 
-}  // extern "C"
+} // extern "C"

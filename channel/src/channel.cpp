@@ -9,7 +9,7 @@ namespace viastack::channel {
 
 namespace {
 constexpr size_t round64(size_t n) { return (n + 63) & ~size_t(63); }
-}  // namespace
+} // namespace
 
 bool Region::allocate(VIP_NIC_HANDLE nic, VIP_PROTECTION_HANDLE ptag, size_t bytes, std::string *why) {
     size_t len = (bytes + 4095) & ~size_t(4095);
@@ -26,8 +26,7 @@ bool Region::allocate(VIP_NIC_HANDLE nic, VIP_PROTECTION_HANDLE ptag, size_t byt
     VIP_MEM_HANDLE mh = 0;
     VIP_RETURN rc = VipRegisterMem(nic, p, VIP_ULONG(len), &ma, &mh);
     if (rc != VIP_SUCCESS) {
-        if (why)
-            *why = "VipRegisterMem(" + std::to_string(len) + " bytes of message slots): " + VipxReturnString(rc);
+        if (why) *why = "VipRegisterMem(" + std::to_string(len) + " bytes of message slots): " + VipxReturnString(rc);
         std::free(p);
         return false;
     }
@@ -89,4 +88,4 @@ VIP_RETURN Channel::prepost(VIP_VI_HANDLE vi) {
     return VIP_SUCCESS;
 }
 
-}  // namespace viastack::channel
+} // namespace viastack::channel

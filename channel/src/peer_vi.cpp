@@ -54,7 +54,7 @@ uint16_t rank_discriminator(uint8_t *out, const char tag[2], unsigned from, unsi
     return kRankDiscriminatorLen;
 }
 
-}  // namespace
+} // namespace
 
 bool open_reliable_nic(const char *device, const char *device_env, const char *layer, VIP_NIC_HANDLE *nic,
                        VIP_NIC_ATTRIBUTES *attr, VIP_PROTECTION_HANDLE *ptag, std::string *why) {
@@ -122,8 +122,7 @@ std::string SetupError::str() const {
 
 uint64_t connect_deadline(VIP_ULONG timeout_ms) { return vipl_wait::clock_ns() + uint64_t(timeout_ms) * 1000000ull; }
 
-bool start_peer_vi(const PeerViConfig &c, Channel &ch, const PeerEnd &local, const PeerEnd &remote,
-                   SetupError *err) {
+bool start_peer_vi(const PeerViConfig &c, Channel &ch, const PeerEnd &local, const PeerEnd &remote, SetupError *err) {
     if (!within_limits(c, local, remote, err)) return false;
     VIP_VI_ATTRIBUTES va{};
     va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
@@ -169,8 +168,7 @@ bool start_rank_vi(const PeerViConfig &c, Channel &ch, const char tag[2], const 
 }
 
 bool start_rank_link(const PeerViConfig &c, Channel &ch, Region &region, const Layout &lay, const char tag[2],
-                     const std::vector<NicAddress> &addrs, unsigned me, unsigned peer, uint8_t side,
-                     std::string *why) {
+                     const std::vector<NicAddress> &addrs, unsigned me, unsigned peer, uint8_t side, std::string *why) {
     if (!region.allocate(c.nic, c.ptag, Channel::region_bytes(lay), why)) return false;
     ch.attach(lay, region.base(), region.handle());
     SetupError err;
@@ -200,4 +198,4 @@ void close_peer_vi(Channel &ch, Region &region) {
     ch.detach();
 }
 
-}  // namespace viastack::channel
+} // namespace viastack::channel

@@ -19,7 +19,7 @@ uintptr_t page_size() {
     static const uintptr_t ps = uintptr_t(sysconf(_SC_PAGESIZE));
     return ps;
 }
-}  // namespace
+} // namespace
 
 int RegCache::try_acquire(const void *addr, size_t len, VIP_MEM_HANDLE *mh) {
     const uintptr_t a = uintptr_t(addr);
@@ -85,4 +85,4 @@ void RegCache::clear() {
     }
 }
 
-}  // namespace viastack::channel
+} // namespace viastack::channel

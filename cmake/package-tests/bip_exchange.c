@@ -33,7 +33,8 @@ static size_t exchange(int me, int peer, int tag, size_t len, unsigned char *out
     check("bip_send", bip_send(peer, tag, out, len));
     int src = check("bip_rwait", bip_rwait(&got));
     if (src != peer || got != len) {
-        fprintf(stderr, "bip_exchange: tag %d: %zu bytes from rank %d, want %zu from rank %d\n", tag, got, src, len, peer);
+        fprintf(stderr, "bip_exchange: tag %d: %zu bytes from rank %d, want %zu from rank %d\n", tag, got, src, len,
+                peer);
         exit(1);
     }
     for (size_t i = 0; i < len; i++)

@@ -3,8 +3,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     void *h = dlopen(argc > 1 ? argv[1] : "libvipl.so.0", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         fprintf(stderr, "dlopen: %s\n", dlerror());

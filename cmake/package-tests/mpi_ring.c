@@ -11,20 +11,18 @@
 
 static unsigned char pattern(int i, int len) { return (unsigned char)(i * 7 + len); }
 
-static int check(const unsigned char *buf, int len, int rank, const char *what)
-{
+static int check(const unsigned char *buf, int len, int rank, const char *what) {
     for (int i = 0; i < len; i++) {
         if (buf[i] != pattern(i, len)) {
-            fprintf(stderr, "mpi_ring: rank %d: %s of %d bytes: byte %d is %d, not %d\n", rank, what,
-                    len, i, buf[i], pattern(i, len));
+            fprintf(stderr, "mpi_ring: rank %d: %s of %d bytes: byte %d is %d, not %d\n", rank, what, len, i, buf[i],
+                    pattern(i, len));
             return 1;
         }
     }
     return 0;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -39,8 +37,7 @@ int main(int argc, char **argv)
     int bad = 0;
     for (int len = 0; len <= max; len = len ? len * 4 : 1) {
         if (rank == 0) {
-            for (int i = 0; i < len; i++)
-                buf[i] = pattern(i, len);
+            for (int i = 0; i < len; i++) buf[i] = pattern(i, len);
             MPI_Send(buf, len, MPI_BYTE, next, len, MPI_COMM_WORLD);
             MPI_Recv(buf, len, MPI_BYTE, prev, len, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             bad |= check(buf, len, rank, "the ring's return");
@@ -65,8 +62,7 @@ int main(int argc, char **argv)
     }
     int any_bad = 0;
     MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
-    if (rank == 0 && !any_bad)
-        printf("mpi_ring: %d ranks, all checks passed\n", size);
+    if (rank == 0 && !any_bad) printf("mpi_ring: %d ranks, all checks passed\n", size);
     free(buf);
     MPI_Finalize();
     return any_bad;

@@ -4,8 +4,7 @@
 
 #include <vipl.h>
 
-int main(void)
-{
+int main(void) {
     VIP_NIC_HANDLE nic;
     VIP_NIC_ATTRIBUTES attr;
     VIP_RETURN rc = VipOpenNic(NULL, &nic);
@@ -13,8 +12,7 @@ int main(void)
         fprintf(stderr, "VipOpenNic: %s\n", VipxReturnString(rc));
         return 1;
     }
-    if (VipQueryNic(nic, &attr) != VIP_SUCCESS)
-        return 1;
+    if (VipQueryNic(nic, &attr) != VIP_SUCCESS) return 1;
     printf("opened %s\n", attr.Name);
     return VipCloseNic(nic) == VIP_SUCCESS ? 0 : 1;
 }

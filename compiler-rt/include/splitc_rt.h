@@ -90,13 +90,18 @@ SPLITC_INLINE_ int splitc_on_one(void) { return splitc_rt_myproc == 0; }
 /* ---- global and spread pointers ------------------------------------------ */
 /* bits 63..48: processor, bits 47..0: local address (user-space addresses of
  * x86-64 and 48-bit aarch64 fit).  The all-zero value is the null pointer. */
-typedef struct splitc_gptr { uint64_t bits; } splitc_gptr_t;
-typedef struct splitc_sptr { uint64_t bits; } splitc_sptr_t;
+typedef struct splitc_gptr {
+    uint64_t bits;
+} splitc_gptr_t;
+typedef struct splitc_sptr {
+    uint64_t bits;
+} splitc_sptr_t;
 
 #define SPLITC_ADDR_BITS 48
 #define SPLITC_ADDR_MASK ((((uint64_t)1) << SPLITC_ADDR_BITS) - 1)
 #define SPLITC_MAX_PROCS 65536
-#define SPLITC_GPTR_NULL_INIT {0}
+#define SPLITC_GPTR_NULL_INIT                                                                                          \
+    { 0 }
 
 SPLITC_INLINE_ splitc_gptr_t splitc_toglobal(int proc, const void *addr) {
     splitc_gptr_t g;
@@ -120,8 +125,16 @@ SPLITC_INLINE_ int64_t splitc_gptr_diff(splitc_gptr_t a, splitc_gptr_t b) {
     return (int64_t)(a.bits & SPLITC_ADDR_MASK) - (int64_t)(b.bits & SPLITC_ADDR_MASK);
 }
 
-SPLITC_INLINE_ splitc_sptr_t splitc_sptr_from_gptr(splitc_gptr_t g) { splitc_sptr_t s; s.bits = g.bits; return s; }
-SPLITC_INLINE_ splitc_gptr_t splitc_sptr_to_gptr(splitc_sptr_t s) { splitc_gptr_t g; g.bits = s.bits; return g; }
+SPLITC_INLINE_ splitc_sptr_t splitc_sptr_from_gptr(splitc_gptr_t g) {
+    splitc_sptr_t s;
+    s.bits = g.bits;
+    return s;
+}
+SPLITC_INLINE_ splitc_gptr_t splitc_sptr_to_gptr(splitc_sptr_t s) {
+    splitc_gptr_t g;
+    g.bits = s.bits;
+    return g;
+}
 SPLITC_INLINE_ int splitc_sptr_proc(splitc_sptr_t s) { return (int)(s.bits >> SPLITC_ADDR_BITS); }
 SPLITC_INLINE_ void *splitc_sptr_addr(splitc_sptr_t s) { return (void *)(uintptr_t)(s.bits & SPLITC_ADDR_MASK); }
 
@@ -131,7 +144,10 @@ SPLITC_INLINE_ splitc_sptr_t splitc_sptr_add(splitc_sptr_t s, int64_t n, size_t 
     int64_t P = splitc_rt_procs;
     int64_t t = (int64_t)splitc_sptr_proc(s) + n;
     int64_t q = t / P, r = t % P;
-    if (r < 0) { r += P; q -= 1; }
+    if (r < 0) {
+        r += P;
+        q -= 1;
+    }
     uint64_t addr = ((s.bits & SPLITC_ADDR_MASK) + (uint64_t)(q * (int64_t)elemsize)) & SPLITC_ADDR_MASK;
     splitc_sptr_t o;
     o.bits = ((uint64_t)r << SPLITC_ADDR_BITS) | addr;
@@ -184,16 +200,16 @@ void splitc_register_static_fn(void **slot, size_t (*bytes_per_proc)(void), size
 /* ---- errors ------------------------------------------------------------------ */
 typedef enum splitc_error {
     SPLITC_OK = 0,
-    SPLITC_ERR_NULL_POINTER,     /* global pointer (or local buffer) is null */
-    SPLITC_ERR_BAD_PROC,         /* processor outside 0..PROCS-1 */
-    SPLITC_ERR_MISALIGNED,       /* scalar address not a multiple of its size */
-    SPLITC_ERR_OUT_OF_SEGMENT,   /* remote range not in symmetric heap / static data */
-    SPLITC_ERR_BAD_ARGUMENT,     /* e.g. zero block size, free of a non-spread pointer */
-    SPLITC_ERR_NOT_INITIALIZED,  /* call before splitc_init */
-    SPLITC_ERR_NO_MEMORY,        /* symmetric heap exhausted */
+    SPLITC_ERR_NULL_POINTER,        /* global pointer (or local buffer) is null */
+    SPLITC_ERR_BAD_PROC,            /* processor outside 0..PROCS-1 */
+    SPLITC_ERR_MISALIGNED,          /* scalar address not a multiple of its size */
+    SPLITC_ERR_OUT_OF_SEGMENT,      /* remote range not in symmetric heap / static data */
+    SPLITC_ERR_BAD_ARGUMENT,        /* e.g. zero block size, free of a non-spread pointer */
+    SPLITC_ERR_NOT_INITIALIZED,     /* call before splitc_init */
+    SPLITC_ERR_NO_MEMORY,           /* symmetric heap exhausted */
     SPLITC_ERR_COLLECTIVE_MISMATCH, /* processors disagree on a collective's arguments */
-    SPLITC_ERR_NETWORK,          /* a VIPL call failed or a peer went away */
-    SPLITC_ERR_INIT              /* start-up failed */
+    SPLITC_ERR_NETWORK,             /* a VIPL call failed or a peer went away */
+    SPLITC_ERR_INIT                 /* start-up failed */
 } splitc_error_t;
 
 typedef void (*splitc_error_handler_t)(splitc_error_t code, const char *message, void *ctx);
@@ -236,42 +252,38 @@ typedef uint64_t __attribute__((__may_alias__)) splitc_alias_u8_;
 
 SPLITC_INLINE_ int splitc_local_fast_(splitc_gptr_t g, uint64_t align) {
     uint64_t a = g.bits & SPLITC_ADDR_MASK;
-    return (g.bits >> SPLITC_ADDR_BITS) == (uint64_t)(int64_t)splitc_rt_fast_proc && a != 0 &&
-           (a & (align - 1)) == 0;
+    return (g.bits >> SPLITC_ADDR_BITS) == (uint64_t)(int64_t)splitc_rt_fast_proc && a != 0 && (a & (align - 1)) == 0;
 }
 #define SPLITC_LOCAL_ADDR_(g) ((uintptr_t)((g).bits & SPLITC_ADDR_MASK))
 
 /* One definition per size: the out-of-line declarations and the inline fast
  * paths.  Local accesses are volatile, like the out-of-line ones, so a loop
  * polling a word that peers write keeps re-reading it. */
-#define SPLITC_SCALAR_OPS_(N, T)                                                                  \
-    T splitc_read_##N##_slow(splitc_gptr_t g);                                                    \
-    void splitc_write_##N##_slow(splitc_gptr_t g, T v);                                           \
-    void splitc_get_##N##_slow(void *dst, splitc_gptr_t g);                                       \
-    void splitc_put_##N##_slow(splitc_gptr_t g, T v);                                             \
-    void splitc_store_##N(splitc_gptr_t g, T v);                                                  \
-    SPLITC_INLINE_ T splitc_read_##N(splitc_gptr_t g) {                                            \
-        if (__builtin_expect(splitc_local_fast_(g, N), 1))                                        \
-            return *(const volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g);                 \
-        return splitc_read_##N##_slow(g);                                                         \
-    }                                                                                             \
-    SPLITC_INLINE_ void splitc_write_##N(splitc_gptr_t g, T v) {                                   \
-        if (__builtin_expect(splitc_local_fast_(g, N), 1))                                        \
-            *(volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g) = v;                          \
-        else                                                                                      \
-            splitc_write_##N##_slow(g, v);                                                        \
-    }                                                                                             \
-    SPLITC_INLINE_ void splitc_get_##N(void *dst, splitc_gptr_t g) {                               \
-        if (__builtin_expect(dst != NULL && splitc_local_fast_(g, N), 1))                         \
-            __builtin_memcpy(dst, (const void *)SPLITC_LOCAL_ADDR_(g), N);                        \
-        else                                                                                      \
-            splitc_get_##N##_slow(dst, g);                                                        \
-    }                                                                                             \
-    SPLITC_INLINE_ void splitc_put_##N(splitc_gptr_t g, T v) {                                     \
-        if (__builtin_expect(splitc_local_fast_(g, N), 1))                                        \
-            *(volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g) = v;                          \
-        else                                                                                      \
-            splitc_put_##N##_slow(g, v);                                                          \
+#define SPLITC_SCALAR_OPS_(N, T)                                                                                       \
+    T splitc_read_##N##_slow(splitc_gptr_t g);                                                                         \
+    void splitc_write_##N##_slow(splitc_gptr_t g, T v);                                                                \
+    void splitc_get_##N##_slow(void *dst, splitc_gptr_t g);                                                            \
+    void splitc_put_##N##_slow(splitc_gptr_t g, T v);                                                                  \
+    void splitc_store_##N(splitc_gptr_t g, T v);                                                                       \
+    SPLITC_INLINE_ T splitc_read_##N(splitc_gptr_t g) {                                                                \
+        if (__builtin_expect(splitc_local_fast_(g, N), 1))                                                             \
+            return *(const volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g);                                      \
+        return splitc_read_##N##_slow(g);                                                                              \
+    }                                                                                                                  \
+    SPLITC_INLINE_ void splitc_write_##N(splitc_gptr_t g, T v) {                                                       \
+        if (__builtin_expect(splitc_local_fast_(g, N), 1))                                                             \
+            *(volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g) = v;                                               \
+        else splitc_write_##N##_slow(g, v);                                                                            \
+    }                                                                                                                  \
+    SPLITC_INLINE_ void splitc_get_##N(void *dst, splitc_gptr_t g) {                                                   \
+        if (__builtin_expect(dst != NULL && splitc_local_fast_(g, N), 1))                                              \
+            __builtin_memcpy(dst, (const void *)SPLITC_LOCAL_ADDR_(g), N);                                             \
+        else splitc_get_##N##_slow(dst, g);                                                                            \
+    }                                                                                                                  \
+    SPLITC_INLINE_ void splitc_put_##N(splitc_gptr_t g, T v) {                                                         \
+        if (__builtin_expect(splitc_local_fast_(g, N), 1))                                                             \
+            *(volatile splitc_alias_u##N##_ *)SPLITC_LOCAL_ADDR_(g) = v;                                               \
+        else splitc_put_##N##_slow(g, v);                                                                              \
     }
 SPLITC_SCALAR_OPS_(1, uint8_t)
 SPLITC_SCALAR_OPS_(2, uint16_t)
@@ -341,7 +353,9 @@ size_t splitc_heap_size(void);
  * splitc_scope_leave  local: pops the stack back to scope->mark.  Peers must be
  *                     done with this processor's blocks (a barrier before the
  *                     end of the block, as in Split-C). */
-typedef struct splitc_scope { size_t mark; } splitc_scope_t;
+typedef struct splitc_scope {
+    size_t mark;
+} splitc_scope_t;
 splitc_scope_t splitc_scope_enter(void);
 void *splitc_scope_alloc(size_t nblocks, size_t blocksize, size_t align);
 void splitc_scope_leave(splitc_scope_t *scope);
@@ -367,12 +381,15 @@ void splitc_barrier(void);
 #define SPLITC_FOR_INTEGER_TYPES_(X, A) X(A, i, int) X(A, l, long) X(A, u, unsigned) X(A, ul, unsigned long)
 #define SPLITC_FOR_ALL_TYPES_(X, A) SPLITC_FOR_INTEGER_TYPES_(X, A) X(A, f, float) X(A, d, double)
 /* X(OP, S, T) for every valid (operation, type) pair. */
+/* A list of macro calls: clang-format cannot lay it out stably. */
+/* clang-format off */
 #define SPLITC_FOR_REDUCTIONS_(X)                                                                  \
     SPLITC_FOR_ALL_TYPES_(X, add) SPLITC_FOR_ALL_TYPES_(X, mul) SPLITC_FOR_ALL_TYPES_(X, max)      \
     SPLITC_FOR_ALL_TYPES_(X, min) SPLITC_FOR_INTEGER_TYPES_(X, and) SPLITC_FOR_INTEGER_TYPES_(X, or) \
     SPLITC_FOR_INTEGER_TYPES_(X, xor)
-#define SPLITC_DECLARE_REDUCTION_(OP, S, T)                                                        \
-    T splitc_all_reduce_to_one_##OP##_##S(T v);                                                    \
+/* clang-format on */
+#define SPLITC_DECLARE_REDUCTION_(OP, S, T)                                                                            \
+    T splitc_all_reduce_to_one_##OP##_##S(T v);                                                                        \
     T splitc_all_reduce_to_all_##OP##_##S(T v);
 SPLITC_FOR_REDUCTIONS_(SPLITC_DECLARE_REDUCTION_)
 
@@ -408,16 +425,54 @@ double splitc_all_scan_add_d(double v);
 double splitc_get_seconds(void);
 
 /* ---- typed wrappers ---------------------------------------------------------------------- */
-SPLITC_INLINE_ float splitc_read_f(splitc_gptr_t g) { uint32_t u = splitc_read_4(g); float f; __builtin_memcpy(&f, &u, 4); return f; }
-SPLITC_INLINE_ double splitc_read_d(splitc_gptr_t g) { uint64_t u = splitc_read_8(g); double d; __builtin_memcpy(&d, &u, 8); return d; }
-SPLITC_INLINE_ void splitc_write_f(splitc_gptr_t g, float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); splitc_write_4(g, u); }
-SPLITC_INLINE_ void splitc_write_d(splitc_gptr_t g, double d) { uint64_t u; __builtin_memcpy(&u, &d, 8); splitc_write_8(g, u); }
-SPLITC_INLINE_ void splitc_put_f(splitc_gptr_t g, float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); splitc_put_4(g, u); }
-SPLITC_INLINE_ void splitc_put_d(splitc_gptr_t g, double d) { uint64_t u; __builtin_memcpy(&u, &d, 8); splitc_put_8(g, u); }
-SPLITC_INLINE_ void splitc_store_f(splitc_gptr_t g, float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); splitc_store_4(g, u); }
-SPLITC_INLINE_ void splitc_store_d(splitc_gptr_t g, double d) { uint64_t u; __builtin_memcpy(&u, &d, 8); splitc_store_8(g, u); }
+SPLITC_INLINE_ float splitc_read_f(splitc_gptr_t g) {
+    uint32_t u = splitc_read_4(g);
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+}
+SPLITC_INLINE_ double splitc_read_d(splitc_gptr_t g) {
+    uint64_t u = splitc_read_8(g);
+    double d;
+    __builtin_memcpy(&d, &u, 8);
+    return d;
+}
+SPLITC_INLINE_ void splitc_write_f(splitc_gptr_t g, float f) {
+    uint32_t u;
+    __builtin_memcpy(&u, &f, 4);
+    splitc_write_4(g, u);
+}
+SPLITC_INLINE_ void splitc_write_d(splitc_gptr_t g, double d) {
+    uint64_t u;
+    __builtin_memcpy(&u, &d, 8);
+    splitc_write_8(g, u);
+}
+SPLITC_INLINE_ void splitc_put_f(splitc_gptr_t g, float f) {
+    uint32_t u;
+    __builtin_memcpy(&u, &f, 4);
+    splitc_put_4(g, u);
+}
+SPLITC_INLINE_ void splitc_put_d(splitc_gptr_t g, double d) {
+    uint64_t u;
+    __builtin_memcpy(&u, &d, 8);
+    splitc_put_8(g, u);
+}
+SPLITC_INLINE_ void splitc_store_f(splitc_gptr_t g, float f) {
+    uint32_t u;
+    __builtin_memcpy(&u, &f, 4);
+    splitc_store_4(g, u);
+}
+SPLITC_INLINE_ void splitc_store_d(splitc_gptr_t g, double d) {
+    uint64_t u;
+    __builtin_memcpy(&u, &d, 8);
+    splitc_store_8(g, u);
+}
 /* Global pointers stored in global memory are 8-byte values. */
-SPLITC_INLINE_ splitc_gptr_t splitc_read_gptr(splitc_gptr_t g) { splitc_gptr_t r; r.bits = splitc_read_8(g); return r; }
+SPLITC_INLINE_ splitc_gptr_t splitc_read_gptr(splitc_gptr_t g) {
+    splitc_gptr_t r;
+    r.bits = splitc_read_8(g);
+    return r;
+}
 SPLITC_INLINE_ void splitc_write_gptr(splitc_gptr_t g, splitc_gptr_t v) { splitc_write_8(g, v.bits); }
 SPLITC_INLINE_ void splitc_put_gptr(splitc_gptr_t g, splitc_gptr_t v) { splitc_put_8(g, v.bits); }
 SPLITC_INLINE_ void splitc_store_gptr(splitc_gptr_t g, splitc_gptr_t v) { splitc_store_8(g, v.bits); }

@@ -20,7 +20,7 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
-std::map<uintptr_t, size_t> free_blocks;  // address -> size
+std::map<uintptr_t, size_t> free_blocks; // address -> size
 std::map<uintptr_t, size_t> used_blocks;
 // The scope stack occupies [scope_top, heap.hi); that range is not in
 // free_blocks, so first-fit allocations never land in it.
@@ -69,7 +69,7 @@ bool heap_free(uintptr_t a) {
 struct StaticObject {
     void **slot;
     size_t bytes;
-    size_t (*bytes_fn)(void);  // when the size depends on PROCS
+    size_t (*bytes_fn)(void); // when the size depends on PROCS
     size_t align;
 };
 constexpr int kMaxStatics = 1024;
@@ -97,7 +97,7 @@ void release_heap_pages(uintptr_t lo, size_t bytes, VIP_NIC_HANDLE nic) {
     else munmap(reinterpret_cast<void *>(lo), bytes);
 }
 
-}  // namespace
+} // namespace
 
 bool heap_map(size_t bytes, bool quiet) {
     std::vector<uintptr_t> cands(std::begin(kCandidates), std::end(kCandidates));
@@ -113,7 +113,7 @@ bool heap_map(size_t bytes, bool quiet) {
             void *p = mmap(reinterpret_cast<void *>(want), bytes, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE, -1, 0);
             ok = p == reinterpret_cast<void *>(want);
-            if (p != MAP_FAILED && !ok) munmap(p, bytes);  // a kernel that ignored the hint
+            if (p != MAP_FAILED && !ok) munmap(p, bytes); // a kernel that ignored the hint
         }
         if (all_agree(ok)) {
             g.heap.lo = want;
@@ -154,18 +154,18 @@ void place_static_objects() {
         size_t bytes = statics[i].bytes_fn ? statics[i].bytes_fn() : statics[i].bytes;
         uintptr_t a = heap_alloc(bytes, statics[i].align);
         if (!a)
-            report(SPLITC_ERR_NO_MEMORY, "static spread object %d needs %zu bytes per processor but only %zu of "
-                   "the %zu-byte symmetric heap are free; raise SPLITC_HEAP_SIZE", i, bytes,
-                   splitc_heap_available(), size_t(g.heap.hi - g.heap.lo));
+            report(SPLITC_ERR_NO_MEMORY,
+                   "static spread object %d needs %zu bytes per processor but only %zu of "
+                   "the %zu-byte symmetric heap are free; raise SPLITC_HEAP_SIZE",
+                   i, bytes, splitc_heap_available(), size_t(g.heap.hi - g.heap.lo));
         // Fresh mappings are zero, but a heap reused after splitc_finalize
         // and splitc_init may not be.
-        else
-            std::memset(reinterpret_cast<void *>(a), 0, bytes);
+        else std::memset(reinterpret_cast<void *>(a), 0, bytes);
         *statics[i].slot = reinterpret_cast<void *>(a);
     }
 }
 
-}  // namespace splitc::rt
+} // namespace splitc::rt
 
 using namespace splitc::rt;
 
@@ -197,9 +197,10 @@ void register_static(const char *who, void **slot, size_t bytes, size_t (*fn)(vo
     if (fn) bytes = fn();
     uintptr_t a = heap_alloc(bytes, align);
     if (!a) {
-        report(SPLITC_ERR_NO_MEMORY, "%s: a static spread object of %zu bytes per processor does not fit the "
-               "symmetric heap (%zu of %zu bytes free); raise SPLITC_HEAP_SIZE", who, bytes,
-               splitc_heap_available(), size_t(g.heap.hi - g.heap.lo));
+        report(SPLITC_ERR_NO_MEMORY,
+               "%s: a static spread object of %zu bytes per processor does not fit the "
+               "symmetric heap (%zu of %zu bytes free); raise SPLITC_HEAP_SIZE",
+               who, bytes, splitc_heap_available(), size_t(g.heap.hi - g.heap.lo));
         return;
     }
     std::memset(reinterpret_cast<void *>(a), 0, bytes);
@@ -207,7 +208,7 @@ void register_static(const char *who, void **slot, size_t bytes, size_t (*fn)(vo
     splitc_barrier();
 }
 
-}  // namespace
+} // namespace
 
 void splitc_register_static(void **slot, size_t bytes_per_proc, size_t align) {
     register_static("splitc_register_static", slot, bytes_per_proc, nullptr, align);
@@ -246,13 +247,13 @@ splitc_sptr_t splitc_all_spread_malloc(size_t nblocks, size_t blocksize) {
         if (a) heap_free(a);
         report(SPLITC_ERR_COLLECTIVE_MISMATCH,
                "all_spread_malloc(%zu, %zu): processors passed different arguments (nblocks %lld..%lld, "
-               "blocksize %lld..%lld)", nblocks, blocksize, (long long)lo.a, (long long)hi.a,
-               (long long)lo.b, (long long)hi.b);
+               "blocksize %lld..%lld)",
+               nblocks, blocksize, (long long)lo.a, (long long)hi.a, (long long)lo.b, (long long)hi.b);
         return null;
     }
     if (!sane) {
-        report(SPLITC_ERR_BAD_ARGUMENT, "all_spread_malloc(%zu, %zu): need nblocks > 0 and blocksize > 0",
-               nblocks, blocksize);
+        report(SPLITC_ERR_BAD_ARGUMENT, "all_spread_malloc(%zu, %zu): need nblocks > 0 and blocksize > 0", nblocks,
+               blocksize);
         return null;
     }
     if (hi.c != lo.c || lo.c == 0) {
@@ -260,8 +261,8 @@ splitc_sptr_t splitc_all_spread_malloc(size_t nblocks, size_t blocksize) {
         if (lo.c == 0)
             report(SPLITC_ERR_NO_MEMORY,
                    "all_spread_malloc(%zu, %zu): %zu bytes per processor do not fit the %zu-byte symmetric "
-                   "heap (%zu bytes free); raise SPLITC_HEAP_SIZE", nblocks, blocksize, rows * blocksize,
-                   size_t(g.heap.hi - g.heap.lo), splitc_heap_available());
+                   "heap (%zu bytes free); raise SPLITC_HEAP_SIZE",
+                   nblocks, blocksize, rows * blocksize, size_t(g.heap.hi - g.heap.lo), splitc_heap_available());
         else
             report(SPLITC_ERR_COLLECTIVE_MISMATCH,
                    "all_spread_malloc: processors got different addresses; every processor must make the "
@@ -284,8 +285,8 @@ void splitc_all_spread_free(splitc_sptr_t s) {
     }
     if (splitc_sptr_proc(s) != 0 || !heap_free(a))
         report(SPLITC_ERR_BAD_ARGUMENT,
-               "all_spread_free(%#lx on processor %d): not a pointer returned by all_spread_malloc",
-               (unsigned long)a, splitc_sptr_proc(s));
+               "all_spread_free(%#lx on processor %d): not a pointer returned by all_spread_malloc", (unsigned long)a,
+               splitc_sptr_proc(s));
 }
 
 size_t splitc_heap_available(void) {
@@ -320,8 +321,8 @@ void *splitc_scope_alloc(size_t nblocks, size_t blocksize, size_t align) {
             report(SPLITC_ERR_COLLECTIVE_MISMATCH,
                    "splitc_scope_alloc(%zu, %zu, %zu): processors passed different arguments (nblocks "
                    "%lld..%lld, blocksize %lld..%lld); every processor must declare the same automatic spread "
-                   "arrays in the same order", nblocks, blocksize, align, (long long)lo.a, (long long)hi.a,
-                   (long long)lo.b, (long long)hi.b);
+                   "arrays in the same order",
+                   nblocks, blocksize, align, (long long)lo.a, (long long)hi.a, (long long)lo.b, (long long)hi.b);
             return nullptr;
         }
     }
@@ -331,19 +332,20 @@ void *splitc_scope_alloc(size_t nblocks, size_t blocksize, size_t align) {
     uintptr_t new_top = 0;
     auto it = free_blocks.empty() ? free_blocks.end() : std::prev(free_blocks.end());
     bool fits = it != free_blocks.end() && it->first + it->second == scope_top && !overflow &&
-                bytes <= scope_top - it->first &&
-                ((new_top = (scope_top - bytes) & ~uintptr_t(align - 1)) >= it->first);
+        bytes <= scope_top - it->first && ((new_top = (scope_top - bytes) & ~uintptr_t(align - 1)) >= it->first);
     if (!fits) {
         size_t room = it != free_blocks.end() && it->first + it->second == scope_top ? it->second : 0;
         if (overflow)
             report(SPLITC_ERR_NO_MEMORY,
                    "splitc_scope_alloc(%zu, %zu): the size overflows; automatic spread arrays live in the "
-                   "symmetric heap (SPLITC_HEAP_SIZE)", nblocks, blocksize);
+                   "symmetric heap (SPLITC_HEAP_SIZE)",
+                   nblocks, blocksize);
         else
             report(SPLITC_ERR_NO_MEMORY,
                    "automatic spread array of %zu blocks of %zu bytes needs %zu bytes per processor but only %zu "
                    "are free below the scope stack in the %zu-byte symmetric heap; raise SPLITC_HEAP_SIZE (to at "
-                   "least %zuM)", nblocks, blocksize, bytes, room, size_t(g.heap.hi - g.heap.lo),
+                   "least %zuM)",
+                   nblocks, blocksize, bytes, room, size_t(g.heap.hi - g.heap.lo),
                    (size_t(g.heap.hi - g.heap.lo) + bytes - room + (size_t(1) << 20) - 1) >> 20);
         return nullptr;
     }
@@ -360,12 +362,12 @@ void splitc_scope_leave(splitc_scope_t *scope) {
         return;
     }
     uintptr_t mark = uintptr_t(scope->mark);
-    if (mark == scope_top) return;  // the scope allocated nothing (or the heap is gone)
+    if (mark == scope_top) return; // the scope allocated nothing (or the heap is gone)
     if (mark < scope_top || mark > g.heap.hi || !g.heap.lo) {
         report(SPLITC_ERR_BAD_ARGUMENT,
                "splitc_scope_leave: mark %#lx is not on the scope stack [%#lx, %#lx); scopes must be left in "
-               "the reverse order of splitc_scope_enter, each once", (unsigned long)mark,
-               (unsigned long)scope_top, (unsigned long)g.heap.hi);
+               "the reverse order of splitc_scope_enter, each once",
+               (unsigned long)mark, (unsigned long)scope_top, (unsigned long)g.heap.hi);
         return;
     }
     // Give [scope_top, mark) back to the free block just below, if any.
@@ -375,4 +377,4 @@ void splitc_scope_leave(splitc_scope_t *scope) {
     scope_top = mark;
 }
 
-}  // extern "C"
+} // extern "C"

@@ -58,17 +58,17 @@ VIP_MEM_HANDLE remote_handle(const Peer &p, uint64_t addr, size_t n) {
     return g.heap.contains(uintptr_t(addr), n) ? p.heap_mh : p.statics_mh;
 }
 
-void post_piece(int proc, VIP_UINT32 op, uint64_t raddr, VIP_MEM_HANDLE rmh, const uint8_t *local,
-                VIP_MEM_HANDLE lmh, uint32_t len, int entry, uint8_t kind) {
+void post_piece(int proc, VIP_UINT32 op, uint64_t raddr, VIP_MEM_HANDLE rmh, const uint8_t *local, VIP_MEM_HANDLE lmh,
+                uint32_t len, int entry, uint8_t kind) {
     Peer &p = g.peers[size_t(proc)];
     Slot *s = take_send_slot(proc);
     chan::Channel::set_rdma(s, op, raddr, rmh, local, lmh, len, kind);
-    cache.pin(entry);  // one pin per descriptor in flight
+    cache.pin(entry); // one pin per descriptor in flight
     s->pin = entry;
     post_built(p, s);
 }
 
-}  // namespace
+} // namespace
 
 bool bulk_setup() {
     struct Handles {
@@ -109,7 +109,7 @@ bool rdma_write(int proc, uint64_t addr, const void *src, size_t n) {
         const uint32_t len = uint32_t(n - off < g.rdma_chunk ? n - off : g.rdma_chunk);
         post_piece(proc, VIP_CONTROL_OP_RDMAWRITE, addr + off, rmh, b + off, lmh, len, entry, 1);
     }
-    cache.release(entry);  // the descriptors hold their own pins
+    cache.release(entry); // the descriptors hold their own pins
     return true;
 }
 
@@ -121,10 +121,8 @@ bool rdma_read(int proc, void *dst, uint64_t addr, size_t n, bool split_phase) {
     auto *b = static_cast<uint8_t *>(dst);
     for (size_t off = 0; off < n; off += g.rdma_chunk) {
         const uint32_t len = uint32_t(n - off < g.rdma_chunk ? n - off : g.rdma_chunk);
-        if (split_phase)
-            ++g.splitphase_pending;
-        else
-            ++g.blocking_pending;
+        if (split_phase) ++g.splitphase_pending;
+        else ++g.blocking_pending;
         ++g.rdma_reads;
         post_piece(proc, VIP_CONTROL_OP_RDMAREAD, addr + off, rmh, b + off, lmh, len, entry,
                    split_phase ? kSlotRdmaReadSplit : kSlotRdmaReadBlocking);
@@ -138,11 +136,9 @@ void rdma_retired(Slot *s) {
     s->pin = -1;
     if (s->rdma == kSlotRdmaReadSplit || s->rdma == kSlotRdmaReadBlocking) {
         --g.rdma_reads;
-        if (s->rdma == kSlotRdmaReadSplit)
-            --g.splitphase_pending;
-        else
-            --g.blocking_pending;
+        if (s->rdma == kSlotRdmaReadSplit) --g.splitphase_pending;
+        else --g.blocking_pending;
     }
 }
 
-}  // namespace splitc::rt
+} // namespace splitc::rt

@@ -14,19 +14,36 @@ namespace splitc::rt {
 
 namespace {
 
-inline double as_d(int64_t v) { double d; std::memcpy(&d, &v, 8); return d; }
-inline int64_t from_d(double d) { int64_t v; std::memcpy(&v, &d, 8); return v; }
+inline double as_d(int64_t v) {
+    double d;
+    std::memcpy(&d, &v, 8);
+    return d;
+}
+inline int64_t from_d(double d) {
+    int64_t v;
+    std::memcpy(&v, &d, 8);
+    return v;
+}
 // Floats travel in the low 32 bits and are combined in float arithmetic, so a
 // float sum rounds like the program's own float additions would.
-inline float as_f(int64_t v) { uint32_t u = uint32_t(uint64_t(v)); float f; std::memcpy(&f, &u, 4); return f; }
-inline int64_t from_f(float f) { uint32_t u; std::memcpy(&u, &f, 4); return int64_t(u); }
+inline float as_f(int64_t v) {
+    uint32_t u = uint32_t(uint64_t(v));
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+inline int64_t from_f(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return int64_t(u);
+}
 
 // Integers of every width travel sign- or zero-extended to 64 bits; add, mul
 // and the bitwise ops then give the right low bits for every width, and the
 // signed comparison is right for all but unsigned long (kOpMaxUL/kOpMinUL).
 int64_t combine1(uint16_t op, int64_t x, int64_t y) {
     switch (op & kOpMask) {
-    case kOpAddL: return int64_t(uint64_t(x) + uint64_t(y));  // wraps, never UB
+    case kOpAddL: return int64_t(uint64_t(x) + uint64_t(y)); // wraps, never UB
     case kOpMulL: return int64_t(uint64_t(x) * uint64_t(y));
     case kOpMaxL: return x > y ? x : y;
     case kOpMinL: return x < y ? x : y;
@@ -43,7 +60,7 @@ int64_t combine1(uint16_t op, int64_t x, int64_t y) {
     case kOpMulF: return from_f(as_f(x) * as_f(y));
     case kOpMaxF: return from_f(as_f(x) > as_f(y) ? as_f(x) : as_f(y));
     case kOpMinF: return from_f(as_f(x) < as_f(y) ? as_f(x) : as_f(y));
-    default: return x;  // kOpNone: processor 0's value (broadcast, barrier)
+    default: return x; // kOpNone: processor 0's value (broadcast, barrier)
     }
 }
 
@@ -53,8 +70,24 @@ CollPayload combine(uint16_t op, const CollPayload &x, const CollPayload &y) {
 
 // "add_i", "scan add_d", "barrier/broadcast": what a processor called.
 const char *op_name(uint16_t op, char *buf, size_t len) {
-    static const char *ops[kOpCount] = {"barrier/broadcast", "add", "max", "min", "add", "max", "min", "mul",
-                                        "max", "min", "and", "or", "xor", "mul", "add", "mul", "max", "min"};
+    static const char *ops[kOpCount] = {"barrier/broadcast",
+                                        "add",
+                                        "max",
+                                        "min",
+                                        "add",
+                                        "max",
+                                        "min",
+                                        "mul",
+                                        "max",
+                                        "min",
+                                        "and",
+                                        "or",
+                                        "xor",
+                                        "mul",
+                                        "add",
+                                        "mul",
+                                        "max",
+                                        "min"};
     static const char *types[] = {"", "_i", "_l", "_u", "_ul", "_f", "_d", "_p", "_gptr"};
     unsigned o = op & kOpMask, t = unsigned(op >> kTypeShift);
     std::snprintf(buf, len, "%s%s%s", op & kScan ? "scan " : "", o < kOpCount ? ops[o] : "?",
@@ -72,7 +105,7 @@ const char *op_name(uint16_t op, char *buf, size_t len) {
            (unsigned long long)g.coll.seq - 1, op_name(mine, a, sizeof a), who, op_name(theirs, b, sizeof b));
 }
 
-}  // namespace
+} // namespace
 
 void on_coll_up(int from, uint64_t seq, uint16_t op, const CollPayload &v) {
     CollState &c = g.coll;
@@ -123,7 +156,7 @@ CollPayload all_reduce(uint16_t op, CollPayload mine) {
     return c.result[par];
 }
 
-}  // namespace splitc::rt
+} // namespace splitc::rt
 
 using namespace splitc::rt;
 
@@ -137,20 +170,26 @@ bool ready(const char *what) {
 
 // How a value of type T travels in a collective's 64-bit field, and which
 // type tag names it in the op word.
-template <class T> struct Wire;
-template <class T> requires std::is_integral_v<T> struct Wire<T> {
-    static int64_t to(T v) { return int64_t(v); }  // sign- or zero-extends
-    static T from(int64_t v) { return T(v); }      // keeps the low bits
+template <class T>
+struct Wire;
+template <class T>
+requires std::is_integral_v<T>
+struct Wire<T> {
+    static int64_t to(T v) { return int64_t(v); } // sign- or zero-extends
+    static T from(int64_t v) { return T(v); }     // keeps the low bits
 };
-template <> struct Wire<float> {
+template <>
+struct Wire<float> {
     static int64_t to(float v) { return from_f(v); }
     static float from(int64_t v) { return as_f(v); }
 };
-template <> struct Wire<double> {
+template <>
+struct Wire<double> {
     static int64_t to(double v) { return from_d(v); }
     static double from(int64_t v) { return as_d(v); }
 };
-template <class T> constexpr uint16_t type_tag() {
+template <class T>
+constexpr uint16_t type_tag() {
     if constexpr (std::is_same_v<T, int>) return kTypeI;
     else if constexpr (std::is_same_v<T, long>) return kTypeL;
     else if constexpr (std::is_same_v<T, unsigned>) return kTypeU;
@@ -161,7 +200,8 @@ template <class T> constexpr uint16_t type_tag() {
 
 // The combining op for a Split-C operation name on type T.
 enum class Name { add, mul, max, min, and_, or_, xor_ };
-template <class T> constexpr uint16_t op_for(Name n) {
+template <class T>
+constexpr uint16_t op_for(Name n) {
     constexpr bool f = std::is_same_v<T, float>, d = std::is_same_v<T, double>;
     constexpr bool ul = std::is_same_v<T, unsigned long>;
     switch (n) {
@@ -188,7 +228,7 @@ T reduce(Name n, T v, const char *what) {
     return collective<T>(uint16_t(op_for<T>(n) | type_tag<T>() << kTypeShift), v, what);
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
@@ -205,12 +245,12 @@ void splitc_barrier(void) {
 #define SPLITC_OPNAME_and Name::and_
 #define SPLITC_OPNAME_or Name::or_
 #define SPLITC_OPNAME_xor Name::xor_
-#define SPLITC_DEFINE_REDUCTION(OP, S, T)                                                          \
-    T splitc_all_reduce_to_one_##OP##_##S(T v) {                                                   \
-        return reduce<T>(SPLITC_OPNAME_##OP, v, "all_reduce_to_one_" #OP "_" #S);                   \
-    }                                                                                              \
-    T splitc_all_reduce_to_all_##OP##_##S(T v) {                                                   \
-        return reduce<T>(SPLITC_OPNAME_##OP, v, "all_reduce_to_all_" #OP "_" #S);                   \
+#define SPLITC_DEFINE_REDUCTION(OP, S, T)                                                                              \
+    T splitc_all_reduce_to_one_##OP##_##S(T v) {                                                                       \
+        return reduce<T>(SPLITC_OPNAME_##OP, v, "all_reduce_to_one_" #OP "_" #S);                                      \
+    }                                                                                                                  \
+    T splitc_all_reduce_to_all_##OP##_##S(T v) {                                                                       \
+        return reduce<T>(SPLITC_OPNAME_##OP, v, "all_reduce_to_all_" #OP "_" #S);                                      \
     }
 SPLITC_FOR_REDUCTIONS_(SPLITC_DEFINE_REDUCTION)
 
@@ -228,15 +268,15 @@ double splitc_all_reduce_to_all_dadd(double v) { return splitc_all_reduce_to_all
 double splitc_all_reduce_to_all_dmax(double v) { return splitc_all_reduce_to_all_max_d(v); }
 double splitc_all_reduce_to_all_dmin(double v) { return splitc_all_reduce_to_all_min_d(v); }
 
-#define SPLITC_DEFINE_BCAST(A, S, T)                                                               \
-    T splitc_all_bcast_##S(T v) {                                                                  \
-        return collective<T>(uint16_t(kOpNone | type_tag<T>() << kTypeShift), v, "all_bcast_" #S); \
+#define SPLITC_DEFINE_BCAST(A, S, T)                                                                                   \
+    T splitc_all_bcast_##S(T v) {                                                                                      \
+        return collective<T>(uint16_t(kOpNone | type_tag<T>() << kTypeShift), v, "all_bcast_" #S);                     \
     }
 SPLITC_FOR_ALL_TYPES_(SPLITC_DEFINE_BCAST, _)
 long splitc_all_bcast(long v) { return splitc_all_bcast_l(v); }
 void *splitc_all_bcast_p(void *v) {
-    uint64_t bits = collective<uint64_t>(uint16_t(kOpNone | kTypeP << kTypeShift), uint64_t(uintptr_t(v)),
-                                         "all_bcast_p");
+    uint64_t bits =
+        collective<uint64_t>(uint16_t(kOpNone | kTypeP << kTypeShift), uint64_t(uintptr_t(v)), "all_bcast_p");
     return reinterpret_cast<void *>(uintptr_t(bits));
 }
 splitc_gptr_t splitc_all_bcast_gptr(splitc_gptr_t v) {
@@ -277,4 +317,4 @@ double splitc_get_seconds(void) {
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-}  // extern "C"
+} // extern "C"

@@ -23,10 +23,10 @@ splitc_error_t g_last = SPLITC_OK;
     viastack::log::error(viastack::log::Layer::splitc, "{}", text);
     std::fflush(stderr);
     vipl_boot_abort(70 + int(code), msg);
-    std::_Exit(70 + int(code));  // vipl_boot_abort does not return; belt and braces
+    std::_Exit(70 + int(code)); // vipl_boot_abort does not return; belt and braces
 }
 
-}  // namespace
+} // namespace
 
 namespace splitc::rt {
 
@@ -51,7 +51,7 @@ void fatal_vip(const char *what, VIP_RETURN rc) {
     std::_Exit(70 + int(SPLITC_ERR_NETWORK));
 }
 
-}  // namespace splitc::rt
+} // namespace splitc::rt
 
 extern "C" {
 
@@ -84,8 +84,9 @@ void splitc_report_error(splitc_error_t code, const char *message) {
     int raw;
     std::memcpy(&raw, &code, sizeof raw);
     if (raw < int(SPLITC_OK) || raw > int(SPLITC_ERR_INIT)) {
-        splitc::rt::report(SPLITC_ERR_BAD_ARGUMENT, "splitc_report_error: %d is not a splitc_error_t code (message: %s)",
-                           raw, message ? message : "(no message)");
+        splitc::rt::report(SPLITC_ERR_BAD_ARGUMENT,
+                           "splitc_report_error: %d is not a splitc_error_t code (message: %s)", raw,
+                           message ? message : "(no message)");
         return;
     }
     splitc::rt::report(code, "%s", message ? message : "(no message)");
@@ -108,4 +109,4 @@ const char *splitc_error_string(splitc_error_t code) {
     return "unknown error";
 }
 
-}  // extern "C"
+} // extern "C"

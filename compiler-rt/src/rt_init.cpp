@@ -20,7 +20,6 @@
 #include "viastack/regcache.hpp"
 #include "vipl_boot.h"
 
-
 int splitc_rt_procs = 1;
 int splitc_rt_myproc = 0;
 int splitc_rt_procslog = 0;
@@ -83,7 +82,7 @@ DataRange program_data() {
                     r->relro_hi = hi;
                 }
             }
-            return 1;  // stop after the executable
+            return 1; // stop after the executable
         },
         &r);
     return r;
@@ -101,7 +100,7 @@ bool setup_statics() {
     std::vector<uintptr_t> all(size_t(g.procs));
     if (vipl_boot_allgather(&mine, sizeof mine, all.data()) != VIPL_BOOT_OK) return false;
     for (uintptr_t a : all)
-        if (a != mine) return true;  // not symmetric: leave g.statics empty
+        if (a != mine) return true; // not symmetric: leave g.statics empty
     if (!lo || hi <= lo) return true;
     if (!register_region(reinterpret_cast<void *>(lo), hi - lo, &g.statics.mh, "static data")) return false;
     g.statics.lo = lo;
@@ -168,12 +167,10 @@ bool setup_vis() {
         const bool ok = chan::start_rank_vi(cfg, p, "SP", addrs, unsigned(g.me), unsigned(r), 0, &err);
         if (direct) g.direct_vi = p.vi();
         if (ok) continue;
-        if (!err.call)
-            report(SPLITC_ERR_INIT, "connecting to processor %d: %s", r, err.limit.c_str());
+        if (!err.call) report(SPLITC_ERR_INIT, "connecting to processor %d: %s", r, err.limit.c_str());
         else if (std::strcmp(err.call, "VipConnectPeerRequest") == 0)
             report(SPLITC_ERR_INIT, "VipConnectPeerRequest to processor %d failed: %s", r, VipxReturnString(err.rc));
-        else
-            init_fail(err.call, err.rc);
+        else init_fail(err.call, err.rc);
         return false;
     }
     const uint64_t deadline = chan::connect_deadline(cfg.connect_timeout_ms);
@@ -217,7 +214,8 @@ bool open_nic(bool *pins) {
     rc = VipQueryNic(g.nic, &na);
     if (rc != VIP_SUCCESS) return init_fail("VipQueryNic", rc);
     if (!(na.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY)) {
-        report(SPLITC_ERR_INIT, "NIC %s lacks Reliable Delivery, which Split-C/VI needs (exactly once, in order)", na.Name);
+        report(SPLITC_ERR_INIT, "NIC %s lacks Reliable Delivery, which Split-C/VI needs (exactly once, in order)",
+               na.Name);
         return false;
     }
     if (na.MaxSegmentsPerDesc < 2) {
@@ -228,11 +226,13 @@ bool open_nic(bool *pins) {
     if (na.MaxTransferSize && na.MaxTransferSize < g.max_msg) g.max_msg = uint32_t(na.MaxTransferSize);
     g.max_payload = g.max_msg - uint32_t(sizeof(MsgHdr));
     // Bulk RDMA pieces: as large as the NIC moves in one descriptor, at most 1 GiB.
-    g.rdma_chunk = na.MaxTransferSize ? uint32_t(std::min<VIP_ULONG>(na.MaxTransferSize, VIP_ULONG(1) << 30)) : (1u << 30);
-    if (!(na.RDMAReadSupport & VIP_SERVICE_RELIABLE_DELIVERY)) g.rdma_chunk = 0;  // no RDMA read: bulk stays on messages
+    g.rdma_chunk =
+        na.MaxTransferSize ? uint32_t(std::min<VIP_ULONG>(na.MaxTransferSize, VIP_ULONG(1) << 30)) : (1u << 30);
+    if (!(na.RDMAReadSupport & VIP_SERVICE_RELIABLE_DELIVERY)) g.rdma_chunk = 0; // no RDMA read: bulk stays on messages
     int nic_rank = VipxNicRank(g.nic);
     if (nic_rank >= 0 && nic_rank != g.me) {
-        report(SPLITC_ERR_INIT, "NIC address says rank %d but the job says %d; start the job with vipl-run", nic_rank, g.me);
+        report(SPLITC_ERR_INIT, "NIC address says rank %d but the job says %d; start the job with vipl-run", nic_rank,
+               g.me);
         return false;
     }
     *pins = chan::registration_pins(g.nic);
@@ -283,7 +283,9 @@ bool read_config() {
     // carries no acknowledged request of its own, so RDMA beats two fragments
     // at 4 and 8 KiB for put, get and store alike (docs/splitc.md, "Measurements").
     const char *rm = viastack::env::raw("SPLITC_RDMA_MIN");
-    g.rdma_min = rm && (std::strcmp(rm, "off") == 0) ? 0 : uint32_t(std::min<size_t>(viastack::env::bytes(kLayer, "SPLITC_RDMA_MIN", 4096), 1u << 30));
+    g.rdma_min = rm && (std::strcmp(rm, "off") == 0)
+        ? 0
+        : uint32_t(std::min<size_t>(viastack::env::bytes(kLayer, "SPLITC_RDMA_MIN", 4096), 1u << 30));
     g.check_collectives = viastack::env::flag("SPLITC_CHECK_COLLECTIVES");
     // Waiting (vipl_wait.h): long spins only pay when every process can have
     // a core of its own; the window adapts unless SPLITC_SPIN fixes it.
@@ -316,7 +318,7 @@ uint64_t host_id() {
         std::fclose(f);
     }
     if (!buf[0]) gethostname(buf, sizeof buf - 1);
-    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    uint64_t h = 1469598103934665603ull; // FNV-1a
     for (const char *c = buf; *c; ++c) h = (h ^ uint8_t(*c)) * 1099511628211ull;
     return h;
 }
@@ -350,7 +352,9 @@ size_t default_heap_size(int local_procs, bool pins) {
 size_t agree_heap_size(bool pins) {
     const char *env = viastack::env::raw("SPLITC_HEAP_SIZE");
     g.heap_size_explicit = env != nullptr;
-    struct { uint64_t host, size; } mine{host_id(), 0}, *all = nullptr;
+    struct {
+        uint64_t host, size;
+    } mine{host_id(), 0}, *all = nullptr;
     std::vector<decltype(mine)> v(size_t(g.procs));
     int local = 1;
     if (g.procs > 1) {
@@ -362,7 +366,8 @@ size_t agree_heap_size(bool pins) {
         local = 0;
         for (auto &x : v) local += x.host == mine.host;
     }
-    size_t want = g.heap_size_explicit ? viastack::env::bytes(kLayer, "SPLITC_HEAP_SIZE", kHeapMin) : default_heap_size(local, pins);
+    size_t want = g.heap_size_explicit ? viastack::env::bytes(kLayer, "SPLITC_HEAP_SIZE", kHeapMin)
+                                       : default_heap_size(local, pins);
     if (want < 4096 || want > kHeapMax) {
         report(SPLITC_ERR_INIT, "SPLITC_HEAP_SIZE=%s: want 4K..1T bytes", env);
         return 0;
@@ -392,9 +397,9 @@ bool map_heap(bool pins) {
     }
 }
 
-}  // namespace
+} // namespace
 
-}  // namespace splitc::rt
+} // namespace splitc::rt
 
 using namespace splitc::rt;
 
@@ -402,7 +407,7 @@ extern "C" {
 
 int splitc_init(int *argc, char ***argv) {
     if (g.initialized) return 0;
-    g_closing.store(false, std::memory_order_release);  // a program may init again after finalize
+    g_closing.store(false, std::memory_order_release); // a program may init again after finalize
     int rc = vipl_boot_init();
     if (rc != VIPL_BOOT_OK) {
         report(SPLITC_ERR_INIT, "vipl_boot_init failed (%d); start the program with vipl-run -n N", rc);
@@ -482,7 +487,7 @@ void splitc_finalize(void) {
         bulk_shutdown();
         if (g.statics.lo) VipDeregisterMem(g.nic, reinterpret_cast<void *>(g.statics.lo), g.statics.mh);
         if (g.heap.lo) VipDeregisterMem(g.nic, reinterpret_cast<void *>(g.heap.lo), g.heap.mh);
-        heap_unmap();  // VipxAllocMemAt memory goes back before its NIC closes
+        heap_unmap(); // VipxAllocMemAt memory goes back before its NIC closes
         if (g.ptag) VipDestroyPtag(g.nic, g.ptag);
         VipCloseNic(g.nic);
         g.nic = nullptr;
@@ -503,4 +508,4 @@ int splitc_run(int argc, char **argv, int (*fn)(int, char **)) {
     return rc;
 }
 
-}  // extern "C"
+} // extern "C"

@@ -26,37 +26,37 @@ namespace splitc::rt {
 // dispatch is one switch, never an indirect call.
 enum MsgType : uint8_t {
     // requests (cost one credit)
-    kGetReq = 1,    // GetReqMsg; reply kGetRep
-    kReadReq,       // GetReqMsg; reply kReadRep
-    kPutReq,        // MsgHdr + data; reply kPutAck
-    kWriteReq,      // MsgHdr + data; reply kWriteAck
-    kStoreReq,      // MsgHdr + data; no reply (counted)
-    kCollUp,        // MsgHdr + CollPayload; no reply (counted)
-    kCollDown,      // MsgHdr + CollPayload; no reply (counted)
-    kStoreRdma,     // MsgHdr, no data: len bytes at addr were RDMA-written before it
-                    // (a bulk store); no reply (counted)
+    kGetReq = 1, // GetReqMsg; reply kGetRep
+    kReadReq,    // GetReqMsg; reply kReadRep
+    kPutReq,     // MsgHdr + data; reply kPutAck
+    kWriteReq,   // MsgHdr + data; reply kWriteAck
+    kStoreReq,   // MsgHdr + data; no reply (counted)
+    kCollUp,     // MsgHdr + CollPayload; no reply (counted)
+    kCollDown,   // MsgHdr + CollPayload; no reply (counted)
+    kStoreRdma,  // MsgHdr, no data: len bytes at addr were RDMA-written before it
+                 // (a bulk store); no reply (counted)
     // replies (free: their buffer was reserved by the request's credit)
-    kGetRep = 16,   // MsgHdr + data, addr = initiator's destination
+    kGetRep = 16, // MsgHdr + data, addr = initiator's destination
     kReadRep,
     kPutAck,
     kWriteAck,
-    kStoreAck,      // credits only
+    kStoreAck, // credits only
 };
 
 // 16 bytes (AM's header is larger; Begel et al. note Split-C saves 24 bytes).
 struct MsgHdr {
     uint8_t type;
-    uint8_t credits;  // replies: credits handed back to the receiver
-    uint16_t op;      // collectives: reduction op
-    uint32_t len;     // payload bytes (get requests: bytes wanted)
-    uint64_t addr;    // request: target address; reply: initiator's destination;
-                      // collectives: sequence number
+    uint8_t credits; // replies: credits handed back to the receiver
+    uint16_t op;     // collectives: reduction op
+    uint32_t len;    // payload bytes (get requests: bytes wanted)
+    uint64_t addr;   // request: target address; reply: initiator's destination;
+                     // collectives: sequence number
 };
 static_assert(sizeof(MsgHdr) == 16, "compact header");
 
 struct GetReqMsg {
     MsgHdr h;
-    uint64_t reply_to;  // initiator's local destination
+    uint64_t reply_to; // initiator's local destination
 };
 static_assert(sizeof(GetReqMsg) == 24, "get request is 24 bytes");
 
@@ -74,9 +74,24 @@ struct CollPayload {
 // 12..15, 0 for the runtime's own rounds).  Processors compare whole words,
 // so an int sum on one processor against a double sum on another is reported.
 enum CollOp : uint16_t {
-    kOpNone, kOpAddL, kOpMaxL, kOpMinL, kOpAddD, kOpMaxD, kOpMinD,  // kOpNone: processor 0's value
-    kOpMulL, kOpMaxUL, kOpMinUL, kOpAnd, kOpOr, kOpXor, kOpMulD,
-    kOpAddF, kOpMulF, kOpMaxF, kOpMinF,
+    kOpNone,
+    kOpAddL,
+    kOpMaxL,
+    kOpMinL,
+    kOpAddD,
+    kOpMaxD,
+    kOpMinD, // kOpNone: processor 0's value
+    kOpMulL,
+    kOpMaxUL,
+    kOpMinUL,
+    kOpAnd,
+    kOpOr,
+    kOpXor,
+    kOpMulD,
+    kOpAddF,
+    kOpMulF,
+    kOpMaxF,
+    kOpMinF,
     kOpCount
 };
 constexpr uint16_t kOpMask = 0xff;
@@ -115,12 +130,12 @@ struct Segment {
 };
 
 struct CollState {
-    uint64_t seq = 0;                    // collectives completed on this processor
-    uint32_t arrivals[2] = {0, 0};       // root: contributions seen per parity
-    std::vector<CollPayload> vals[2];    // root: contribution of each processor
-    std::vector<uint16_t> ops[2];        // root: the operation each one asked for
-    uint16_t down_op[2] = {0, 0};        // non-root: the operation the root ran
-    bool down[2] = {false, false};       // non-root: result arrived
+    uint64_t seq = 0;                 // collectives completed on this processor
+    uint32_t arrivals[2] = {0, 0};    // root: contributions seen per parity
+    std::vector<CollPayload> vals[2]; // root: contribution of each processor
+    std::vector<uint16_t> ops[2];     // root: the operation each one asked for
+    uint16_t down_op[2] = {0, 0};     // non-root: the operation the root ran
+    bool down[2] = {false, false};    // non-root: result arrived
     CollPayload result[2] = {};
 };
 
@@ -132,44 +147,44 @@ struct Runtime {
     unsigned live_procs = 1;
 
     VIP_NIC_HANDLE nic = nullptr;
-    VIP_NIC_ATTRIBUTES nic_attr{};  // the NIC's limits (open_nic), checked once by the VIs' set-up
+    VIP_NIC_ATTRIBUTES nic_attr{}; // the NIC's limits (open_nic), checked once by the VIs' set-up
     VIP_PROTECTION_HANDLE ptag = nullptr;
-    VIP_CQ_HANDLE recv_cq = nullptr;  // null when polling the only peer's VI directly
-    bool net_up = false;              // VIs connected (a job of one has none)
+    VIP_CQ_HANDLE recv_cq = nullptr; // null when polling the only peer's VI directly
+    bool net_up = false;             // VIs connected (a job of one has none)
     // With a single peer, its VI's receive queue is polled with VipRecvDone
     // alone: the CQ would only add a VipCQDone per message to say which VI
     // (SPLITC_RECV_CQ=1 keeps the CQ, as in the paper).
     VIP_VI_HANDLE direct_vi = nullptr;
-    VIP_CQ_HANDLE send_cq = nullptr;  // only with SPLITC_SEND_CQ=1
+    VIP_CQ_HANDLE send_cq = nullptr; // only with SPLITC_SEND_CQ=1
 
-    uint32_t credits = 32;          // k (SPLITC_CREDITS; rt_init.cpp, choose_credits)
-    uint32_t store_ack_every = 16;  // k/2 (chan::Channel::credit_batch)
-    uint32_t max_msg = 4096;        // header + payload
+    uint32_t credits = 32;         // k (SPLITC_CREDITS; rt_init.cpp, choose_credits)
+    uint32_t store_ack_every = 16; // k/2 (chan::Channel::credit_batch)
+    uint32_t max_msg = 4096;       // header + payload
     uint32_t max_payload = 4096 - sizeof(MsgHdr);
     // Bulk transfers of at least rdma_min bytes go as RDMA writes/reads
     // straight between the two processes' memory (SPLITC_RDMA_MIN; 0: never),
     // in pieces of at most rdma_chunk bytes (the NIC's MaxTransferSize).
     uint32_t rdma_min = 4096;
     uint32_t rdma_chunk = 0;
-    uint64_t rdma_reads = 0;          // RDMA read descriptors not yet reaped
-    uint32_t unconfirmed_peers = 0;   // peers with an unconfirmed RDMA put (Peer::unconfirmed_put)
-    chan::Layout layout;            // slots and buffers per peer
-    chan::Region slots;             // every peer's slots, registered once
-    Segment heap;                   // symmetric heap
+    uint64_t rdma_reads = 0;           // RDMA read descriptors not yet reaped
+    uint32_t unconfirmed_peers = 0;    // peers with an unconfirmed RDMA put (Peer::unconfirmed_put)
+    chan::Layout layout;               // slots and buffers per peer
+    chan::Region slots;                // every peer's slots, registered once
+    Segment heap;                      // symmetric heap
     VIP_NIC_HANDLE heap_nic = nullptr; // the heap is VipxAllocMemAt memory of this NIC (else plain mmap)
-    Segment statics;                // .data/.bss when at one address everywhere
+    Segment statics;                   // .data/.bss when at one address everywhere
 
-    std::vector<Peer> peers;        // by rank; peers[me].vi stays null
+    std::vector<Peer> peers; // by rank; peers[me].vi stays null
 
     // completion counts
-    uint64_t splitphase_pending = 0;  // gets/puts awaiting their reply
-    uint64_t blocking_pending = 0;    // reads/writes awaiting their reply
-    int64_t store_sent = 0;           // bytes this processor stored (anywhere)
-    int64_t store_recv = 0;           // bytes stored into this processor
-    int64_t store_avail = 0;          // store_recv not yet consumed by store_sync
+    uint64_t splitphase_pending = 0; // gets/puts awaiting their reply
+    uint64_t blocking_pending = 0;   // reads/writes awaiting their reply
+    int64_t store_sent = 0;          // bytes this processor stored (anywhere)
+    int64_t store_recv = 0;          // bytes stored into this processor
+    int64_t store_avail = 0;         // store_recv not yet consumed by store_sync
 
-    bool check_collectives = false;   // SPLITC_CHECK_COLLECTIVES=1: scope allocations agree-check
-    bool heap_size_explicit = false;  // SPLITC_HEAP_SIZE was set
+    bool check_collectives = false;  // SPLITC_CHECK_COLLECTIVES=1: scope allocations agree-check
+    bool heap_size_explicit = false; // SPLITC_HEAP_SIZE was set
 
     CollState coll;
     // Waiting (VIASTACK_WAIT, vipl_wait.h): idle polls before giving the CPU
@@ -184,21 +199,24 @@ extern Runtime g;
 // ---- errors ------------------------------------------------------------------
 // Reports through the installed handler; returns if the handler returns
 // (fatal codes never return).
-[[gnu::cold]] void report(splitc_error_t code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+[[gnu::cold]] void report(splitc_error_t code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 [[gnu::cold, noreturn]] void fatal_vip(const char *what, VIP_RETURN rc);
 
 // Handle of the registered region holding [p, p+n) for a gather segment, or
 // false when the memory is not registered (the caller then copies).
 inline bool registered_handle(const void *p, size_t n, VIP_MEM_HANDLE *mh) {
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    if (g.heap.contains(a, n)) { *mh = g.heap.mh; return true; }
-    if (g.statics.contains(a, n)) { *mh = g.statics.mh; return true; }
+    if (g.heap.contains(a, n)) {
+        *mh = g.heap.mh;
+        return true;
+    }
+    if (g.statics.contains(a, n)) {
+        *mh = g.statics.mh;
+        return true;
+    }
     return false;
 }
-inline bool remote_addressable(uintptr_t a, size_t n) {
-    return g.heap.contains(a, n) || g.statics.contains(a, n);
-}
+inline bool remote_addressable(uintptr_t a, size_t n) { return g.heap.contains(a, n) || g.statics.contains(a, n); }
 
 // ---- messaging (rt_msg.cpp) ------------------------------------------------------
 // Serves up to max messages waiting in the receive CQ; returns how many.
@@ -210,8 +228,8 @@ void wait_step();
 // A request towards peer p (not me): waits for a credit and a send slot.
 // payload (may be null) is sent from registered memory without a copy when
 // possible, else copied into the message.
-void send_request(int p, uint8_t type, uint16_t op, uint64_t addr, const void *payload,
-                  uint32_t len, uint64_t reply_to);
+void send_request(int p, uint8_t type, uint16_t op, uint64_t addr, const void *payload, uint32_t len,
+                  uint64_t reply_to);
 // A request of a header only whose len field is `len` (no payload): the
 // notice after a bulk transfer's RDMA writes.
 void send_notice(int p, uint8_t type, uint64_t addr, uint32_t len);
@@ -265,6 +283,6 @@ CollPayload all_reduce(uint16_t op, CollPayload mine);
 bool heap_map(size_t bytes, bool quiet);
 void heap_unmap();
 void heap_allocator_reset(uintptr_t lo, uintptr_t hi);
-void place_static_objects();          // after heap_map
+void place_static_objects(); // after heap_map
 
-}  // namespace splitc::rt
+} // namespace splitc::rt

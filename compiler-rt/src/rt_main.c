@@ -18,9 +18,7 @@
  * (rt_error.cpp; $VIASTACK_LOG, docs/logging.md). */
 void splitc_rt_log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-static int under_launcher(void) {
-    return getenv("VIASTACK_RANK") != NULL || getenv("PMIX_RANK") != NULL;
-}
+static int under_launcher(void) { return getenv("VIASTACK_RANK") != NULL || getenv("PMIX_RANK") != NULL; }
 
 /* Returns only if nothing was to be done; exits on a launch failure. */
 static void relaunch_if_asked(int argc, char **argv) {

@@ -27,9 +27,9 @@ constexpr uint32_t kGatherMin = 128;
 
 [[gnu::cold, noreturn]] void fatal_status(const char *what, int peer, VIP_UINT32 status) {
     char buf[160];
-    report(SPLITC_ERR_NETWORK, "%s towards/from processor %d failed: descriptor status %s", what,
-           peer, VipxStatusString(status, buf, sizeof buf));
-    __builtin_unreachable();  // network errors are fatal
+    report(SPLITC_ERR_NETWORK, "%s towards/from processor %d failed: descriptor status %s", what, peer,
+           VipxStatusString(status, buf, sizeof buf));
+    __builtin_unreachable(); // network errors are fatal
 }
 
 // Puts a completed send towards `rank` back on its channel's free list.
@@ -79,11 +79,11 @@ bool reap_sends(int rank) {
     return got;
 }
 
-}  // namespace
+} // namespace
 
 bool reap_all_sends() {
     if (!g.net_up) return false;
-    if (g.send_cq) return reap_sends(-1);  // the CQ names every peer
+    if (g.send_cq) return reap_sends(-1); // the CQ names every peer
     bool got = false;
     for (int r = 0; r < g.procs; ++r)
         if (r != g.me) got |= reap_sends(r);
@@ -107,8 +107,8 @@ void wait_send_slot(int rank) {
 // Takes a send slot towards rank, builds its descriptor and posts it.
 // hdr (hdr_len bytes) is copied into the slot; the payload is gathered from
 // registered memory (gather_ok) or copied after the header.
-inline void post_message(int rank, Peer &p, const void *hdr, uint32_t hdr_len, const void *payload,
-                         uint32_t len, bool gather_ok) {
+inline void post_message(int rank, Peer &p, const void *hdr, uint32_t hdr_len, const void *payload, uint32_t len,
+                         bool gather_ok) {
     if (__builtin_expect(!p.has_free_send(), 0)) {
         reap_sends(rank);
         if (!p.has_free_send()) wait_send_slot(rank);
@@ -134,8 +134,7 @@ inline void post_message(int rank, Peer &p, const void *hdr, uint32_t hdr_len, c
 
 // A reply hands back one credit for the request it answers plus the credits
 // of replyless requests (stores, collectives) received since the last reply.
-inline void send_reply(int rank, Peer &p, uint8_t type, uint64_t addr, const void *payload,
-                       uint32_t len) {
+inline void send_reply(int rank, Peer &p, uint8_t type, uint64_t addr, const void *payload, uint32_t len) {
     MsgHdr h;
     h.type = type;
     h.credits = uint8_t(1 + p.take_owed());
@@ -166,10 +165,8 @@ inline void count_replyless(int rank, Peer &p) {
 static inline void reply_arrived(Peer &p, const MsgHdr *h, bool splitphase) {
     VIPL_INSTR_BEGIN(tq);
     p.return_credits(h->credits);
-    if (splitphase)
-        --g.splitphase_pending;
-    else
-        --g.blocking_pending;
+    if (splitphase) --g.splitphase_pending;
+    else --g.blocking_pending;
     VIPL_INSTR_END(c_demux, tq);
 }
 
@@ -233,10 +230,8 @@ inline void dispatch(int from, Peer &p, const uint8_t *msg, uint32_t msglen) {
     case kCollDown: {
         CollPayload v;
         std::memcpy(&v, data, sizeof v);
-        if (h->type == kCollUp)
-            on_coll_up(from, h->addr, h->op, v);
-        else
-            on_coll_down(h->addr, h->op, v);
+        if (h->type == kCollUp) on_coll_up(from, h->addr, h->op, v);
+        else on_coll_down(h->addr, h->op, v);
         count_replyless(from, p);
         break;
     }
@@ -249,18 +244,13 @@ inline void dispatch(int from, Peer &p, const uint8_t *msg, uint32_t msglen) {
         break;
     }
     case kPutAck:
-    case kWriteAck:
-        reply_arrived(p, h, h->type == kPutAck);
-        break;
-    case kStoreAck:
-        p.return_credits(h->credits);
-        break;
-    default:
-        report(SPLITC_ERR_NETWORK, "corrupt message (type %u) from processor %d", unsigned(h->type), from);
+    case kWriteAck: reply_arrived(p, h, h->type == kPutAck); break;
+    case kStoreAck: p.return_credits(h->credits); break;
+    default: report(SPLITC_ERR_NETWORK, "corrupt message (type %u) from processor %d", unsigned(h->type), from);
     }
 }
 
-}  // namespace
+} // namespace
 
 namespace {
 
@@ -274,10 +264,10 @@ inline void serve(VIP_DESCRIPTOR *d) {
     if (__builtin_expect(rc != VIP_SUCCESS, 0)) fatal_vip("VipPostRecv", rc);
 }
 
-}  // namespace
+} // namespace
 
 int poll(int max) {
-    if (__builtin_expect(!g.net_up, 0)) return 0;  // a job of one has no network
+    if (__builtin_expect(!g.net_up, 0)) return 0; // a job of one has no network
     int n = 0;
     // Bounded so a flood of requests cannot keep the caller here forever.
     while (n < max) {
@@ -289,7 +279,7 @@ int poll(int max) {
             if (rc == VIP_NOT_DONE) break;
             if (__builtin_expect(rc != VIP_SUCCESS, 0)) fatal_vip("VipRecvDone", rc);
         } else {
-            if (__builtin_expect(g.stash_vi != nullptr, 0)) {  // taken by VipCQWait (block mode)
+            if (__builtin_expect(g.stash_vi != nullptr, 0)) { // taken by VipCQWait (block mode)
                 vi = g.stash_vi;
                 g.stash_vi = nullptr;
             } else {
@@ -405,4 +395,4 @@ void drain_all_sends() {
         if (r != g.me) drain_sends(r);
 }
 
-}  // namespace splitc::rt
+} // namespace splitc::rt

@@ -18,13 +18,12 @@ namespace {
     unsigned proc = unsigned(gp.bits >> SPLITC_ADDR_BITS);
     if (addr != 0 && proc < unsigned(g.procs) && !g.initialized && g.procs > 1)
         report(SPLITC_ERR_NOT_INITIALIZED, "%s: the runtime has been shut down (splitc_finalize)", op);
-    else if (addr == 0)
-        report(SPLITC_ERR_NULL_POINTER, "%s through a null global pointer (processor %u)", op, proc);
+    else if (addr == 0) report(SPLITC_ERR_NULL_POINTER, "%s through a null global pointer (processor %u)", op, proc);
     else if (proc >= unsigned(g.procs))
         report(SPLITC_ERR_BAD_PROC, "%s: global pointer names processor %u but PROCS is %d", op, proc, g.procs);
     else if (addr & (align - 1))
-        report(SPLITC_ERR_MISALIGNED, "%s of %zu bytes at address %#llx on processor %u: not %zu-byte aligned",
-               op, n, (unsigned long long)addr, proc, align);
+        report(SPLITC_ERR_MISALIGNED, "%s of %zu bytes at address %#llx on processor %u: not %zu-byte aligned", op, n,
+               (unsigned long long)addr, proc, align);
     else
         report(SPLITC_ERR_OUT_OF_SEGMENT,
                "%s of %zu bytes at %#llx on processor %u: the range is not in the symmetric heap "
@@ -135,7 +134,7 @@ inline void for_each_fragment(size_t n, F &&f) {
     for (size_t off = 0; off < n; off += step) f(off, uint32_t(n - off < step ? n - off : step));
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
@@ -175,8 +174,7 @@ void splitc_bulk_read(void *dst, splitc_gptr_t src, size_t n) {
     }
     for_each_fragment(n, [&](size_t off, uint32_t len) {
         ++g.blocking_pending;
-        send_request(proc, kReadReq, 0, addr_of(src) + off, nullptr, len,
-                     reinterpret_cast<uint64_t>(dst) + off);
+        send_request(proc, kReadReq, 0, addr_of(src) + off, nullptr, len, reinterpret_cast<uint64_t>(dst) + off);
     });
     wait_blocking();
 }
@@ -294,4 +292,4 @@ size_t splitc_rdma_min(void) { return g.rdma_chunk ? g.rdma_min : 0; }
 int splitc_credits(void) { return int(g.credits); }
 int splitc_store_ack_interval(void) { return int(g.store_ack_every); }
 
-}  // extern "C"
+} // extern "C"

@@ -71,9 +71,9 @@ int bulk_handler(FM_stream *s, unsigned sender) {
 }
 
 double now_ns() {
-    return double(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
+    return double(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
 }
 
 // A glibc swapcontext pair (to a context and back), on a context of its
@@ -98,7 +98,7 @@ double context_pair_ns() {
     return (now_ns() - t0) / n;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     long iters = argc > 1 ? std::atol(argv[1]) : 20000;
@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
             std::printf("fm_pingpong bulk: %ld messages of %zu bytes\n", iters, bulk_bytes);
             std::printf("bandwidth = %.0f MB/s\n", double(iters) * double(bulk_bytes) / secs / 1e6);
         }
-        FM_finalize();  // node 1 handles every message in here
+        FM_finalize(); // node 1 handles every message in here
         unsigned long long placed = FM_rdma_bytes();
         if (FM_nodeid() == 1) std::printf("node 1: %llu bytes written in place by RDMA\n", placed);
         if (g_bad) std::printf("ERROR: %d bad transfers\n", g_bad);

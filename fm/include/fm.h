@@ -33,13 +33,13 @@ extern "C" {
 
 /* Return codes (0 or positive: success). */
 #define FM_OK 0
-#define FM_ERR_NOT_INIT -1         /* FM_initialize was not called (or failed) */
-#define FM_ERR_BAD_ARG -2          /* NULL buffer or stream, stream of the wrong direction, ... */
-#define FM_ERR_BAD_DEST -3         /* destination is not a node of the job */
-#define FM_ERR_UNKNOWN_HANDLER -4  /* handler not registered with FM_set_handler / FM_set_buffer_handler */
-#define FM_ERR_TOO_LONG -5         /* more bytes than the message holds, or over a limit */
-#define FM_ERR_RESOURCE -6         /* NIC, memory or connection failure (message on stderr) */
-#define FM_ERR_STATE -7            /* call not allowed now (e.g. FM_receive outside its handler) */
+#define FM_ERR_NOT_INIT -1        /* FM_initialize was not called (or failed) */
+#define FM_ERR_BAD_ARG -2         /* NULL buffer or stream, stream of the wrong direction, ... */
+#define FM_ERR_BAD_DEST -3        /* destination is not a node of the job */
+#define FM_ERR_UNKNOWN_HANDLER -4 /* handler not registered with FM_set_handler / FM_set_buffer_handler */
+#define FM_ERR_TOO_LONG -5        /* more bytes than the message holds, or over a limit */
+#define FM_ERR_RESOURCE -6        /* NIC, memory or connection failure (message on stderr) */
+#define FM_ERR_STATE -7           /* call not allowed now (e.g. FM_receive outside its handler) */
 
 /* What a handler returns (the value is not interpreted). */
 #define FM_CONTINUE 0

@@ -140,25 +140,26 @@ Coroutine *co_create() {
     // word (their defaults), six registers, and returns into entry() with
     // the stack aligned as after a call (the return address above it is 0:
     // entry never returns).
-    auto *top = reinterpret_cast<uint64_t *>((reinterpret_cast<uintptr_t>(mem) + guard + co->stack_size) & ~uintptr_t(15));
+    auto *top =
+        reinterpret_cast<uint64_t *>((reinterpret_cast<uintptr_t>(mem) + guard + co->stack_size) & ~uintptr_t(15));
     top[-1] = 0;
     top[-2] = reinterpret_cast<uint64_t>(&entry);
-    for (int i = 3; i <= 8; i++) top[-i] = 0;  // rbp rbx r12 r13 r14 r15
-    top[-9] = uint64_t(0x1F80) | (uint64_t(0x037F) << 32);  // MXCSR, x87 control word
+    for (int i = 3; i <= 8; i++) top[-i] = 0;              // rbp rbx r12 r13 r14 r15
+    top[-9] = uint64_t(0x1F80) | (uint64_t(0x037F) << 32); // MXCSR, x87 control word
     co->sp = &top[-9];
 #else
     getcontext(&co->ctx);
     co->ctx.uc_stack.ss_sp = static_cast<char *>(mem) + guard;
     co->ctx.uc_stack.ss_size = co->stack_size;
-    co->ctx.uc_link = nullptr;  // entry never returns
+    co->ctx.uc_link = nullptr; // entry never returns
     makecontext(&co->ctx, entry, 0);
 #endif
     // The first resume enters entry(), which reads g.starting once.
-    co->finished = true;  // "not started": co_resume sets g.starting for it
+    co->finished = true; // "not started": co_resume sets g.starting for it
     return co;
 }
 
-}  // namespace
+} // namespace
 
 Coroutine *co_get() {
     if (!g.free_co.empty()) {
@@ -208,4 +209,4 @@ void co_free_all() {
     g.free_co.clear();
 }
 
-}  // namespace fm
+} // namespace fm

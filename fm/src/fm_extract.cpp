@@ -85,7 +85,7 @@ uint32_t deliver(Link *l, chan::Slot *s) {
     }
     if (flags & (kCreditOnly | kBye)) {
         if (flags & kBye) l->bye = true;
-        release_slot(l, s, (flags & kBye) != 0);  // a bye took a credit
+        release_slot(l, s, (flags & kBye) != 0); // a bye took a credit
         return 0;
     }
     const uint32_t len = h->len;
@@ -149,7 +149,7 @@ uint32_t deliver(Link *l, chan::Slot *s) {
         in->complete = true;
         l->current[h->stream] = nullptr;
     }
-    if (in->done) {  // the handler returned before this packet (or does not exist)
+    if (in->done) { // the handler returned before this packet (or does not exist)
         release_slot(l, s, true);
         if (in->complete) inbound_free(in);
         return len;
@@ -213,7 +213,7 @@ void request_rdma(Inbound *in, void *buf, uint32_t len) {
     }
     t->ch.take_credit();
     chan::Slot *s = t->ch.take_send();
-    RdmaTarget rt{};  // from the first byte not here yet to the end of buf
+    RdmaTarget rt{}; // from the first byte not here yet to the end of buf
     rt.addr = reinterpret_cast<uint64_t>(buf) + queued;
     rt.mh = mh;
     rt.offset = in->consumed + queued;
@@ -225,7 +225,7 @@ void request_rdma(Inbound *in, void *buf, uint32_t len) {
     in->reg_mh = mh;
 }
 
-}  // namespace
+} // namespace
 
 void release_slot(Link *l, chan::Slot *s, bool owe) {
     if (l->dead) return;
@@ -262,7 +262,8 @@ int extract(uint32_t maxbytes) {
             // Flushed at the peer's disconnect, or a transport error: the link is gone.
             if (!l->dead && !g.finalizing && !l->bye) {
                 char why[128];
-                report("receive from node %u failed: %s", l->peer, VipxStatusString(s->desc.CS.Status, why, sizeof why));
+                report("receive from node %u failed: %s", l->peer,
+                       VipxStatusString(s->desc.CS.Status, why, sizeof why));
             }
             l->dead = true;
             continue;
@@ -284,12 +285,12 @@ bool only_receives_pending() {
     if (g.credit_due_links) return false;
     for (Link *l : g.links) {
         if (l->dead || !l->ch.in_flight()) continue;
-        reap_sends(l);  // completed sends stay counted until reaped
+        reap_sends(l); // completed sends stay counted until reaped
         if (l->ch.in_flight()) return false;
     }
     return true;
 }
-}  // namespace
+} // namespace
 
 // One idle step of every FM wait (credits, send slots, FM_receive of bytes
 // not yet here, finalize): extract, and when the window of idle polls is used
@@ -317,7 +318,7 @@ void after_poll(int got) {
     });
 }
 
-}  // namespace fm
+} // namespace fm
 
 using namespace fm;
 
@@ -335,8 +336,7 @@ int FM_extract(unsigned maxbytes) {
 
 int FM_receive(void *buf, FM_stream *stream, unsigned len) {
     if (!g.init) return fail(FM_ERR_NOT_INIT, "FM_receive", "call FM_initialize first");
-    if (!stream || !stream->inbound)
-        return fail(FM_ERR_BAD_ARG, "FM_receive", "not the stream passed to a handler");
+    if (!stream || !stream->inbound) return fail(FM_ERR_BAD_ARG, "FM_receive", "not the stream passed to a handler");
     auto *in = static_cast<Inbound *>(stream);
     if (in != g.current || in->done)
         return fail(FM_ERR_STATE, "FM_receive", "called outside the handler of this stream");
@@ -398,4 +398,4 @@ unsigned FM_suspended_handlers(void) { return g.suspended; }
 unsigned long long FM_rdma_bytes(void) { return g.rdma_bytes; }
 unsigned long long FM_blocked_waits(void) { return g.blocked_waits; }
 
-}  // extern "C"
+} // extern "C"

@@ -64,7 +64,7 @@ Link *link_create(const chan::PeerViConfig &cfg, unsigned peer, uint8_t side,
     auto *l = new Link();
     l->peer = peer;
     l->side = side;
-    g.links.push_back(l);  // torn down with the rest on failure
+    g.links.push_back(l); // torn down with the rest on failure
     if (g.gather_min && !l->gather.allocate(g.nic, g.ptag, size_t(g.layout.nsend) * g.gather_stride, why))
         return nullptr;
     if (!chan::start_rank_link(cfg, l->ch, l->region, g.layout, "FM", addrs, g.rank, peer, side, why)) return nullptr;
@@ -105,8 +105,8 @@ int init_fail(const char *what) {
     return FM_ERR_RESOURCE;
 }
 
-}  // namespace
-}  // namespace fm
+} // namespace
+} // namespace fm
 
 using namespace fm;
 
@@ -122,7 +122,8 @@ int FM_initialize(void) {
     }
     // A lookup, not a reference: finalizing does not leave the job (the
     // program's vipl_boot_finalize does), so this layer can start again.
-    if (vipl_boot_lookup() != VIPL_BOOT_OK) return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
+    if (vipl_boot_lookup() != VIPL_BOOT_OK)
+        return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
     g.rank = unsigned(vipl_boot_rank());
     g.size = unsigned(vipl_boot_size());
     vipl_wait::init(g.wait, mode, int(g.size));
@@ -137,8 +138,8 @@ int FM_initialize(void) {
     const long rdma_min = env_int("VIASTACK_FM_RDMA_MIN", 32768, 0, FM_MAX_MESSAGE);
     g.rdma_min = rdma_min == 0 ? 0 : std::max<uint32_t>(uint32_t(rdma_min), (credits + 2) * packet);
     std::string why;
-    if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_FM_NIC"), "VIASTACK_FM_NIC", "FM", &g.nic, &g.attr, &g.ptag,
-                                 &why))
+    if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_FM_NIC"), "VIASTACK_FM_NIC", "FM", &g.nic, &g.attr,
+                                 &g.ptag, &why))
         return init_fail(why.c_str());
     if (g.attr.MaxTransferSize && g.attr.MaxTransferSize < packet)
         return init_fail("VIASTACK_FM_PACKET exceeds the NIC's MaxTransferSize");
@@ -153,10 +154,12 @@ int FM_initialize(void) {
     if (g.attr.MaxSegmentsPerDesc) segs = std::min<long>(segs, long(g.attr.MaxSegmentsPerDesc) - 1);
     if (segs < 2) g.gather_min = 0;
     g.gather_segs = int(segs);
-    g.gather_stride = uint32_t((offsetof(VIP_DESCRIPTOR, DS) + size_t(segs) * sizeof(VIP_DESCRIPTOR_SEGMENT) + 63) & ~size_t(63));
+    g.gather_stride =
+        uint32_t((offsetof(VIP_DESCRIPTOR, DS) + size_t(segs) * sizeof(VIP_DESCRIPTOR_SEGMENT) + 63) & ~size_t(63));
     // RDMA writes straight from a sender's piece: as large as the NIC takes, up to 256 KB.
-    g.max_write = uint32_t(g.attr.MaxTransferSize ? std::min<VIP_ULONG>(g.attr.MaxTransferSize, 256 * 1024) : 256 * 1024);
-    const size_t nlinks = g.size + 1;  // one per peer, two for ourselves
+    g.max_write =
+        uint32_t(g.attr.MaxTransferSize ? std::min<VIP_ULONG>(g.attr.MaxTransferSize, 256 * 1024) : 256 * 1024);
+    const size_t nlinks = g.size + 1; // one per peer, two for ourselves
     VIP_RETURN rc = VipCreateCQ(g.nic, VIP_ULONG(nlinks * g.layout.nrecv), &g.rcq);
     if (rc != VIP_SUCCESS) return init_fail((std::string("VipCreateCQ: ") + VipxReturnString(rc)).c_str());
 
@@ -273,4 +276,4 @@ const char *FM_error_name(int code) {
     }
 }
 
-}  // extern "C"
+} // extern "C"

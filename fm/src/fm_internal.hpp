@@ -40,17 +40,18 @@ struct RdmaTarget {
     uint32_t pad;
 };
 struct PacketHeader {
-    uint16_t handler;  // handler id
+    uint16_t handler; // handler id
     uint8_t flags;
-    uint8_t stream;    // the sender's outbound stream id (messages of one sender may interleave)
-    uint32_t credits;  // credits returned to the receiver of this packet (for its sends on this VI)
-    uint32_t msg_len;  // the whole message's length (read from the first packet)
-    uint32_t len;      // message bytes in this packet
+    uint8_t stream;   // the sender's outbound stream id (messages of one sender may interleave)
+    uint32_t credits; // credits returned to the receiver of this packet (for its sends on this VI)
+    uint32_t msg_len; // the whole message's length (read from the first packet)
+    uint32_t len;     // message bytes in this packet
 };
 static_assert(sizeof(PacketHeader) == 16, "one 16-byte header per packet");
 
-constexpr int kStreams = 16;  // outbound messages one node may have open at once
-constexpr int kMaxGatherSegs = 64;  // data segments of a gathered packet's descriptor (VIASTACK_FM_GATHER_SEGMENTS caps it)
+constexpr int kStreams = 16; // outbound messages one node may have open at once
+constexpr int kMaxGatherSegs =
+    64; // data segments of a gathered packet's descriptor (VIASTACK_FM_GATHER_SEGMENTS caps it)
 
 // One data segment of a packet being gathered: the slot's own buffer (the
 // header and pieces copied into it) or a caller's piece in place.
@@ -58,13 +59,13 @@ struct Seg {
     const void *addr;
     VIP_MEM_HANDLE mh;
     uint32_t len;
-    bool slot_buf;  // lies in the slot's buffer (copied bytes can extend it)
+    bool slot_buf; // lies in the slot's buffer (copied bytes can extend it)
 };
 
 struct Link;
 struct Coroutine;
 
-}  // namespace fm
+} // namespace fm
 
 // The opaque handle of fm.h: an outbound (sender's) or inbound (handler's) stream.
 struct FM_stream {
@@ -78,20 +79,20 @@ struct Outbound : FM_stream {
     uint16_t handler = 0;
     uint8_t id = 0;
     bool open = false;
-    bool first = true;        // no packet posted yet
-    uint32_t length = 0;      // announced by FM_begin_message
-    uint32_t sent = 0;        // bytes given by FM_send_piece so far
-    chan::Slot *slot = nullptr;  // the packet being filled (a credit is held for it)
-    uint32_t fill = 0;        // message bytes in the packet (copied or gathered)
-    uint32_t copied = 0;      // of them, bytes copied into the slot's buffer (after the header)
-    int nseg = 0;             // 0: the packet is the slot's buffer alone; else segs[0..nseg) (gather)
-    bool ended = false;       // the last packet went out already (FM_send_piece of the final bytes, gathered)
+    bool first = true;          // no packet posted yet
+    uint32_t length = 0;        // announced by FM_begin_message
+    uint32_t sent = 0;          // bytes given by FM_send_piece so far
+    chan::Slot *slot = nullptr; // the packet being filled (a credit is held for it)
+    uint32_t fill = 0;          // message bytes in the packet (copied or gathered)
+    uint32_t copied = 0;        // of them, bytes copied into the slot's buffer (after the header)
+    int nseg = 0;               // 0: the packet is the slot's buffer alone; else segs[0..nseg) (gather)
+    bool ended = false;         // the last packet went out already (FM_send_piece of the final bytes, gathered)
     Seg segs[kMaxGatherSegs];
     // Layer interleaving: the receiver's buffer for message bytes [.., rdma_end).
     bool rdma = false;
     bool rdma_started = false;
     uint32_t rdma_offset = 0, rdma_end = 0, rdma_first = 0;
-    uint64_t rdma_addr = 0;   // remote address of message byte rdma_offset
+    uint64_t rdma_addr = 0; // remote address of message byte rdma_offset
     VIP_MEM_HANDLE rdma_mh = 0;
 };
 
@@ -100,19 +101,19 @@ struct Outbound : FM_stream {
 struct Inbound : FM_stream {
     Link *link = nullptr;
     unsigned sender = 0;
-    uint8_t sid = 0;          // the sender's stream id
+    uint8_t sid = 0; // the sender's stream id
     FM_handler fn = nullptr;
-    Coroutine *co = nullptr;  // null: run on the extracting stack (whole message in one packet)
-    uint32_t length = 0;      // message bytes
-    uint32_t consumed = 0;    // bytes FM_receive has taken
-    uint32_t offset = 0;      // read position in the front packet's payload
-    bool complete = false;    // last packet arrived
-    bool done = false;        // handler returned
-    bool waiting = false;     // suspended in FM_receive
-    bool rdma_pending = false;  // an RDMA target was sent; its kRdmaDone has not come
-    void *reg_base = nullptr;   // the handler's buffer, registered for the RDMA
+    Coroutine *co = nullptr;   // null: run on the extracting stack (whole message in one packet)
+    uint32_t length = 0;       // message bytes
+    uint32_t consumed = 0;     // bytes FM_receive has taken
+    uint32_t offset = 0;       // read position in the front packet's payload
+    bool complete = false;     // last packet arrived
+    bool done = false;         // handler returned
+    bool waiting = false;      // suspended in FM_receive
+    bool rdma_pending = false; // an RDMA target was sent; its kRdmaDone has not come
+    void *reg_base = nullptr;  // the handler's buffer, registered for the RDMA
     VIP_MEM_HANDLE reg_mh = 0;
-    std::vector<chan::Slot *> ring;  // queued packets (capacity: the link's receive slots)
+    std::vector<chan::Slot *> ring; // queued packets (capacity: the link's receive slots)
     uint32_t head = 0, count = 0;
 
     void push(chan::Slot *s) { ring[(head + count++) % ring.size()] = s; }
@@ -130,8 +131,8 @@ struct Coroutine {
     // ucontext_t pair.
     void *sp = nullptr;
     void *caller_sp = nullptr;
-    ucontext_t ctx;     // the handler's
-    ucontext_t caller;  // whoever resumed it last
+    ucontext_t ctx;    // the handler's
+    ucontext_t caller; // whoever resumed it last
     void *stack = nullptr;
     size_t stack_size = 0;
     Inbound *in = nullptr;
@@ -155,14 +156,14 @@ struct Link {
     unsigned peer = 0;
     uint8_t side = 0;
     bool up = false;
-    bool dead = false;        // its VI reported an error (or the peer left)
-    bool bye = false;         // the peer's kBye arrived on it
-    bool credit_due = false;  // owed credits reached the batch size: send them
+    bool dead = false;       // its VI reported an error (or the peer left)
+    bool bye = false;        // the peer's kBye arrived on it
+    bool credit_due = false; // owed credits reached the batch size: send them
     // A buffer handler of this link runs with its credit owed before its
     // buffer is reposted (the "+1" of 2k + 1).  Only one at a time: handlers
     // nested in its sends' credit waits owe theirs after reposting.
     bool early_credit = false;
-    Inbound *current[kStreams] = {};  // per sender stream id: the message receiving packets
+    Inbound *current[kStreams] = {}; // per sender stream id: the message receiving packets
 };
 
 struct HandlerEntry {
@@ -187,26 +188,26 @@ struct State {
     uint32_t gather_stride = 0; // bytes per gather descriptor
     chan::RegCache regcache;    // callers' pieces (gather segments, RDMA write sources)
     size_t stack_size = 0;
-    std::vector<Link *> links;  // every link
-    std::vector<Link *> tx;     // tx[dest]: the link messages to dest go out on
+    std::vector<Link *> links; // every link
+    std::vector<Link *> tx;    // tx[dest]: the link messages to dest go out on
     int credit_due_links = 0;
     Outbound out[kStreams];
     uint8_t free_out[kStreams];
     int nfree_out = 0;
     HandlerEntry handlers[FM_MAX_HANDLERS];
-    std::vector<unsigned> registered;  // ids with a handler, for translating pointers
-    const void *last_fn = nullptr;     // translation cache
+    std::vector<unsigned> registered; // ids with a handler, for translating pointers
+    const void *last_fn = nullptr;    // translation cache
     unsigned last_id = 0;
-    Inbound *current = nullptr;        // the handler running now (innermost)
+    Inbound *current = nullptr; // the handler running now (innermost)
     unsigned suspended = 0;
     unsigned long long blocked_waits = 0;  // VipCQWait sleeps (FM_blocked_waits)
-    unsigned long long rdma_bytes = 0;  // received in place by RDMA
-    unsigned long long gathered_bytes = 0;  // sent as data segments naming callers' pieces
+    unsigned long long rdma_bytes = 0;     // received in place by RDMA
+    unsigned long long gathered_bytes = 0; // sent as data segments naming callers' pieces
     std::vector<Inbound *> free_inbound;
     std::vector<Coroutine *> free_co;
     Coroutine *starting = nullptr;
     vipl_wait::WaitState wait{};
-    VIP_VI_HANDLE stash_vi = nullptr;  // a receive completion VipCQWait took (block mode), handled first
+    VIP_VI_HANDLE stash_vi = nullptr; // a receive completion VipCQWait took (block mode), handled first
     bool finalizing = false;
     int last_error = FM_OK;
 };
@@ -218,10 +219,10 @@ int fail(int code, const char *fn, const char *fmt, ...) __attribute__((format(p
 void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // fm_send.cpp
-chan::Slot *acquire(Link *l);  // a send slot with a credit (waits, extracting)
-chan::Slot *slot_of_send(Link *l, VIP_DESCRIPTOR *d, VIP_DESCRIPTOR **posted);  // a send completion's slot
+chan::Slot *acquire(Link *l); // a send slot with a credit (waits, extracting)
+chan::Slot *slot_of_send(Link *l, VIP_DESCRIPTOR *d, VIP_DESCRIPTOR **posted); // a send completion's slot
 void flush(Outbound *o, bool last);
-void post_gather(Outbound *o, uint8_t flags);  // o's packet as a gather list (o->nseg segments)
+void post_gather(Outbound *o, uint8_t flags); // o's packet as a gather list (o->nseg segments)
 // len goes in the header; payload (default: len) is what the packet carries.
 void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_t stream, uint32_t msg_len,
                  uint32_t len, uint32_t payload);
@@ -235,17 +236,17 @@ void try_send_credits(Link *l);
 int handler_id(const void *fn, bool buffer, unsigned *id);
 
 // fm_extract.cpp
-int extract(uint32_t maxbytes);      // the body of FM_extract
-void progress_wait();                // one idle step of a wait loop (extract + waiting policy)
-void after_poll(int got);            // the waiting policy after a poll that extracted `got` bytes
+int extract(uint32_t maxbytes); // the body of FM_extract
+void progress_wait();           // one idle step of a wait loop (extract + waiting policy)
+void after_poll(int got);       // the waiting policy after a poll that extracted `got` bytes
 void release_slot(Link *l, chan::Slot *s, bool owe);
-void owe_credit(Link *l);            // one credit owed to l's peer (sent in batches or piggy-backed)
+void owe_credit(Link *l); // one credit owed to l's peer (sent in batches or piggy-backed)
 
 // fm_coroutine.cpp
-Coroutine *co_get();                 // from the pool (or a new one); null when out of memory
+Coroutine *co_get(); // from the pool (or a new one); null when out of memory
 void co_put(Coroutine *co);
-void co_resume(Coroutine *co);       // runs co until it suspends or its handler returns
-void co_suspend(Coroutine *co);      // back to co's resumer
+void co_resume(Coroutine *co);  // runs co until it suspends or its handler returns
+void co_suspend(Coroutine *co); // back to co's resumer
 void co_free_all();
 
-}  // namespace fm
+} // namespace fm

@@ -57,10 +57,8 @@ void reap_sends(Link *l) {
 // full: the receiver never sees packet boundaries.
 void flush(Outbound *o, bool last) {
     uint8_t flags = uint8_t((o->first ? kFirst : 0) | (last ? kLast : 0));
-    if (o->nseg)
-        post_gather(o, flags);
-    else
-        post_packet(o->link, o->slot, o->handler, flags, o->id, o->length, o->fill);
+    if (o->nseg) post_gather(o, flags);
+    else post_packet(o->link, o->slot, o->handler, flags, o->id, o->length, o->fill);
     o->first = false;
     o->slot = nullptr;
     o->fill = 0;
@@ -77,7 +75,7 @@ void flush_partials(Link *l) {
     for (Outbound &o : g.out)
         if (o.open && o.link == l && o.slot && o.fill) flush(&o, false);
 }
-}  // namespace
+} // namespace
 
 chan::Slot *acquire(Link *l) {
     bool flushed = false;
@@ -110,7 +108,7 @@ void write_header(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8
     h->msg_len = msg_len;
     h->len = len;
 }
-}  // namespace
+} // namespace
 
 void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags, uint8_t stream, uint32_t msg_len,
                  uint32_t len, uint32_t payload) {
@@ -134,7 +132,8 @@ void post_gather(Outbound *o, uint8_t flags) {
     const uint32_t idx = uint32_t(s - l->ch.send_slot(0));
     auto *d = reinterpret_cast<VIP_DESCRIPTOR *>(l->gather.base() + size_t(idx) * g.gather_stride);
     // DS past the declared DS[2]: the descriptor was allocated with room for gather_segs (vipl.h).
-    auto *ds = reinterpret_cast<VIP_DESCRIPTOR_SEGMENT *>(reinterpret_cast<uint8_t *>(d) + offsetof(VIP_DESCRIPTOR, DS));
+    auto *ds =
+        reinterpret_cast<VIP_DESCRIPTOR_SEGMENT *>(reinterpret_cast<uint8_t *>(d) + offsetof(VIP_DESCRIPTOR, DS));
     std::memset(&d->CS, 0, sizeof d->CS);
     d->CS.Control = VIP_CONTROL_OP_SENDRECV;
     d->CS.SegCount = uint16_t(o->nseg);
@@ -170,7 +169,8 @@ void rdma_target_arrived(Link *l, const PacketHeader *h, const RdmaTarget &t) {
     // The receiver asks only while at least (k + 2) packets of the message
     // are still to come, more than the sender can have sent without the
     // credits that follow this packet: the message is still open here.
-    if (!o || !o->open || o->link->peer != l->peer || o->rdma || o->sent > t.offset + g.layout.credits * g.layout.bufsize + g.layout.bufsize) {
+    if (!o || !o->open || o->link->peer != l->peer || o->rdma ||
+        o->sent > t.offset + g.layout.credits * g.layout.bufsize + g.layout.bufsize) {
         report("protocol error: RDMA target from node %u for stream %u, which is not open to it", l->peer, h->stream);
         return;
     }
@@ -194,7 +194,7 @@ chan::Slot *rdma_slot(Link *l) {
     return l->ch.take_send();
 }
 
-}  // namespace
+} // namespace
 
 namespace {
 
@@ -202,7 +202,8 @@ namespace {
 // o->sent of the receiver's named buffer.  False on a failed post.
 bool post_write(Outbound *o, chan::Slot *s, const void *local, VIP_MEM_HANDLE lmh, uint32_t n) {
     Link *l = o->link;
-    VIP_RETURN rc = l->ch.post_rdma_write(s, o->rdma_addr + (o->sent - o->rdma_offset), o->rdma_mh, local, lmh, n, kInstr);
+    VIP_RETURN rc =
+        l->ch.post_rdma_write(s, o->rdma_addr + (o->sent - o->rdma_offset), o->rdma_mh, local, lmh, n, kInstr);
     if (rc != VIP_SUCCESS) {
         report("VipPostSend (RDMA write) to node %u: %s", l->peer, VipxReturnString(rc));
         l->dead = true;
@@ -243,17 +244,17 @@ uint32_t write_registered(Outbound *o, const uint8_t *p, uint32_t n) {
     return done;
 }
 
-}  // namespace
+} // namespace
 
 // Appends a segment to o's packet (the slot's buffer at the copy position
 // when slot_buf); false when the descriptor has no segment left.
 bool add_segment(Outbound *o, const void *addr, VIP_MEM_HANDLE mh, uint32_t n, bool slot_buf) {
-    if (o->nseg == 0) {  // the packet so far: the header and what was copied after it
+    if (o->nseg == 0) { // the packet so far: the header and what was copied after it
         o->segs[0] = {o->slot->buf, o->link->ch.mem_handle(), uint32_t(sizeof(PacketHeader)) + o->copied, true};
         o->nseg = 1;
     }
     Seg &last = o->segs[o->nseg - 1];
-    if (slot_buf && last.slot_buf) {  // copied bytes follow copied bytes in the buffer
+    if (slot_buf && last.slot_buf) { // copied bytes follow copied bytes in the buffer
         last.len += n;
         return true;
     }
@@ -282,7 +283,7 @@ void finish_gathered_piece(Outbound *o) {
 // taken, 0 on a failed link.
 uint32_t rdma_piece(Outbound *o, const uint8_t *p, uint32_t len) {
     Link *l = o->link;
-    if (o->slot && o->fill) flush(o, false);  // bytes before the RDMA range go as a packet
+    if (o->slot && o->fill) flush(o, false); // bytes before the RDMA range go as a packet
     if (!o->rdma_started) {
         o->rdma_started = true;
         o->rdma_first = o->sent;
@@ -298,7 +299,7 @@ uint32_t rdma_piece(Outbound *o, const uint8_t *p, uint32_t len) {
         if (!post_write(o, s, s->buf, l->ch.mem_handle(), n)) return 0;
     }
     if (o->sent == o->rdma_end) {
-        wait_sends(l);  // the writes complete before the range is announced
+        wait_sends(l); // the writes complete before the range is announced
         chan::Slot *m = o->slot;
         o->slot = nullptr;
         if (!m) m = acquire(l);
@@ -310,7 +311,7 @@ uint32_t rdma_piece(Outbound *o, const uint8_t *p, uint32_t len) {
     return n;
 }
 
-}  // namespace fm
+} // namespace fm
 
 using namespace fm;
 
@@ -345,7 +346,7 @@ int check_dest(unsigned dest, const char *fn) {
     return FM_OK;
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
@@ -395,9 +396,8 @@ int FM_send_piece(FM_stream *stream, const void *buf, unsigned len) {
     // through the cache), not copied into the slots' buffers.
     VIP_MEM_HANDLE umh = 0;
     int entry = chan::RegCache::kNone;
-    if (g.gather_min && len >= g.gather_min)
-        entry = g.regcache.acquire(p, len, &umh, [o] { reap_sends(o->link); });
-    const bool gathered = entry != chan::RegCache::kNone;  // else (small, or registration failed) copied
+    if (g.gather_min && len >= g.gather_min) entry = g.regcache.acquire(p, len, &umh, [o] { reap_sends(o->link); });
+    const bool gathered = entry != chan::RegCache::kNone; // else (small, or registration failed) copied
     while (len) {
         if (o->rdma && o->sent >= o->rdma_offset) {
             uint32_t n = rdma_piece(o, p, len);
@@ -412,9 +412,10 @@ int FM_send_piece(FM_stream *stream, const void *buf, unsigned len) {
         }
         uint32_t n = std::min<uint32_t>(len, g.payload_max - o->fill);
         if (gathered || o->nseg) {
-            if (!add_segment(o, gathered ? static_cast<const void *>(p) : o->slot->buf + sizeof(PacketHeader) + o->copied,
+            if (!add_segment(o,
+                             gathered ? static_cast<const void *>(p) : o->slot->buf + sizeof(PacketHeader) + o->copied,
                              gathered ? umh : o->link->ch.mem_handle(), n, !gathered)) {
-                flush(o, false);  // no segment left: the packet goes as it is, the rest in the next
+                flush(o, false); // no segment left: the packet goes as it is, the rest in the next
                 continue;
             }
         }
@@ -443,12 +444,12 @@ int FM_end_message(FM_stream *stream) {
     if (!o) return rc;
     if (o->sent != o->length)
         return fail(FM_ERR_STATE, "FM_end_message", "%u of the announced %u bytes were sent", o->sent, o->length);
-    if (o->ended) {  // the final bytes were a gathered piece: their packet was the last
+    if (o->ended) { // the final bytes were a gathered piece: their packet was the last
         close_stream(o);
         return FM_OK;
     }
     if (!o->slot) {
-        o->slot = acquire(o->link);  // an empty message (or nothing since the last full packet: not reached)
+        o->slot = acquire(o->link); // an empty message (or nothing since the last full packet: not reached)
         if (!o->slot) {
             close_stream(o);
             return fail(FM_ERR_RESOURCE, "FM_end_message", "the connection to node %u has failed", o->link->peer);
@@ -486,4 +487,4 @@ unsigned FM_max_buffer_message(void) { return g.init ? g.payload_max : 0; }
 
 unsigned long long FM_gathered_bytes(void) { return g.gathered_bytes; }
 
-}  // extern "C"
+} // extern "C"

@@ -92,8 +92,10 @@ void Agent::run() {
                         keep = true;
                     }
                 }
-                if (keep) { ++i; armed = true; }
-                else vis_.erase(vis_.begin() + static_cast<long>(i));
+                if (keep) {
+                    ++i;
+                    armed = true;
+                } else vis_.erase(vis_.begin() + static_cast<long>(i));
             }
             for (size_t i = 0; i < cqs_.size();) {
                 CqImpl *cq = cqs_[i];
@@ -103,8 +105,10 @@ void Agent::run() {
                     cq->notify_slot.armed.store(false);
                     fire.push_back(Fire{&cq->notify_slot, nullptr, cq, nullptr, recv, v});
                 }
-                if (cq->notify_slot.armed.load()) { ++i; armed = true; }
-                else cqs_.erase(cqs_.begin() + static_cast<long>(i));
+                if (cq->notify_slot.armed.load()) {
+                    ++i;
+                    armed = true;
+                } else cqs_.erase(cqs_.begin() + static_cast<long>(i));
             }
         }
         // Handlers run outside the lock: they may arm the next notify.

@@ -48,8 +48,8 @@ private:
     std::atomic<bool> running_{false};
     std::atomic<bool> stop_{false};
     std::mutex mu_;
-    std::vector<ViImpl *> vis_;   // under mu_: VIs with an armed handler
-    std::vector<CqImpl *> cqs_;   // under mu_
+    std::vector<ViImpl *> vis_; // under mu_: VIs with an armed handler
+    std::vector<CqImpl *> cqs_; // under mu_
 };
 
 } // namespace nicfw

@@ -70,8 +70,7 @@ uint32_t parse_dma_min(const char *var, const std::string &v) {
 }
 
 // One of `words` (its index); anything else is refused.
-int strict_choice(const char *var, std::initializer_list<const char *> words, const char *dflt,
-                  const char *expected) {
+int strict_choice(const char *var, std::initializer_list<const char *> words, const char *dflt, const char *expected) {
     const std::string v = viastack::env::str(var, dflt);
     int i = 0;
     for (const char *w : words) {
@@ -84,16 +83,15 @@ int strict_choice(const char *var, std::initializer_list<const char *> words, co
 
 Config Config::from_env() {
     Config c;
-    c.mode = strict_choice("VIPL_NICFW_MODE", {"inline", "thread"}, "inline", "inline or thread") == 0
-                 ? Mode::Inline
-                 : Mode::Thread;
+    c.mode = strict_choice("VIPL_NICFW_MODE", {"inline", "thread"}, "inline", "inline or thread") == 0 ? Mode::Inline
+                                                                                                       : Mode::Thread;
     c.profile = parse_profile(viastack::env::str("VIPL_NICFW_PROFILE", "none"));
     // The doorbell of the modelled board (lanai4: emulated) unless set explicitly;
     // the model charges the doorbell actually in use.
     const char *bell_default = c.profile.cost.doorbell == BellKind::Emulated ? "emulated" : "fifo";
     c.doorbell = strict_choice("VIPL_NICFW_DOORBELL", {"fifo", "emulated"}, bell_default, "fifo or emulated") == 0
-                     ? Doorbell::Fifo
-                     : Doorbell::Emulated;
+        ? Doorbell::Fifo
+        : Doorbell::Emulated;
     const std::string ring = viastack::env::str("VIPL_NICFW_RING_KB", "1024");
     char *end = nullptr;
     const unsigned long kb = std::strtoul(ring.c_str(), &end, 10);
@@ -120,7 +118,8 @@ Config Config::from_env() {
     // A NIC that may have to resend, or acknowledge, keeps running while its
     // host is outside VIPL (as a real NIC does): inline mode gets the progress agent.
     if (c.transport) c.progress_thread = true;
-    c.dma_min = parse_dma_min("VIPL_NICFW_DMA_MIN", viastack::env::str("VIPL_NICFW_DMA_MIN", std::to_string(kDefaultDmaMin)));
+    c.dma_min =
+        parse_dma_min("VIPL_NICFW_DMA_MIN", viastack::env::str("VIPL_NICFW_DMA_MIN", std::to_string(kDefaultDmaMin)));
     // "off" for shared memory: the same crossover as any other memory.
     const uint32_t shm = parse_dma_min("VIPL_NICFW_DMA_MIN_SHM",
                                        viastack::env::str("VIPL_NICFW_DMA_MIN_SHM", std::to_string(kDefaultDmaMinShm)));

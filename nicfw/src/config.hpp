@@ -14,8 +14,8 @@ namespace nicfw {
 
 constexpr uint32_t kMaxVi = 1024;
 constexpr uint32_t kMaxRegions = 65535;
-constexpr uint32_t kMaxQueue = 4096;       // descriptors per work queue
-constexpr uint32_t kMaxSegments = 252;     // data segments of an RDMA descriptor (SegCount <= 253 = MaxSegmentsPerDesc)
+constexpr uint32_t kMaxQueue = 4096;   // descriptors per work queue
+constexpr uint32_t kMaxSegments = 252; // data segments of an RDMA descriptor (SegCount <= 253 = MaxSegmentsPerDesc)
 // Largest message through the wire FIFO (staged: host -> SRAM -> wire -> SRAM
 // -> host): what the SRAM staging buffers and a quarter FIFO can hold.
 constexpr uint32_t kMaxStagedTransfer = 64 * 1024;
@@ -46,12 +46,12 @@ enum class Doorbell { Fifo, Emulated };
 // with known LogP parameters for checking the LogP extraction (synthetic:...).
 struct Profile {
     std::string name = "none";
-    CostParams cost;        // the cost model (enabled for lanai4, lanai7, file:)
+    CostParams cost; // the cost model (enabled for lanai4, lanai7, file:)
     // synthetic: LogP delays
-    uint32_t send_ns = 0;   // host send overhead added to each post (o_s)
-    uint32_t recv_ns = 0;   // host receive overhead added to each receive completion (o_r)
-    uint32_t wire_ns = 0;   // latency added between transmit and delivery (L)
-    uint32_t gap_ns = 0;    // minimum interval between packet injections (g)
+    uint32_t send_ns = 0; // host send overhead added to each post (o_s)
+    uint32_t recv_ns = 0; // host receive overhead added to each receive completion (o_r)
+    uint32_t wire_ns = 0; // latency added between transmit and delivery (L)
+    uint32_t gap_ns = 0;  // minimum interval between packet injections (g)
 };
 
 struct Config {

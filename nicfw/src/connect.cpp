@@ -23,7 +23,7 @@ struct WireAttr {
     uint32_t mtu;
 };
 
-struct CmHeader {      // payload of ConnReq / ConnAck / PeerReq / ConnRej / cancels
+struct CmHeader { // payload of ConnReq / ConnAck / PeerReq / ConnRej / cancels
     uint32_t nonce;
     WireAttr attr;
     uint16_t len_a;    // ConnReq: wanted discriminator; PeerReq: sender's own
@@ -102,8 +102,7 @@ void ConnectionManager::send_cm(uint16_t dst, Op op, uint16_t dst_vi, uint16_t s
 }
 
 VIP_RETURN ConnectionManager::parse_addr(const VIP_NET_ADDRESS *a, uint16_t *nic) const {
-    if (!a || a->HostAddressLen != 2 || a->DiscriminatorLen > VIP_MAX_DISCRIMINATOR_LEN)
-        return VIP_INVALID_PARAMETER;
+    if (!a || a->HostAddressLen != 2 || a->DiscriminatorLen > VIP_MAX_DISCRIMINATOR_LEN) return VIP_INVALID_PARAMETER;
     const uint16_t r = static_cast<uint16_t>(a->HostAddress[0] | (a->HostAddress[1] << 8));
     if (r >= nprocs_) return VIP_INVALID_PARAMETER;
     *nic = r;
@@ -146,8 +145,7 @@ void ConnectionManager::cancel_client_request(ViImpl *vi) {
     fw_.send_ctl(vi->cm_server, Op::ConnCancel, 0, static_cast<uint16_t>(vi->index), 0, &c, sizeof c);
 }
 
-VIP_RETURN ConnectionManager::client_result(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_attr, void *data,
-                                            VIP_ULONG *len) {
+VIP_RETURN ConnectionManager::client_result(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) {
     std::lock_guard<std::mutex> g(mu_);
     if (!vi->cm_client) return VIP_INVALID_STATE;
     switch (vi->cm_result.load()) {
@@ -192,9 +190,8 @@ VIP_RETURN ConnectionManager::connect_wait_done(ViImpl *vi, VIP_VI_ATTRIBUTES *r
 }
 
 // ---------------------------------------------------------------- server side
-VIP_RETURN ConnectionManager::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms,
-                                           VIP_NET_ADDRESS *remote, VIP_VI_ATTRIBUTES *remote_attr,
-                                           ConnImpl **out) {
+VIP_RETURN ConnectionManager::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms, VIP_NET_ADDRESS *remote,
+                                           VIP_VI_ATTRIBUTES *remote_attr, ConnImpl **out) {
     if (!local || local->DiscriminatorLen > VIP_MAX_DISCRIMINATOR_LEN) return VIP_INVALID_PARAMETER;
     const auto want = disc_of(local);
     ConnRequest got{};
@@ -334,8 +331,7 @@ VIP_RETURN ConnectionManager::peer_done(ViImpl *vi, VIP_VI_ATTRIBUTES *remote_at
                 if (it->vi == vi && now_ns() >= it->deadline_ns) {
                     CmHeader c{};
                     c.nonce = it->nonce;
-                    fw_.send_ctl(it->remote_nic, Op::PeerCancel, 0, static_cast<uint16_t>(vi->index), 0, &c,
-                                 sizeof c);
+                    fw_.send_ctl(it->remote_nic, Op::PeerCancel, 0, static_cast<uint16_t>(vi->index), 0, &c, sizeof c);
                     local_peers_.erase(it);
                     vi->set_state(ViState::Idle);
                     return VIP_TIMEOUT;
@@ -404,7 +400,7 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
     if (h->length >= sizeof ch) std::memcpy(&ch, p, sizeof ch);
     const unsigned char *a = p + sizeof ch;
     const bool lens_ok = h->length >= sizeof ch && ch.len_data <= VIPX_CM_DATA_MAX &&
-                         sizeof ch + ch.len_a + ch.len_b + ch.len_data <= h->length;
+        sizeof ch + ch.len_a + ch.len_b + ch.len_data <= h->length;
     const unsigned char *data = a + ch.len_a + ch.len_b; // private data (ConnReq / ConnAck / ConnRej)
     ViImpl *vi = vis_.find(h->dst_vi);
     std::unique_lock<std::mutex> g(mu_);
@@ -456,7 +452,8 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
         for (auto it = local_peers_.begin(); it != local_peers_.end(); ++it) {
             if (it->remote_nic == h->src_nic && it->my_disc == want && it->their_disc == theirs) {
                 ViImpl *lv = it->vi;
-                if (lv->attr.reliability != rattr.ReliabilityLevel) lv->cm_result.store(ConnResult::ReliabilityMismatch);
+                if (lv->attr.reliability != rattr.ReliabilityLevel)
+                    lv->cm_result.store(ConnResult::ReliabilityMismatch);
                 else make_connected(lv, h->src_nic, h->src_vi, rattr, it->nonce, ch.nonce);
                 local_peers_.erase(it);
                 return;
@@ -498,14 +495,12 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
         return;
     case Op::Disc:
     case Op::ConnErr:
-        if (vi && vi->state.load() == ViState::Connected && vi->peer_nic == h->src_nic &&
-            vi->peer_vi == h->src_vi) {
+        if (vi && vi->state.load() == ViState::Connected && vi->peer_nic == h->src_nic && vi->peer_vi == h->src_vi) {
             g.unlock(); // vi_error may call back into connection management
             fw_.vi_error(vi, VIP_ERROR_CONN_LOST, nullptr, false);
         }
         return;
-    default:
-        return;
+    default: return;
     }
 }
 

@@ -59,7 +59,7 @@ public:
     void fail_requests_to_dead(const std::function<bool(uint16_t)> &dead);
 
 private:
-    struct ConnRequest {        // a ConnReq that arrived, waiting for VipConnectWait
+    struct ConnRequest { // a ConnReq that arrived, waiting for VipConnectWait
         uint16_t src_nic, src_vi;
         uint32_t nonce;
         VIP_VI_ATTRIBUTES attr;
@@ -69,13 +69,13 @@ private:
         bool claimed = false;
         bool cancelled = false; // the client gave up (ConnCancel) after a VipConnectWait claimed it
     };
-    struct PeerRequest {        // a PeerReq that arrived before the local side asked
+    struct PeerRequest { // a PeerReq that arrived before the local side asked
         uint16_t src_nic, src_vi;
         uint32_t nonce;
         VIP_VI_ATTRIBUTES attr;
         std::vector<uint8_t> their_disc, want_disc;
     };
-    struct LocalPeer {          // a local VipConnectPeerRequest in progress
+    struct LocalPeer { // a local VipConnectPeerRequest in progress
         ViImpl *vi;
         uint16_t remote_nic;
         std::vector<uint8_t> my_disc, their_disc;
@@ -89,7 +89,7 @@ private:
     void cancel_client_request(ViImpl *vi); // under mu_: give up, tell the server
     void send_cm(uint16_t dst, Op op, uint16_t dst_vi, uint16_t src_vi, const void *payload, uint32_t len);
 
-    NicHw &nic_;              // only to step it while waiting (host_poll)
+    NicHw &nic_; // only to step it while waiting (host_poll)
     Firmware &fw_;
     const ViTable &vis_;
     const int nprocs_;

@@ -55,9 +55,9 @@ CostParams lanai4() {
     CostParams p = lanai7();
     p.name = "lanai4";
     p.doorbell = BellKind::Emulated;
-    p.doorbell_writes = 1;      // [assume] a plain token write; the wait is the emulation's
-    p.dma_mb_s = 110;           // [fit] Table 1: 62.8 MB/s on 32-bit PCI vs 68.3 MB/s (LANai 7)
-    p.host_mhz = 400;           // [src] [Begel01] footnote 2: 2-way 400 MHz Pentium II (a P6 core too)
+    p.doorbell_writes = 1; // [assume] a plain token write; the wait is the emulation's
+    p.dma_mb_s = 110;      // [fit] Table 1: 62.8 MB/s on 32-bit PCI vs 68.3 MB/s (LANai 7)
+    p.host_mhz = 400;      // [src] [Begel01] footnote 2: 2-way 400 MHz Pentium II (a P6 core too)
     return p;
 }
 
@@ -163,9 +163,13 @@ CostParams parse_cost_params(const std::string &text, const std::string &where) 
             p.name = name;
             continue;
         }
-        if (k == "name") { p.name = v; continue; }
+        if (k == "name") {
+            p.name = v;
+            continue;
+        }
         if (k == "cq") {
-            if (!word<CqPlace>(v, {{"nic", CqPlace::Nic}, {"host", CqPlace::Host}}, &p.cq)) throw bad("cq is nic or host");
+            if (!word<CqPlace>(v, {{"nic", CqPlace::Nic}, {"host", CqPlace::Host}}, &p.cq))
+                throw bad("cq is nic or host");
             continue;
         }
         if (k == "doorbell") {
@@ -205,7 +209,8 @@ CostParams parse_cost_params(const std::string &text, const std::string &where) 
     if (p.dma_mb_s <= 0 || p.link_mb_s <= 0) throw bad("dma_mb_s and link_mb_s must be given (> 0)");
     if (p.send_data == SendData::Pio && p.pio_data_mb_s <= 0) throw bad("send_data = pio needs pio_data_mb_s > 0");
     if (p.host_mhz > 0 && (p.host_ipc_ratio <= 0 || p.host_max_self_ns == 0))
-        throw bad("host_mhz > 0 needs host_ipc_ratio > 0 and host_max_self_ns > 0 (or host_mhz = 0: no host CPU model)");
+        throw bad(
+            "host_mhz > 0 needs host_ipc_ratio > 0 and host_max_self_ns > 0 (or host_mhz = 0: no host CPU model)");
     if (p.recv_line_ns > 0 && p.recv_line_bytes == 0) throw bad("recv_line_ns > 0 needs recv_line_bytes > 0");
     return p;
 }
@@ -230,10 +235,9 @@ bool host_cpu_model(const CostParams &p, double this_mhz, vipl_host_model *out) 
 }
 
 const char *cost_item_name(int i) {
-    static const char *const names[kCostItems] = {"host PIO read",  "host PIO write",  "host PIO data",
-                                                  "host uncached read", "host CQ read", "host doorbell wait",
-                                                  "NIC loop",       "NIC VI polling",  "NIC DMA",
-                                                  "NIC firmware",   "link"};
+    static const char *const names[kCostItems] = {
+        "host PIO read", "host PIO write", "host PIO data", "host uncached read", "host CQ read", "host doorbell wait",
+        "NIC loop",      "NIC VI polling", "NIC DMA",       "NIC firmware",       "link"};
     return i >= 0 && i < kCostItems ? names[i] : "?";
 }
 
@@ -258,8 +262,7 @@ void real_spin(void *, uint64_t ns) {
         return;
     }
     const uint64_t end = t0 + uint64_t(double(ns) * vipl_instr_cycles_per_ns());
-    while (vipl_instr_now() < end) {
-    }
+    while (vipl_instr_now() < end) {}
 }
 } // namespace
 
@@ -302,10 +305,10 @@ void CostModel::host_send_data(uint32_t bytes) {
 
 void CostModel::host_cq_check(bool took) {
     if (p_.cq == CqPlace::Nic) {
-        spin(kCostPioRead, p_.pio_read_ns);           // the head entry, across the bus
+        spin(kCostPioRead, p_.pio_read_ns);             // the head entry, across the bus
         if (took) spin(kCostPioWrite, p_.pio_write_ns); // cleared
     } else {
-        spin(kCostHostCq, p_.host_cq_read_ns);        // a host cache miss; clearing it is a local write
+        spin(kCostHostCq, p_.host_cq_read_ns); // a host cache miss; clearing it is a local write
     }
 }
 
@@ -345,7 +348,7 @@ uint64_t CostModel::nic_rx(uint64_t key, uint64_t arrival, uint32_t bytes, bool 
     // The receive descriptor fetched, the data to the host, the status written
     // (and a host CQ entry): DMAs; the firmware's own work between them.
     const uint64_t dma = dma_ns(p_.desc_bytes) + (bytes ? dma_ns(bytes) : 0) + dma_ns(4) +
-                         (recv_cq && p_.cq == CqPlace::Host ? dma_ns(8) : 0);
+        (recv_cq && p_.cq == CqPlace::Host ? dma_ns(8) : 0);
     add(kCostNicLoop, loop);
     add(kCostNicDma, dma);
     add(kCostNicFw, p_.fw_recv_ns);

@@ -40,12 +40,12 @@ struct CostParams {
     std::string name = "none";
     bool enabled = false;
     // host <-> NIC across the I/O bus
-    uint32_t pio_read_ns = 0;       // one programmed-I/O read of NIC memory
-    uint32_t pio_write_ns = 0;      // one programmed-I/O write of NIC memory
-    uint32_t doorbell_writes = 1;   // PIO writes per doorbell token
-    uint32_t uncached_read_ns = 0;  // a host read of a descriptor field the NIC wrote by DMA
-    uint32_t host_cq_read_ns = 0;   // a host read of a host-resident CQ slot (cq = host)
-    double pio_data_mb_s = 0;       // host PIO bandwidth into NIC memory (send_data = pio)
+    uint32_t pio_read_ns = 0;      // one programmed-I/O read of NIC memory
+    uint32_t pio_write_ns = 0;     // one programmed-I/O write of NIC memory
+    uint32_t doorbell_writes = 1;  // PIO writes per doorbell token
+    uint32_t uncached_read_ns = 0; // a host read of a descriptor field the NIC wrote by DMA
+    uint32_t host_cq_read_ns = 0;  // a host read of a host-resident CQ slot (cq = host)
+    double pio_data_mb_s = 0;      // host PIO bandwidth into NIC memory (send_data = pio)
     // NIC
     uint32_t dma_setup_ns = 0;      // a null host DMA
     double dma_mb_s = 0;            // host DMA bandwidth
@@ -59,18 +59,18 @@ struct CostParams {
     uint32_t switch_ns = 0;         // switch and cable latency
     // the host CPU (vipl_instr.h's host-CPU model: the layers' own software
     // stretched by slowdown = this host's clock / host_mhz * host_ipc_ratio)
-    double host_mhz = 0;            // the modelled host's clock (0: its CPU is not modelled)
-    double host_ipc_ratio = 0;      // this host's instructions per clock / the modelled host's
-    double this_host_mhz = 0;       // this host's clock (0: the measured TSC rate)
-    uint32_t host_max_self_ns = 0;  // a layer scope longer than this is a preemption: not stretched
-    uint32_t recv_line_bytes = 0;   // a received message is read in lines of this size ...
-    uint32_t recv_line_ns = 0;      // ... each a host read of memory the NIC wrote (0: not modelled)
+    double host_mhz = 0;           // the modelled host's clock (0: its CPU is not modelled)
+    double host_ipc_ratio = 0;     // this host's instructions per clock / the modelled host's
+    double this_host_mhz = 0;      // this host's clock (0: the measured TSC rate)
+    uint32_t host_max_self_ns = 0; // a layer scope longer than this is a preemption: not stretched
+    uint32_t recv_line_bytes = 0;  // a received message is read in lines of this size ...
+    uint32_t recv_line_ns = 0;     // ... each a host read of memory the NIC wrote (0: not modelled)
     // design-space switches
     CqPlace cq = CqPlace::Nic;
     BellKind doorbell = BellKind::Fifo;
     FwLoop loop = FwLoop::Streamed;
     SendData send_data = SendData::Dma;
-    uint32_t pio_max_bytes = 0;     // send_data = pio: sends up to this size are written by the host
+    uint32_t pio_max_bytes = 0; // send_data = pio: sends up to this size are written by the host
 
     bool operator==(const CostParams &) const = default;
 };
@@ -90,17 +90,17 @@ bool host_cpu_model(const CostParams &p, double this_mhz, vipl_host_model *out);
 
 // What the model has charged, per item (tests, docs).
 enum CostItem : int {
-    kCostPioRead,      // host: CQ check (NIC-resident CQ), emulated-doorbell token poll
-    kCostPioWrite,     // host: doorbells, CQ clear
-    kCostPioData,      // host: short-send data written by PIO
-    kCostUncached,     // host: descriptor status reads (VipSendDone/VipRecvDone)
-    kCostHostCq,       // host: host-resident CQ reads
-    kCostBellWait,     // host: emulated doorbell, waiting for the NIC to take the last token
-    kCostNicLoop,      // NIC: main-loop passes
-    kCostNicPoll,      // NIC: round-robin VI polling
-    kCostNicDma,       // NIC: DMA set-up and transfer
-    kCostNicFw,        // NIC: send/receive processing
-    kCostLink,         // NIC: link serialization + switch
+    kCostPioRead,  // host: CQ check (NIC-resident CQ), emulated-doorbell token poll
+    kCostPioWrite, // host: doorbells, CQ clear
+    kCostPioData,  // host: short-send data written by PIO
+    kCostUncached, // host: descriptor status reads (VipSendDone/VipRecvDone)
+    kCostHostCq,   // host: host-resident CQ reads
+    kCostBellWait, // host: emulated doorbell, waiting for the NIC to take the last token
+    kCostNicLoop,  // NIC: main-loop passes
+    kCostNicPoll,  // NIC: round-robin VI polling
+    kCostNicDma,   // NIC: DMA set-up and transfer
+    kCostNicFw,    // NIC: send/receive processing
+    kCostLink,     // NIC: link serialization + switch
     kCostItems
 };
 const char *cost_item_name(int i);
@@ -109,7 +109,7 @@ const char *cost_item_name(int i);
 // default, a fake one in the tests.
 struct CostClock {
     uint64_t (*now)(void *ctx);
-    void (*spin)(void *ctx, uint64_t ns);  // returns `ns` later by `now`
+    void (*spin)(void *ctx, uint64_t ns); // returns `ns` later by `now`
     void *ctx;
 };
 const CostClock &real_cost_clock();
@@ -169,10 +169,10 @@ private:
     const CostParams p_;
     const CostClock clock_;
     const bool on_;
-    std::atomic<uint64_t> nic_free_{0};   // the NIC's timeline: busy until then
-    std::atomic<uint64_t> tx_start_{0};   // the last transmit's start: its token taken (read by host doorbells)
-    uint64_t last_end_ = 0;               // end of the NIC's last operation
-    bool last_tx_ = false;                // ... and whether it was a transmit
+    std::atomic<uint64_t> nic_free_{0};    // the NIC's timeline: busy until then
+    std::atomic<uint64_t> tx_start_{0};    // the last transmit's start: its token taken (read by host doorbells)
+    uint64_t last_end_ = 0;                // end of the NIC's last operation
+    bool last_tx_ = false;                 // ... and whether it was a transmit
     uint64_t rx_key_ = ~0ull, rx_end_ = 0; // the packet whose receive is booked
     std::atomic<uint64_t> charged_[kCostItems] = {};
 };

@@ -46,7 +46,7 @@ inline uint32_t table_crc(uint32_t crc, const unsigned char *p, size_t len) {
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"), always_inline)) inline uint32_t hw_crc(uint32_t crc, const unsigned char *p,
-                                                                       size_t len) {
+                                                                        size_t len) {
     uint64_t c = ~crc;
     while (len >= 8) {
         uint64_t v;

@@ -18,9 +18,9 @@ uint32_t crc32c2(const void *a, size_t alen, const void *b, size_t blen);
 // The two implementations crc32c() chooses between (once, by CPU), exposed so
 // the tests can check each one on any machine and compare them.
 namespace crc_path {
-bool hardware_available();                                       // x86-64 with SSE4.2
-uint32_t hardware(uint32_t crc, const void *data, size_t len);   // only if hardware_available()
-uint32_t table(uint32_t crc, const void *data, size_t len);      // any CPU
+bool hardware_available();                                     // x86-64 with SSE4.2
+uint32_t hardware(uint32_t crc, const void *data, size_t len); // only if hardware_available()
+uint32_t table(uint32_t crc, const void *data, size_t len);    // any CPU
 } // namespace crc_path
 
 } // namespace nicfw

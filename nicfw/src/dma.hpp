@@ -36,17 +36,17 @@ namespace nicfw {
 // The initiator's side of the transfer: its pid and its segments (source of a
 // send / RDMA write, destination of an RDMA read).
 struct BulkExt {
-    uint32_t pid;       // the initiator's process (cross-memory attach)
-    uint32_t nseg;      // BulkSeg entries that follow
-    uint32_t length;    // bytes in all of them
+    uint32_t pid;    // the initiator's process (cross-memory attach)
+    uint32_t nseg;   // BulkSeg entries that follow
+    uint32_t length; // bytes in all of them
     uint32_t pad;
 };
 struct BulkSeg {
-    uint64_t addr;      // address in the initiator's process
-    uint64_t shm_off;   // shm_id != 0: offset in that shared-memory segment
+    uint64_t addr;    // address in the initiator's process
+    uint64_t shm_off; // shm_id != 0: offset in that shared-memory segment
     uint32_t len;
-    uint32_t shm_id;    // 0: plain memory (cross-memory attach)
-    int32_t shm_fd;     // the segment's memfd in the initiator's process
+    uint32_t shm_id; // 0: plain memory (cross-memory attach)
+    int32_t shm_fd;  // the segment's memfd in the initiator's process
     uint32_t pad;
 };
 static_assert(sizeof(BulkExt) == 16 && sizeof(BulkSeg) == 32);
@@ -109,8 +109,8 @@ public:
     // pieces: pull = peer -> local (send, RDMA write), else local -> peer (RDMA
     // read).  Returns 0, or an errno (ESRCH: the peer is gone; EFAULT: its
     // memory is not there any more; others from open/mmap).
-    int move(bool pull, int peer_rank, uint32_t pid, const BulkSeg *rs, uint32_t nr, const iovec *local,
-             uint32_t nl, size_t total);
+    int move(bool pull, int peer_rank, uint32_t pid, const BulkSeg *rs, uint32_t nr, const iovec *local, uint32_t nl,
+             size_t total);
 
     // Where the peer's VipxAllocMem segment named by `s` (shm_id, shm_fd) is
     // mapped here, at s.shm_off, when [shm_off, shm_off + s.len) lies inside
@@ -129,8 +129,8 @@ private:
     const int rank_;
     const uint32_t pid_;
     bool cma_ok_ = true;
-    std::unordered_map<uint64_t, Mapping> maps_;  // (rank << 32 | shm_id) -> mapping
-    uint64_t last_key_ = 0;                       // the mapping used last (key 0 names none: ids start at 1)
+    std::unordered_map<uint64_t, Mapping> maps_; // (rank << 32 | shm_id) -> mapping
+    uint64_t last_key_ = 0;                      // the mapping used last (key 0 names none: ids start at 1)
     const Mapping *last_map_ = nullptr;
     // cross-memory-attach batch: matching local/remote pieces
     static constexpr uint32_t kBatch = 64;

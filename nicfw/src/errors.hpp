@@ -49,9 +49,9 @@ private:
         vipl::prov::Nic *handle;
     };
     std::mutex mu_;
-    std::vector<Sink> sinks_;                   // under mu_
-    std::vector<vipl::prov::Nic *> live_;       // under mu_, in opening order
-    std::vector<Queued> queue_;                 // under mu_
+    std::vector<Sink> sinks_;             // under mu_
+    std::vector<vipl::prov::Nic *> live_; // under mu_, in opening order
+    std::vector<Queued> queue_;           // under mu_
     std::atomic<bool> pending_{false};
     std::condition_variable cv_; // with mu_: report() and wake() signal wait()
     bool woken_ = false;         // under mu_

@@ -70,8 +70,7 @@ FaultSpec FaultSpec::parse(const std::string &s) {
         else if (k == "die_reserved") {
             rank_at(item, v, &f.die_reserved_rank, &f.die_reserved_n);
             if (f.die_reserved_n == 0) bad(item, "N counts data packets from 1");
-        }
-        else bad(item, "unknown key");
+        } else bad(item, "unknown key");
     }
     if (f.drop + f.dup + f.reorder + f.delay + f.corrupt > 1.0) bad(s, "the probabilities add up to more than 1");
     return f;

@@ -39,9 +39,9 @@ struct FaultSpec {
     double drop = 0, dup = 0, reorder = 0, delay = 0, corrupt = 0;
     uint32_t delay_us = 500;
     uint64_t seed = 1;
-    int kill_rank = -1;        // kill=R@MS
+    int kill_rank = -1; // kill=R@MS
     uint32_t kill_ms = 0;
-    int linkdown_rank = -1;    // linkdown=R@MS
+    int linkdown_rank = -1; // linkdown=R@MS
     uint32_t linkdown_ms = 0;
     int die_reserved_rank = -1; // die_reserved=R@N (wire.hpp Wire::die_after_reserves)
     uint32_t die_reserved_n = 0;
@@ -83,7 +83,10 @@ public:
     bool hold(const PacketHeader *h, uint64_t release_ns, uint32_t after);
     std::vector<Held> &held() { return held_; }
     uint32_t held_count() const { return nheld_; }
-    void released(Held &e) { e.used = false; --nheld_; }
+    void released(Held &e) {
+        e.used = false;
+        --nheld_;
+    }
     void packet_taken(); // one more packet came off the FIFO: counts down `after`
     // A scratch copy for a corrupted packet.
     unsigned char *scratch(size_t bytes);
@@ -94,7 +97,7 @@ public:
     const FaultSpec &spec() const { return spec_; }
 
 private:
-    uint64_t next();      // splitmix64
+    uint64_t next(); // splitmix64
     double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
 
     FaultSpec spec_;

@@ -33,10 +33,10 @@ void spin_ns(uint32_t ns) {
     while (now_ns() < end) __builtin_ia32_pause();
 }
 
-Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int nprocs,
-                   const ProtectionTable &protection, const ViTable &vis, ErrorQueue &errors, ConnectionManager &cm)
-    : cfg_(cfg), wire_(job, nprocs, cfg.ring_bytes), rank_(rank), protection_(protection), vis_(vis),
-      errors_(errors), cm_(cm), sram_tx_(new unsigned char[kMaxStagedTransfer + 64]),
+Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int nprocs, const ProtectionTable &protection,
+                   const ViTable &vis, ErrorQueue &errors, ConnectionManager &cm)
+    : cfg_(cfg), wire_(job, nprocs, cfg.ring_bytes), rank_(rank), protection_(protection), vis_(vis), errors_(errors),
+      cm_(cm), sram_tx_(new unsigned char[kMaxStagedTransfer + 64]),
       sram_rx_(new unsigned char[wire_.max_payload() + 64]), cost_(cfg.profile.cost), dma_(rank), peers_(wire_, rank) {
     rx_head_ = wire_.ctl(rank_).head.load(std::memory_order_acquire);
     if (cfg_.faults.any()) faults_ = std::make_unique<FaultInjector>(cfg_.faults, rank, now_ns());
@@ -90,7 +90,9 @@ void Firmware::report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOU
     // The NIC handle is filled in by the error queue (the handle the VI or CQ was made through).
     errors_.report(vipl::common::make_error_descriptor(nullptr, vi ? vi->api_handle : nullptr,
                                                        cq ? cq->api_handle : nullptr, d, rc, ec),
-                   vi ? vi->owner : cq ? cq->owner : nullptr);
+                   vi       ? vi->owner
+                       : cq ? cq->owner
+                            : nullptr);
 }
 
 void Firmware::complete_tx(ViImpl *vi) {
@@ -151,8 +153,8 @@ void Firmware::vi_error(ViImpl *vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *d, bool
 inline void Firmware::process_vi(ViImpl *vi) {
     auto &c = vi->fw;
     VIPL_INSTR_BEGIN(t0);
-    if (__builtin_expect(vi->flush_req.load(std::memory_order_acquire) !=
-                             vi->flush_done.load(std::memory_order_relaxed), 0)) {
+    if (__builtin_expect(
+            vi->flush_req.load(std::memory_order_acquire) != vi->flush_done.load(std::memory_order_relaxed), 0)) {
         flush_vi(vi);
         vi->flush_done.store(vi->flush_req.load(std::memory_order_relaxed), std::memory_order_release);
     }
@@ -239,8 +241,7 @@ void Firmware::step() {
                                      std::memory_order_relaxed);
                 } else {
                     active_[w].fetch_and(~(1ull << b), std::memory_order_seq_cst);
-                    if (!vi->bell_sq.empty() || !vi->bell_rq.empty() ||
-                        vi->flush_req.load() != vi->flush_done.load())
+                    if (!vi->bell_sq.empty() || !vi->bell_rq.empty() || vi->flush_req.load() != vi->flush_done.load())
                         active_[w].fetch_or(1ull << b, std::memory_order_relaxed);
                 }
             }
@@ -378,11 +379,11 @@ void Firmware::housekeeping() {
     if (faults_ && !dead_ && faults_->dead(now)) {
         // Killed by the fault injector: every VI breaks, nothing is answered any more.
         dead_ = true;
-        viastack::log::warn(viastack::log::Layer::nicfw, "the fault injector killed this NIC (VIPL_NICFW_FAULTS kill=)");
+        viastack::log::warn(viastack::log::Layer::nicfw,
+                            "the fault injector killed this NIC (VIPL_NICFW_FAULTS kill=)");
         const uint32_t n = vi_words_.load(std::memory_order_relaxed) * 64;
         for (uint32_t i = 0; i < n; ++i)
-            if (ViImpl *vi = vis_.get(i); vi && vi->state.load() != ViState::Error &&
-                                          vi->state.load() != ViState::Idle)
+            if (ViImpl *vi = vis_.get(i); vi && vi->state.load() != ViState::Error && vi->state.load() != ViState::Idle)
                 vi_error(vi, VIP_ERROR_CATASTROPHIC, nullptr, false);
     }
     if (now < next_watch_ns_.load(std::memory_order_relaxed)) return;
@@ -402,7 +403,8 @@ void Firmware::housekeeping() {
         viastack::log::warn(viastack::log::Layer::nicfw,
                             "rank {} died holding {} reserved slot(s) of this NIC's FIFO: skipped", owner, stuck_slots);
         ++dropped_;
-        __atomic_store_n(&rx_head_, wire_skip(wire_, rank_, rx_head_, stuck_slots), __ATOMIC_RELAXED); // read by rx_mark()
+        __atomic_store_n(&rx_head_, wire_skip(wire_, rank_, rx_head_, stuck_slots),
+                         __ATOMIC_RELAXED);                   // read by rx_mark()
         next_watch_ns_.store(now, std::memory_order_relaxed); // drain what follows, then look again
         return;
     }
@@ -505,7 +507,10 @@ bool Firmware::thread_step() {
     const uint64_t head_before = rx_head_;
     bool any_active = false;
     for (uint32_t w = 0; w < vi_words_.load(std::memory_order_relaxed); ++w)
-        if (active_[w].load(std::memory_order_relaxed)) { any_active = true; break; }
+        if (active_[w].load(std::memory_order_relaxed)) {
+            any_active = true;
+            break;
+        }
     step();
     return any_active || rx_head_ != head_before;
 }

@@ -90,14 +90,14 @@ public:
     // The stepping thread (host or progress agent, one at a time) stores it
     // relaxed; a host wait reads it without the step lock.
     uint64_t rx_mark() const { return cfg_.mode == Mode::Inline ? __atomic_load_n(&rx_head_, __ATOMIC_RELAXED) : 0; }
-    void step();          // one MCP iteration (whoever the Stepper lets run it)
+    void step(); // one MCP iteration (whoever the Stepper lets run it)
     // Inline mode, this thread alone, nothing else for the firmware to do: a
     // posted send is transmitted now, without the doorbell token and the scan
     // of every VI an MCP iteration makes (the firmware's own transmit path and
     // checks; the wire is drained only if a packet waits).  False: nothing was
     // done, ring the doorbell as usual (firmware.cpp).
     bool send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
-    void locked_step() { run_.locked_step(); }  // one iteration, or a request to the thread running one
+    void locked_step() { run_.locked_step(); } // one iteration, or a request to the thread running one
     // Inline mode: from now on another thread (the agent, a second host thread)
     // steps the firmware too, so steps take the lock and doorbells use atomics.
     void share_stepping() { run_.share(); }
@@ -113,7 +113,7 @@ public:
     // Thread mode: starts the firmware thread.  Called once the NIC is complete,
     // since the thread may hand a packet to the connection manager at once.
     void start() { run_.start(); }
-    void stop_thread() { run_.stop_thread(); }   // thread mode: stops and joins the firmware thread
+    void stop_thread() { run_.stop_thread(); } // thread mode: stops and joins the firmware thread
 
     // What the Stepper asks of the firmware (stepper.hpp): the firmware thread's
     // iteration (true: it found work), its idle sleep on the wire futex.
@@ -148,8 +148,8 @@ public:
             }
         }
     }
-    void vi_added(uint32_t index);    // the doorbell scan covers it from now on
-    void vi_removed(uint32_t index);  // with the firmware quiesced
+    void vi_added(uint32_t index);   // the doorbell scan covers it from now on
+    void vi_removed(uint32_t index); // with the firmware quiesced
 
     // ---- for connection management (any thread) ----
     // Sends a small control packet; false when the peer's FIFO is full.
@@ -179,8 +179,8 @@ public:
 private:
     // firmware.cpp: the loop, completions, errors
     void process_vi(ViImpl *vi);
-    void transmit(ViImpl *vi);   // the VI's fetched descriptors, as far as the wire takes them
-    void drain_wire();           // up to 32 packets off this NIC's FIFO
+    void transmit(ViImpl *vi); // the VI's fetched descriptors, as far as the wire takes them
+    void drain_wire();         // up to 32 packets off this NIC's FIFO
     // Writes a completed descriptor back to the host and posts the CQ entry.
     // Inline: every message completes a descriptor on each side.
     void complete_desc(ViImpl *vi, VIP_DESCRIPTOR *d, uint32_t status, uint32_t length, bool recv) {
@@ -270,9 +270,8 @@ private:
     // transport and the timing profiles model the wire: their RDMA goes over
     // it.  With the bulk path off everything is staged.
     bool onesided_eligible(const TxRequest &t) const {
-        return t.op != VIP_CONTROL_OP_SENDRECV && !t.imm && cfg_.onesided != Config::OneSided::Off &&
-               cfg_.dma_min && !faults_ && !cfg_.transport && !stamping() && !cfg_.profile.gap_ns &&
-               !cfg_.profile.send_ns;
+        return t.op != VIP_CONTROL_OP_SENDRECV && !t.imm && cfg_.onesided != Config::OneSided::Off && cfg_.dma_min &&
+            !faults_ && !cfg_.transport && !stamping() && !cfg_.profile.gap_ns && !cfg_.profile.send_ns;
     }
     bool bulk_eligible(const ViImpl *vi, uint32_t len, const VIP_DATA_SEGMENT *segs, uint32_t nseg) const;
     using TxOp = TxResult (Firmware::*)(ViImpl *, TxEntry &, const TxRequest &);
@@ -281,7 +280,8 @@ private:
     // the FIFO slots (staged) or named for the target to pull.
     TxResult tx_staged(ViImpl *vi, TxEntry &e, const TxRequest &t);
     TxResult tx_pull(ViImpl *vi, TxEntry &e, const TxRequest &t);
-    template <bool pull> TxResult tx_packet(ViImpl *vi, TxEntry &e, const TxRequest &t);
+    template <bool pull>
+    TxResult tx_packet(ViImpl *vi, TxEntry &e, const TxRequest &t);
     void write_pull_request(unsigned char *out, const TxRequest &t) const;
     // The target could not move a pull request's bytes (the initiator died or
     // unmapped them): the connection breaks.
@@ -312,9 +312,9 @@ private:
         uint64_t word = 0, failed_word = 0;  // RingCtl::table it was mapped for / could not be
         uint32_t pid = 0;
     };
-    std::vector<PeerTable> peer_tables_;     // by rank
-    PubVi *pub_vis_ = nullptr;               // our VIs' published part (recv_seq, rx)
-    uint64_t onesided_ = 0;                  // transfers done one-sided (diagnostics)
+    std::vector<PeerTable> peer_tables_; // by rank
+    PubVi *pub_vis_ = nullptr;           // our VIs' published part (recv_seq, rx)
+    uint64_t onesided_ = 0;              // transfers done one-sided (diagnostics)
 
     // rx.cpp: the receive side.  Each rx_* returns false when it must answer but
     // the peer's FIFO is full: the packet then stays on the wire and is retried
@@ -325,9 +325,12 @@ private:
     bool rx_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
     void rx_read_resp(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
     // One definition each, instantiated for staged and pull requests.
-    template <bool pull> bool rx_send_as(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
-    template <bool pull> bool rx_rdma_write_as(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
-    template <bool pull> bool rx_read_req_as(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    template <bool pull>
+    bool rx_send_as(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    template <bool pull>
+    bool rx_rdma_write_as(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
+    template <bool pull>
+    bool rx_read_req_as(ViImpl *vi, const PacketHeader *h, const unsigned char *payload);
     void rx_ack(ViImpl *vi, const PacketHeader *h);
     // An Ack (or read response) is reserved before anything else is done, so a
     // full FIFO leaves the packet untouched on the wire for a later retry.
@@ -367,7 +370,7 @@ private:
     bool cost_host_ = false;
 
     const Config cfg_;
-    Wire wire_;          // the link: owned here, read on every step (no indirection)
+    Wire wire_; // the link: owned here, read on every step (no indirection)
     const int rank_;
     const ProtectionTable &protection_;
     const ViTable &vis_;
@@ -376,23 +379,23 @@ private:
 
     // doorbells: VIs with work, scanned round-robin
     std::atomic<uint64_t> active_[kMaxVi / 64] = {};
-    std::atomic<uint32_t> vi_words_{1};  // words of active_ in use (highest VI / 64 + 1)
+    std::atomic<uint32_t> vi_words_{1}; // words of active_ in use (highest VI / 64 + 1)
     uint32_t rr_cursor_ = 0;
 
-    uint64_t rx_head_ = 0;               // consumer position in our wire FIFO
+    uint64_t rx_head_ = 0; // consumer position in our wire FIFO
     // SRAM: staging buffers for the host-DMA and link-DMA engines, and the
     // descriptor cache the firmware reads a fetched descriptor's segments from
     std::unique_ptr<unsigned char[]> sram_tx_;
     std::unique_ptr<unsigned char[]> sram_rx_;
     VIP_DESCRIPTOR_SEGMENT desc_cache_[kMaxSegments + 1];
-    uint64_t last_inject_ns_ = 0;        // gap profile (g)
-    CostModel cost_;                     // the hardware-cost model (off: profile none / synthetic)
-    uint64_t tx_arrival_ = 0;            // cost model: the packet being sent reaches the peer then
-    uint64_t tx_visible_ = 0;            // cost model: the send being completed was written back then
-    uint64_t rx_visible_ = 0;            // cost model: the receive being completed was written back then
-    std::atomic<uint32_t> nvis_{0};      // VIs the firmware polls
-    DmaEngine dma_;                      // the bulk path's copy engine
-    iovec iov_[kMaxSegments + 1];        // a receive's scatter list, for dma_
+    uint64_t last_inject_ns_ = 0;   // gap profile (g)
+    CostModel cost_;                // the hardware-cost model (off: profile none / synthetic)
+    uint64_t tx_arrival_ = 0;       // cost model: the packet being sent reaches the peer then
+    uint64_t tx_visible_ = 0;       // cost model: the send being completed was written back then
+    uint64_t rx_visible_ = 0;       // cost model: the receive being completed was written back then
+    std::atomic<uint32_t> nvis_{0}; // VIs the firmware polls
+    DmaEngine dma_;                 // the bulk path's copy engine
+    iovec iov_[kMaxSegments + 1];   // a receive's scatter list, for dma_
 
     // control packets waiting for room in a peer's FIFO
     struct PendingCtl {
@@ -437,11 +440,11 @@ private:
         return h == 0;
     }
     PeerWatch peers_;
-    std::unique_ptr<FaultInjector> faults_;  // null: a perfect wire (the default)
-    bool dead_ = false;                      // killed by the fault injector
-    bool drop_instead_ = false;              // rx: no window room for the answer: drop, the peer resends
-    uint64_t next_tick_ns_ = 0;              // transport timers
-    std::vector<uint32_t> ack_list_;         // VIs that owe their peer an ack
+    std::unique_ptr<FaultInjector> faults_; // null: a perfect wire (the default)
+    bool dead_ = false;                     // killed by the fault injector
+    bool drop_instead_ = false;             // rx: no window room for the answer: drop, the peer resends
+    uint64_t next_tick_ns_ = 0;             // transport timers
+    std::vector<uint32_t> ack_list_;        // VIs that owe their peer an ack
     uint64_t retransmits_ = 0, link_acks_ = 0, rel_drops_ = 0, links_broken_ = 0;
 
     // Who runs the firmware (stepper.hpp).  Last: its thread uses everything above.

@@ -6,10 +6,9 @@
 namespace nicfw {
 
 NicHw::NicHw(const Config &c, const std::string &job, int rank_, int nprocs_)
-    : cfg(c), rank(rank_), nprocs(nprocs_),
-      addr_bytes{static_cast<uint8_t>(rank_ & 0xff), static_cast<uint8_t>(rank_ >> 8)},
-      fw(cfg, job, rank_, nprocs_, protection, vis, errors, cm),
-      cm(*this, fw, vis, nprocs_), agent(cfg, fw, errors) {
+    : cfg(c), rank(rank_),
+      nprocs(nprocs_), addr_bytes{static_cast<uint8_t>(rank_ & 0xff), static_cast<uint8_t>(rank_ >> 8)},
+      fw(cfg, job, rank_, nprocs_, protection, vis, errors, cm), cm(*this, fw, vis, nprocs_), agent(cfg, fw, errors) {
     // Peers' one-sided transfers end before a deregistration returns.
     protection.set_drain([this] { fw.wait_peer_dma(); });
     // Threads last: they use every component.

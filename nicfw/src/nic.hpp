@@ -65,16 +65,16 @@ public:
     const Config cfg;
     const int rank;
     const int nprocs;
-    uint8_t addr_bytes[2];       // our host address: the rank, little endian
+    uint8_t addr_bytes[2]; // our host address: the rank, little endian
 
     ProtectionTable protection;
     ViTable vis;
     ErrorQueue errors;
     Firmware fw;
     ConnectionManager cm;
-    Agent agent;              // last: stopped first, it steps the firmware
+    Agent agent; // last: stopped first, it steps the firmware
 
-    int refs = 0;             // open handles (under provider.cpp's mutex)
+    int refs = 0; // open handles (under provider.cpp's mutex)
 };
 
 } // namespace nicfw

@@ -54,13 +54,13 @@ struct Token {
 struct TxEntry {
     VIP_DESCRIPTOR *desc = nullptr;
     VIP_MEM_HANDLE mh = 0;
-    uint32_t status = 0;                  // status bits to write at completion
-    uint32_t length = 0;                  // bytes transferred
-    bool ready = false;                   // may complete (once every earlier entry has)
-    bool awaiting = false;                // waiting for an Ack / read response
-    bool awaiting_transport_ack = false;  // reliable transport: waiting for the peer NIC's acknowledgement of `seq`
+    uint32_t status = 0;                 // status bits to write at completion
+    uint32_t length = 0;                 // bytes transferred
+    bool ready = false;                  // may complete (once every earlier entry has)
+    bool awaiting = false;               // waiting for an Ack / read response
+    bool awaiting_transport_ack = false; // reliable transport: waiting for the peer NIC's acknowledgement of `seq`
     uint32_t seq = 0;
-    uint64_t due = 0;                     // cost model: the NIC has sent it (and written its status) at this time
+    uint64_t due = 0; // cost model: the NIC has sent it (and written its status) at this time
 };
 
 struct CqEntry {
@@ -89,7 +89,7 @@ public:
     std::atomic<int> bound{0};          // VIs bound to it
     std::atomic<bool> overrun{false};
     NotifySlot notify_slot;
-    vipl::prov::Nic *owner = nullptr;   // the NIC handle it was made through
+    vipl::prov::Nic *owner = nullptr; // the NIC handle it was made through
 
 private:
     bool pop_live(VIP_VI_HANDLE *vi, bool *recv);
@@ -113,9 +113,9 @@ public:
 
     NicHw *const hw;
     const uint32_t index;
-    vipl::prov::Nic *owner = nullptr;   // the NIC handle it was made through (errors, notifies)
+    vipl::prov::Nic *owner = nullptr; // the NIC handle it was made through (errors, notifies)
     vipl::prov::ViAttr attr;
-    uint32_t ptag_id = 0;               // the VI's protection tag, as the tables store it
+    uint32_t ptag_id = 0; // the VI's protection tag, as the tables store it
     CqImpl *const send_cq;
     CqImpl *const recv_cq;
 
@@ -132,11 +132,11 @@ public:
     // The firmware's context for this VI (touched only by whoever runs the firmware).
     struct FirmwareContext {
         std::vector<TxEntry> txq = std::vector<TxEntry>(kMaxQueue); // ring of kMaxQueue entries
-        uint64_t tx_head = 0;           // oldest not yet completed
-        uint64_t tx_next = 0;           // next to transmit
-        uint64_t tx_tail = 0;           // one past the newest fetched from the doorbell
-        uint64_t tx_await = 0;          // oldest awaiting an Ack / read response
-        SpscRing<Token> rxq{kMaxQueue}; // receive descriptors the firmware holds
+        uint64_t tx_head = 0;                                       // oldest not yet completed
+        uint64_t tx_next = 0;                                       // next to transmit
+        uint64_t tx_tail = 0;                                       // one past the newest fetched from the doorbell
+        uint64_t tx_await = 0;                                      // oldest awaiting an Ack / read response
+        SpscRing<Token> rxq{kMaxQueue};                             // receive descriptors the firmware holds
         uint32_t send_seq = 0;
         uint32_t recv_seq = 0;
         std::unique_ptr<LinkState> link; // reliable transport (reliable.hpp), when on
@@ -147,8 +147,8 @@ public:
     uint16_t peer_nic = 0;
     uint16_t peer_vi = 0;
     VIP_VI_ATTRIBUTES peer_attr{};
-    uint32_t cm_nonce = 0;              // our pending connection request
-    uint32_t peer_nonce = 0;            // the peer's request this connection answered
+    uint32_t cm_nonce = 0;   // our pending connection request
+    uint32_t peer_nonce = 0; // the peer's request this connection answered
     std::atomic<ConnResult> cm_result{ConnResult::Pending};
     // A client request (VipxConnectRequestStart) whose result VipxConnectRequestDone
     // has not handed back yet: its server, when it gives up, and the private

@@ -73,7 +73,8 @@ TxResult Firmware::tx_onesided(ViImpl *vi, TxEntry &e, const TxRequest &q) {
     const VIP_CONTROL_SEGMENT &cs = q.cs;
     const VIP_DATA_SEGMENT *segs = q.segs;
     const bool write = q.op == VIP_CONTROL_OP_RDMAWRITE;
-    const uint32_t pid = vi->peer_nic == rank_ ? dma_.pid() : wire_.ctl(vi->peer_nic).pid.load(std::memory_order_relaxed);
+    const uint32_t pid =
+        vi->peer_nic == rank_ ? dma_.pid() : wire_.ctl(vi->peer_nic).pid.load(std::memory_order_relaxed);
     const uint64_t raddr = desc_cache_[0].Remote.Data.AddressBits;
     const uint32_t n = cs.Length;
 

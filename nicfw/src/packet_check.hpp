@@ -38,7 +38,7 @@ inline uint64_t packet_read_bytes(const PacketHeader &h) {
 // max_payload + 8).  A packet that fails is dropped unread.
 inline bool packet_fits(const PacketHeader &h, uint64_t max_payload) {
     return h.nslots >= 1 && uint64_t(h.length) <= max_payload + 8 &&
-           kHeaderBytes + packet_read_bytes(h) <= uint64_t(h.nslots) * kSlotBytes;
+        kHeaderBytes + packet_read_bytes(h) <= uint64_t(h.nslots) * kSlotBytes;
 }
 
 // A bulk request (bulk.cpp) as it arrived: the RDMA extension (RDMA write and

@@ -25,8 +25,8 @@ public:
 private:
     Wire &wire_;
     int rank_;
-    std::vector<int> fds_;        // pidfd per peer, -1 not opened yet
-    std::vector<uint32_t> pids_;  // the pid the pidfd is for
+    std::vector<int> fds_;       // pidfd per peer, -1 not opened yet
+    std::vector<uint32_t> pids_; // the pid the pidfd is for
     std::vector<uint8_t> gone_;
 };
 

@@ -15,8 +15,8 @@ void ProtectionTable::delete_ptag(PtagImpl *t) {
     delete t;
 }
 
-VIP_RETURN ProtectionTable::register_region(void *addr, size_t len, const vipl::prov::MemAttr &a,
-                                            VIP_MEM_HANDLE *out, ShmRef shm) {
+VIP_RETURN ProtectionTable::register_region(void *addr, size_t len, const vipl::prov::MemAttr &a, VIP_MEM_HANDLE *out,
+                                            ShmRef shm) {
     auto *t = static_cast<PtagImpl *>(a.ptag);
     std::lock_guard<std::mutex> g(mu_);
     for (uint32_t n = 0; n < kMaxRegions; ++n) {

@@ -47,9 +47,9 @@ struct Region {
     uint32_t ptag_id = 0;
     bool rdma_write = false;
     bool rdma_read = false;
-    bool moved = false;              // its tag was changed (vipl::common::check_tag_change)
+    bool moved = false; // its tag was changed (vipl::common::check_tag_change)
     PtagImpl *ptag = nullptr;
-    ShmRef shm;                      // inside a VipxAllocMem segment (shm.id != 0): peers map it
+    ShmRef shm; // inside a VipxAllocMem segment (shm.id != 0): peers map it
 
     // [a, a+n) lies inside the region (the shared check: vipl/providers/common/region.hpp).
     bool contains(uintptr_t a, size_t n) const { return vipl::common::range_covers(base, len, a, n); }
@@ -113,8 +113,8 @@ private:
     std::unique_ptr<PublishedTable> pub_;
     std::function<void()> drain_;
     std::mutex mu_;
-    uint32_t hint_ = 1;                 // where the next free entry is likely
-    uint16_t gen_ = 1;                  // handle generation: a stale handle never names a new region
+    uint32_t hint_ = 1; // where the next free entry is likely
+    uint16_t gen_ = 1;  // handle generation: a stale handle never names a new region
     uint32_t next_ptag_ = 1;
 };
 

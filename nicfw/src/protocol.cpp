@@ -11,7 +11,6 @@ namespace {
 inline bool reliable(const ViImpl *vi) { return vi->attr.reliability != VIP_SERVICE_UNRELIABLE; }
 } // namespace
 
-
 // The single-copy pull protocol (dma.hpp): from VIPL_NICFW_DMA_MIN bytes on,
 // or VIPL_NICFW_DMA_MIN_SHM when all the initiator's memory is VipxAllocMem
 // memory, which the target's NIC maps and copies with one memcpy.

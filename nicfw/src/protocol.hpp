@@ -30,7 +30,7 @@ constexpr size_t kProtocols = 3;
 // A descriptor the firmware has fetched and checked, on its SRAM copies.
 struct TxRequest {
     VIP_CONTROL_SEGMENT cs;
-    uint16_t op;                  // VIP_CONTROL_OP_*
+    uint16_t op; // VIP_CONTROL_OP_*
     bool imm;
     uint32_t ops;                 // the status bits of its operation
     const VIP_DATA_SEGMENT *segs; // its data segments (in the descriptor cache)

@@ -42,9 +42,10 @@ public:
     }
 
     VIP_RETURN query(VIP_NIC_ATTRIBUTES *a) override {
-        vipl::common::fill_nic_attributes(a, {"nicfw0", 0x4c41 /* "LA": LANai-style */, hw->addr_bytes, /*thread_safe=*/true,
-                                              kMaxRegions, kMaxVi, kMaxQueue, kMaxSegments, kMaxCq, kMaxCqEntries,
-                                              hw->cfg.max_transfer(), kMaxPtags});
+        vipl::common::fill_nic_attributes(a,
+                                          {"nicfw0", 0x4c41 /* "LA": LANai-style */, hw->addr_bytes,
+                                           /*thread_safe=*/true, kMaxRegions, kMaxVi, kMaxQueue, kMaxSegments, kMaxCq,
+                                           kMaxCqEntries, hw->cfg.max_transfer(), kMaxPtags});
         return VIP_SUCCESS;
     }
 
@@ -102,8 +103,7 @@ public:
         auto *vi = static_cast<ViImpl *>(pv);
         if (vi->hw != hw) return VIP_INVALID_PARAMETER;
         const ViState st = vi->state.load();
-        if (st == ViState::Connected || st == ViState::Pending)
-            return VIP_INVALID_STATE; // disconnect first
+        if (st == ViState::Connected || st == ViState::Pending) return VIP_INVALID_STATE; // disconnect first
         if (!vi->host_sq.empty() || !vi->host_rq.empty())
             return VIP_INVALID_STATE; // descriptors still posted: reap them (Done/Wait) first
         {

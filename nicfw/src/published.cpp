@@ -17,8 +17,14 @@
 namespace nicfw {
 
 namespace {
-template <class T> void put(T &field, T v) { __atomic_store_n(&field, v, __ATOMIC_RELAXED); }
-template <class T> T get(const T &field) { return __atomic_load_n(&field, __ATOMIC_RELAXED); }
+template <class T>
+void put(T &field, T v) {
+    __atomic_store_n(&field, v, __ATOMIC_RELAXED);
+}
+template <class T>
+T get(const T &field) {
+    return __atomic_load_n(&field, __ATOMIC_RELAXED);
+}
 } // namespace
 
 size_t PublishedTable::bytes() {
@@ -104,7 +110,7 @@ bool PublishedTable::read_region(uint32_t mh, RegionView *out) const {
             continue;
         }
         RegionView v{get(e.handle), get(e.ptag_id), get(e.flags), get(e.shm_id),
-                     get(e.shm_fd), get(e.base), get(e.len), get(e.shm_off)};
+                     get(e.shm_fd), get(e.base),    get(e.len),   get(e.shm_off)};
         std::atomic_thread_fence(std::memory_order_acquire);
         if (e.seq.load(std::memory_order_relaxed) != s1) continue;
         if (v.handle != mh) return false;

@@ -34,15 +34,15 @@ struct Region;
 constexpr uint32_t kPubWrite = 1, kPubRead = 2;
 
 struct PubRegion {
-    std::atomic<uint32_t> seq;  // odd while the owner changes the entry
-    uint32_t handle;            // the VIP_MEM_HANDLE naming it, 0 = free
+    std::atomic<uint32_t> seq; // odd while the owner changes the entry
+    uint32_t handle;           // the VIP_MEM_HANDLE naming it, 0 = free
     uint64_t base;
     uint64_t len;
     uint32_t ptag_id;
-    uint32_t flags;             // kPubWrite | kPubRead
-    uint64_t shm_off;           // shm_id != 0: base's offset in that VipxAllocMem segment
-    uint32_t shm_id;            // 0: plain memory (cross-memory attach)
-    int32_t shm_fd;             // the segment's memfd in the owner's process
+    uint32_t flags;   // kPubWrite | kPubRead
+    uint64_t shm_off; // shm_id != 0: base's offset in that VipxAllocMem segment
+    uint32_t shm_id;  // 0: plain memory (cross-memory attach)
+    int32_t shm_fd;   // the segment's memfd in the owner's process
     uint32_t pad[4];
 };
 static_assert(sizeof(PubRegion) == 64);
@@ -69,7 +69,7 @@ constexpr uint32_t kConnPtagBits = 29;
 inline uint64_t pub_conn(bool up, bool w, bool r, uint32_t ptag_id, uint16_t peer_nic, uint16_t peer_vi) {
     if (!up || ptag_id >= (1u << kConnPtagBits)) return 0;
     return kConnUp | (w ? kConnWrite : 0) | (r ? kConnRead : 0) | (uint64_t(ptag_id) << 32) |
-           (uint64_t(peer_nic) << 16) | peer_vi;
+        (uint64_t(peer_nic) << 16) | peer_vi;
 }
 inline uint32_t conn_ptag(uint64_t c) { return uint32_t(c >> 32) & ((1u << kConnPtagBits) - 1); }
 inline bool conn_peer_is(uint64_t c, uint16_t nic, uint16_t vi) {

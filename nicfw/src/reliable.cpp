@@ -7,9 +7,7 @@ RetransmitWindow::RetransmitWindow() : buf_(new unsigned char[kBytes]()), ents_{
 
 // Where the next copy starts: an empty window starts over at the ring's start,
 // so even the largest packet fits an empty window without padding.
-uint64_t RetransmitWindow::next_pos() const {
-    return head_ == tail_ ? (wpos_ + kBytes - 1) / kBytes * kBytes : wpos_;
-}
+uint64_t RetransmitWindow::next_pos() const { return head_ == tail_ ? (wpos_ + kBytes - 1) / kBytes * kBytes : wpos_; }
 
 bool RetransmitWindow::room(uint32_t bytes, bool reply) const {
     const uint64_t limit_e = reply ? kEntries : kEntries / 2;

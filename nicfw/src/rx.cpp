@@ -78,8 +78,7 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
         ++crc_errors_;
         // With the transport the packet is simply lost (and resent); without it a
         // reliable connection cannot recover.
-        if (!cfg_.transport && vi && h->op < Op::ConnReq && reliable(vi) &&
-            vi->state.load() == ViState::Connected)
+        if (!cfg_.transport && vi && h->op < Op::ConnReq && reliable(vi) && vi->state.load() == ViState::Connected)
             vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true);
         return true;
     }
@@ -99,8 +98,8 @@ bool Firmware::rx_packet_try(const PacketHeader *wire_h) {
         cm_.on_packet(h, p);
         return true;
     }
-    if (!vi || vi->state.load(std::memory_order_acquire) != ViState::Connected ||
-        vi->peer_nic != h->src_nic || vi->peer_vi != h->src_vi) {
+    if (!vi || vi->state.load(std::memory_order_acquire) != ViState::Connected || vi->peer_nic != h->src_nic ||
+        vi->peer_vi != h->src_vi) {
         ++dropped_; // not for a live connection (stale, or the VI went away)
         return true;
     }
@@ -165,7 +164,7 @@ inline bool Firmware::rx_fast(ViImpl *vi, const PacketHeader &h, const unsigned 
     const uint16_t control = d->CS.Control, segs = d->CS.SegCount;
     const VIP_DATA_SEGMENT sg = d->DS[0].Local;
     if (segs != 1 || (control & VIP_CONTROL_RESERVED) || h.length > sg.Length) return false;
-    if (sg.Length) { // check_segments' rule: a non-empty segment lies in a region of the ptag
+    if (sg.Length) {          // check_segments' rule: a non-empty segment lies in a region of the ptag
         const Region *r = dr; // usually the descriptor's own region, whose ptag was checked
         if (sg.Handle != t->mh) {
             r = protection_.lookup(sg.Handle);
@@ -196,7 +195,8 @@ inline uint32_t Firmware::check_rx_desc(const ViImpl *vi, const Token &t, uint32
     if (!dr) return VIP_STATUS_PROTECTION_ERROR;
     VIP_CONTROL_SEGMENT cs; // the SRAM copy the common receive rules are applied to
     std::memcpy(&cs, &d->CS, sizeof cs);
-    if (const uint32_t e = vipl::common::check_recv_control(cs, {kMaxSegments + 1, kMaxSegments + 1, kMaxTransfer, true}))
+    if (const uint32_t e =
+            vipl::common::check_recv_control(cs, {kMaxSegments + 1, kMaxSegments + 1, kMaxTransfer, true}))
         return e;
     if (!dr->contains(d, vipl::common::descriptor_bytes(cs.SegCount))) return VIP_STATUS_PROTECTION_ERROR;
     // One or two segments (a receive slot's usual shape) copied as whole
@@ -220,7 +220,8 @@ inline uint32_t Firmware::check_rx_desc(const ViImpl *vi, const Token &t, uint32
 bool Firmware::rx_send(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
     return h->flags & kFlagBulk ? rx_send_as<true>(vi, h, p) : rx_send_as<false>(vi, h, p);
 }
-template <bool pull> bool Firmware::rx_send_as(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+template <bool pull>
+bool Firmware::rx_send_as(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
     BulkRequest q;
     if (pull && !parse_bulk_request(h->length, p, false, &q)) {
         vi_error(vi, VIP_ERROR_RDMA_TRANSPORT, nullptr, true); // malformed: the initiator would wait for ever
@@ -278,7 +279,8 @@ template <bool pull> bool Firmware::rx_send_as(ViImpl *vi, const PacketHeader *h
 bool Firmware::rx_rdma_write(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
     return h->flags & kFlagBulk ? rx_rdma_write_as<true>(vi, h, p) : rx_rdma_write_as<false>(vi, h, p);
 }
-template <bool pull> bool Firmware::rx_rdma_write_as(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+template <bool pull>
+bool Firmware::rx_rdma_write_as(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
     BulkRequest q;
     RdmaExt x;
     uint32_t n;
@@ -343,8 +345,7 @@ template <bool pull> bool Firmware::rx_rdma_write_as(ViImpl *vi, const PacketHea
         }
         if (!protection_.covers(t.mh, vi->ptag_id, t.desc, sizeof(VIP_CONTROL_SEGMENT)))
             status = VIP_STATUS_PROTECTION_ERROR;
-        else
-            t.desc->CS.ImmediateData = h->imm;
+        else t.desc->CS.ImmediateData = h->imm;
         complete_desc(vi, t.desc, VIP_STATUS_OP_REMOTE_RDMA_WRITE | VIP_STATUS_IMMEDIATE | status, status ? 0 : n,
                       true);
     }
@@ -359,7 +360,8 @@ template <bool pull> bool Firmware::rx_rdma_write_as(ViImpl *vi, const PacketHea
 bool Firmware::rx_read_req(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
     return h->flags & kFlagBulk ? rx_read_req_as<true>(vi, h, p) : rx_read_req_as<false>(vi, h, p);
 }
-template <bool pull> bool Firmware::rx_read_req_as(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
+template <bool pull>
+bool Firmware::rx_read_req_as(ViImpl *vi, const PacketHeader *h, const unsigned char *p) {
     BulkRequest q;
     RdmaExt x;
     if constexpr (pull) {
@@ -378,8 +380,8 @@ template <bool pull> bool Firmware::rx_read_req_as(ViImpl *vi, const PacketHeade
     const uint32_t busy = dma_begin(); // the check and the copy, as for a write
     const Region *r = protection_.lookup(x.rhandle);
     const bool ok = r && r->ptag_id == vi->ptag_id && r->rdma_read && vi->attr.rdma_read &&
-                    x.rlen <= (pull ? kMaxTransfer : kMaxStagedTransfer) && (!pull || x.rlen == q.b.length) &&
-                    r->contains(x.raddr, x.rlen);
+        x.rlen <= (pull ? kMaxTransfer : kMaxStagedTransfer) && (!pull || x.rlen == q.b.length) &&
+        r->contains(x.raddr, x.rlen);
     const uint32_t carried = ok && !pull ? x.rlen : 0;
     Reply resp;
     if (!reserve_reply(vi, carried, &resp)) {

@@ -30,9 +30,7 @@ public:
     }
 
     size_t capacity() const { return cap_; }
-    size_t size() const {
-        return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
-    }
+    size_t size() const { return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire); }
     bool empty() const { return size() == 0; }
 
     bool push(const T &v) {
@@ -56,8 +54,8 @@ public:
     }
 
 private:
-    size_t cap_ = 1;   // logical capacity (what push refuses beyond)
-    size_t mask_ = 0;  // slots - 1
+    size_t cap_ = 1;  // logical capacity (what push refuses beyond)
+    size_t mask_ = 0; // slots - 1
     std::unique_ptr<T[]> buf_;
     alignas(64) std::atomic<uint64_t> head_{0};
     alignas(64) std::atomic<uint64_t> tail_{0};

@@ -190,9 +190,18 @@ private:
                 while (pause_req_.load(std::memory_order_acquire)) __builtin_ia32_pause();
                 paused_.store(false, std::memory_order_release);
             }
-            if (fw_.thread_step()) { idle = 0; continue; }
-            if (++idle < 2000) { __builtin_ia32_pause(); continue; }
-            if (idle < 200000) { sched_yield(); continue; }
+            if (fw_.thread_step()) {
+                idle = 0;
+                continue;
+            }
+            if (++idle < 2000) {
+                __builtin_ia32_pause();
+                continue;
+            }
+            if (idle < 200000) {
+                sched_yield();
+                continue;
+            }
             // Announce the sleep, then re-check every work source: a doorbell
             // rung before the announcement was visible would otherwise wait for
             // the timeout.
@@ -208,12 +217,12 @@ private:
     // The host thread that opened the NIC steps it alone until another steps.
     vipl::common::OwnerBias bias_{this_thread_id()};
     alignas(64) std::atomic<bool> step_lock_{false};
-    std::atomic<bool> again_{false};              // a step was asked for while the lock was held
+    std::atomic<bool> again_{false}; // a step was asked for while the lock was held
     // thread mode
     std::atomic<bool> stop_{false};
     std::atomic<bool> pause_req_{false};
     std::atomic<bool> paused_{false};
-    std::mutex quiesce_mu_;                       // held by the one Quiesce guard in force
+    std::mutex quiesce_mu_; // held by the one Quiesce guard in force
     std::thread thread_;
 };
 

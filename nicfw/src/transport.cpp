@@ -129,8 +129,11 @@ bool Firmware::send_link_ack(ViImpl *vi) {
     if (!wire_reserve(wire_, vi->peer_nic, 0, &tx, true)) return false;
     LinkState &l = *vi->fw.link;
     write_header(tx.hdr, static_cast<uint16_t>(rank_),
-                 {.op = Op::LinkAck, .flags = kFlagRel, .dst_vi = vi->peer_vi,
-                  .src_vi = static_cast<uint16_t>(vi->index), .imm = l.gap ? 1u : 0u});
+                 {.op = Op::LinkAck,
+                  .flags = kFlagRel,
+                  .dst_vi = vi->peer_vi,
+                  .src_vi = static_cast<uint16_t>(vi->index),
+                  .imm = l.gap ? 1u : 0u});
     tx.hdr->aux = static_cast<uint16_t>(vi->fw.recv_seq);
     wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
     l.owed = 0;
@@ -180,8 +183,7 @@ void Firmware::transport_tick() {
                 if (!l.owed_since) l.owed_since = now;
                 if (l.ack_now || l.owed >= LinkState::kAckEvery || now - l.owed_since >= LinkState::kAckDelay)
                     done = send_link_ack(vi); // FIFO full: try again next step
-                else
-                    done = false;
+                else done = false;
             }
             if (done) l.in_ack_list = false;
         }

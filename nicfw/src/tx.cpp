@@ -42,7 +42,9 @@ template <bool pull>
     // kFlagAckReq: reliable reception (the Ack carries the target's errors).
     const bool ack = vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION && !read;
     write_header(tx.hdr, static_cast<uint16_t>(rank_),
-                 {.op = !rdma ? Op::Send : read ? Op::ReadReq : Op::RdmaWrite,
+                 {.op = !rdma ? Op::Send
+                      : read  ? Op::ReadReq
+                              : Op::RdmaWrite,
                   .flags = static_cast<uint8_t>((pull ? kFlagBulk : 0) | (t.imm ? kFlagImm : 0) |
                                                 (ack ? kFlagAckReq : 0) | (stamping() ? kFlagStamp : 0)),
                   .dst_vi = vi->peer_vi,
@@ -75,12 +77,12 @@ template <bool pull>
     e.length = cs.Length;
     e.status = t.ops;
     if (pull || read || ack) {
-        e.awaiting = true;   // completes on the answer (Ack / read response)
+        e.awaiting = true; // completes on the answer (Ack / read response)
     } else if (rel) {
-        e.awaiting_transport_ack = true;  // reliable delivery over the transport: once the peer NIC has it
+        e.awaiting_transport_ack = true; // reliable delivery over the transport: once the peer NIC has it
         e.seq = seq;
     } else {
-        e.ready = true;      // unreliable and reliable delivery: done once on the wire
+        e.ready = true; // unreliable and reliable delivery: done once on the wire
     }
     return TxResult::Done;
 }
@@ -110,8 +112,7 @@ bool Firmware::tx_one(ViImpl *vi, TxEntry &e) {
         e.ready = true;
         return true;
     };
-    if (vi->state.load(std::memory_order_relaxed) != ViState::Connected)
-        return fail(VIP_STATUS_DESC_FLUSHED_ERROR);
+    if (vi->state.load(std::memory_order_relaxed) != ViState::Connected) return fail(VIP_STATUS_DESC_FLUSHED_ERROR);
 
     // Host DMA of the descriptor: it must lie in registered memory under our ptag.
     const Region *dr = protection_.covers(e.mh, vi->ptag_id, d, sizeof(VIP_CONTROL_SEGMENT));
@@ -176,8 +177,8 @@ void Firmware::write_pull_request(unsigned char *out, const TxRequest &t) const 
     }
 }
 
-bool Firmware::send_ctl(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm,
-                        const void *payload, uint32_t len) {
+bool Firmware::send_ctl(uint16_t dst_nic, Op op, uint16_t dst_vi, uint16_t src_vi, uint32_t imm, const void *payload,
+                        uint32_t len) {
     if (__builtin_expect(dead_, 0)) return true; // a NIC killed by the fault injector says nothing
     TxSlot tx;
     if (!wire_reserve(wire_, dst_nic, len, &tx, true)) return false;

@@ -66,7 +66,8 @@ Wire::Wire(const std::string &job, int nprocs, size_t ring_bytes) : nprocs_(npro
     void *p;
     if (job.empty()) {
         p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) throw std::runtime_error(std::string("nicfw: cannot map a private wire: ") + strerror(errno));
+        if (p == MAP_FAILED)
+            throw std::runtime_error(std::string("nicfw: cannot map a private wire: ") + strerror(errno));
     } else {
         path_ = "/dev/shm/viastack-" + job + "-wire";
         // Exclusive creation, 0600, no symlink followed, owner checked (viastack_shm.hpp).
@@ -78,7 +79,8 @@ Wire::Wire(const std::string &job, int nprocs, size_t ring_bytes) : nprocs_(npro
         if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) != bytes_) {
             if (st.st_size != 0 && static_cast<size_t>(st.st_size) != bytes_) {
                 close(fd);
-                throw std::runtime_error("nicfw: " + path_ + " has another size: ranks disagree on "
+                throw std::runtime_error("nicfw: " + path_ +
+                                         " has another size: ranks disagree on "
                                          "VIPL_NICFW_RING_KB or the job size");
             }
             if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
@@ -126,8 +128,7 @@ bool wire_reserve_general(Wire &w, int dst, uint32_t payload, TxSlot *out, bool 
                 ph->nslots = static_cast<uint16_t>(pad > 0xffff ? 0 : pad);
                 ph->op = Op::Pad;
                 ph->length = static_cast<uint32_t>(pad); // authoritative for pads (may exceed 16 bits)
-                reinterpret_cast<std::atomic<uint32_t> *>(&ph->tag)
-                    ->store(tag_of(tail), std::memory_order_release);
+                reinterpret_cast<std::atomic<uint32_t> *>(&ph->tag)->store(tag_of(tail), std::memory_order_release);
             }
             wire_take_reserved(w, dst, tail + pad, need, out);
             if (__builtin_expect(w.die_after_reserves.load(std::memory_order_relaxed) != 0, 0) && !reply &&
@@ -150,7 +151,7 @@ bool wire_header_sane(const Wire &w, uint64_t head, const PacketHeader *h) {
     const uint64_t off = head & (cap - 1);
     if (h->op == Op::Pad) return h->length == cap - off;
     return h->nslots >= 1 && off + h->nslots <= cap && h->length <= w.max_payload() + 8 &&
-           kHeaderBytes + uint64_t(h->length) <= uint64_t(h->nslots) * kSlotBytes;
+        kHeaderBytes + uint64_t(h->length) <= uint64_t(h->nslots) * kSlotBytes;
 }
 
 uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h) {
@@ -165,8 +166,7 @@ uint64_t wire_consume(Wire &w, int me, uint64_t head, const PacketHeader *h) {
     // only read by the consumer, and the producer's next write to it does not
     // have to fetch it back from the consumer's cache first.
     for (uint64_t i = 1; i < n; ++i)
-        reinterpret_cast<std::atomic<uint32_t> *>(&s[(head + i) & (cap - 1)])
-            ->store(0, std::memory_order_relaxed);
+        reinterpret_cast<std::atomic<uint32_t> *>(&s[(head + i) & (cap - 1)])->store(0, std::memory_order_relaxed);
     w.ctl(me).head.store(head + n, std::memory_order_release);
     w.count_taken();
     return head + n;

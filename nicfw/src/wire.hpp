@@ -31,44 +31,44 @@ constexpr size_t kSlotBytes = 64;
 constexpr size_t kHeaderBytes = 32;
 
 enum class Op : uint8_t {
-    Pad = 0,        // filler to the ring's end (never delivered)
-    Send = 1,       // send/recv data
-    RdmaWrite = 2,  // RDMA write (flag kFlagImm: consumes a receive descriptor)
-    ReadReq = 3,    // RDMA read request
-    ReadResp = 4,   // RDMA read response (data, or error status)
-    Ack = 5,        // reliable-reception acknowledgement (carries a status)
-    ConnReq = 6,    // client/server connection request
+    Pad = 0,       // filler to the ring's end (never delivered)
+    Send = 1,      // send/recv data
+    RdmaWrite = 2, // RDMA write (flag kFlagImm: consumes a receive descriptor)
+    ReadReq = 3,   // RDMA read request
+    ReadResp = 4,  // RDMA read response (data, or error status)
+    Ack = 5,       // reliable-reception acknowledgement (carries a status)
+    ConnReq = 6,   // client/server connection request
     ConnAck = 7,
     ConnRej = 8,
     ConnCancel = 9,
-    PeerReq = 10,   // peer-to-peer connection request
+    PeerReq = 10, // peer-to-peer connection request
     PeerCancel = 11,
-    Disc = 12,      // orderly disconnect
-    ConnErr = 13,   // the peer's VI went to the error state: connection broken
-    LinkAck = 14,   // reliable transport: a cumulative acknowledgement alone (reliable.hpp)
+    Disc = 12,    // orderly disconnect
+    ConnErr = 13, // the peer's VI went to the error state: connection broken
+    LinkAck = 14, // reliable transport: a cumulative acknowledgement alone (reliable.hpp)
 };
 
-constexpr uint8_t kFlagImm = 0x01;      // immediate data present
-constexpr uint8_t kFlagAckReq = 0x02;   // sender waits for an Ack (reliable reception)
-constexpr uint8_t kFlagStamp = 0x04;    // 8-byte send time follows the payload (wire-latency profile)
-constexpr uint8_t kFlagBulk = 0x08;     // bulk request: payload names the initiator's memory (dma.hpp)
-constexpr uint8_t kFlagCrc = 0x10;      // `crc` holds the packet's CRC-32C (VIPL_NICFW_CRC=1 at the sender)
-constexpr uint8_t kFlagRel = 0x20;      // reliable transport: retransmitted until acked; `aux` = sender's ack (reliable.hpp)
+constexpr uint8_t kFlagImm = 0x01;    // immediate data present
+constexpr uint8_t kFlagAckReq = 0x02; // sender waits for an Ack (reliable reception)
+constexpr uint8_t kFlagStamp = 0x04;  // 8-byte send time follows the payload (wire-latency profile)
+constexpr uint8_t kFlagBulk = 0x08;   // bulk request: payload names the initiator's memory (dma.hpp)
+constexpr uint8_t kFlagCrc = 0x10;    // `crc` holds the packet's CRC-32C (VIPL_NICFW_CRC=1 at the sender)
+constexpr uint8_t kFlagRel = 0x20; // reliable transport: retransmitted until acked; `aux` = sender's ack (reliable.hpp)
 
 // The first 32 bytes of a packet.  `tag` is written last (release).
 struct PacketHeader {
-    uint32_t tag;       // slot position + 1 (publication mark)
-    uint16_t nslots;    // slots this packet occupies (including a leading pad)
+    uint32_t tag;    // slot position + 1 (publication mark)
+    uint16_t nslots; // slots this packet occupies (including a leading pad)
     Op op;
     uint8_t flags;
-    uint16_t src_nic;   // rank of the sending NIC
-    uint16_t dst_vi;    // VI index at the destination NIC
-    uint16_t src_vi;    // VI index at the source NIC
-    uint16_t aux;       // with kFlagRel: the sender's cumulative ack (low 16 bits); else 0
-    uint32_t seq;       // per-connection sequence number
-    uint32_t length;    // payload bytes after the header
-    uint32_t imm;       // immediate data / op-specific word
-    uint32_t crc;       // with kFlagCrc: CRC over header (tag and crc zeroed) and payload; else 0
+    uint16_t src_nic; // rank of the sending NIC
+    uint16_t dst_vi;  // VI index at the destination NIC
+    uint16_t src_vi;  // VI index at the source NIC
+    uint16_t aux;     // with kFlagRel: the sender's cumulative ack (low 16 bits); else 0
+    uint32_t seq;     // per-connection sequence number
+    uint32_t length;  // payload bytes after the header
+    uint32_t imm;     // immediate data / op-specific word
+    uint32_t crc;     // with kFlagCrc: CRC over header (tag and crc zeroed) and payload; else 0
 };
 static_assert(sizeof(PacketHeader) == kHeaderBytes);
 
@@ -101,24 +101,24 @@ inline void write_header(PacketHeader *h, uint16_t src_nic, const PacketFields &
 struct RdmaExt {
     uint64_t raddr;
     uint32_t rhandle;
-    uint32_t rlen;      // ReadReq: bytes requested
+    uint32_t rlen; // ReadReq: bytes requested
 };
 
 // Control of one receive FIFO; each field on its own cache line so producers'
 // CAS on tail never disturbs the consumer's head or the sleep flag.
 struct alignas(64) RingCtl {
-    std::atomic<uint64_t> tail;      // next free slot (producers)
+    std::atomic<uint64_t> tail; // next free slot (producers)
     char pad0[56];
-    std::atomic<uint64_t> head;      // next slot to consume (consumer)
+    std::atomic<uint64_t> head; // next slot to consume (consumer)
     // The owning NIC's one-sided transfers (onesided.cpp): odd while its DMA
     // engine is inside a peer's registered memory; a peer that deregisters
     // waits until an odd value it saw has changed.  Written only by the owner,
     // as head is, so it shares head's line.
     std::atomic<uint32_t> dma_busy;
     char pad1[52];
-    std::atomic<uint32_t> sleeping;  // consumer is (about to be) blocked on this word
-    std::atomic<uint32_t> doorbell;  // futex word bumped by producers that wake it
-    std::atomic<uint32_t> pid;       // the owning NIC's process (peer_watch.hpp), 0 until it opens
+    std::atomic<uint32_t> sleeping; // consumer is (about to be) blocked on this word
+    std::atomic<uint32_t> doorbell; // futex word bumped by producers that wake it
+    std::atomic<uint32_t> pid;      // the owning NIC's process (peer_watch.hpp), 0 until it opens
     uint32_t pad_pid;
     // The owner's published protection table (published.hpp): the table's
     // serial number in its process (high half) and its memfd there plus 1
@@ -203,9 +203,9 @@ inline uint32_t claim_of(uint64_t pos, uint16_t owner) {
 
 // Producer side: a packet being built in a reserved run of slots.
 struct TxSlot {
-    PacketHeader *hdr = nullptr;   // where to write the header
+    PacketHeader *hdr = nullptr; // where to write the header
     unsigned char *payload = nullptr;
-    uint64_t pos = 0;              // position of the header slot
+    uint64_t pos = 0; // position of the header slot
 };
 
 // Reserves room for a packet of `payload` bytes in `dst`'s FIFO.  Returns false

@@ -55,7 +55,7 @@ constexpr uint32_t kProvVersion = FI_VERSION(0, 1);
 // may be another rank's CPU share away, or in a collective close
 // (vipl_boot_finalize).
 class Lock {
-  public:
+public:
     void lock() {
         pthread_t me = pthread_self();
         if (owner_.load(std::memory_order_relaxed) == me) {
@@ -81,11 +81,10 @@ class Lock {
         return true;
     }
     void unlock() {
-        if (--depth_ == 0)
-            owner_.store(0, std::memory_order_release);
+        if (--depth_ == 0) owner_.store(0, std::memory_order_release);
     }
 
-  private:
+private:
     void lock_slow(pthread_t me);
     std::atomic<pthread_t> owner_{0}; // 0: free (pthread_self() is never 0 on Linux)
     unsigned depth_ = 0;              // written by the owner only
@@ -103,19 +102,17 @@ inline Lock &ctl_lock() { return g_ctl_lock; }
 extern Lock g_serial_lock;
 extern std::atomic<bool> g_serialise;
 class Serial {
-  public:
+public:
     Serial() : held_(g_serialise.load(std::memory_order_relaxed)) {
-        if (held_)
-            g_serial_lock.lock();
+        if (held_) g_serial_lock.lock();
     }
     ~Serial() {
-        if (held_)
-            g_serial_lock.unlock();
+        if (held_) g_serial_lock.unlock();
     }
     Serial(const Serial &) = delete;
     Serial &operator=(const Serial &) = delete;
 
-  private:
+private:
     bool held_;
 };
 
@@ -162,8 +159,8 @@ int resolve(const char *node, const char *service, sockaddr_in6 *out);
 uint16_t next_auto_port();
 
 // ---- getinfo (vfi_getinfo.cpp) --------------------------------------------
-int getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
-            const struct fi_info *hints, struct fi_info **info);
+int getinfo(uint32_t version, const char *node, const char *service, uint64_t flags, const struct fi_info *hints,
+            struct fi_info **info);
 // User private data: a request over verbs carries 43 bytes with both
 // discriminators (2 bytes each here), less the provider's 12-byte header.
 constexpr size_t kCmDataMax = 27;
@@ -207,8 +204,9 @@ struct Mr {
 // A FIFO in one growing array: a completion queue's push and pop touch no
 // allocator (std::deque allocates a block every few entries); it grows, by
 // doubling, only when the application leaves more entries unread than ever.
-template <class T> class Ring {
-  public:
+template <class T>
+class Ring {
+public:
     bool empty() const { return n_ == 0; }
     size_t size() const { return n_; }
     T &front() { return buf_[head_]; }
@@ -217,18 +215,16 @@ template <class T> class Ring {
         n_--;
     }
     void push_back(const T &v) {
-        if (n_ == buf_.size())
-            grow();
+        if (n_ == buf_.size()) grow();
         size_t i = head_ + n_;
         buf_[i >= buf_.size() ? i - buf_.size() : i] = v;
         n_++;
     }
 
-  private:
+private:
     void grow() {
         std::vector<T> b(buf_.empty() ? 64 : 2 * buf_.size());
-        for (size_t k = 0; k < n_; k++)
-            b[k] = buf_[(head_ + k) % buf_.size()];
+        for (size_t k = 0; k < n_; k++) b[k] = buf_[(head_ + k) % buf_.size()];
         buf_.swap(b);
         head_ = 0;
     }
@@ -245,8 +241,7 @@ struct Waitable {
     // Keeps the fd readable exactly while entries are pending; inline, as
     // every poll calls it and a CQ without an fd has nothing to do.
     void signal_if(bool pending) {
-        if (fd >= 0 && pending != fd_signalled)
-            signal_change(pending);
+        if (fd >= 0 && pending != fd_signalled) signal_change(pending);
     }
     void signal_change(bool pending);
     void close_fd();
@@ -279,7 +274,7 @@ struct CqEntry {
     size_t len = 0;
     void *buf = nullptr;
     uint64_t data = 0;
-    int err = 0;          // 0 or a positive FI_E* code
+    int err = 0; // 0 or a positive FI_E* code
     uint32_t vip_status = 0;
 };
 
@@ -288,16 +283,16 @@ struct Cq {
     Domain *domain = nullptr;
     fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
     VIP_CQ_HANDLE vcq = nullptr;
-    int refs = 0;               // control lock
+    int refs = 0; // control lock
     // Held while taking completions off the VIP CQ: guards the endpoints bound
     // here (eps, last) and the capacity.  A VIP CQ holds exactly what it was
     // sized for (one more is an overrun), so it grows with the work queues of
     // the VIs that complete on it.
     Lock drain;
-    std::vector<Ep *> eps;      // enabled endpoints with a queue on this CQ
-    Ep *last = nullptr;         // the endpoint whose VI completed last here
+    std::vector<Ep *> eps; // enabled endpoints with a queue on this CQ
+    Ep *last = nullptr;    // the endpoint whose VI completed last here
     size_t capacity = 0, needed = 0;
-    int reserve(size_t n);      // room for n more entries (takes drain)
+    int reserve(size_t n); // room for n more entries (takes drain)
     void release(size_t n) {
         Guard g(drain);
         needed -= n;
@@ -321,7 +316,7 @@ enum class EpState { Idle, Connecting, Accepting, Connected, Shutdown };
 // Operation kinds of a posted descriptor.
 enum class Op : uint8_t { None, Send, Write, Read, CreditWrite, Recv };
 
-struct Slot {           // what the provider remembers about a posted descriptor
+struct Slot { // what the provider remembers about a posted descriptor
     Op op = Op::None;
     bool signal = true; // report a completion
     void *context = nullptr;
@@ -377,13 +372,13 @@ struct Ep {
     size_t rx_head = 0, rx_tail = 0;
 
     // Credits (vfi_data.cpp): counts are cumulative since the connection began.
-    uint64_t posted = 0;       // receives the user posted (and the provider handed to VI)
-    uint64_t advertised = 0;   // the count the peer knows
-    uint64_t received = 0;     // receive descriptors that completed (each used one peer credit)
-    uint64_t sent = 0;         // sends + writedata posted (each uses one credit)
+    uint64_t posted = 0;     // receives the user posted (and the provider handed to VI)
+    uint64_t advertised = 0; // the count the peer knows
+    uint64_t received = 0;   // receive descriptors that completed (each used one peer credit)
+    uint64_t sent = 0;       // sends + writedata posted (each uses one credit)
     uint64_t peer_credit_addr = 0;
     VIP_MEM_HANDLE peer_credit_handle = 0;
-    bool credit_owed = false;  // a credit write could not be posted yet
+    bool credit_owed = false; // a credit write could not be posted yet
 
     // Operations waiting for a peer credit, or posted behind one that is, in
     // posting order (vfi_data.cpp).  They count against the transmit queue's
@@ -402,8 +397,8 @@ struct Ep {
 
     VIP_DESCRIPTOR *tx_desc(size_t i);
     VIP_DESCRIPTOR *rx_desc(size_t i);
-    volatile uint64_t *credit_word();   // written by the peer
-    uint64_t *credit_src(size_t i);     // per-slot source of our credit writes
+    volatile uint64_t *credit_word(); // written by the peer
+    uint64_t *credit_src(size_t i);   // per-slot source of our credit writes
     uint8_t *inject_buf(size_t i);
     uint64_t peer_posted() const;
 };
@@ -429,11 +424,11 @@ constexpr size_t kDrainAll = SIZE_MAX;
 void progress_cq(Cq *cq, size_t want = kDrainAll);
 // progress_cq unless another thread is draining cq (then false, at once).
 bool try_progress_cq(Cq *cq, size_t want = kDrainAll);
-void ep_flush_pending(Ep *e); // posts the queued operations the peer's credits now allow
+void ep_flush_pending(Ep *e);  // posts the queued operations the peer's credits now allow
 void flush_pending_on(Cq *cq); // ep_flush_pending for the CQ's endpoints with a queue (holds drain)
-void ep_drop_pending(Ep *e);  // at close: the queued operations are dropped
+void ep_drop_pending(Ep *e);   // at close: the queued operations are dropped
 std::vector<Ep *> &eps();
-void progress_cm();         // listeners, connecting and connected endpoints (control lock)
+void progress_cm(); // listeners, connecting and connected endpoints (control lock)
 void progress_all();
 void register_pep(Pep *p, bool on);
 void register_ep(Ep *e, bool on); // also on the endpoint's CQs (control lock held)
@@ -458,7 +453,7 @@ int no_tostr(const struct fid *, char *, size_t);
 int no_ops_set(struct fid *, const char *, uint64_t, void *, void *);
 fi_info *info_dup(const fi_info *i);
 
-int vip_to_fi(VIP_RETURN rc); // a negative FI_E* code
+int vip_to_fi(VIP_RETURN rc);      // a negative FI_E* code
 int status_to_fi(uint32_t status); // a positive FI_E* code for a descriptor error status
 
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -18,8 +18,7 @@
 namespace vfi {
 
 bool addr_make(const std::vector<uint8_t> &host, uint16_t disc, sockaddr_in6 *out) {
-    if (host.size() > kMaxHostLen)
-        return false;
+    if (host.size() > kMaxHostLen) return false;
     std::memset(out, 0, sizeof(*out));
     out->sin6_family = AF_INET6;
     out->sin6_port = htons(disc);
@@ -33,26 +32,20 @@ bool addr_make(const std::vector<uint8_t> &host, uint16_t disc, sockaddr_in6 *ou
 }
 
 bool addr_parse(const void *addr, size_t len, std::vector<uint8_t> *host, uint16_t *disc) {
-    if (!addr || len < kAddrLen)
-        return false;
+    if (!addr || len < kAddrLen) return false;
     sockaddr_in6 a;
     std::memcpy(&a, addr, sizeof(a));
     const uint8_t *b = a.sin6_addr.s6_addr;
-    if (a.sin6_family != AF_INET6 || b[0] != 0xfd || b[1] != 'V' || b[2] != 'I' ||
-        b[3] > kMaxHostLen)
-        return false;
-    if (host)
-        host->assign(b + 4, b + 4 + b[3]);
-    if (disc)
-        *disc = ntohs(a.sin6_port);
+    if (a.sin6_family != AF_INET6 || b[0] != 0xfd || b[1] != 'V' || b[2] != 'I' || b[3] > kMaxHostLen) return false;
+    if (host) host->assign(b + 4, b + 4 + b[3]);
+    if (disc) *disc = ntohs(a.sin6_port);
     return true;
 }
 
 uint16_t addr_port(const sockaddr_in6 &a) { return ntohs(a.sin6_port); }
 
 std::string addr_str(const void *addr, size_t len) {
-    if (!addr_parse(addr, len, nullptr, nullptr))
-        return "(not a viastack address)";
+    if (!addr_parse(addr, len, nullptr, nullptr)) return "(not a viastack address)";
     sockaddr_in6 a;
     std::memcpy(&a, addr, sizeof(a));
     char ip[INET6_ADDRSTRLEN];
@@ -70,8 +63,7 @@ void net_addr(const std::vector<uint8_t> &host, uint16_t disc, NetAddr *out) {
 }
 
 bool net_addr_split(VIP_NET_ADDRESS *a, std::vector<uint8_t> *host, uint16_t *disc) {
-    if (a->HostAddressLen > kMaxHostLen)
-        return false;
+    if (a->HostAddressLen > kMaxHostLen) return false;
     host->assign(a->HostAddress, a->HostAddress + a->HostAddressLen);
     *disc = 0;
     if (a->DiscriminatorLen == 2)
@@ -81,8 +73,7 @@ bool net_addr_split(VIP_NET_ADDRESS *a, std::vector<uint8_t> *host, uint16_t *di
 
 static int parse_service(const char *service, uint16_t *port) {
     *port = 0;
-    if (!service || !*service)
-        return 0;
+    if (!service || !*service) return 0;
     char *end = nullptr;
     errno = 0;
     unsigned long v = std::strtoul(service, &end, 10);
@@ -96,21 +87,17 @@ static int parse_service(const char *service, uint16_t *port) {
 
 int resolve(const char *node, const char *service, sockaddr_in6 *out) {
     uint16_t port;
-    if (int rc = parse_service(service, &port))
-        return rc;
+    if (int rc = parse_service(service, &port)) return rc;
     Nic *n = nic();
-    if (!n)
-        return -FI_ENODATA;
-    if (!node || !*node)
-        return addr_make(n->host, port, out) ? 0 : -FI_ENODATA;
+    if (!n) return -FI_ENODATA;
+    if (!node || !*node) return addr_make(n->host, port, out) ? 0 : -FI_ENODATA;
     // A name the provider printed: "fd56:4902:..." or "[...]:port".
     std::string s(node);
     if (!s.empty() && s.front() == '[') {
         auto close = s.find(']');
         if (close != std::string::npos) {
             if (close + 2 < s.size() && s[close + 1] == ':' && !service)
-                if (int rc = parse_service(s.c_str() + close + 2, &port))
-                    return rc;
+                if (int rc = parse_service(s.c_str() + close + 2, &port)) return rc;
             s = s.substr(1, close - 1);
         }
     }
@@ -127,8 +114,7 @@ int resolve(const char *node, const char *service, sockaddr_in6 *out) {
     NetAddr na;
     VIP_RETURN rc = VipNSGetHostByName(n->handle, const_cast<VIP_CHAR *>(node), na.get(), 0);
     if (rc != VIP_SUCCESS) {
-        warn("node \"%s\" names no NIC of this job (VipNSGetHostByName: %s)", node,
-             VipxReturnString(rc));
+        warn("node \"%s\" names no NIC of this job (VipNSGetHostByName: %s)", node, VipxReturnString(rc));
         return -FI_ENODATA;
     }
     std::vector<uint8_t> host;

@@ -28,11 +28,10 @@ static VIP_ULONG connect_timeout_ms() {
 }
 
 // One EQ entry: an event (error false) or an error entry (fi_eq_readerr) with err.
-static void push_entry(Eq *eq, bool error, uint32_t event, int err, fid_t fid, fi_info *info,
-                       const uint8_t *data, size_t len) {
+static void push_entry(Eq *eq, bool error, uint32_t event, int err, fid_t fid, fi_info *info, const uint8_t *data,
+                       size_t len) {
     if (!eq) {
-        if (info)
-            fi_freeinfo(info);
+        if (info) fi_freeinfo(info);
         return;
     }
     EqEntry x;
@@ -66,8 +65,7 @@ static void poll_listener(Pep *p, Nic *n) {
     VIP_VI_ATTRIBUTES ra;
     VIP_CONN_HANDLE conn;
     VIP_RETURN rc = VipxConnectWaitData(n->handle, local.get(), 0, remote.get(), &ra, &conn, data, &len);
-    if (rc != VIP_SUCCESS)
-        return;
+    if (rc != VIP_SUCCESS) return;
     if (len < sizeof(CmHeader)) { // not one of ours: nothing to exchange credits with
         VipxConnectRejectData(conn, nullptr, 0);
         return;
@@ -104,8 +102,7 @@ static void poll_connecting(Ep *e) {
     VIP_ULONG len = sizeof(data);
     VIP_VI_ATTRIBUTES ra;
     VIP_RETURN rc = VipxConnectRequestDone(e->vi, &ra, data, &len);
-    if (rc == VIP_NOT_DONE)
-        return;
+    if (rc == VIP_NOT_DONE) return;
     len = std::min<VIP_ULONG>(len, sizeof(data));
     if (rc == VIP_SUCCESS && len >= sizeof(CmHeader)) {
         CmHeader h;
@@ -129,42 +126,35 @@ static void poll_connected(Ep *e) {
     VIP_VI_STATE st;
     VIP_VI_ATTRIBUTES va;
     VIP_BOOLEAN se, re;
-    if (VipQueryVi(e->vi, &st, &va, &se, &re) != VIP_SUCCESS || st != VIP_STATE_ERROR)
-        return;
+    if (VipQueryVi(e->vi, &st, &va, &se, &re) != VIP_SUCCESS || st != VIP_STATE_ERROR) return;
     e->state = EpState::Shutdown;
     push_cm(e->eq, FI_SHUTDOWN, &e->ep.fid, nullptr, nullptr, 0);
 }
 
 void progress_cm() {
     Nic *n = nic();
-    if (!n)
-        return;
+    if (!n) return;
     // Connection messages (requests, answers, disconnects) reach this NIC
     // only while someone steps it (nicfw inline mode).
     VipxProgress(n->handle);
     for (Pep *p : std::vector<Pep *>(peps()))
-        if (p->listening)
-            poll_listener(p, n);
+        if (p->listening) poll_listener(p, n);
     for (Ep *e : std::vector<Ep *>(eps())) {
         Guard g(e->mu);
-        if (e->state == EpState::Connecting)
-            poll_connecting(e);
-        else if (e->state == EpState::Connected)
-            poll_connected(e);
+        if (e->state == EpState::Connecting) poll_connecting(e);
+        else if (e->state == EpState::Connected) poll_connected(e);
     }
 }
 
 // ---- active endpoint CM ---------------------------------------------------------------
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen) {
     CtlGuard g;
-    if (!addrlen)
-        return -FI_EINVAL;
-    const sockaddr_in6 *a = fid->fclass == FI_CLASS_PEP ? &reinterpret_cast<Pep *>(fid)->name
-                                                         : &reinterpret_cast<Ep *>(fid)->local;
+    if (!addrlen) return -FI_EINVAL;
+    const sockaddr_in6 *a =
+        fid->fclass == FI_CLASS_PEP ? &reinterpret_cast<Pep *>(fid)->name : &reinterpret_cast<Ep *>(fid)->local;
     size_t have = *addrlen;
     *addrlen = kAddrLen;
-    if (!addr || have < kAddrLen)
-        return -FI_ETOOSMALL;
+    if (!addr || have < kAddrLen) return -FI_ETOOSMALL;
     std::memcpy(addr, a, kAddrLen);
     return 0;
 }
@@ -173,14 +163,12 @@ static int ep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen) {
     Ep *e = reinterpret_cast<Ep *>(ep);
     CtlGuard g;
     Guard ge(e->mu);
-    if (!addrlen)
-        return -FI_EINVAL;
+    if (!addrlen) return -FI_EINVAL;
     if (e->state != EpState::Connected && e->state != EpState::Connecting && e->state != EpState::Accepting)
         return -FI_ENOTCONN;
     size_t have = *addrlen;
     *addrlen = kAddrLen;
-    if (!addr || have < kAddrLen)
-        return -FI_ETOOSMALL;
+    if (!addr || have < kAddrLen) return -FI_ETOOSMALL;
     std::memcpy(addr, &e->peer, kAddrLen);
     return 0;
 }
@@ -191,15 +179,12 @@ static int ep_connect(struct fid_ep *ep, const void *addr, const void *param, si
     Ep *e = reinterpret_cast<Ep *>(ep);
     CtlGuard g;
     Guard ge(e->mu);
-    if (paramlen > kCmDataMax || (paramlen && !param))
-        return -FI_EINVAL;
-    if (!e->enabled || e->state != EpState::Idle)
-        return -FI_EOPBADSTATE;
+    if (paramlen > kCmDataMax || (paramlen && !param)) return -FI_EINVAL;
+    if (!e->enabled || e->state != EpState::Idle) return -FI_EOPBADSTATE;
     std::vector<uint8_t> rh;
     uint16_t rport;
     const void *to = addr ? addr : (e->info->dest_addr ? &e->peer : nullptr);
-    if (!to || !addr_parse(to, kAddrLen, &rh, &rport))
-        return -FI_EINVAL;
+    if (!to || !addr_parse(to, kAddrLen, &rh, &rport)) return -FI_EINVAL;
     std::memcpy(&e->peer, to, kAddrLen);
     std::vector<uint8_t> lh;
     uint16_t lport;
@@ -211,12 +196,10 @@ static int ep_connect(struct fid_ep *ep, const void *addr, const void *param, si
     CmHeader h;
     ep_fill_header(e, &h);
     std::memcpy(data, &h, sizeof(h));
-    if (paramlen)
-        std::memcpy(data + sizeof(h), param, paramlen);
-    VIP_RETURN rc = VipxConnectRequestStart(e->vi, local.get(), remote.get(), connect_timeout_ms(), data,
-                                            sizeof(h) + paramlen);
-    if (rc != VIP_SUCCESS)
-        return rc == VIP_INVALID_PARAMETER ? -FI_EINVAL : vip_to_fi(rc);
+    if (paramlen) std::memcpy(data + sizeof(h), param, paramlen);
+    VIP_RETURN rc =
+        VipxConnectRequestStart(e->vi, local.get(), remote.get(), connect_timeout_ms(), data, sizeof(h) + paramlen);
+    if (rc != VIP_SUCCESS) return rc == VIP_INVALID_PARAMETER ? -FI_EINVAL : vip_to_fi(rc);
     e->state = EpState::Connecting;
     return 0;
 }
@@ -225,22 +208,17 @@ static int ep_accept(struct fid_ep *ep, const void *param, size_t paramlen) {
     Ep *e = reinterpret_cast<Ep *>(ep);
     CtlGuard g;
     Guard ge(e->mu);
-    if (paramlen > kCmDataMax || (paramlen && !param))
-        return -FI_EINVAL;
-    if (!e->enabled || e->state != EpState::Accepting)
-        return -FI_EOPBADSTATE;
+    if (paramlen > kCmDataMax || (paramlen && !param)) return -FI_EINVAL;
+    if (!e->enabled || e->state != EpState::Accepting) return -FI_EOPBADSTATE;
     auto it = g_pending.find(e->conn);
-    if (it == g_pending.end())
-        return -FI_EOPBADSTATE;
+    if (it == g_pending.end()) return -FI_EOPBADSTATE;
     uint8_t data[VIPX_CM_DATA_MAX];
     CmHeader h;
     ep_fill_header(e, &h);
     std::memcpy(data, &h, sizeof(h));
-    if (paramlen)
-        std::memcpy(data + sizeof(h), param, paramlen);
+    if (paramlen) std::memcpy(data + sizeof(h), param, paramlen);
     VIP_RETURN rc = VipxConnectAcceptData(e->conn, e->vi, data, sizeof(h) + paramlen);
-    if (rc != VIP_SUCCESS)
-        return vip_to_fi(rc);
+    if (rc != VIP_SUCCESS) return vip_to_fi(rc);
     CmHeader peer = it->second;
     g_pending.erase(it);
     e->conn = nullptr;
@@ -253,10 +231,8 @@ static int ep_shutdown(struct fid_ep *ep, uint64_t flags) {
     Ep *e = reinterpret_cast<Ep *>(ep);
     CtlGuard g;
     Guard ge(e->mu);
-    if (flags)
-        return -FI_EINVAL;
-    if (e->state != EpState::Connected && e->state != EpState::Connecting)
-        return -FI_ENOTCONN;
+    if (flags) return -FI_EINVAL;
+    if (e->state != EpState::Connected && e->state != EpState::Connecting) return -FI_ENOTCONN;
     VipDisconnect(e->vi);
     e->state = EpState::Shutdown;
     push_cm(e->eq, FI_SHUTDOWN, &e->ep.fid, nullptr, nullptr, 0);
@@ -275,27 +251,21 @@ static int no_join(struct fid_ep *, const void *, uint64_t, struct fid_mc **, vo
 static int pep_listen(struct fid_pep *pf) {
     Pep *p = reinterpret_cast<Pep *>(pf);
     CtlGuard g;
-    if (!p->eq)
-        return -FI_ENOEQ;
-    if (p->listening)
-        return 0;
+    if (!p->eq) return -FI_ENOEQ;
+    if (p->listening) return 0;
     for (Pep *o : peps())
-        if (o != p && o->listening && addr_port(o->name) == addr_port(p->name))
-            return -FI_EADDRINUSE;
-    if (addr_port(p->name) == 0)
-        p->name.sin6_port = htons(next_auto_port());
+        if (o != p && o->listening && addr_port(o->name) == addr_port(p->name)) return -FI_EADDRINUSE;
+    if (addr_port(p->name) == 0) p->name.sin6_port = htons(next_auto_port());
     p->listening = true;
     return 0;
 }
 
 static int pep_reject(struct fid_pep *, fid_t handle, const void *param, size_t paramlen) {
     CtlGuard g;
-    if (paramlen > kCmDataMax || (paramlen && !param))
-        return -FI_EINVAL;
+    if (paramlen > kCmDataMax || (paramlen && !param)) return -FI_EINVAL;
     VIP_CONN_HANDLE conn = reinterpret_cast<VIP_CONN_HANDLE>(handle);
     auto it = g_pending.find(conn);
-    if (it == g_pending.end())
-        return -FI_EINVAL;
+    if (it == g_pending.end()) return -FI_EINVAL;
     g_pending.erase(it);
     VIP_RETURN rc = VipxConnectRejectData(conn, param, paramlen);
     return vip_to_fi(rc);
@@ -305,10 +275,8 @@ static int pep_close(struct fid *fid) {
     Pep *p = reinterpret_cast<Pep *>(fid);
     CtlGuard g;
     register_pep(p, false);
-    if (p->eq)
-        p->eq->drop_fid(&p->pep.fid);
-    if (p->info)
-        fi_freeinfo(p->info);
+    if (p->eq) p->eq->drop_fid(&p->pep.fid);
+    if (p->info) fi_freeinfo(p->info);
     delete p;
     return 0;
 }
@@ -316,39 +284,50 @@ static int pep_close(struct fid *fid) {
 static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags) {
     Pep *p = reinterpret_cast<Pep *>(fid);
     CtlGuard g;
-    if (bfid->fclass != FI_CLASS_EQ || flags)
-        return -FI_EINVAL;
+    if (bfid->fclass != FI_CLASS_EQ || flags) return -FI_EINVAL;
     p->eq = reinterpret_cast<Eq *>(bfid);
     return 0;
 }
 
 static int pep_getopt(fid_t, int level, int optname, void *optval, size_t *optlen) {
-    if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
-        return -FI_ENOPROTOOPT;
-    if (!optval || !optlen || *optlen < sizeof(size_t))
-        return -FI_ETOOSMALL;
+    if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE) return -FI_ENOPROTOOPT;
+    if (!optval || !optlen || *optlen < sizeof(size_t)) return -FI_ETOOSMALL;
     *static_cast<size_t *>(optval) = kCmDataMax;
     *optlen = sizeof(size_t);
     return 0;
 }
 static int pep_setopt(fid_t, int, int, const void *, size_t) { return -FI_ENOPROTOOPT; }
 
-static struct fi_ops pep_fi_ops = {sizeof(struct fi_ops), pep_close, pep_bind, no_control,
-                                   no_ops_open, no_tostr, no_ops_set};
-static struct fi_ops_ep pep_ep_ops = {sizeof(struct fi_ops_ep), nullptr, pep_getopt, pep_setopt,
-                                      nullptr, nullptr, nullptr, nullptr};
-struct fi_ops_cm pep_cm_ops = {sizeof(struct fi_ops_cm), no_setname, ep_getname, no_getpeer, no_connect,
-                               pep_listen, no_accept, pep_reject, no_shutdown, no_join};
-struct fi_ops_cm ep_cm_ops = {sizeof(struct fi_ops_cm), no_setname, ep_getname, ep_getpeer, ep_connect,
-                              no_listen, ep_accept, no_reject, ep_shutdown, no_join};
+static struct fi_ops pep_fi_ops = {sizeof(struct fi_ops), pep_close, pep_bind,  no_control,
+                                   no_ops_open,           no_tostr,  no_ops_set};
+static struct fi_ops_ep pep_ep_ops = {
+    sizeof(struct fi_ops_ep), nullptr, pep_getopt, pep_setopt, nullptr, nullptr, nullptr, nullptr};
+struct fi_ops_cm pep_cm_ops = {sizeof(struct fi_ops_cm),
+                               no_setname,
+                               ep_getname,
+                               no_getpeer,
+                               no_connect,
+                               pep_listen,
+                               no_accept,
+                               pep_reject,
+                               no_shutdown,
+                               no_join};
+struct fi_ops_cm ep_cm_ops = {sizeof(struct fi_ops_cm),
+                              no_setname,
+                              ep_getname,
+                              ep_getpeer,
+                              ep_connect,
+                              no_listen,
+                              ep_accept,
+                              no_reject,
+                              ep_shutdown,
+                              no_join};
 
 int pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **out, void *context) {
-    if (!info || !out || (info->ep_attr && info->ep_attr->type != FI_EP_MSG))
-        return -FI_EINVAL;
+    if (!info || !out || (info->ep_attr && info->ep_attr->type != FI_EP_MSG)) return -FI_EINVAL;
     CtlGuard g;
     Nic *n = nic();
-    if (!n)
-        return -FI_ENODEV;
+    if (!n) return -FI_ENODEV;
     Pep *p = new Pep;
     p->fabric = reinterpret_cast<Fabric *>(fabric);
     p->info = fi_dupinfo(info);

@@ -47,15 +47,12 @@ static void drain(Cq *cq, size_t want) {
         VIP_VI_HANDLE vi = nullptr;
         VIP_BOOLEAN recv = VIP_FALSE;
         VIP_RETURN rc = VipCQDone(cq->vcq, &vi, &recv);
-        if (rc != VIP_SUCCESS)
-            break;
+        if (rc != VIP_SUCCESS) break;
         Ep *e = cq->ep_of_vi(vi);
         if (!e) { // an endpoint closed under its completions: drop the descriptor
             VIP_DESCRIPTOR *d;
-            if (recv)
-                VipRecvDone(vi, &d);
-            else
-                VipSendDone(vi, &d);
+            if (recv) VipRecvDone(vi, &d);
+            else VipSendDone(vi, &d);
             continue;
         }
         Guard ge(e->mu);
@@ -72,8 +69,7 @@ void progress_cq(Cq *cq, size_t want) {
 }
 
 bool try_progress_cq(Cq *cq, size_t want) {
-    if (!cq->drain.try_lock())
-        return false;
+    if (!cq->drain.try_lock()) return false;
     drain(cq, want);
     cq->drain.unlock();
     return true;
@@ -82,12 +78,10 @@ bool try_progress_cq(Cq *cq, size_t want) {
 static int cq_close(struct fid *fid) {
     Cq *c = reinterpret_cast<Cq *>(fid);
     CtlGuard g;
-    if (c->refs > 0)
-        return -FI_EBUSY;
+    if (c->refs > 0) return -FI_EBUSY;
     register_cq(c, false);
     VIP_RETURN rc = VipDestroyCQ(c->vcq);
-    if (rc != VIP_SUCCESS)
-        warn("VipDestroyCQ: %s", VipxReturnString(rc));
+    if (rc != VIP_SUCCESS) warn("VipDestroyCQ: %s", VipxReturnString(rc));
     c->wait.close_fd();
     c->domain->refs--;
     delete c;
@@ -102,30 +96,20 @@ static int cq_control(struct fid *fid, int cmd, void *arg) {
 
 static void fill(const Cq *c, const CqEntry &e, void *out, size_t i) {
     switch (c->format) {
-    case FI_CQ_FORMAT_CONTEXT:
-        static_cast<fi_cq_entry *>(out)[i] = {e.context};
-        break;
-    case FI_CQ_FORMAT_MSG:
-        static_cast<fi_cq_msg_entry *>(out)[i] = {e.context, e.flags, e.len};
-        break;
-    default:
-        static_cast<fi_cq_data_entry *>(out)[i] = {e.context, e.flags, e.len, e.buf, e.data};
-        break;
+    case FI_CQ_FORMAT_CONTEXT: static_cast<fi_cq_entry *>(out)[i] = {e.context}; break;
+    case FI_CQ_FORMAT_MSG: static_cast<fi_cq_msg_entry *>(out)[i] = {e.context, e.flags, e.len}; break;
+    default: static_cast<fi_cq_data_entry *>(out)[i] = {e.context, e.flags, e.len, e.buf, e.data}; break;
     }
 }
 
 static ssize_t cq_read(struct fid_cq *cqf, void *buf, size_t count) {
     Cq *c = reinterpret_cast<Cq *>(cqf);
     Serial s;
-    if (!c->queued())
-        try_progress_cq(c, count ? count : 1); // if another thread drains, what it finds is queued for us
+    if (!c->queued()) try_progress_cq(c, count ? count : 1); // if another thread drains, what it finds is queued for us
     Guard g(c->entries);
-    if (!c->errq.empty())
-        return -FI_EAVAIL;
-    if (c->q.empty())
-        return -FI_EAGAIN;
-    if (!buf && count)
-        return -FI_EINVAL;
+    if (!c->errq.empty()) return -FI_EAVAIL;
+    if (c->q.empty()) return -FI_EAGAIN;
+    if (!buf && count) return -FI_EINVAL;
     size_t n = 0;
     while (n < count && !c->q.empty()) {
         fill(c, c->q.front(), buf, n++);
@@ -138,8 +122,7 @@ static ssize_t cq_read(struct fid_cq *cqf, void *buf, size_t count) {
 static ssize_t cq_readfrom(struct fid_cq *cqf, void *buf, size_t count, fi_addr_t *src) {
     ssize_t n = cq_read(cqf, buf, count);
     if (src)
-        for (ssize_t i = 0; i < n; i++)
-            src[i] = FI_ADDR_NOTAVAIL; // connected endpoints: no source addresses
+        for (ssize_t i = 0; i < n; i++) src[i] = FI_ADDR_NOTAVAIL; // connected endpoints: no source addresses
     return n;
 }
 
@@ -147,10 +130,8 @@ static ssize_t cq_readerr(struct fid_cq *cqf, struct fi_cq_err_entry *buf, uint6
     Cq *c = reinterpret_cast<Cq *>(cqf);
     Serial s;
     Guard g(c->entries);
-    if (!buf)
-        return -FI_EINVAL;
-    if (c->errq.empty())
-        return -FI_EAGAIN;
+    if (!buf) return -FI_EINVAL;
+    if (c->errq.empty()) return -FI_EAGAIN;
     const CqEntry &e = c->errq.front();
     buf->op_context = e.context;
     buf->flags = e.flags;
@@ -173,8 +154,7 @@ static ssize_t cq_sread(struct fid_cq *cqf, void *buf, size_t count, const void 
     auto start = std::chrono::steady_clock::now();
     for (unsigned spin = 0;; spin++) {
         ssize_t rc = cq_read(cqf, buf, count);
-        if (rc != -FI_EAGAIN)
-            return rc;
+        if (rc != -FI_EAGAIN) return rc;
         if (timeout >= 0 && std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(timeout))
             return -FI_EAGAIN;
         if (spin > 1024) // a waiting reader must not starve the other ranks of CPU
@@ -182,12 +162,11 @@ static ssize_t cq_sread(struct fid_cq *cqf, void *buf, size_t count, const void 
     }
 }
 
-static ssize_t cq_sreadfrom(struct fid_cq *cqf, void *buf, size_t count, fi_addr_t *src,
-                            const void *cond, int timeout) {
+static ssize_t cq_sreadfrom(struct fid_cq *cqf, void *buf, size_t count, fi_addr_t *src, const void *cond,
+                            int timeout) {
     ssize_t n = cq_sread(cqf, buf, count, cond, timeout);
     if (src)
-        for (ssize_t i = 0; i < n; i++)
-            src[i] = FI_ADDR_NOTAVAIL;
+        for (ssize_t i = 0; i < n; i++) src[i] = FI_ADDR_NOTAVAIL;
     return n;
 }
 
@@ -202,29 +181,23 @@ static const char *cq_strerror(struct fid_cq *, int prov_errno, const void *, ch
     return out;
 }
 
-static struct fi_ops cq_fi_ops = {sizeof(struct fi_ops), cq_close, no_bind, cq_control,
-                                  no_ops_open, no_tostr, no_ops_set};
-static struct fi_ops_cq cq_ops = {sizeof(struct fi_ops_cq), cq_read, cq_readfrom, cq_readerr, cq_sread,
-                                  cq_sreadfrom, cq_signal, cq_strerror};
+static struct fi_ops cq_fi_ops = {sizeof(struct fi_ops), cq_close, no_bind,   cq_control,
+                                  no_ops_open,           no_tostr, no_ops_set};
+static struct fi_ops_cq cq_ops = {
+    sizeof(struct fi_ops_cq), cq_read, cq_readfrom, cq_readerr, cq_sread, cq_sreadfrom, cq_signal, cq_strerror};
 
 int cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **out, void *context) {
-    if (!attr || !out)
-        return -FI_EINVAL;
-    if (attr->flags & ~uint64_t(FI_AFFINITY))
-        return -FI_EINVAL;
-    if (attr->format == FI_CQ_FORMAT_TAGGED || attr->format > FI_CQ_FORMAT_TAGGED)
-        return -FI_ENOSYS;
-    if (attr->wait_cond != FI_CQ_COND_NONE)
-        return -FI_ENOSYS;
+    if (!attr || !out) return -FI_EINVAL;
+    if (attr->flags & ~uint64_t(FI_AFFINITY)) return -FI_EINVAL;
+    if (attr->format == FI_CQ_FORMAT_TAGGED || attr->format > FI_CQ_FORMAT_TAGGED) return -FI_ENOSYS;
+    if (attr->wait_cond != FI_CQ_COND_NONE) return -FI_ENOSYS;
     if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC && attr->wait_obj != FI_WAIT_FD)
         return -FI_ENOSYS;
     CtlGuard g;
     Nic *n = nic();
-    if (!n)
-        return -FI_ENODEV;
+    if (!n) return -FI_ENODEV;
     size_t size = attr->size ? attr->size : 2 * kDefaultQueue;
-    if (n->attr.MaxCQEntries && size > n->attr.MaxCQEntries)
-        size = n->attr.MaxCQEntries;
+    if (n->attr.MaxCQEntries && size > n->attr.MaxCQEntries) size = n->attr.MaxCQEntries;
     Cq *c = new Cq;
     VIP_RETURN rc = VipCreateCQ(n->handle, size, &c->vcq);
     if (rc != VIP_SUCCESS) {

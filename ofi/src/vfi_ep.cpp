@@ -7,14 +7,12 @@
 
 namespace vfi {
 
-constexpr size_t kDescBytes = 128;   // control segment + 1 address + kIovLimit data segments, rounded
-constexpr size_t kCreditSlots = 4;   // send descriptors kept for credit writes
+constexpr size_t kDescBytes = 128; // control segment + 1 address + kIovLimit data segments, rounded
+constexpr size_t kCreditSlots = 4; // send descriptors kept for credit writes
 static_assert(sizeof(VIP_CONTROL_SEGMENT) + (1 + kIovLimit) * sizeof(VIP_DESCRIPTOR_SEGMENT) <= kDescBytes);
 
 VIP_DESCRIPTOR *Ep::tx_desc(size_t i) { return reinterpret_cast<VIP_DESCRIPTOR *>(block + i * kDescBytes); }
-VIP_DESCRIPTOR *Ep::rx_desc(size_t i) {
-    return reinterpret_cast<VIP_DESCRIPTOR *>(block + (tx_n + i) * kDescBytes);
-}
+VIP_DESCRIPTOR *Ep::rx_desc(size_t i) { return reinterpret_cast<VIP_DESCRIPTOR *>(block + (tx_n + i) * kDescBytes); }
 uint8_t *Ep::inject_buf(size_t i) { return block + (tx_n + rx_n) * kDescBytes + i * kInjectSize; }
 uint64_t *Ep::credit_src(size_t i) {
     return reinterpret_cast<uint64_t *>(block + (tx_n + rx_n) * kDescBytes + tx_n * kInjectSize) + i;
@@ -30,9 +28,7 @@ struct CreditPage {
     alignas(64) volatile uint64_t word;
 };
 
-static CreditPage *credit_page(Ep *e) {
-    return reinterpret_cast<CreditPage *>(e->block + e->block_len);
-}
+static CreditPage *credit_page(Ep *e) { return reinterpret_cast<CreditPage *>(e->block + e->block_len); }
 volatile uint64_t *Ep::credit_word() { return &credit_page(this)->word; }
 
 uint64_t Ep::peer_posted() const { return const_cast<Ep *>(this)->credit_word()[0]; }
@@ -43,22 +39,18 @@ uint64_t Ep::peer_posted() const { return const_cast<Ep *>(this)->credit_word()[
 // (about 2 us each, logp's mpi breakdown).
 static uint8_t *block_alloc(Nic *n, size_t len) {
     void *p = nullptr;
-    if (VipxAllocMem(n->handle, VIP_ULONG(len), &p) != VIP_SUCCESS)
-        return nullptr;
+    if (VipxAllocMem(n->handle, VIP_ULONG(len), &p) != VIP_SUCCESS) return nullptr;
     return static_cast<uint8_t *>(p);
 }
 static void block_free(Ep *e, Nic *n) {
-    if (e->block && n)
-        VipxFreeMem(n->handle, e->block);
+    if (e->block && n) VipxFreeMem(n->handle, e->block);
     e->block = nullptr;
 }
 
 int ep_create_vi(Ep *e) {
     Nic *n = nic();
-    if (!n)
-        return -FI_ENODEV;
-    if (!e->tx_cq || !e->rx_cq)
-        return -FI_ENOCQ;
+    if (!n) return -FI_ENODEV;
+    if (!e->tx_cq || !e->rx_cq) return -FI_ENOCQ;
     e->tx_user_max = e->info->tx_attr->size;
     e->rx_max = e->info->rx_attr->size;
     e->tx_n = e->tx_user_max + kCreditSlots;
@@ -66,8 +58,7 @@ int ep_create_vi(Ep *e) {
     e->block_len = (block_bytes(e->tx_n, e->rx_n) + 63) & ~size_t(63);
     size_t total = e->block_len + sizeof(CreditPage);
     e->block = block_alloc(n, (total + 4095) & ~size_t(4095));
-    if (!e->block)
-        return -FI_ENOMEM;
+    if (!e->block) return -FI_ENOMEM;
     std::memset(e->block, 0, total);
     VIP_MEM_ATTRIBUTES ma{n->ptag, VIP_FALSE, VIP_FALSE};
     VIP_RETURN rc = VipRegisterMem(n->handle, e->block, e->block_len, &ma, &e->block_handle);
@@ -85,8 +76,7 @@ int ep_create_vi(Ep *e) {
     }
     e->credit_handle = ch;
     int grow = e->tx_cq->reserve(e->tx_n);
-    if (grow == 0 && (grow = e->rx_cq->reserve(e->rx_n)) != 0)
-        e->tx_cq->release(e->tx_n);
+    if (grow == 0 && (grow = e->rx_cq->reserve(e->rx_n)) != 0) e->tx_cq->release(e->tx_n);
     if (grow) {
         VipDeregisterMem(n->handle, (void *)credit_page(e), ch);
         VipDeregisterMem(n->handle, e->block, e->block_handle);
@@ -130,46 +120,38 @@ static int ep_close(struct fid *fid) {
         // flushes is dropped.
         if (e->tx_cq && e->rx_cq) {
             size_t n = e->tx_head - e->tx_tail;
-            while (n-- && e->tx_head != e->tx_tail)
-                ep_process(e, false);
+            while (n-- && e->tx_head != e->tx_tail) ep_process(e, false);
             n = e->rx_head - e->rx_tail;
-            while (n-- && e->rx_head != e->rx_tail)
-                ep_process(e, true);
+            while (n-- && e->rx_head != e->rx_tail) ep_process(e, true);
         }
         VIP_VI_STATE st;
         VIP_VI_ATTRIBUTES va;
         VIP_BOOLEAN se, re;
-        if (VipQueryVi(e->vi, &st, &va, &se, &re) == VIP_SUCCESS && st != VIP_STATE_IDLE)
-            VipDisconnect(e->vi);
+        if (VipQueryVi(e->vi, &st, &va, &se, &re) == VIP_SUCCESS && st != VIP_STATE_IDLE) VipDisconnect(e->vi);
         // Drop what the VI still holds (flushed by the disconnect): the
         // application's buffers are its own again once fi_close returns.
         VIP_DESCRIPTOR *d;
         while (VipSendDone(e->vi, &d) == VIP_SUCCESS) {}
         while (VipRecvDone(e->vi, &d) == VIP_SUCCESS) {}
         VIP_RETURN rc = VipDestroyVi(e->vi);
-        if (rc != VIP_SUCCESS)
-            warn("VipDestroyVi: %s", VipxReturnString(rc));
+        if (rc != VIP_SUCCESS) warn("VipDestroyVi: %s", VipxReturnString(rc));
     }
     if (e->block && n) {
         VipDeregisterMem(n->handle, (void *)credit_page(e), e->credit_handle);
         VipDeregisterMem(n->handle, e->block, e->block_handle);
     }
     block_free(e, n);
-    if (e->eq)
-        e->eq->drop_fid(&e->ep.fid);
+    if (e->eq) e->eq->drop_fid(&e->ep.fid);
     if (e->tx_cq) {
         e->tx_cq->refs--;
-        if (e->vi)
-            e->tx_cq->release(e->tx_n);
+        if (e->vi) e->tx_cq->release(e->tx_n);
     }
     if (e->rx_cq) {
         e->rx_cq->refs--;
-        if (e->vi)
-            e->rx_cq->release(e->rx_n);
+        if (e->vi) e->rx_cq->release(e->rx_n);
     }
     e->domain->refs--;
-    if (e->info)
-        fi_freeinfo(e->info);
+    if (e->info) fi_freeinfo(e->info);
     // The endpoint stays as a stub until its domain closes: ofi_rxm handles the
     // receive completions queued above after this close returns, and reposts
     // the buffer of each on the endpoint it has just closed; the stub refuses
@@ -187,33 +169,27 @@ static int ep_close(struct fid *fid) {
 }
 
 Domain::~Domain() {
-    for (Ep *e : closed_eps)
-        delete e;
+    for (Ep *e : closed_eps) delete e;
 }
 
 static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags) {
     Ep *e = reinterpret_cast<Ep *>(fid);
     CtlGuard g;
-    if (e->enabled)
-        return -FI_EOPBADSTATE;
+    if (e->enabled) return -FI_EOPBADSTATE;
     switch (bfid->fclass) {
-    case FI_CLASS_EQ:
-        e->eq = reinterpret_cast<Eq *>(bfid);
-        return 0;
+    case FI_CLASS_EQ: e->eq = reinterpret_cast<Eq *>(bfid); return 0;
     case FI_CLASS_CQ: {
         Cq *c = reinterpret_cast<Cq *>(bfid);
         if (!(flags & (FI_TRANSMIT | FI_RECV)) || flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
             return -FI_EINVAL;
         if (flags & FI_TRANSMIT) {
-            if (e->tx_cq)
-                return -FI_EINVAL;
+            if (e->tx_cq) return -FI_EINVAL;
             e->tx_cq = c;
             c->refs++;
             e->tx_flags = flags & FI_SELECTIVE_COMPLETION;
         }
         if (flags & FI_RECV) {
-            if (e->rx_cq)
-                return -FI_EINVAL;
+            if (e->rx_cq) return -FI_EINVAL;
             e->rx_cq = c;
             c->refs++;
             e->rx_flags = flags & FI_SELECTIVE_COMPLETION;
@@ -224,8 +200,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags) {
     case FI_CLASS_STX_CTX:
     case FI_CLASS_CNTR:
     case FI_CLASS_AV:
-    default:
-        return -FI_ENOSYS;
+    default: return -FI_ENOSYS;
     }
 }
 
@@ -234,13 +209,10 @@ static int ep_control(struct fid *fid, int cmd, void *arg) {
     CtlGuard g;
     switch (cmd) {
     case FI_ENABLE: {
-        if (e->enabled)
-            return 0;
-        if (!e->eq)
-            return -FI_ENOEQ;
+        if (e->enabled) return 0;
+        if (!e->eq) return -FI_ENOEQ;
         int rc = ep_create_vi(e);
-        if (rc)
-            return rc;
+        if (rc) return rc;
         {
             Guard ge(e->mu);
             e->enabled = true;
@@ -250,33 +222,25 @@ static int ep_control(struct fid *fid, int cmd, void *arg) {
     }
     case FI_GETOPSFLAG: {
         uint64_t *f = static_cast<uint64_t *>(arg);
-        if (!f)
-            return -FI_EINVAL;
+        if (!f) return -FI_EINVAL;
         *f = (*f & FI_TRANSMIT) ? e->tx_op_flags : e->rx_op_flags;
         return 0;
     }
     case FI_SETOPSFLAG: {
         uint64_t *f = static_cast<uint64_t *>(arg);
-        if (!f)
-            return -FI_EINVAL;
-        if (*f & FI_TRANSMIT)
-            e->tx_op_flags = *f & ~FI_TRANSMIT;
-        else
-            e->rx_op_flags = *f & ~FI_RECV;
+        if (!f) return -FI_EINVAL;
+        if (*f & FI_TRANSMIT) e->tx_op_flags = *f & ~FI_TRANSMIT;
+        else e->rx_op_flags = *f & ~FI_RECV;
         return 0;
     }
-    default:
-        return -FI_ENOSYS;
+    default: return -FI_ENOSYS;
     }
 }
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen) {
-    if (level != FI_OPT_ENDPOINT)
-        return -FI_ENOPROTOOPT;
-    if (optname != FI_OPT_CM_DATA_SIZE)
-        return -FI_ENOPROTOOPT;
-    if (!optval || !optlen || *optlen < sizeof(size_t))
-        return -FI_ETOOSMALL;
+    if (level != FI_OPT_ENDPOINT) return -FI_ENOPROTOOPT;
+    if (optname != FI_OPT_CM_DATA_SIZE) return -FI_ENOPROTOOPT;
+    if (!optval || !optlen || *optlen < sizeof(size_t)) return -FI_ETOOSMALL;
     *static_cast<size_t *>(optval) = kCmDataMax;
     *optlen = sizeof(size_t);
     return 0;
@@ -301,17 +265,13 @@ static ssize_t ep_tx_size_left(struct fid_ep *ep) {
     return ssize_t(e->tx_user_max - e->tx_user_inflight - e->pending.size());
 }
 
-static int ep_no_txctx(struct fid_ep *, int, struct fi_tx_attr *, struct fid_ep **, void *) {
-    return -FI_ENOSYS;
-}
-static int ep_no_rxctx(struct fid_ep *, int, struct fi_rx_attr *, struct fid_ep **, void *) {
-    return -FI_ENOSYS;
-}
+static int ep_no_txctx(struct fid_ep *, int, struct fi_tx_attr *, struct fid_ep **, void *) { return -FI_ENOSYS; }
+static int ep_no_rxctx(struct fid_ep *, int, struct fi_rx_attr *, struct fid_ep **, void *) { return -FI_ENOSYS; }
 
-static struct fi_ops ep_fi_ops = {sizeof(struct fi_ops), ep_close, ep_bind, ep_control,
-                                  no_ops_open, no_tostr, no_ops_set};
-struct fi_ops_ep ep_ep_ops = {sizeof(struct fi_ops_ep), ep_cancel, ep_getopt, ep_setopt,
-                              ep_no_txctx, ep_no_rxctx, ep_rx_size_left, ep_tx_size_left};
+static struct fi_ops ep_fi_ops = {sizeof(struct fi_ops), ep_close, ep_bind,   ep_control,
+                                  no_ops_open,           no_tostr, no_ops_set};
+struct fi_ops_ep ep_ep_ops = {sizeof(struct fi_ops_ep), ep_cancel,      ep_getopt, ep_setopt, ep_no_txctx, ep_no_rxctx,
+                              ep_rx_size_left,          ep_tx_size_left};
 
 // Tagged, atomic and collective operations are not offered (rxm provides
 // tagged messages over FI_MSG): every entry answers -FI_ENOSYS.
@@ -319,11 +279,11 @@ struct fi_ops_ep ep_ep_ops = {sizeof(struct fi_ops_ep), ep_cancel, ep_getopt, ep
 // an int in rax on x86-64 and the arguments are ignored, which is how the
 // tables of libfabric's own providers' unsupported operations behave.
 static ssize_t no_op() { return -FI_ENOSYS; }
-template <class Table> static Table unsupported_table() {
+template <class Table>
+static Table unsupported_table() {
     Table t;
     auto **slot = reinterpret_cast<void (**)()>(&t);
-    for (size_t i = 0; i < sizeof(Table) / sizeof(void *); i++)
-        slot[i] = reinterpret_cast<void (*)()>(no_op);
+    for (size_t i = 0; i < sizeof(Table) / sizeof(void *); i++) slot[i] = reinterpret_cast<void (*)()>(no_op);
     t.size = sizeof(Table);
     return t;
 }
@@ -332,20 +292,17 @@ static struct fi_ops_atomic no_atomic = unsupported_table<fi_ops_atomic>();
 static struct fi_ops_collective no_coll = unsupported_table<fi_ops_collective>();
 
 int ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out, void *context) {
-    if (!info || !out || !info->ep_attr || info->ep_attr->type != FI_EP_MSG || !info->tx_attr ||
-        !info->rx_attr)
+    if (!info || !out || !info->ep_attr || info->ep_attr->type != FI_EP_MSG || !info->tx_attr || !info->rx_attr)
         return -FI_EINVAL;
     CtlGuard g;
     Nic *n = nic();
-    if (!n)
-        return -FI_ENODEV;
+    if (!n) return -FI_ENODEV;
     if (info->tx_attr->size == 0 || info->rx_attr->size == 0 ||
         info->tx_attr->size + kCreditSlots > n->attr.MaxDescriptorsPerQueue ||
         info->rx_attr->size > n->attr.MaxDescriptorsPerQueue || info->tx_attr->iov_limit > kIovLimit ||
         info->rx_attr->iov_limit > kIovLimit)
         return -FI_EINVAL;
-    if (info->dest_addr && !addr_parse(info->dest_addr, info->dest_addrlen, nullptr, nullptr))
-        return -FI_EINVAL;
+    if (info->dest_addr && !addr_parse(info->dest_addr, info->dest_addrlen, nullptr, nullptr)) return -FI_EINVAL;
     Ep *e = new Ep;
     e->info = fi_dupinfo(info);
     e->domain = reinterpret_cast<Domain *>(domain);
@@ -355,8 +312,7 @@ int ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out
     addr_make(n->host, 0, &e->local);
     if (info->src_addr && addr_parse(info->src_addr, info->src_addrlen, nullptr, nullptr))
         std::memcpy(&e->local, info->src_addr, kAddrLen);
-    if (info->dest_addr)
-        std::memcpy(&e->peer, info->dest_addr, kAddrLen);
+    if (info->dest_addr) std::memcpy(&e->peer, info->dest_addr, kAddrLen);
     if (info->handle) { // from an FI_CONNREQ: the request this endpoint will answer
         e->conn = reinterpret_cast<VIP_CONN_HANDLE>(info->handle);
         e->state = EpState::Accepting;

@@ -22,8 +22,7 @@ void Eq::push(EqEntry e) {
 void Eq::drop_fid(fid_t f) {
     for (auto it = q.begin(); it != q.end();) {
         if (it->fid == f) {
-            if (it->info)
-                fi_freeinfo(it->info);
+            if (it->info) fi_freeinfo(it->info);
             it = q.erase(it);
         } else {
             ++it;
@@ -37,8 +36,7 @@ static int eq_close(struct fid *fid) {
     CtlGuard g;
     register_eq(e, false);
     for (auto &x : e->q)
-        if (x.info)
-            fi_freeinfo(x.info);
+        if (x.info) fi_freeinfo(x.info);
     e->wait.close_fd();
     delete e;
     return 0;
@@ -53,30 +51,24 @@ static int eq_control(struct fid *fid, int cmd, void *arg) {
 static ssize_t eq_read(struct fid_eq *eqf, uint32_t *event, void *buf, size_t len, uint64_t flags) {
     Eq *e = reinterpret_cast<Eq *>(eqf);
     CtlGuard g;
-    if (e->q.empty())
-        progress_cm();
-    if (e->q.empty())
-        return -FI_EAGAIN;
+    if (e->q.empty()) progress_cm();
+    if (e->q.empty()) return -FI_EAGAIN;
     EqEntry &x = e->q.front();
-    if (x.error)
-        return -FI_EAVAIL;
+    if (x.error) return -FI_EAVAIL;
     size_t need;
     if (x.event == FI_CONNREQ || x.event == FI_CONNECTED || x.event == FI_SHUTDOWN) {
         need = sizeof(fi_eq_cm_entry) + x.data.size();
-        if (!buf || len < need)
-            return -FI_ETOOSMALL;
+        if (!buf || len < need) return -FI_ETOOSMALL;
         auto *cm = static_cast<fi_eq_cm_entry *>(buf);
         cm->fid = x.fid;
         cm->info = x.info;
         std::memcpy(cm->data, x.data.data(), x.data.size());
     } else { // written by the application: its bytes
         need = x.data.size();
-        if (!buf || len < need)
-            return -FI_ETOOSMALL;
+        if (!buf || len < need) return -FI_ETOOSMALL;
         std::memcpy(buf, x.data.data(), need);
     }
-    if (event)
-        *event = x.event;
+    if (event) *event = x.event;
     if (!(flags & FI_PEEK)) {
         e->q.pop_front(); // the info now belongs to the reader
         e->wait.signal_if(!e->q.empty());
@@ -87,10 +79,8 @@ static ssize_t eq_read(struct fid_eq *eqf, uint32_t *event, void *buf, size_t le
 static ssize_t eq_readerr(struct fid_eq *eqf, struct fi_eq_err_entry *buf, uint64_t flags) {
     Eq *e = reinterpret_cast<Eq *>(eqf);
     CtlGuard g;
-    if (!buf)
-        return -FI_EINVAL;
-    if (e->q.empty() || !e->q.front().error)
-        return -FI_EAGAIN;
+    if (!buf) return -FI_EINVAL;
+    if (e->q.empty() || !e->q.front().error) return -FI_EAGAIN;
     EqEntry &x = e->q.front();
     e->last_err_data = x.data;
     void *user_err_data = buf->err_data;
@@ -109,8 +99,7 @@ static ssize_t eq_readerr(struct fid_eq *eqf, struct fi_eq_err_entry *buf, uint6
         buf->err_data_size = e->last_err_data.size();
     }
     if (!(flags & FI_PEEK)) {
-        if (x.info)
-            fi_freeinfo(x.info);
+        if (x.info) fi_freeinfo(x.info);
         e->q.pop_front();
         e->wait.signal_if(!e->q.empty());
     }
@@ -119,8 +108,7 @@ static ssize_t eq_readerr(struct fid_eq *eqf, struct fi_eq_err_entry *buf, uint6
 
 static ssize_t eq_write(struct fid_eq *eqf, uint32_t event, const void *buf, size_t len, uint64_t flags) {
     Eq *e = reinterpret_cast<Eq *>(eqf);
-    if ((!buf && len) || flags & ~FI_PEEK)
-        return -FI_EINVAL;
+    if ((!buf && len) || flags & ~FI_PEEK) return -FI_EINVAL;
     CtlGuard g;
     EqEntry x;
     x.event = event;
@@ -133,18 +121,15 @@ static ssize_t eq_write(struct fid_eq *eqf, uint32_t event, const void *buf, siz
     return ssize_t(len);
 }
 
-static ssize_t eq_sread(struct fid_eq *eqf, uint32_t *event, void *buf, size_t len, int timeout,
-                        uint64_t flags) {
+static ssize_t eq_sread(struct fid_eq *eqf, uint32_t *event, void *buf, size_t len, int timeout, uint64_t flags) {
     auto start = std::chrono::steady_clock::now();
     for (unsigned spin = 0;; spin++) {
         ssize_t rc = eq_read(eqf, event, buf, len, flags);
-        if (rc != -FI_EAGAIN)
-            return rc;
+        if (rc != -FI_EAGAIN) return rc;
         if (timeout >= 0 && std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(timeout))
             return -FI_EAGAIN;
         // Connection set-up is not latency critical: yield after a short spin.
-        if (spin > 64)
-            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        if (spin > 64) std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
 }
 
@@ -157,20 +142,16 @@ static const char *eq_strerror(struct fid_eq *, int prov_errno, const void *, ch
     return s;
 }
 
-static struct fi_ops eq_fi_ops = {sizeof(struct fi_ops), eq_close, no_bind, eq_control,
-                                  no_ops_open, no_tostr, no_ops_set};
-static struct fi_ops_eq eq_ops = {sizeof(struct fi_ops_eq), eq_read, eq_readerr, eq_write, eq_sread,
-                                  eq_strerror};
+static struct fi_ops eq_fi_ops = {sizeof(struct fi_ops), eq_close, no_bind,   eq_control,
+                                  no_ops_open,           no_tostr, no_ops_set};
+static struct fi_ops_eq eq_ops = {sizeof(struct fi_ops_eq), eq_read, eq_readerr, eq_write, eq_sread, eq_strerror};
 
 int eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **out, void *context) {
-    if (!attr || !out)
-        return -FI_EINVAL;
-    if (attr->flags & ~uint64_t(FI_WRITE))
-        return -FI_EINVAL;
+    if (!attr || !out) return -FI_EINVAL;
+    if (attr->flags & ~uint64_t(FI_WRITE)) return -FI_EINVAL;
     Eq *e = new Eq;
     switch (attr->wait_obj) {
-    case FI_WAIT_NONE:
-        break;
+    case FI_WAIT_NONE: break;
     case FI_WAIT_UNSPEC:
     case FI_WAIT_FD:
         e->wait.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -179,9 +160,7 @@ int eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **
             return -FI_ENOMEM;
         }
         break;
-    default:
-        delete e;
-        return -FI_ENOSYS; // wait sets and mutex/cond waits: not offered
+    default: delete e; return -FI_ENOSYS; // wait sets and mutex/cond waits: not offered
     }
     e->wait.wait_obj = attr->wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_FD : attr->wait_obj;
     e->fabric = reinterpret_cast<Fabric *>(fabric);

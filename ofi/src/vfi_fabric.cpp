@@ -29,12 +29,9 @@ void Lock::lock_slow(pthread_t me) {
         if (owner_.load(std::memory_order_relaxed) == 0 &&
             owner_.compare_exchange_weak(none, me, std::memory_order_acquire, std::memory_order_relaxed))
             return;
-        if (spin < 64)
-            __builtin_ia32_pause();
-        else if (spin < 1024)
-            sched_yield();
-        else
-            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        if (spin < 64) __builtin_ia32_pause();
+        else if (spin < 1024) sched_yield();
+        else std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
 }
 
@@ -54,13 +51,10 @@ static bool g_nic_tried = false;
 static bool g_boot_ref = false;
 
 Nic *nic() {
-    if (Nic *n = g_nic_open.load(std::memory_order_acquire))
-        return n;
+    if (Nic *n = g_nic_open.load(std::memory_order_acquire)) return n;
     Guard g(ctl_lock());
-    if (g_nic.handle)
-        return &g_nic;
-    if (g_nic_tried)
-        return nullptr;
+    if (g_nic.handle) return &g_nic;
+    if (g_nic_tried) return nullptr;
     g_nic_tried = true;
     // A reference to the job for as long as the NIC is open (vipl_boot.h): the
     // VIPL providers only look the job up, and under mpirun the process must
@@ -76,8 +70,8 @@ Nic *nic() {
     VipQueryNic(g_nic.handle, &g_nic.attr);
     g_nic.host.assign(g_nic.attr.LocalNicAddress, g_nic.attr.LocalNicAddress + g_nic.attr.NicAddressLen);
     if (g_nic.host.size() > kMaxHostLen) {
-        warn("NIC %s: host address of %zu bytes does not fit an endpoint name (at most %zu)",
-             g_nic.attr.Name, g_nic.host.size(), kMaxHostLen);
+        warn("NIC %s: host address of %zu bytes does not fit an endpoint name (at most %zu)", g_nic.attr.Name,
+             g_nic.host.size(), kMaxHostLen);
         VipCloseNic(g_nic.handle);
         g_nic.handle = nullptr;
         return nullptr;
@@ -101,24 +95,20 @@ Nic *nic() {
 static int g_fabrics = 0;
 
 static void nic_release() {
-    if (!g_nic.handle || g_fabrics > 0)
-        return;
+    if (!g_nic.handle || g_fabrics > 0) return;
     g_nic_open.store(nullptr, std::memory_order_release);
     VipDestroyPtag(g_nic.handle, g_nic.ptag);
     VIP_RETURN rc = VipCloseNic(g_nic.handle);
-    if (rc != VIP_SUCCESS)
-        warn("VipCloseNic: %s", VipxReturnString(rc));
+    if (rc != VIP_SUCCESS) warn("VipCloseNic: %s", VipxReturnString(rc));
     g_nic = Nic{};
     g_nic_tried = false;
-    if (g_boot_ref)
-        vipl_boot_finalize(); // the last reference leaves the job (a barrier of its ranks)
+    if (g_boot_ref) vipl_boot_finalize(); // the last reference leaves the job (a barrier of its ranks)
     g_boot_ref = false;
 }
 
 VIP_RELIABILITY_LEVEL reliability() {
     Nic *n = nic();
-    if (n && (n->attr.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY))
-        return VIP_SERVICE_RELIABLE_DELIVERY;
+    if (n && (n->attr.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY)) return VIP_SERVICE_RELIABLE_DELIVERY;
     return VIP_SERVICE_RELIABLE_RECEPTION;
 }
 
@@ -161,34 +151,29 @@ static std::vector<Ep *> g_eps;
 static std::vector<Cq *> g_cqs;
 static std::vector<Eq *> g_eqs;
 
-template <class T> static void reg(std::vector<T *> &v, T *p, bool on) {
+template <class T>
+static void reg(std::vector<T *> &v, T *p, bool on) {
     Guard g(ctl_lock());
-    if (on)
-        v.push_back(p);
-    else
-        v.erase(std::remove(v.begin(), v.end(), p), v.end());
+    if (on) v.push_back(p);
+    else v.erase(std::remove(v.begin(), v.end(), p), v.end());
 }
 void register_pep(Pep *p, bool on) { reg(g_peps, p, on); }
 
 static void cq_bind_ep(Cq *c, Ep *e, bool on) {
     Guard g(c->drain);
     if (on) {
-        if (std::find(c->eps.begin(), c->eps.end(), e) == c->eps.end())
-            c->eps.push_back(e);
+        if (std::find(c->eps.begin(), c->eps.end(), e) == c->eps.end()) c->eps.push_back(e);
         return;
     }
-    if (c->last == e)
-        c->last = nullptr;
+    if (c->last == e) c->last = nullptr;
     c->eps.erase(std::remove(c->eps.begin(), c->eps.end(), e), c->eps.end());
 }
 
 void register_ep(Ep *e, bool on) {
     Guard g(ctl_lock());
     reg(g_eps, e, on);
-    if (e->tx_cq)
-        cq_bind_ep(e->tx_cq, e, on);
-    if (e->rx_cq && e->rx_cq != e->tx_cq)
-        cq_bind_ep(e->rx_cq, e, on);
+    if (e->tx_cq) cq_bind_ep(e->tx_cq, e, on);
+    if (e->rx_cq && e->rx_cq != e->tx_cq) cq_bind_ep(e->rx_cq, e, on);
 }
 void register_cq(Cq *c, bool on) { reg(g_cqs, c, on); }
 void register_eq(Eq *e, bool on) { reg(g_eqs, e, on); }
@@ -200,19 +185,16 @@ std::vector<Ep *> &eps() { return g_eps; }
 // The last endpoint first: an MPI rank's completions come in runs from one
 // peer, and the walk grows with the number of peers.
 Ep *Cq::ep_of_vi(VIP_VI_HANDLE vi) {
-    if (last && last->vi == vi)
-        return last;
+    if (last && last->vi == vi) return last;
     for (Ep *e : eps)
-        if (e->vi == vi)
-            return last = e;
+        if (e->vi == vi) return last = e;
     return nullptr;
 }
 
 void progress_all() {
     Guard g(ctl_lock());
     progress_cm();
-    for (Cq *c : g_cqs)
-        progress_cq(c);
+    for (Cq *c : g_cqs) progress_cq(c);
 }
 
 // ---- wait objects ------------------------------------------------------------------
@@ -229,24 +211,20 @@ void Waitable::signal_change(bool pending) {
 int Waitable::control(int cmd, void *arg) {
     switch (cmd) {
     case FI_GETWAIT:
-        if (fd < 0 || !arg)
-            return -FI_ENODATA;
+        if (fd < 0 || !arg) return -FI_ENODATA;
         start_wait_thread();
         *static_cast<int *>(arg) = fd;
         return 0;
     case FI_GETWAITOBJ:
-        if (!arg)
-            return -FI_EINVAL;
+        if (!arg) return -FI_EINVAL;
         *static_cast<fi_wait_obj *>(arg) = wait_obj;
         return 0;
-    default:
-        return -FI_ENOSYS;
+    default: return -FI_ENOSYS;
     }
 }
 
 void Waitable::close_fd() {
-    if (fd >= 0)
-        close(fd);
+    if (fd >= 0) close(fd);
     fd = -1;
 }
 
@@ -260,15 +238,13 @@ static bool g_wait_thread = false;
 
 void start_wait_thread() {
     CtlGuard g;
-    if (g_wait_thread)
-        return;
+    if (g_wait_thread) return;
     g_wait_thread = true;
     std::thread([] {
         for (;;) {
             {
                 CtlGuard g2;
-                if (g_nic.handle)
-                    progress_all();
+                if (g_nic.handle) progress_all();
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
@@ -290,12 +266,10 @@ static int fabric_trywait(struct fid_fabric *, struct fid **fids, int count) {
     for (int i = 0; i < count; i++) {
         if (fids[i]->fclass == FI_CLASS_CQ) {
             Cq *c = reinterpret_cast<Cq *>(fids[i]);
-            if (c->queued())
-                return -FI_EAGAIN;
+            if (c->queued()) return -FI_EAGAIN;
         } else if (fids[i]->fclass == FI_CLASS_EQ) {
             Eq *e = reinterpret_cast<Eq *>(fids[i]);
-            if (!e->q.empty())
-                return -FI_EAGAIN;
+            if (!e->q.empty()) return -FI_EAGAIN;
         } else {
             return -FI_EINVAL;
         }
@@ -303,20 +277,16 @@ static int fabric_trywait(struct fid_fabric *, struct fid **fids, int count) {
     return 0;
 }
 
-static int wait_open(struct fid_fabric *, struct fi_wait_attr *, struct fid_wait **) {
-    return -FI_ENOSYS;
-}
+static int wait_open(struct fid_fabric *, struct fi_wait_attr *, struct fid_wait **) { return -FI_ENOSYS; }
 
-static struct fi_ops fabric_fi_ops = {sizeof(struct fi_ops), fabric_close, no_bind, no_control,
-                                      no_ops_open, no_tostr, no_ops_set};
-static struct fi_ops_fabric fabric_ops = {sizeof(struct fi_ops_fabric), domain_open, pep_open,
-                                          eq_open, wait_open, fabric_trywait, nullptr};
+static struct fi_ops fabric_fi_ops = {sizeof(struct fi_ops), fabric_close, no_bind,   no_control,
+                                      no_ops_open,           no_tostr,     no_ops_set};
+static struct fi_ops_fabric fabric_ops = {
+    sizeof(struct fi_ops_fabric), domain_open, pep_open, eq_open, wait_open, fabric_trywait, nullptr};
 
 int fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context) {
-    if (!attr || !attr->name || std::strcmp(attr->name, kFabricName) != 0)
-        return -FI_EINVAL;
-    if (!nic())
-        return -FI_ENODEV;
+    if (!attr || !attr->name || std::strcmp(attr->name, kFabricName) != 0) return -FI_EINVAL;
+    if (!nic()) return -FI_ENODEV;
     CtlGuard g;
     g_fabrics++;
     Fabric *f = new Fabric;
@@ -332,8 +302,7 @@ int fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *c
 static int domain_close(struct fid *fid) {
     Domain *d = reinterpret_cast<Domain *>(fid);
     CtlGuard g;
-    if (d->refs > 0)
-        return -FI_EBUSY;
+    if (d->refs > 0) return -FI_EBUSY;
     delete d;
     return 0;
 }
@@ -341,36 +310,37 @@ static int domain_close(struct fid *fid) {
 static int av_open(struct fid_domain *, struct fi_av_attr *, struct fid_av **, void *) {
     return -FI_ENOSYS; // connected endpoints only (rxm provides the AV)
 }
-static int cntr_open(struct fid_domain *, struct fi_cntr_attr *, struct fid_cntr **, void *) {
-    return -FI_ENOSYS;
-}
-static int scalable_ep(struct fid_domain *, struct fi_info *, struct fid_ep **, void *) {
-    return -FI_ENOSYS;
-}
+static int cntr_open(struct fid_domain *, struct fi_cntr_attr *, struct fid_cntr **, void *) { return -FI_ENOSYS; }
+static int scalable_ep(struct fid_domain *, struct fi_info *, struct fid_ep **, void *) { return -FI_ENOSYS; }
 static int poll_open(struct fid_domain *, struct fi_poll_attr *, struct fid_poll **) { return -FI_ENOSYS; }
 static int stx_ctx(struct fid_domain *, struct fi_tx_attr *, struct fid_stx **, void *) { return -FI_ENOSYS; }
 static int srx_ctx(struct fid_domain *, struct fi_rx_attr *, struct fid_ep **, void *) { return -FI_ENOSYS; }
-static int query_atomic(struct fid_domain *, enum fi_datatype, enum fi_op, struct fi_atomic_attr *,
-                        uint64_t) {
+static int query_atomic(struct fid_domain *, enum fi_datatype, enum fi_op, struct fi_atomic_attr *, uint64_t) {
     return -FI_ENOSYS;
 }
-static int query_collective(struct fid_domain *, enum fi_collective_op, struct fi_collective_attr *,
-                            uint64_t) {
+static int query_collective(struct fid_domain *, enum fi_collective_op, struct fi_collective_attr *, uint64_t) {
     return -FI_ENOSYS;
 }
 
-static struct fi_ops domain_fi_ops = {sizeof(struct fi_ops), domain_close, no_bind, no_control,
-                                      no_ops_open, no_tostr, no_ops_set};
-static struct fi_ops_domain domain_ops = {sizeof(struct fi_ops_domain), av_open, cq_open, ep_open,
-                                          scalable_ep, cntr_open, poll_open, stx_ctx, srx_ctx,
-                                          query_atomic, query_collective, nullptr};
+static struct fi_ops domain_fi_ops = {sizeof(struct fi_ops), domain_close, no_bind,   no_control,
+                                      no_ops_open,           no_tostr,     no_ops_set};
+static struct fi_ops_domain domain_ops = {sizeof(struct fi_ops_domain),
+                                          av_open,
+                                          cq_open,
+                                          ep_open,
+                                          scalable_ep,
+                                          cntr_open,
+                                          poll_open,
+                                          stx_ctx,
+                                          srx_ctx,
+                                          query_atomic,
+                                          query_collective,
+                                          nullptr};
 
 int domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom, void *context) {
     Nic *n = nic();
-    if (!n)
-        return -FI_ENODEV;
-    if (info && info->domain_attr && info->domain_attr->name &&
-        std::strcmp(info->domain_attr->name, n->attr.Name) != 0)
+    if (!n) return -FI_ENODEV;
+    if (info && info->domain_attr && info->domain_attr->name && std::strcmp(info->domain_attr->name, n->attr.Name) != 0)
         return -FI_EINVAL;
     Domain *d = new Domain;
     d->fabric = reinterpret_cast<Fabric *>(fabric);

@@ -15,10 +15,10 @@
  */
 
 typedef struct node {
-	double value;
-	int degree;
-	double *coeffs;			/* local: coeffs[j] */
-	double *global *from;		/* local array of global pointers */
+    double value;
+    int degree;
+    double *coeffs;       /* local: coeffs[j] */
+    double *global *from; /* local array of global pointers */
 } node_t;
 
 /*
@@ -26,10 +26,10 @@ typedef struct node {
  * include this header, and the linker merges the two (common symbols,
  * as in 1990s C).
  */
-int n_nodes;		/* nodes of each kind per virtual processor */
-int n_degree;		/* in-degree of every node */
-int n_vprocs;		/* virtual processors */
-double remote_frac;	/* fraction of edges from another virtual processor */
+int n_nodes;        /* nodes of each kind per virtual processor */
+int n_degree;       /* in-degree of every node */
+int n_vprocs;       /* virtual processors */
+double remote_frac; /* fraction of edges from another virtual processor */
 unsigned long graph_seed;
 
 /* em3d_graph.sc */

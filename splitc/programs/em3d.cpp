@@ -23,9 +23,9 @@ using namespace splitc_programs;
 namespace {
 
 struct Params {
-    int n;           // nodes of each kind per processor
-    int d;           // in-degree
-    double remote;   // fraction of edges from another processor
+    int n;         // nodes of each kind per processor
+    int d;         // in-degree
+    double remote; // fraction of edges from another processor
     int iters;
     uint64_t seed;
 };
@@ -72,8 +72,8 @@ std::vector<double> sequential(const Params &pr, int P, Kind want, int me) {
 class Em3d {
 public:
     explicit Em3d(const Params &pr)
-        : pr_(pr), P_(procs()), me_(myproc()),
-          val_{spread_array<double>({size_t(P_)}, {size_t(pr.n)}), spread_array<double>({size_t(P_)}, {size_t(pr.n)})},
+        : pr_(pr), P_(procs()), me_(myproc()), val_{spread_array<double>({size_t(P_)}, {size_t(pr.n)}),
+                                                    spread_array<double>({size_t(P_)}, {size_t(pr.n)})},
           ghost_{spread_array<double>({size_t(P_)}, {size_t(P_) * size_t(pr.n)}),
                  spread_array<double>({size_t(P_)}, {size_t(P_) * size_t(pr.n)})} {
         for (int k = 0; k < 2; ++k) {
@@ -184,13 +184,13 @@ private:
 
     Params pr_;
     int P_, me_;
-    spread_array<double> val_[2];    // block p: the values of processor p's nodes
-    spread_array<double> ghost_[2];  // block q: copies of every processor's values
+    spread_array<double> val_[2];   // block p: the values of processor p's nodes
+    spread_array<double> ghost_[2]; // block q: copies of every processor's values
     std::vector<Edge> edges_[2];
     std::vector<double> fetched_;
 };
 
-}  // namespace
+} // namespace
 
 int splitc_main(int argc, char **argv) {
     Options opt(argc, argv);
@@ -224,8 +224,7 @@ int splitc_main(int argc, char **argv) {
         if (on_one())
             std::printf("em3d: PROCS=%d nodes/proc=%d degree=%d remote=%.2f iters=%d variant=%-5s "
                         "%10.1f us/iter  check %s\n",
-                        procs(), pr.n, pr.d, pr.remote, pr.iters, v.c_str(), t * 1e6,
-                        bad ? "FAILED" : "OK");
+                        procs(), pr.n, pr.d, pr.remote, pr.iters, v.c_str(), t * 1e6, bad ? "FAILED" : "OK");
     }
     std::fflush(stdout);
     return failures ? 1 : 0;

@@ -80,4 +80,4 @@ private:
     uint64_t used_ = 0;
 };
 
-}  // namespace splitc_programs
+} // namespace splitc_programs

@@ -26,8 +26,8 @@ namespace {
 
 struct Checksums {
     long count;
-    long sum;    // wrapping sum of the keys
-    long mixed;  // wrapping sum of mix64(key)
+    long sum;   // wrapping sum of the keys
+    long mixed; // wrapping sum of mix64(key)
 };
 Checksums checksums(const uint64_t *k, size_t n) {
     uint64_t s = 0, m = 0;
@@ -38,15 +38,15 @@ Checksums global(Checksums c) {
     return Checksums{all_reduce_to_all_add(c.count), all_reduce_to_all_add(c.sum), all_reduce_to_all_add(c.mixed)};
 }
 
-}  // namespace
+} // namespace
 
 int splitc_main(int argc, char **argv) {
     Options opt(argc, argv);
-    const long n = opt.num("keys", 20000);  // keys per processor
+    const long n = opt.num("keys", 20000); // keys per processor
     const long oversample = opt.num("oversample", 16);
     const uint64_t seed = uint64_t(opt.num("seed", 42));
-    const bool skewed = opt.flag("skewed");    // many duplicate keys
-    const bool corrupt = opt.flag("corrupt");  // test hook: the check must fail
+    const bool skewed = opt.flag("skewed");   // many duplicate keys
+    const bool corrupt = opt.flag("corrupt"); // test hook: the check must fail
     if (!opt.all_used("sample_sort [--keys N] [--oversample S] [--seed X] [--skewed] [--corrupt]")) return 2;
     if (n < 1 || oversample < 1) {
         std::fprintf(stderr, "sample_sort: --keys and --oversample must be positive\n");
@@ -136,7 +136,8 @@ int splitc_main(int argc, char **argv) {
     }
     const Checksums after = global(checksums(out, size_t(total_in)));
     if (after.count != before.count || after.sum != before.sum || after.mixed != before.mixed) {
-        if (on_one()) std::fprintf(stderr, "sample_sort: keys lost or changed (count %ld -> %ld)\n", before.count, after.count);
+        if (on_one())
+            std::fprintf(stderr, "sample_sort: keys lost or changed (count %ld -> %ld)\n", before.count, after.count);
         ++bad;
     }
     bad = all_reduce_to_all_add(bad);

@@ -74,17 +74,23 @@ double time_op(const std::string &op, global_ptr<int> target, long iters, long w
     if (op == "store") all_store_sync();
     if (myproc() == 0) t = (get_seconds() - t0) / double(iters) * 1e6;
     barrier();
-    if (sink == 0x7fffffff) std::printf(" ");  // keeps the reads live
+    if (sink == 0x7fffffff) std::printf(" "); // keeps the reads live
     return t;
 }
 
 const char *kBreakdown[][2] = {
-    {"Base VI", "splitc.VipSendDone"},       {"Base VI", "splitc.VipPostSend"},
-    {"Base VI", "splitc.VipRecvDone"},       {"Base VI", "splitc.VipPostRecv"},
-    {"Base VI", "splitc.Recycle send descriptor"}, {"Base VI", "splitc.Recycle receive descriptor"},
-    {"Base VI", "splitc.Build send descriptors"},   {"Event Notification", "splitc.VipCQDone (Receive)"},
-    {"Event Notification", "splitc.VipCQDone (Send)"}, {"Flow Control", "splitc.Send bookkeeping"},
-    {"Flow Control", "splitc.Push msg on req/rep queue"}, {"Semantics", "splitc.Read data from message"},
+    {"Base VI", "splitc.VipSendDone"},
+    {"Base VI", "splitc.VipPostSend"},
+    {"Base VI", "splitc.VipRecvDone"},
+    {"Base VI", "splitc.VipPostRecv"},
+    {"Base VI", "splitc.Recycle send descriptor"},
+    {"Base VI", "splitc.Recycle receive descriptor"},
+    {"Base VI", "splitc.Build send descriptors"},
+    {"Event Notification", "splitc.VipCQDone (Receive)"},
+    {"Event Notification", "splitc.VipCQDone (Send)"},
+    {"Flow Control", "splitc.Send bookkeeping"},
+    {"Flow Control", "splitc.Push msg on req/rep queue"},
+    {"Semantics", "splitc.Read data from message"},
     {"Semantics", "splitc.Act on message"},
 };
 
@@ -126,7 +132,9 @@ void breakdown(global_ptr<int> target, long iters) {
 void bandwidth(spread_ptr<char> area, size_t max, long iters) {
     char *local = (area + myproc()).local();
     global_ptr<char> remote = (area + 1).to_global();
-    if (on_one()) std::printf("\nSplit-C bulk bandwidth, processor 0 -> 1 (MB/s)\n  %8s %10s %10s\n", "bytes", "bulk_put", "bulk_get");
+    if (on_one())
+        std::printf("\nSplit-C bulk bandwidth, processor 0 -> 1 (MB/s)\n  %8s %10s %10s\n", "bytes", "bulk_put",
+                    "bulk_get");
     for (size_t n = 4; n <= max; n *= 2) {
         double mbs[2] = {0, 0};
         for (int op = 0; op < 2; ++op) {
@@ -146,7 +154,7 @@ void bandwidth(spread_ptr<char> area, size_t max, long iters) {
     }
 }
 
-}  // namespace
+} // namespace
 
 int splitc_main(int argc, char **argv) {
     Options opt(argc, argv);
@@ -176,14 +184,16 @@ int splitc_main(int argc, char **argv) {
         std::printf("  %-6s %8s %8s\n", "op", "mean", "median");
         for (int i = 0; i < 5; ++i)
             std::printf("  %-6s %8.3f %8s\n", kOps[i], us[i],
-                        i == 0 ? std::to_string(read_median).substr(0, 5).c_str()
-                               : i == 1 ? std::to_string(write_median).substr(0, 5).c_str() : "-");
+                        i == 0       ? std::to_string(read_median).substr(0, 5).c_str()
+                            : i == 1 ? std::to_string(write_median).substr(0, 5).c_str()
+                                     : "-");
         if (!json.empty()) {
             FILE *f = std::fopen(json.c_str(), "w");
             if (!f) {
                 std::perror(json.c_str());
             } else {
-                std::fprintf(f, "{\"benchmark\": \"splitc_micro\", \"procs\": %d, \"iters\": %ld, \"unit\": \"us\"", procs(), iters);
+                std::fprintf(f, "{\"benchmark\": \"splitc_micro\", \"procs\": %d, \"iters\": %ld, \"unit\": \"us\"",
+                             procs(), iters);
                 for (int i = 0; i < 5; ++i) std::fprintf(f, ", \"%s\": %.4f", kOps[i], us[i]);
                 std::fprintf(f, ", \"read_median\": %.4f, \"write_median\": %.4f", read_median, write_median);
                 std::fprintf(f, "}\n");

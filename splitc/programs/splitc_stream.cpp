@@ -21,11 +21,12 @@ int splitc_main(int argc, char **argv) {
         return 2;
     }
     if (splitc_procs() != 2) {
-        if (splitc_myproc() == 0) std::fprintf(stderr, "splitc_stream: run it on 2 processors (vipl-run -n 2), not %d\n", splitc_procs());
+        if (splitc_myproc() == 0)
+            std::fprintf(stderr, "splitc_stream: run it on 2 processors (vipl-run -n 2), not %d\n", splitc_procs());
         return 2;
     }
     splitc_sptr_t area = splitc_all_spread_malloc(2, 64);
-    int *mine = static_cast<int *>(splitc_sptr_addr(area));  // same address on both
+    int *mine = static_cast<int *>(splitc_sptr_addr(area)); // same address on both
     const int peer = 1 - splitc_myproc();
     const splitc_gptr_t target = splitc_toglobal(peer, mine);
     if (splitc_myproc() == 0)
@@ -37,7 +38,7 @@ int splitc_main(int argc, char **argv) {
         if (splitc_myproc() == 0) {
             const double t0 = splitc_get_seconds();
             for (long i = 0; i < n; ++i) splitc_store_4(target, uint32_t(i));
-            splitc_store_sync(4);  // processor 1's confirmation: it has every store
+            splitc_store_sync(4); // processor 1's confirmation: it has every store
             const double t = splitc_get_seconds() - t0;
             std::printf("round %d: %ld stores in %.3f ms, g = %.1f ns/store\n", r, n, t * 1e3, t * 1e9 / double(n));
         } else {

@@ -36,4 +36,4 @@ void Diag::note(Loc l, const std::string &msg) {
     std::fprintf(stderr, "%s: note: %s\n", where(l).c_str(), msg.c_str());
 }
 
-}  // namespace splitcc
+} // namespace splitcc

@@ -9,7 +9,7 @@
 namespace splitcc {
 
 struct Loc {
-    int file = 0;  // index into Diag::files
+    int file = 0; // index into Diag::files
     int line = 0;
     int col = 0;
 };
@@ -33,4 +33,4 @@ public:
 // Thrown when too many errors were reported: stops the translation cleanly.
 struct TooManyErrors {};
 
-}  // namespace splitcc
+} // namespace splitcc

@@ -106,10 +106,10 @@ int run(const std::vector<std::string> &argv, bool verbose, const char *out_file
     pid_t pid;
     int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) die("cannot run '" + argv[0] + "': " + std::strerror(rc) + " (set --cc or SPLITCC_CC to a C compiler)");
+    if (rc != 0)
+        die("cannot run '" + argv[0] + "': " + std::strerror(rc) + " (set --cc or SPLITCC_CC to a C compiler)");
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
@@ -252,8 +252,8 @@ Options parse_args(int argc, char **argv) {
             o.have_opt = true;
             o.cc.push_back(a);
         } else if (a.rfind("-std=", 0) == 0) {
-            o.cc.push_back(a);  // the user's choice wins (it comes after gnu89)
-            o.std = a;          // and the preprocessor's __STDC_VERSION__ and inline macros follow it
+            o.cc.push_back(a); // the user's choice wins (it comes after gnu89)
+            o.std = a;         // and the preprocessor's __STDC_VERSION__ and inline macros follow it
         } else if (a.rfind("-g", 0) == 0 || a.rfind("-W", 0) == 0 || a.rfind("-f", 0) == 0 || a.rfind("-m", 0) == 0 ||
                    a == "-pedantic" || a == "-ansi") {
             o.cc.push_back(a);
@@ -285,7 +285,7 @@ bool read_file(const std::string &p, std::string &out) {
     return true;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     Options o = parse_args(argc, argv);
@@ -327,8 +327,8 @@ int main(int argc, char **argv) {
             objects.push_back(src);
             continue;
         }
-        std::vector<std::string> ppcmd = {comp.path, "-E", "-x", "c", "-std=gnu89", "-D__SPLITC__=1", "-D__splitc__=1",
-                                          "-isystem", lay.include_dir};
+        std::vector<std::string> ppcmd = {
+            comp.path, "-E", "-x", "c", "-std=gnu89", "-D__SPLITC__=1", "-D__splitc__=1", "-isystem", lay.include_dir};
         if (!o.std.empty()) ppcmd.push_back(o.std);
         if (e == ".sc") {
             ppcmd.push_back("-include");
@@ -337,10 +337,14 @@ int main(int argc, char **argv) {
         ppcmd.insert(ppcmd.end(), o.pp.begin(), o.pp.end());
         if (o.nowarn) ppcmd.push_back("-w");
         ppcmd.push_back(src);
-        std::string obj = o.compile_only && !o.output.empty() ? o.output : (o.compile_only ? stem(src) + ".o" : scratch(src, ".o"));
+        std::string obj =
+            o.compile_only && !o.output.empty() ? o.output : (o.compile_only ? stem(src) + ".o" : scratch(src, ".o"));
         if (e == ".c") {
             if (o.preprocess_only) {
-                if (!o.output.empty()) { ppcmd.push_back("-o"); ppcmd.push_back(o.output); }
+                if (!o.output.empty()) {
+                    ppcmd.push_back("-o");
+                    ppcmd.push_back(o.output);
+                }
                 if (int rc = run(ppcmd, o.verbose)) return fail(rc);
                 continue;
             }
@@ -357,7 +361,10 @@ int main(int argc, char **argv) {
         }
         // A Split-C source: preprocess, translate, compile.
         if (o.preprocess_only) {
-            if (!o.output.empty()) { ppcmd.push_back("-o"); ppcmd.push_back(o.output); }
+            if (!o.output.empty()) {
+                ppcmd.push_back("-o");
+                ppcmd.push_back(o.output);
+            }
             if (int rc = run(ppcmd, o.verbose)) return fail(rc);
             continue;
         }

@@ -18,7 +18,7 @@ std::string quote_file(const std::string &f) {
 
 bool is_splitc_main(FuncDef *f) {
     return f->d && f->d->name == "splitc_main" && f->sym && is_function(f->d->type) &&
-           is_kind(strip(f->d->type)->ret, TK::Int);
+        is_kind(strip(f->d->type)->ret, TK::Int);
 }
 
 // The runtime calls int splitc_main(int argc, char **argv).  1990s programs
@@ -35,7 +35,7 @@ bool has_spread_params(FuncDef *f) {
         if (is_spread_ptr(s->type) && is_array(strip(s->type)->pointee)) return true;
     return false;
 }
-}  // namespace
+} // namespace
 
 bool mark_dirty(Node *n) {
     if (!n) return false;
@@ -65,7 +65,8 @@ void Emitter::at(int tok) {
     const Token &t = toks_[tok];
     if (t.loc.file != cur_file_ || t.loc.line < cur_line_ || t.loc.line > cur_line_ + 8 || t.sys != cur_sys_) {
         if (!out_.empty() && out_.back() != '\n') out_ += '\n';
-        out_ += "# " + std::to_string(t.loc.line) + " " + quote_file(diag_.files[t.loc.file]) + (t.sys ? " 3" : "") + "\n";
+        out_ +=
+            "# " + std::to_string(t.loc.line) + " " + quote_file(diag_.files[t.loc.file]) + (t.sys ? " 3" : "") + "\n";
         cur_file_ = t.loc.file;
         cur_line_ = t.loc.line;
         cur_sys_ = t.sys;
@@ -121,7 +122,7 @@ void Emitter::splice(Node *n, int b, int e) {
     int pos = b;
     for (Node *k : n->kids) {
         if (!k->has_dirty) continue;
-        if (k->b < pos || k->e > e) continue;  // not inside this range
+        if (k->b < pos || k->e > e) continue; // not inside this range
         tokens(pos, k->b);
         node(k);
         pos = k->e;
@@ -143,20 +144,21 @@ void Emitter::node(Node *n) {
         at(n->b);
         put(rv(static_cast<Expr *>(n)));
         break;
-    case NK::Decl:
-        decl(static_cast<Decl *>(n));
-        break;
-    case NK::FuncDef:
-        funcdef(static_cast<FuncDef *>(n));
-        break;
-    default:
-        splice(n, n->b, n->e);
+    case NK::Decl: decl(static_cast<Decl *>(n)); break;
+    case NK::FuncDef: funcdef(static_cast<FuncDef *>(n)); break;
+    default: splice(n, n->b, n->e);
     }
 }
 
-std::string Emitter::capture(Node *n) { return captured([&] { node(n); }); }
-std::string Emitter::capture_tokens(int b, int e) { return captured([&] { tokens(b, e); }); }
-std::string Emitter::capture_splice(Node *n, int b, int e) { return captured([&] { splice(n, b, e); }); }
+std::string Emitter::capture(Node *n) {
+    return captured([&] { node(n); });
+}
+std::string Emitter::capture_tokens(int b, int e) {
+    return captured([&] { tokens(b, e); });
+}
+std::string Emitter::capture_splice(Node *n, int b, int e) {
+    return captured([&] { splice(n, b, e); });
+}
 
 std::string Emitter::run(Node *unit) {
     mark_dirty(unit);
@@ -179,14 +181,13 @@ std::string join(const std::string &a, const std::string &b) {
     if (a.empty()) return b;
     return a + " " + b;
 }
-}  // namespace
+} // namespace
 
 std::string Emitter::print(Type *t, const std::string &inner, Type *base, const std::string &base_text) {
     if (!t) return join("int", inner);
     if (base && t == base) return join(base_text, inner);
     switch (t->kind) {
-    case TK::Typedef:
-        return join(quals_text(t->quals) + t->name, inner);
+    case TK::Typedef: return join(quals_text(t->quals) + t->name, inner);
     case TK::Pointer: {
         if (t->pk == PtrKind::Global) return join(quals_text(t->quals) + "splitc_gptr_t", inner);
         if (t->pk == PtrKind::Spread) return join(quals_text(t->quals) + "splitc_sptr_t", inner);
@@ -225,13 +226,13 @@ std::string Emitter::print(Type *t, const std::string &inner, Type *base, const 
         else if (r && !r->typedef_name.empty()) name = r->typedef_name;
         else if (t->kind == TK::Enum) name = "int";
         else {
-            diag_.error(r ? r->loc : Loc{}, "an anonymous struct is used where splitcc must name its type: give it a tag");
+            diag_.error(r ? r->loc : Loc{},
+                        "an anonymous struct is used where splitcc must name its type: give it a tag");
             name = kw + "__sc_anonymous";
         }
         return join(quals_text(t->quals) + name, inner);
     }
-    default:
-        return join(quals_text(t->quals) + t->spelling, inner);
+    default: return join(quals_text(t->quals) + t->spelling, inner);
     }
 }
 
@@ -316,7 +317,7 @@ bool reaches(Type *t, Type *base) {
     }
     return false;
 }
-}  // namespace
+} // namespace
 
 // Saves the extents of every array dimension of t (for index arithmetic) and
 // returns the C declarations that hold them; with save=false the extents are
@@ -325,7 +326,7 @@ std::string Emitter::extents(Type *t, const std::string &var, bool save, std::st
     int i = 0;
     for (Type *s = strip(t); s && s->kind == TK::Array; s = strip(s->elem), ++i) {
         if (!s->size) {
-            s->extent.assign(1, '1');  // (not = "1": GCC 12 -Wrestrict false positive)
+            s->extent.assign(1, '1'); // (not = "1": GCC 12 -Wrestrict false positive)
             continue;
         }
         std::string e = cat("(", rv(s->size), ")");
@@ -358,9 +359,9 @@ void Emitter::spread_decl(Decl *d, InitDecl *id) {
         std::string st = d->is_static ? "static " : "";
         code = st + "char *" + n + "; ";
         code += "static size_t __sc_size_" + n + "(void) { return ((size_t)" + spread_count(t) +
-                " + (size_t)splitc_rt_procs - 1) / (size_t)splitc_rt_procs * " + unit_size(t) + "; } ";
+            " + (size_t)splitc_rt_procs - 1) / (size_t)splitc_rt_procs * " + unit_size(t) + "; } ";
         code += "static void __attribute__((constructor)) __sc_register_" + n +
-                "(void) { splitc_register_static_fn((void **)&" + n + ", __sc_size_" + n + ", " + align + "); }";
+            "(void) { splitc_register_static_fn((void **)&" + n + ", __sc_size_" + n + ", " + align + "); }";
         put(code);
         return;
     }
@@ -369,7 +370,7 @@ void Emitter::spread_decl(Decl *d, InitDecl *id) {
     std::string sc = tmp("scope");
     code = prologue + "splitc_scope_t " + sc + " __attribute__((cleanup(splitc_scope_leave))) = splitc_scope_enter(); ";
     code += "char *" + n + " = (char *)splitc_scope_alloc((size_t)" + spread_count(t) + ", " + unit_size(t) + ", " +
-            align + ");";
+        align + ");";
     put(code);
 }
 
@@ -389,7 +390,8 @@ void Emitter::decl(Decl *d) {
         for (size_t i = 0; i < normal.size(); ++i) {
             InitDecl *id = normal[i];
             s += i ? ", " : " ";
-            if (id->regen) s += print(id->type, id->rename.empty() ? id->name : id->rename, d->base, "") + init_text(id);
+            if (id->regen)
+                s += print(id->type, id->rename.empty() ? id->name : id->rename, d->base, "") + init_text(id);
             else s += capture_splice(id, id->b, id->e);
         }
         put(s + term);
@@ -424,7 +426,7 @@ void Emitter::funcdef(FuncDef *f) {
     }
     if (!prologue.empty()) put(prologue);
     splice(body, body->b + 1, body->e - 1);
-    if (is_splitc_main(f)) put("return 0;");  // a 1990s splitc_main may fall off its end
+    if (is_splitc_main(f)) put("return 0;"); // a 1990s splitc_main may fall off its end
     tokens(body->e - 1, body->e);
     if (!f->d->rename.empty()) {
         Type *t = strip(f->d->type);
@@ -441,4 +443,4 @@ std::string emit_c(Node *unit, const std::vector<Token> &toks, Diag &diag) {
     return em.run(unit);
 }
 
-}  // namespace splitcc
+} // namespace splitcc

@@ -13,4 +13,4 @@ namespace splitcc {
 
 std::string emit_c(Node *unit, const std::vector<Token> &toks, Diag &diag);
 
-}  // namespace splitcc
+} // namespace splitcc

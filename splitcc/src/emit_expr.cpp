@@ -7,7 +7,7 @@ namespace splitcc {
 
 namespace {
 std::string paren(const std::string &s) { return "(" + s + ")"; }
-}  // namespace
+} // namespace
 
 std::string Emitter::gptr_of(const LV &l) {
     if (l.w == Where::Spread) return "splitc_sptr_to_gptr(" + l.text + ")";
@@ -23,7 +23,8 @@ std::string Emitter::as_gptr(Expr *e) {
 std::string Emitter::ptr_add(Type *ptr, const std::string &p, const std::string &n, bool negate) {
     Type *P = strip(ptr);
     std::string k = negate ? "-(int64_t)(" + n + ")" : "(int64_t)(" + n + ")";
-    if (P->pk == PtrKind::Global) return "splitc_gptr_add(" + p + ", " + k + " * (int64_t)" + size_text(P->pointee) + ")";
+    if (P->pk == PtrKind::Global)
+        return "splitc_gptr_add(" + p + ", " + k + " * (int64_t)" + size_text(P->pointee) + ")";
     if (P->pk == PtrKind::Spread) {
         std::string c = spread_count(P->pointee);
         return "splitc_sptr_add(" + p + ", " + k + (c == "1" ? "" : " * " + c) + ", " + unit_size(P->pointee) + ")";
@@ -41,7 +42,8 @@ std::string Emitter::read(Type *t, const std::string &g) {
     if (is_pointer(s)) return "((" + ctype_unqual(t) + ")(uintptr_t)splitc_read_8(" + g + "))";
     if (n && is_integer(s)) return "((" + ctype_unqual(t) + ")splitc_read_" + std::to_string(n) + "(" + g + "))";
     std::string v = tmp("t");
-    return "({ " + ctype_unqual(t) + " " + v + "; splitc_bulk_read(&" + v + ", " + g + ", sizeof(" + v + ")); " + v + "; })";
+    return "({ " + ctype_unqual(t) + " " + v + "; splitc_bulk_read(&" + v + ", " + g + ", sizeof(" + v + ")); " + v +
+        "; })";
 }
 
 std::string Emitter::access(Type *t, const std::string &g, const std::string &v, const char *op) {
@@ -54,9 +56,11 @@ std::string Emitter::access(Type *t, const std::string &g, const std::string &v,
     if (is_double(s)) return "splitc_" + o + "_d(" + g + ", " + v + ")";
     if (is_pointer(s)) return "splitc_" + o + "_8(" + g + ", (uint64_t)(uintptr_t)(" + v + "))";
     if (n && is_integer(s))
-        return "splitc_" + o + "_" + std::to_string(n) + "(" + g + ", (uint" + std::to_string(8 * n) + "_t)(" + v + "))";
+        return "splitc_" + o + "_" + std::to_string(n) + "(" + g + ", (uint" + std::to_string(8 * n) + "_t)(" + v +
+            "))";
     std::string tv = tmp("t");
-    return "({ " + ctype_unqual(t) + " " + tv + " = " + v + "; splitc_bulk_" + o + "(" + g + ", &" + tv + ", sizeof(" + tv + ")); })";
+    return "({ " + ctype_unqual(t) + " " + tv + " = " + v + "; splitc_bulk_" + o + "(" + g + ", &" + tv + ", sizeof(" +
+        tv + ")); })";
 }
 
 std::string Emitter::get(Type *t, const std::string &g, const std::string &dst) {
@@ -77,8 +81,7 @@ LV Emitter::lv(Expr *e) {
         }
         l.text = e->sym ? e->sym->name : capture_tokens(e->b, e->e);
         return l;
-    case EK::Paren:
-        return lv(e->a);
+    case EK::Paren: return lv(e->a);
     case EK::Unary:
         if (e->op == "*") {
             Type *P = strip(e->a->type);
@@ -138,8 +141,7 @@ LV Emitter::lv(Expr *e) {
         l.text = "splitc_gptr_add(" + gptr_of(b) + ", " + off + ")";
         return l;
     }
-    default:
-        break;
+    default: break;
     }
     l.text = rv(e);
     return l;
@@ -221,7 +223,7 @@ std::string Emitter::binary(Expr *e) {
         Type *P = strip(ta);
         if (P->pk == PtrKind::Spread)
             return "(splitc_sptr_diff(" + rv(e->a) + ", " + rv(e->c) + ", " + unit_size(P->pointee) + ") / " +
-                   spread_count(P->pointee) + ")";
+                spread_count(P->pointee) + ")";
         return "(splitc_gptr_diff(" + rv(e->a) + ", " + rv(e->c) + ") / (int64_t)" + size_text(P->pointee) + ")";
     }
     return rv(e->a) + " " + op + " " + rv(e->c);
@@ -243,16 +245,16 @@ std::string Emitter::assign(Expr *e) {
             if (e->unused) return access(t, g, r, "write");
             std::string gv = tmp("g"), vv = tmp("v");
             return "({ splitc_gptr_t " + gv + " = " + g + "; " + ct + " " + vv + " = " + r + "; " +
-                   access(t, gv, vv, "write") + "; " + vv + "; })";
+                access(t, gv, vv, "write") + "; " + vv + "; })";
         }
         std::string gv = tmp("g"), vv = tmp("v");
         return "({ splitc_gptr_t " + gv + " = " + g + "; " + ct + " " + vv + " = " + newval(read(t, gv)) + "; " +
-               access(t, gv, vv, "write") + "; " + (e->unused ? "" : vv + "; ") + "})";
+            access(t, gv, vv, "write") + "; " + (e->unused ? "" : vv + "; ") + "})";
     }
     if (e->op != "=" && is_gs_ptr(t)) {
         std::string pv = tmp("p");
         return "({ " + ct + " *" + pv + " = &(" + l.text + "); *" + pv + " = " + newval("*" + pv) + "; " +
-               (e->unused ? "" : "*" + pv + "; ") + "})";
+            (e->unused ? "" : "*" + pv + "; ") + "})";
     }
     return l.text + " " + e->op + " " + r;
 }
@@ -269,12 +271,12 @@ std::string Emitter::incdec(Expr *e, bool prefix) {
     if (l.w != Where::Local) {
         std::string gv = tmp("g");
         return "({ splitc_gptr_t " + gv + " = " + gptr_of(l) + "; " + ct + " " + ov + " = " + read(t, gv) + "; " + ct +
-               " " + nv + " = " + next(ov) + "; " + access(t, gv, nv, "write") + "; " +
-               (e->unused ? "" : (prefix ? nv : ov) + "; ") + "})";
+            " " + nv + " = " + next(ov) + "; " + access(t, gv, nv, "write") + "; " +
+            (e->unused ? "" : (prefix ? nv : ov) + "; ") + "})";
     }
     std::string pv = tmp("p");
     return "({ " + ct + " *" + pv + " = &(" + l.text + "); " + ct + " " + ov + " = *" + pv + "; *" + pv + " = " +
-           next(ov) + "; " + (e->unused ? "" : (prefix ? "*" + pv : ov) + "; ") + "})";
+        next(ov) + "; " + (e->unused ? "" : (prefix ? "*" + pv : ov) + "; ") + "})";
 }
 
 std::string Emitter::rv(Expr *e) {
@@ -283,10 +285,8 @@ std::string Emitter::rv(Expr *e) {
         return capture_tokens(e->b, e->e);
     }
     switch (e->ek) {
-    case EK::Conv:
-        return conv(e);
-    case EK::ToBool:
-        return "(!splitc_gptr_is_null(" + as_gptr(e->a) + "))";
+    case EK::Conv: return conv(e);
+    case EK::ToBool: return "(!splitc_gptr_is_null(" + as_gptr(e->a) + "))";
     case EK::Paren:
         if (e->unused) e->a->unused = true;
         return "(" + rv(e->a) + ")";
@@ -314,12 +314,9 @@ std::string Emitter::rv(Expr *e) {
         if (e->op == "++" || e->op == "--") return incdec(e, true);
         if (e->op.size() > 2) return e->op + " " + rv(e->a);
         return e->op + rv(e->a);
-    case EK::Postfix:
-        return incdec(e, false);
-    case EK::Binary:
-        return binary(e);
-    case EK::Assign:
-        return assign(e);
+    case EK::Postfix: return incdec(e, false);
+    case EK::Binary: return binary(e);
+    case EK::Assign: return assign(e);
     case EK::Get:
         if (e->op2 == "put") {
             LV l = lv(e->a);
@@ -336,27 +333,21 @@ std::string Emitter::rv(Expr *e) {
         if (l.w == Where::Local) return l.text + " = " + rv(e->c);
         return access(e->a->type, gptr_of(l), rv(e->c), "store");
     }
-    case EK::Cond:
-        return rv(e->a) + " ? " + (e->c ? rv(e->c) : std::string()) + " : " + rv(e->x);
+    case EK::Cond: return rv(e->a) + " ? " + (e->c ? rv(e->c) : std::string()) + " : " + rv(e->x);
     case EK::Comma:
-        if (e->unused) e->c->unused = true;  // the value of "a, b" as a statement is b's, unused too
+        if (e->unused) e->c->unused = true; // the value of "a, b" as a statement is b's, unused too
         return rv(e->a) + ", " + rv(e->c);
     case EK::Call: {
         std::string s = rv(e->a) + "(";
         for (size_t i = 0; i < e->args.size(); ++i) s += (i ? ", " : "") + rv(e->args[i]);
         return s + ")";
     }
-    case EK::Cast:
-        return cast(e);
-    case EK::SizeofExpr:
-        return e->op + "(" + ctype(e->a->type) + ")";
-    case EK::SizeofType:
-        return e->op + "(" + ctype(e->tname) + ")";
-    case EK::CompoundLit:
-        return "(" + ctype(e->tname) + ")" + capture(e->kids.front());
-    default:
-        return capture_splice(e, e->b, e->e);
+    case EK::Cast: return cast(e);
+    case EK::SizeofExpr: return e->op + "(" + ctype(e->a->type) + ")";
+    case EK::SizeofType: return e->op + "(" + ctype(e->tname) + ")";
+    case EK::CompoundLit: return "(" + ctype(e->tname) + ")" + capture(e->kids.front());
+    default: return capture_splice(e, e->b, e->e);
     }
 }
 
-}  // namespace splitcc
+} // namespace splitcc

@@ -12,7 +12,7 @@ namespace splitcc {
 
 struct LV {
     Where w = Where::Local;
-    std::string text;  // C lvalue (Local), global pointer (Remote) or spread pointer (Spread)
+    std::string text; // C lvalue (Local), global pointer (Remote) or spread pointer (Spread)
 };
 
 class Emitter {
@@ -24,9 +24,9 @@ public:
     void node(Node *n);
     void splice(Node *n, int b, int e);
     void tokens(int b, int e);
-    void put(const std::string &s);      // generated text at the current position
-    void at(int tok);                    // move the output to token `tok`'s line
-    std::string capture(Node *n);        // a node's C text as a string (no line tracking)
+    void put(const std::string &s); // generated text at the current position
+    void at(int tok);               // move the output to token `tok`'s line
+    std::string capture(Node *n);   // a node's C text as a string (no line tracking)
     std::string capture_tokens(int b, int e);
     std::string capture_splice(Node *n, int b, int e);
     // Runs f with the output going to a string (no line tracking); returns it.
@@ -57,8 +57,8 @@ public:
     std::string ctype_unqual(Type *t);
     std::string size_text(Type *t);
     std::string extent(Type *arr);
-    std::string spread_count(Type *t);  // spread elements one step of a pointer to t moves
-    std::string unit_size(Type *t);     // bytes of one spread element of t
+    std::string spread_count(Type *t); // spread elements one step of a pointer to t moves
+    std::string unit_size(Type *t);    // bytes of one spread element of t
 
     // ---- expressions (emit_expr.cpp)
     std::string rv(Expr *e);
@@ -66,7 +66,7 @@ public:
     std::string gptr_of(const LV &l);
     std::string as_gptr(Expr *e);
     std::string ptr_add(Type *ptr, const std::string &p, const std::string &n, bool negate = false);
-    std::string access(Type *t, const std::string &g, const std::string &v, const char *op);  // write/put/store
+    std::string access(Type *t, const std::string &g, const std::string &v, const char *op); // write/put/store
     std::string read(Type *t, const std::string &g);
     std::string get(Type *t, const std::string &g, const std::string &dst);
     std::string assign(Expr *e);
@@ -90,4 +90,4 @@ public:
 
 bool mark_dirty(Node *n);
 
-}  // namespace splitcc
+} // namespace splitcc

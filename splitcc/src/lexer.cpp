@@ -13,8 +13,8 @@ bool ident_char(char c) { return std::isalnum((unsigned char)c) || c == '_' || c
 
 // Longest punctuators first.
 const char *const kPuncts[] = {
-    "...", "<<=", ">>=", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||",
-    "*=", "/=", "%=", "+=", "-=", "&=", "^=", "|=", "::", ":=", ":-", "##",
+    "...", "<<=", ">>=", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&",
+    "||",  "*=",  "/=",  "%=", "+=", "-=", "&=", "^=", "|=", "::", ":=", ":-", "##",
 };
 
 class Lexer {
@@ -42,7 +42,7 @@ public:
                 space = true;
                 continue;
             }
-            if (c == '\\' && i + 1 < s.size() && s[i + 1] == '\n') {  // stray continuation
+            if (c == '\\' && i + 1 < s.size() && s[i + 1] == '\n') { // stray continuation
                 i += 2;
                 ++line;
                 line_begin = i;
@@ -71,12 +71,14 @@ public:
                     t.kind = Tok::Ident;
                     t.text = std::move(id);
                 }
-            } else if (std::isdigit((unsigned char)c) || (c == '.' && i + 1 < s.size() && std::isdigit((unsigned char)s[i + 1]))) {
+            } else if (std::isdigit((unsigned char)c) ||
+                       (c == '.' && i + 1 < s.size() && std::isdigit((unsigned char)s[i + 1]))) {
                 size_t b = i;
                 ++i;
                 while (i < s.size()) {
                     char d = s[i];
-                    if ((d == '+' || d == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' || s[i - 1] == 'P')) {
+                    if ((d == '+' || d == '-') &&
+                        (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' || s[i - 1] == 'P')) {
                         ++i;
                         continue;
                     }
@@ -138,7 +140,7 @@ private:
         ++i;
         while (i < s.size() && s[i] != q) {
             if (s[i] == '\\' && i + 1 < s.size()) {
-                if (s[i + 1] == '\n') {  // continuation left by the preprocessor
+                if (s[i + 1] == '\n') { // continuation left by the preprocessor
                     i += 2;
                     ++line;
                     line_begin = i;
@@ -216,10 +218,10 @@ private:
     }
 };
 
-}  // namespace
+} // namespace
 
 std::vector<Token> lex(const std::string &text, const std::string &primary, Diag &diag) {
     return Lexer(text, primary, diag).run();
 }
 
-}  // namespace splitcc
+} // namespace splitcc

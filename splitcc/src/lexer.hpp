@@ -18,9 +18,9 @@ struct Token {
     Tok kind = Tok::End;
     std::string text;
     Loc loc;
-    bool space_before = false;  // whitespace preceded it on its line
-    bool line_start = false;    // first token of a line
-    bool sys = false;           // from a system header (line marker flag 3)
+    bool space_before = false; // whitespace preceded it on its line
+    bool line_start = false;   // first token of a line
+    bool sys = false;          // from a system header (line marker flag 3)
     bool is(const char *s) const { return (kind == Tok::Punct || kind == Tok::Ident) && text == s; }
 };
 
@@ -28,4 +28,4 @@ struct Token {
 // before the first line marker.  Lexical problems are reported through `diag`.
 std::vector<Token> lex(const std::string &text, const std::string &primary, Diag &diag);
 
-}  // namespace splitcc
+} // namespace splitcc

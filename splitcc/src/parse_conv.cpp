@@ -87,20 +87,23 @@ Expr *Parser::convert(Expr *e, Type *to, const char *ctx) {
         if (null_const(e)) return wrap(EK::Conv, e, to, "null");
         if (F->kind == TK::Pointer) {
             if (T->pk == PtrKind::Spread) {
-                diag_.error(e->loc, std::string("a local pointer cannot become a spread pointer in ") + ctx +
-                                        " (spread pointers point into spread arrays; use toglobal() for a global pointer)");
+                diag_.error(e->loc,
+                            std::string("a local pointer cannot become a spread pointer in ") + ctx +
+                                " (spread pointers point into spread arrays; use toglobal() for a global pointer)");
                 return e;
             }
-            return wrap(EK::Conv, e, to, "conv");  // local -> global: this processor's address
+            return wrap(EK::Conv, e, to, "conv"); // local -> global: this processor's address
         }
         if (is_integer(F)) {
-            diag_.error(e->loc, std::string("an integer cannot be converted to '") + describe(to) + "' in " + ctx +
-                                    " (only the constant 0 is a null global pointer)");
+            diag_.error(e->loc,
+                        std::string("an integer cannot be converted to '") + describe(to) + "' in " + ctx +
+                            " (only the constant 0 is a null global pointer)");
             return e;
         }
-        if (F->kind != TK::Int || !e->sym)  // int is also the type of undeclared names (already reported)
-            diag_.error(e->loc, std::string("'") + describe(e->type) + "' cannot be converted to '" + describe(to) +
-                                    "' in " + ctx);
+        if (F->kind != TK::Int || !e->sym) // int is also the type of undeclared names (already reported)
+            diag_.error(e->loc,
+                        std::string("'") + describe(e->type) + "' cannot be converted to '" + describe(to) + "' in " +
+                            ctx);
         return e;
     }
     if (F->kind == TK::Pointer && F->pk != PtrKind::Local) {
@@ -109,11 +112,14 @@ Expr *Parser::convert(Expr *e, Type *to, const char *ctx) {
             return w;
         }
         if (T->kind == TK::Pointer)
-            diag_.error(e->loc, std::string("a '") + describe(e->type) + "' does not convert to the local pointer '" +
-                                    describe(to) + "' in " + ctx + ": cast it, or use tolocal(), when the data is on this processor");
+            diag_.error(e->loc,
+                        std::string("a '") + describe(e->type) + "' does not convert to the local pointer '" +
+                            describe(to) + "' in " + ctx +
+                            ": cast it, or use tolocal(), when the data is on this processor");
         else
-            diag_.error(e->loc, std::string("a '") + describe(e->type) + "' cannot be converted to '" + describe(to) +
-                                    "' in " + ctx);
+            diag_.error(e->loc,
+                        std::string("a '") + describe(e->type) + "' cannot be converted to '" + describe(to) + "' in " +
+                            ctx);
     }
     return e;
 }
@@ -141,7 +147,7 @@ Type *Parser::arith_result(Type *a, Type *b) {
         case TK::ULong: return 13;
         case TK::Long: return 12;
         case TK::UInt: return 11;
-        default: return 10;  // promoted to int
+        default: return 10; // promoted to int
         }
     };
     Type *w = rank(A) >= rank(B) ? A : B;
@@ -153,8 +159,9 @@ Type *Parser::literal_type(const Token &t) {
     if (t.kind == Tok::Char) return ty_.builtin(TK::Int);
     const std::string &s = t.text;
     bool hex = s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-    bool flt = s.find('.') != std::string::npos || (!hex && (s.find('e') != std::string::npos || s.find('E') != std::string::npos)) ||
-               (hex && (s.find('p') != std::string::npos || s.find('P') != std::string::npos));
+    bool flt = s.find('.') != std::string::npos ||
+        (!hex && (s.find('e') != std::string::npos || s.find('E') != std::string::npos)) ||
+        (hex && (s.find('p') != std::string::npos || s.find('P') != std::string::npos));
     char last = char(std::tolower((unsigned char)s.back()));
     if (flt) {
         if (last == 'f' && !hex) return ty_.builtin(TK::Float);
@@ -175,4 +182,4 @@ Type *Parser::literal_type(const Token &t) {
     return ty_.builtin(u ? TK::UInt : TK::Int);
 }
 
-}  // namespace splitcc
+} // namespace splitcc

@@ -13,7 +13,10 @@ namespace splitcc {
 
 void Parser::skip_attributes() {
     while (is_attr(peek()) || is("__extension__")) {
-        if (is("__extension__")) { take(); continue; }
+        if (is("__extension__")) {
+            take();
+            continue;
+        }
         take();
         if (is("(")) skip_balanced();
     }
@@ -34,8 +37,7 @@ Specs Parser::specs(bool allow_storage) {
     Specs s;
     s.sb = tix();
     SpecWords c;
-    while (spec_word(c, s, allow_storage)) {
-    }
+    while (spec_word(c, s, allow_storage)) {}
     s.se = prev_end();
     s.type = spec_type(c, s);
     return s;
@@ -68,7 +70,7 @@ bool Parser::spec_word(SpecWords &c, Specs &s, bool allow_storage) {
         return true;
     }
     if (kQualifiers.count(w)) {
-        if (w == "_Atomic" && is("(", 1)) {  // _Atomic(type)
+        if (w == "_Atomic" && is("(", 1)) { // _Atomic(type)
             take();
             take();
             c.named = type_name();
@@ -83,17 +85,63 @@ bool Parser::spec_word(SpecWords &c, Specs &s, bool allow_storage) {
         s.any = true;
         return true;
     }
-            if (w == "signed" || w == "__signed" || w == "__signed__") { ++c.nsigned; take(); s.any = true; return true; }
-    if (w == "unsigned") { ++c.nunsigned; take(); s.any = true; return true; }
-    if (w == "short") { ++c.nshort; take(); s.any = true; return true; }
-    if (w == "long") { ++c.nlong; take(); s.any = true; return true; }
-    if (w == "int") { ++c.nint; take(); s.any = true; return true; }
-    if (w == "char") { ++c.nchar; take(); s.any = true; return true; }
-    if (w == "_Complex" || w == "__complex__" || w == "__complex") { ++c.ncomplex; take(); s.any = true; return true; }
-    if (w == "__int128_t") { c.base = "__int128"; take(); s.any = true; return true; }
-    if (w == "__uint128_t") { c.base = "__int128"; ++c.nunsigned; take(); s.any = true; return true; }
-    if (kTypeKeywords.count(w) && w != "struct" && w != "union" && w != "enum" && w != "typeof" &&
-        w != "__typeof__" && w != "__typeof") {
+    if (w == "signed" || w == "__signed" || w == "__signed__") {
+        ++c.nsigned;
+        take();
+        s.any = true;
+        return true;
+    }
+    if (w == "unsigned") {
+        ++c.nunsigned;
+        take();
+        s.any = true;
+        return true;
+    }
+    if (w == "short") {
+        ++c.nshort;
+        take();
+        s.any = true;
+        return true;
+    }
+    if (w == "long") {
+        ++c.nlong;
+        take();
+        s.any = true;
+        return true;
+    }
+    if (w == "int") {
+        ++c.nint;
+        take();
+        s.any = true;
+        return true;
+    }
+    if (w == "char") {
+        ++c.nchar;
+        take();
+        s.any = true;
+        return true;
+    }
+    if (w == "_Complex" || w == "__complex__" || w == "__complex") {
+        ++c.ncomplex;
+        take();
+        s.any = true;
+        return true;
+    }
+    if (w == "__int128_t") {
+        c.base = "__int128";
+        take();
+        s.any = true;
+        return true;
+    }
+    if (w == "__uint128_t") {
+        c.base = "__int128";
+        ++c.nunsigned;
+        take();
+        s.any = true;
+        return true;
+    }
+    if (kTypeKeywords.count(w) && w != "struct" && w != "union" && w != "enum" && w != "typeof" && w != "__typeof__" &&
+        w != "__typeof") {
         c.base = w;
         take();
         s.any = true;
@@ -189,7 +237,7 @@ Type *Parser::record_spec(bool is_union, Specs &s) {
         for (int i = int(tags_.size()) - 1; i >= 0; --i) {
             auto f = tags_[i].find(tag);
             if (f != tags_[i].end()) {
-                if ((defining || fwd) && i != int(tags_.size()) - 1) break;  // a new tag in this scope
+                if ((defining || fwd) && i != int(tags_.size()) - 1) break; // a new tag in this scope
                 t = f->second;
                 break;
             }
@@ -234,7 +282,7 @@ Type *Parser::record_spec(bool is_union, Specs &s) {
                 f.bitfield = d->bitfield;
                 r->fields.push_back(f);
             }
-            if (md->decls.empty() && is_record(ms.type)) {  // anonymous struct/union member
+            if (md->decls.empty() && is_record(ms.type)) { // anonymous struct/union member
                 Field f;
                 f.type = ms.type;
                 r->fields.push_back(f);
@@ -326,8 +374,10 @@ void Parser::declare_from(InitDecl *d, Decl *decl, const Specs &s) {
     if (k == SymKind::Var && is_spread_array(t)) {
         d->sym->spread_var = true;
         if (scopes_.size() > 1 && (s.is_static || s.is_extern))
-            diag_.error(d->loc, "a spread array inside a function must be automatic (collective, released at the end "
-                                "of its block): declare '" + d->name + "' at file scope instead");
+            diag_.error(d->loc,
+                        "a spread array inside a function must be automatic (collective, released at the end "
+                        "of its block): declare '" +
+                            d->name + "' at file scope instead");
     }
     // PROCS is a run-time value: an array of static storage sized by it is
     // not C, and the C compiler's "variably modified at file scope" does not
@@ -339,9 +389,11 @@ void Parser::declare_from(InitDecl *d, Decl *decl, const Specs &s) {
                 for (int i = a->size->b; i < a->size->e && i < (int)toks_.size(); ++i)
                     if (toks_[i].text == "splitc_rt_procs" || toks_[i].text == "splitc_procs") procs = true;
             if (procs) {
-                diag_.error(d->loc, "the extent of '" + d->name + "' uses PROCS, which is known only at run time, so '" +
-                                        d->name + "' cannot have static storage: allocate it with malloc in splitc_main, "
-                                        "make it automatic, or make it a spread array ('[PROCS]::')");
+                diag_.error(d->loc,
+                            "the extent of '" + d->name + "' uses PROCS, which is known only at run time, so '" +
+                                d->name +
+                                "' cannot have static storage: allocate it with malloc in splitc_main, "
+                                "make it automatic, or make it a spread array ('[PROCS]::')");
                 break;
             }
         }
@@ -410,9 +462,11 @@ Node *Parser::declaration(Specs &s, bool file_scope, bool member) {
                 auto *ie = id->init->nk == NK::Expr ? static_cast<Expr *>(id->init) : nullptr;
                 if (ie && ie->ek == EK::Conv && ie->op == "conv" && !is_gs_ptr(ie->a->type) &&
                     (file_scope || s.is_static))
-                    diag_.error(ie->loc, "'" + id->name + "' has static storage: it cannot be initialized with a local "
-                                         "address, which becomes global only when MYPROC is known; assign it at run time "
-                                         "(e.g. in splitc_main)");
+                    diag_.error(ie->loc,
+                                "'" + id->name +
+                                    "' has static storage: it cannot be initialized with a local "
+                                    "address, which becomes global only when MYPROC is known; assign it at run time "
+                                    "(e.g. in splitc_main)");
             }
             id->e = prev_end();
             d->decls.push_back(id);
@@ -469,7 +523,10 @@ Node *Parser::initializer(Type *t) {
                 take();
                 if (st && is_record(st))
                     for (size_t i = 0; i < st->rec->fields.size(); ++i)
-                        if (st->rec->fields[i].name == n) { field = i; target = st->rec->fields[i].type; }
+                        if (st->rec->fields[i].name == n) {
+                            field = i;
+                            target = st->rec->fields[i].type;
+                        }
                 designated = false;
                 break;
             } else {
@@ -526,8 +583,9 @@ Node *Parser::function_def(Decl *decl, InitDecl *d, std::vector<Param> &fparams,
             for (Param &p : params)
                 if (p.name == id->name) {
                     Type *st = strip(id->type);
-                    p.type = st->kind == TK::Array ? ty_.pointer(st->elem, st->spread ? PtrKind::Spread : PtrKind::Local)
-                                                   : id->type;
+                    p.type = st->kind == TK::Array
+                        ? ty_.pointer(st->elem, st->spread ? PtrKind::Spread : PtrKind::Local)
+                        : id->type;
                     // A spread array parameter is declared as the spread
                     // pointer it is (its prototype spelling does the same).
                     if (st->kind == TK::Array && st->spread) {
@@ -589,7 +647,7 @@ Node *Parser::function_def(Decl *decl, InitDecl *d, std::vector<Param> &fparams,
 }
 
 Node *Parser::external_decl() {
-    if (is(";")) {  // stray semicolon at file scope
+    if (is(";")) { // stray semicolon at file scope
         auto *n = own(new Node(NK::Stmt));
         n->b = tix();
         take();
@@ -599,7 +657,10 @@ Node *Parser::external_decl() {
     if (is("_Static_assert") || skip_asm_label()) {
         auto *n = own(new Node(NK::Stmt));
         n->b = tix();
-        if (is("_Static_assert")) { take(); skip_balanced(); }
+        if (is("_Static_assert")) {
+            take();
+            skip_balanced();
+        }
         accept(";");
         n->e = prev_end();
         return n;
@@ -628,10 +689,9 @@ Node *Parser::parse_unit() {
             if (n) u->kids.push_back(n);
             if (p_ == before) take();
         }
-    } catch (TooManyErrors &) {
-    }
-    u->e = int(toks_.size()) - 1;  // the End token is not written
+    } catch (TooManyErrors &) {}
+    u->e = int(toks_.size()) - 1; // the End token is not written
     return u;
 }
 
-}  // namespace splitcc
+} // namespace splitcc

@@ -21,7 +21,7 @@ void substitute(Type *t, Type *ph, Type *with) {
         t = *next;
     }
 }
-}  // namespace
+} // namespace
 
 Type *Parser::declarator(Type *base, std::string &name, Loc &nloc, bool abstract_ok, std::vector<Param> *fparams) {
     skip_attributes();
@@ -32,8 +32,16 @@ Type *Parser::declarator(Type *base, std::string &name, Loc &nloc, bool abstract
         for (;;) {
             const Token &t = peek();
             if (t.kind != Tok::Ident) break;
-            if (t.text == "global") { pk = PtrKind::Global; take(); continue; }
-            if (t.text == "spread") { pk = PtrKind::Spread; take(); continue; }
+            if (t.text == "global") {
+                pk = PtrKind::Global;
+                take();
+                continue;
+            }
+            if (t.text == "spread") {
+                pk = PtrKind::Spread;
+                take();
+                continue;
+            }
             if (kQualifiers.count(t.text)) {
                 if (t.text.find("const") != std::string::npos) quals |= QConst;
                 else if (t.text.find("volatile") != std::string::npos) quals |= QVolatile;
@@ -41,7 +49,10 @@ Type *Parser::declarator(Type *base, std::string &name, Loc &nloc, bool abstract
                 take();
                 continue;
             }
-            if (is_attr(t)) { skip_attributes(); continue; }
+            if (is_attr(t)) {
+                skip_attributes();
+                continue;
+            }
             break;
         }
         base = ty_.pointer(base, pk, quals);
@@ -49,14 +60,15 @@ Type *Parser::declarator(Type *base, std::string &name, Loc &nloc, bool abstract
     return direct_declarator(base, name, nloc, abstract_ok, fparams);
 }
 
-Type *Parser::direct_declarator(Type *base, std::string &name, Loc &nloc, bool abstract_ok, std::vector<Param> *fparams) {
+Type *Parser::direct_declarator(Type *base, std::string &name, Loc &nloc, bool abstract_ok,
+                                std::vector<Param> *fparams) {
     skip_attributes();
     if (is("(")) {
         const Token &n = peek(1);
         bool nested = n.is("*") || n.is("^") || n.is("(") || is_attr(n) ||
-                      (n.kind == Tok::Ident && !is_typedef_name(n) && !kTypeKeywords.count(n.text) &&
-                       !kQualifiers.count(n.text) && !abstract_ok) ||
-                      (n.kind == Tok::Ident && abstract_ok && !starts_type(1) && !is(")", 2) && !is(",", 2));
+            (n.kind == Tok::Ident && !is_typedef_name(n) && !kTypeKeywords.count(n.text) &&
+             !kQualifiers.count(n.text) && !abstract_ok) ||
+            (n.kind == Tok::Ident && abstract_ok && !starts_type(1) && !is(")", 2) && !is(",", 2));
         if (nested && !(abstract_ok && n.is(")"))) {
             take();
             Type ph;
@@ -67,7 +79,8 @@ Type *Parser::direct_declarator(Type *base, std::string &name, Loc &nloc, bool a
             expect(")");
             std::vector<Param> outer_params;
             Type *outer = suffixes(base, &outer_params);
-            if (fparams) *fparams = !inner_params.empty() || strip(inner)->kind == TK::Function ? inner_params : outer_params;
+            if (fparams)
+                *fparams = !inner_params.empty() || strip(inner)->kind == TK::Function ? inner_params : outer_params;
             if (inner == phl) return outer;
             substitute(inner, phl, outer);
             return inner;
@@ -120,9 +133,13 @@ Type *Parser::suffixes(Type *base, std::vector<Param> *fparams) {
             bool any = false;
             for (Suf &s : list) {
                 if (s.is_fn) break;
-                if (!s.spread) { s.spread = true; any = true; }
+                if (!s.spread) {
+                    s.spread = true;
+                    any = true;
+                }
             }
-            if (!any) diag_.error(l, "'::' must follow the spread dimensions of an array declarator, as in 'int A[n]::[m]'");
+            if (!any)
+                diag_.error(l, "'::' must follow the spread dimensions of an array declarator, as in 'int A[n]::[m]'");
         } else {
             break;
         }
@@ -143,7 +160,7 @@ Type *Parser::param_list(Type *ret, std::vector<Param> *fparams) {
     Type ft;
     ft.kind = TK::Function;
     ft.ret = ret;
-    take();  // (
+    take(); // (
     push_scope();
     if (is(")")) {
         ft.prototyped = false;
@@ -208,4 +225,4 @@ Type *Parser::type_name(int *tb, int *te) {
     return t;
 }
 
-}  // namespace splitcc
+} // namespace splitcc

@@ -33,7 +33,8 @@ Expr *Parser::assign_expr() {
     int b = tix();
     Expr *lhs = cond_expr();
     const Token &t = peek();
-    static const char *const kAssign[] = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|=", ":=", ":-"};
+    static const char *const kAssign[] = {
+        "=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|=", ":=", ":-"};
     if (t.kind == Tok::Punct)
         for (const char *op : kAssign)
             if (t.text == op && !(cond_mid_ && t.text[0] == ':')) {
@@ -54,7 +55,7 @@ Expr *Parser::cond_expr() {
     Expr *e = mk(EK::Cond, b, l);
     e->a = condition(c);
     Expr *t = nullptr;
-    if (!is(":")) {  // GNU "a ?: b" leaves it out
+    if (!is(":")) { // GNU "a ?: b" leaves it out
         ++cond_mid_;
         t = rvalue(expr());
         --cond_mid_;
@@ -90,7 +91,7 @@ int precedence(const Token &t) {
     if (s == "*" || s == "/" || s == "%") return 10;
     return 0;
 }
-}  // namespace
+} // namespace
 
 Expr *Parser::binary(int prec) {
     int b = tix();
@@ -146,8 +147,9 @@ Expr *Parser::binop(const std::string &op, Expr *a, Expr *c, int b, Loc l) {
             e->type = ty_.builtin(TK::Long);
             e->dirty = ga || gc;
             if ((ga || gc) && strip(ta)->pk != strip(tc)->pk)
-                diag_.error(l, "subtracting a '" + describe(tc) + "' from a '" + describe(ta) +
-                                   "': both pointers must be of the same kind");
+                diag_.error(l,
+                            "subtracting a '" + describe(tc) + "' from a '" + describe(ta) +
+                                "': both pointers must be of the same kind");
         } else if (ga || gc) {
             diag_.error(l, "invalid operands to '" + op + "' ('" + describe(ta) + "' and '" + describe(tc) + "')");
             e->type = ga ? ta : tc;
@@ -156,7 +158,7 @@ Expr *Parser::binop(const std::string &op, Expr *a, Expr *c, int b, Loc l) {
         }
     } else if (ga || gc) {
         diag_.error(l, "invalid operands to '" + op + "' ('" + describe(ta) + "' and '" + describe(tc) + "')");
-        e->type = ga ? ta : tc;  // no second error where the result is used
+        e->type = ga ? ta : tc; // no second error where the result is used
     } else {
         if (op == "<<" || op == ">>") e->type = arith_result(ta, ty_.builtin(TK::Int));
         else e->type = arith_result(ta, tc);
@@ -178,7 +180,9 @@ Expr *Parser::cast(Type *t, int tb, int te, Expr *x, int b, Loc l) {
     if (gf || gt || mentions_splitc(t)) {
         e->dirty = true;
         if (gt && !gf && !(F && F->kind == TK::Pointer) && !null_const(X))
-            diag_.error(l, "cannot cast '" + describe(X->type) + "' to '" + describe(t) + "': only pointers and the constant 0 become global pointers");
+            diag_.error(l,
+                        "cannot cast '" + describe(X->type) + "' to '" + describe(t) +
+                            "': only pointers and the constant 0 become global pointers");
         if (gt && !gf && F && F->kind == TK::Pointer && T->pk == PtrKind::Spread)
             diag_.error(l, "cannot cast a local pointer to a spread pointer; spread pointers point into spread arrays");
         if (gf && !gt && T && !(T->kind == TK::Pointer || is_integer(T) || T->kind == TK::Void))
@@ -196,7 +200,7 @@ Expr *Parser::cast_expr() {
         int tb, te;
         Type *t = type_name(&tb, &te);
         expect(")");
-        if (is("{")) {  // compound literal
+        if (is("{")) { // compound literal
             Expr *e = mk(EK::CompoundLit, b, l);
             e->tname = t;
             e->tb = tb;
@@ -216,7 +220,7 @@ Expr *Parser::cast_expr() {
 
 Expr *Parser::deref(Expr *ptr, int b, Loc l) {
     Expr *e = mk(EK::Unary, b, l);
-    e->op.assign(1, '*');  // (not = "*": GCC 12 -Wrestrict false positive)
+    e->op.assign(1, '*'); // (not = "*": GCC 12 -Wrestrict false positive)
     Expr *P = rvalue(ptr);
     e->a = P;
     Type *pt = strip(P->type);
@@ -278,7 +282,7 @@ Expr *Parser::unary() {
             fin(e);
             return e;
         }
-        if (op == "&&") {  // address of a label
+        if (op == "&&") { // address of a label
             take();
             Expr *e = mk(EK::Opaque, b, l);
             take();
@@ -296,7 +300,8 @@ Expr *Parser::unary() {
                 e->type = ty_.builtin(TK::Int);
             } else {
                 e->a = rvalue(x);
-                if (is_gs_ptr(e->a->type)) diag_.error(l, "invalid operand to unary '" + op + "' ('" + describe(e->a->type) + "')");
+                if (is_gs_ptr(e->a->type))
+                    diag_.error(l, "invalid operand to unary '" + op + "' ('" + describe(e->a->type) + "')");
                 e->type = arith_result(e->a->type, ty_.builtin(TK::Int));
             }
             fin(e);
@@ -313,7 +318,7 @@ Expr *Parser::unary() {
                 e->op = w;
                 e->tname = type_name(&e->tb, &e->te);
                 expect(")");
-                if (is("{")) {  // sizeof (type){...}: a compound literal
+                if (is("{")) { // sizeof (type){...}: a compound literal
                     Node *init = initializer(e->tname);
                     (void)init;
                 }
@@ -329,7 +334,8 @@ Expr *Parser::unary() {
             e->a = x;
             e->type = ty_.builtin(TK::ULong);
             e->dirty = x->where != Where::Local || mentions_splitc(x->type) || x->has_dirty || x->dirty;
-            if (is_spread_array(x->type)) diag_.error(l, "sizeof a spread array is not defined (its size depends on PROCS)");
+            if (is_spread_array(x->type))
+                diag_.error(l, "sizeof a spread array is not defined (its size depends on PROCS)");
             fin(e);
             return e;
         }
@@ -407,7 +413,9 @@ Expr *Parser::member(Expr *base, bool arrow) {
         }
         e->op = p;
         if (f->bitfield && w != Where::Local)
-            diag_.error(ml, "bit-field '" + name + "' cannot be accessed through a global pointer (copy the struct with a get first)");
+            diag_.error(ml,
+                        "bit-field '" + name +
+                            "' cannot be accessed through a global pointer (copy the struct with a get first)");
     } else {
         e->op = name;
         e->type = ty_.builtin(TK::Int);
@@ -418,7 +426,8 @@ Expr *Parser::member(Expr *base, bool arrow) {
     // struct's offsetof (gr->nested.inner); only a wholly anonymous one fails.
     if (w != Where::Local && is_record(rt) && strip(rt)->rec->tag.empty() && strip(rt)->rec->typedef_name.empty() &&
         !(base->ek == EK::Member && !arrow))
-        diag_.error(ml, "a struct without a tag or typedef name cannot be accessed through a global pointer: give it a tag");
+        diag_.error(
+            ml, "a struct without a tag or typedef name cannot be accessed through a global pointer: give it a tag");
     return e;
 }
 
@@ -429,7 +438,7 @@ Expr *Parser::call(Expr *fn) {
     Type *ft = strip(F->type);
     if (ft && ft->kind == TK::Pointer) ft = strip(ft->pointee);
     if (ft && ft->kind != TK::Function) ft = nullptr;
-    take();  // (
+    take(); // (
     size_t i = 0;
     while (!is(")") && !at_end()) {
         Expr *a = rvalue(assign_expr());
@@ -492,9 +501,7 @@ Expr *Parser::primary() {
     if (t.kind == Tok::String) {
         Expr *e = mk(EK::Literal, b, l);
         size_t n = 0;
-        while (peek().kind == Tok::String) {
-            n += take().text.size();
-        }
+        while (peek().kind == Tok::String) { n += take().text.size(); }
         Expr *sz = nullptr;
         e->type = ty_.array(ty_.builtin(TK::Char), sz, false);
         e->lvalue = true;
@@ -504,7 +511,7 @@ Expr *Parser::primary() {
     }
     if (t.is("(")) {
         take();
-        if (is("{")) {  // GNU statement expression
+        if (is("{")) { // GNU statement expression
             Expr *e = mk(EK::StmtExpr, b, l);
             Type *saved = last_stmt_type_;
             last_stmt_type_ = nullptr;
@@ -548,7 +555,7 @@ Expr *Parser::primary() {
                 e->type = ty_.builtin(TK::ULong);
                 type_name();
                 int depth = 1;
-                while (!at_end() && depth > 0) {  // the member designator
+                while (!at_end() && depth > 0) { // the member designator
                     if (is("(") || is("[")) ++depth;
                     if (is(")") || is("]")) --depth;
                     if (depth == 0) break;
@@ -618,8 +625,9 @@ Expr *Parser::primary() {
         }
         return e;
     }
-    diag_.error(l, t.kind == Tok::End ? "expected an expression before end of file"
-                                      : "expected an expression before '" + t.text + "'");
+    diag_.error(l,
+                t.kind == Tok::End ? "expected an expression before end of file"
+                                   : "expected an expression before '" + t.text + "'");
     Expr *e = mk(EK::Opaque, b, l);
     if (!at_end() && !is(";") && !is("}") && !is(")")) take();
     e->type = ty_.builtin(TK::Int);
@@ -627,4 +635,4 @@ Expr *Parser::primary() {
     return e;
 }
 
-}  // namespace splitcc
+} // namespace splitcc

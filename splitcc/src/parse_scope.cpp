@@ -28,7 +28,8 @@ Symbol *Parser::declare(const std::string &name, SymKind k, Type *t, Loc l) {
         // A redeclaration: keep the more complete type (array size, prototype).
         Type *old = strip(s->type), *nw = strip(t);
         if (old && nw && old->kind == TK::Array && nw->kind == TK::Array && !nw->size) return s;
-        if (old && nw && old->kind == TK::Function && nw->kind == TK::Function && old->prototyped && !nw->prototyped) return s;
+        if (old && nw && old->kind == TK::Function && nw->kind == TK::Function && old->prototyped && !nw->prototyped)
+            return s;
         s->type = t;
         return s;
     }
@@ -50,7 +51,7 @@ bool Parser::starts_type(int k) const {
     const Token &t = peek(k);
     if (t.kind != Tok::Ident) return false;
     return kTypeKeywords.count(t.text) || kQualifiers.count(t.text) || is_typedef_name(t) || is_attr(t) ||
-           t.text == "_Alignas";
+        t.text == "_Alignas";
 }
 bool Parser::starts_decl(int k) const {
     const Token &t = peek(k);
@@ -59,4 +60,4 @@ bool Parser::starts_decl(int k) const {
     return starts_type(k) || kStorage.count(t.text) || t.text == "_Static_assert";
 }
 
-}  // namespace splitcc
+} // namespace splitcc

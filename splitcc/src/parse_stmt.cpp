@@ -19,7 +19,7 @@ Node *stmt_node(int b) {
     n->b = b;
     return n;
 }
-}  // namespace
+} // namespace
 
 // "( expression )" controlling an if, while or do.
 Expr *Parser::paren_condition() {
@@ -118,7 +118,7 @@ Node *Parser::statement() {
     Node *n = own(stmt_node(b));
     if (t.kind == Tok::Ident) {
         const std::string w = t.text;
-        if (is(":", 1) && !is_typedef_name(t) && w != "default") {  // label
+        if (is(":", 1) && !is_typedef_name(t) && w != "default") { // label
             take();
             take();
             skip_attributes();
@@ -215,4 +215,4 @@ Node *Parser::statement() {
     return n;
 }
 
-}  // namespace splitcc
+} // namespace splitcc

@@ -36,7 +36,8 @@ void Parser::expect(const char *s, const char *what) {
     diag_.error(t.loc, std::string("expected '") + s + "'" + (what ? std::string(" ") + what : "") + " before " + got);
     // Recover: skip to something that can follow.
     while (!at_end() && !is(s) && !is(";") && !is("}")) {
-        if (is("(") || is("[") || is("{")) skip_balanced(); else take();
+        if (is("(") || is("[") || is("{")) skip_balanced();
+        else take();
     }
     accept(s);
 }
@@ -69,4 +70,4 @@ void Parser::skip_balanced() {
         take();
     } while (depth > 0);
 }
-}  // namespace splitcc
+} // namespace splitcc

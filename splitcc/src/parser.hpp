@@ -21,8 +21,8 @@ struct Specs {
     bool is_typedef = false, is_extern = false, is_static = false, is_inline = false;
     bool is_register = false;
     bool implicit_int = false;
-    bool any = false;  // any specifier seen
-    std::vector<int> storage;  // token indices of storage/function specifiers
+    bool any = false;         // any specifier seen
+    std::vector<int> storage; // token indices of storage/function specifiers
     Node *body = nullptr;
     int sb = 0, se = 0;
 };
@@ -30,10 +30,12 @@ struct Specs {
 // The specifier words of one declaration, counted while they are read.
 struct SpecWords {
     int nsigned = 0, nunsigned = 0, nshort = 0, nlong = 0, nint = 0, nchar = 0, ncomplex = 0;
-    std::string base;  // void float double _Bool __int128 ...
-    Type *named = nullptr;  // a struct, union, enum, typeof or typedef name
+    std::string base;      // void float double _Bool __int128 ...
+    Type *named = nullptr; // a struct, union, enum, typeof or typedef name
     unsigned quals = 0;
-    bool have_type() const { return named || !base.empty() || nsigned || nunsigned || nshort || nlong || nint || nchar; }
+    bool have_type() const {
+        return named || !base.empty() || nsigned || nunsigned || nshort || nlong || nint || nchar;
+    }
 };
 
 class Parser {
@@ -50,35 +52,36 @@ private:
     std::vector<Token> &toks_;
     Types &ty_;
     Diag &diag_;
-    std::vector<int> ix_;  // parser position -> token index (pragmas are skipped)
+    std::vector<int> ix_; // parser position -> token index (pragmas are skipped)
     size_t p_ = 0;
     std::vector<std::unordered_map<std::string, Symbol *>> scopes_;
     std::vector<std::unordered_map<std::string, Type *>> tags_;
-    std::vector<std::unique_ptr<Symbol>> symbols_;  // every symbol made (scopes_ only point to them)
-    std::vector<std::unique_ptr<Node>> nodes_;      // every node made (the tree only points to them)
-    template <class T> T *own(T *n) {
+    std::vector<std::unique_ptr<Symbol>> symbols_; // every symbol made (scopes_ only point to them)
+    std::vector<std::unique_ptr<Node>> nodes_;     // every node made (the tree only points to them)
+    template <class T>
+    T *own(T *n) {
         nodes_.emplace_back(n);
         return n;
     }
     Symbol *new_symbol() { return symbols_.emplace_back(std::make_unique<Symbol>()).get(); }
-    Type *cur_ret_ = nullptr;        // return type of the function being parsed
-    bool knr_params_ = false;        // parsing a K&R definition's parameter declarations
+    Type *cur_ret_ = nullptr; // return type of the function being parsed
+    bool knr_params_ = false; // parsing a K&R definition's parameter declarations
     int stmt_expr_depth_ = 0;
-    std::vector<Expr *> pending_sizes_;  // array extents met in the declarator being parsed
-    Type *last_stmt_type_ = nullptr;     // type of the last expression statement (for ({ ... }))
-    int cond_mid_ = 0;  // parsing the middle of "a ? b : c": ":-" there is ':' '-'
+    std::vector<Expr *> pending_sizes_; // array extents met in the declarator being parsed
+    Type *last_stmt_type_ = nullptr;    // type of the last expression statement (for ({ ... }))
+    int cond_mid_ = 0;                  // parsing the middle of "a ? b : c": ":-" there is ':' '-'
 
     // ---- tokens (parse_tokens.cpp)
     const Token &peek(int k = 0) const;
-    int tix(int k = 0) const;  // token index of peek(k)
-    int prev_end() const;      // one past the token index of the last consumed token
+    int tix(int k = 0) const; // token index of peek(k)
+    int prev_end() const;     // one past the token index of the last consumed token
     Token &take();
     bool is(const char *s, int k = 0) const { return peek(k).is(s); }
     bool accept(const char *s);
     void expect(const char *s, const char *what = nullptr);
     void expect_colon();
     Loc loc() const { return peek().loc; }
-    void skip_balanced();  // from an opening ( [ { to its match
+    void skip_balanced(); // from an opening ( [ { to its match
     bool at_end() const { return peek().kind == Tok::End; }
 
     // ---- scopes (parse_scope.cpp)
@@ -87,7 +90,7 @@ private:
     Symbol *lookup(const std::string &name) const;
     Symbol *declare(const std::string &name, SymKind k, Type *t, Loc l);
     bool is_typedef_name(const Token &t) const;
-    bool starts_type(int k = 0) const;      // a type name / declaration starts here
+    bool starts_type(int k = 0) const; // a type name / declaration starts here
     bool starts_decl(int k = 0) const;
 
     // ---- declarations (parse_decl.cpp)
@@ -118,11 +121,11 @@ private:
 
     // ---- statements (parse_stmt.cpp)
     Node *statement();
-    Node *for_statement(Node *n);     // from its keyword, into n (statement() made it)
+    Node *for_statement(Node *n); // from its keyword, into n (statement() made it)
     Node *switch_statement(Node *n);
     Node *return_statement(Node *n);
     Block *compound(bool new_scope = true);
-    Expr *condition(Expr *e);  // a controlling expression
+    Expr *condition(Expr *e); // a controlling expression
     Expr *paren_condition();
 
     // ---- expressions (parse_expr.cpp; conversions parse_conv.cpp, assignments parse_assign.cpp)
@@ -135,9 +138,9 @@ private:
     Expr *postfix(Expr *e);
     Expr *primary();
     Expr *mk(EK k, int b, Loc l);
-    void fin(Expr *e);  // sets e->e and kids
-    Expr *rvalue(Expr *e);                 // decay arrays/functions, load remote lvalues
-    Expr *convert(Expr *e, Type *to, const char *ctx);  // implicit conversion at assignment-like places
+    void fin(Expr *e);                                 // sets e->e and kids
+    Expr *rvalue(Expr *e);                             // decay arrays/functions, load remote lvalues
+    Expr *convert(Expr *e, Type *to, const char *ctx); // implicit conversion at assignment-like places
     Expr *wrap(EK k, Expr *inner, Type *t, const char *op);
     Type *arith_result(Type *a, Type *b);
     bool null_const(Expr *e) const;
@@ -155,4 +158,4 @@ private:
     Type *literal_type(const Token &t);
 };
 
-}  // namespace splitcc
+} // namespace splitcc

@@ -16,9 +16,7 @@ bool translate(const std::string &text, const std::string &name, std::string &ou
         if (diag.errors) return false;
         out = emit_c(unit, parser.tokens(), diag);
         return diag.errors == 0;
-    } catch (TooManyErrors &) {
-        return false;
-    }
+    } catch (TooManyErrors &) { return false; }
 }
 
-}  // namespace splitcc
+} // namespace splitcc

@@ -11,4 +11,4 @@ namespace splitcc {
 // Returns false if errors were reported (then `out` is not usable).
 bool translate(const std::string &text, const std::string &name, std::string &out, Diag &diag);
 
-}  // namespace splitcc
+} // namespace splitcc

@@ -9,14 +9,28 @@ struct BuiltinName {
     const char *spelling;
 };
 const BuiltinName kBuiltins[] = {
-    {TK::Void, "void"}, {TK::Bool, "_Bool"}, {TK::Char, "char"}, {TK::SChar, "signed char"},
-    {TK::UChar, "unsigned char"}, {TK::Short, "short"}, {TK::UShort, "unsigned short"}, {TK::Int, "int"},
-    {TK::UInt, "unsigned int"}, {TK::Long, "long"}, {TK::ULong, "unsigned long"}, {TK::LLong, "long long"},
-    {TK::ULLong, "unsigned long long"}, {TK::Int128, "__int128"}, {TK::UInt128, "unsigned __int128"},
-    {TK::Float, "float"}, {TK::Double, "double"}, {TK::LDouble, "long double"},
-    {TK::OtherScalar, "double"}, {TK::VaList, "__builtin_va_list"},
+    {TK::Void, "void"},
+    {TK::Bool, "_Bool"},
+    {TK::Char, "char"},
+    {TK::SChar, "signed char"},
+    {TK::UChar, "unsigned char"},
+    {TK::Short, "short"},
+    {TK::UShort, "unsigned short"},
+    {TK::Int, "int"},
+    {TK::UInt, "unsigned int"},
+    {TK::Long, "long"},
+    {TK::ULong, "unsigned long"},
+    {TK::LLong, "long long"},
+    {TK::ULLong, "unsigned long long"},
+    {TK::Int128, "__int128"},
+    {TK::UInt128, "unsigned __int128"},
+    {TK::Float, "float"},
+    {TK::Double, "double"},
+    {TK::LDouble, "long double"},
+    {TK::OtherScalar, "double"},
+    {TK::VaList, "__builtin_va_list"},
 };
-}  // namespace
+} // namespace
 
 Types::Types() {
     builtins_.resize(int(TK::Typedef) + 1, nullptr);
@@ -74,35 +88,64 @@ bool is_integer(Type *t) {
     t = strip(t);
     if (!t) return false;
     switch (t->kind) {
-    case TK::Bool: case TK::Char: case TK::SChar: case TK::UChar: case TK::Short: case TK::UShort:
-    case TK::Int: case TK::UInt: case TK::Long: case TK::ULong: case TK::LLong: case TK::ULLong:
-    case TK::Int128: case TK::UInt128: case TK::Enum:
-        return true;
-    default:
-        return false;
+    case TK::Bool:
+    case TK::Char:
+    case TK::SChar:
+    case TK::UChar:
+    case TK::Short:
+    case TK::UShort:
+    case TK::Int:
+    case TK::UInt:
+    case TK::Long:
+    case TK::ULong:
+    case TK::LLong:
+    case TK::ULLong:
+    case TK::Int128:
+    case TK::UInt128:
+    case TK::Enum: return true;
+    default: return false;
     }
 }
 
 bool is_arith(Type *t) {
     t = strip(t);
-    return t && (is_integer(t) || t->kind == TK::Float || t->kind == TK::Double || t->kind == TK::LDouble ||
-                 t->kind == TK::OtherScalar);
+    return t &&
+        (is_integer(t) || t->kind == TK::Float || t->kind == TK::Double || t->kind == TK::LDouble ||
+         t->kind == TK::OtherScalar);
 }
 bool is_pointer(Type *t) { return is_kind(t, TK::Pointer); }
 bool is_scalar(Type *t) { return is_arith(t) || is_pointer(t); }
-bool is_local_ptr(Type *t) { t = strip(t); return t && t->kind == TK::Pointer && t->pk == PtrKind::Local; }
-bool is_global_ptr(Type *t) { t = strip(t); return t && t->kind == TK::Pointer && t->pk == PtrKind::Global; }
-bool is_spread_ptr(Type *t) { t = strip(t); return t && t->kind == TK::Pointer && t->pk == PtrKind::Spread; }
+bool is_local_ptr(Type *t) {
+    t = strip(t);
+    return t && t->kind == TK::Pointer && t->pk == PtrKind::Local;
+}
+bool is_global_ptr(Type *t) {
+    t = strip(t);
+    return t && t->kind == TK::Pointer && t->pk == PtrKind::Global;
+}
+bool is_spread_ptr(Type *t) {
+    t = strip(t);
+    return t && t->kind == TK::Pointer && t->pk == PtrKind::Spread;
+}
 bool is_const(Type *t) {
     for (; t; t = t->kind == TK::Typedef ? t->target : nullptr)
         if (t->quals & QConst) return true;
     return false;
 }
 
-bool is_gs_ptr(Type *t) { t = strip(t); return t && t->kind == TK::Pointer && t->pk != PtrKind::Local; }
+bool is_gs_ptr(Type *t) {
+    t = strip(t);
+    return t && t->kind == TK::Pointer && t->pk != PtrKind::Local;
+}
 bool is_array(Type *t) { return is_kind(t, TK::Array); }
-bool is_spread_array(Type *t) { t = strip(t); return t && t->kind == TK::Array && t->spread; }
-bool is_record(Type *t) { t = strip(t); return t && (t->kind == TK::Struct || t->kind == TK::Union); }
+bool is_spread_array(Type *t) {
+    t = strip(t);
+    return t && t->kind == TK::Array && t->spread;
+}
+bool is_record(Type *t) {
+    t = strip(t);
+    return t && (t->kind == TK::Struct || t->kind == TK::Union);
+}
 bool is_void(Type *t) { return is_kind(t, TK::Void); }
 bool is_function(Type *t) { return is_kind(t, TK::Function); }
 bool is_float(Type *t) { return is_kind(t, TK::Float); }
@@ -126,8 +169,7 @@ bool mentions_splitc(Type *t) {
                 if (mentions_splitc(p.type)) return true;
             t = t->ret;
             break;
-        default:
-            return false;
+        default: return false;
         }
     }
     return false;
@@ -137,10 +179,22 @@ int scalar_size(Type *t) {
     t = strip(t);
     if (!t) return 0;
     switch (t->kind) {
-    case TK::Bool: case TK::Char: case TK::SChar: case TK::UChar: return 1;
-    case TK::Short: case TK::UShort: return 2;
-    case TK::Int: case TK::UInt: case TK::Enum: case TK::Float: return 4;
-    case TK::Long: case TK::ULong: case TK::LLong: case TK::ULLong: case TK::Double: case TK::Pointer: return 8;
+    case TK::Bool:
+    case TK::Char:
+    case TK::SChar:
+    case TK::UChar: return 1;
+    case TK::Short:
+    case TK::UShort: return 2;
+    case TK::Int:
+    case TK::UInt:
+    case TK::Enum:
+    case TK::Float: return 4;
+    case TK::Long:
+    case TK::ULong:
+    case TK::LLong:
+    case TK::ULLong:
+    case TK::Double:
+    case TK::Pointer: return 8;
     default: return 0;
     }
 }
@@ -171,7 +225,8 @@ std::string describe(Type *t) {
     if (!t) return "?";
     switch (t->kind) {
     case TK::Typedef: return t->name;
-    case TK::Struct: case TK::Union: {
+    case TK::Struct:
+    case TK::Union: {
         std::string k = t->kind == TK::Struct ? "struct " : "union ";
         return k + (t->rec && !t->rec->tag.empty() ? t->rec->tag : "<anonymous>");
     }
@@ -186,4 +241,4 @@ std::string describe(Type *t) {
     }
 }
 
-}  // namespace splitcc
+} // namespace splitcc

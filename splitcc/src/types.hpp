@@ -17,9 +17,33 @@ struct Expr;
 struct Type;
 
 enum class TK {
-    Void, Bool, Char, SChar, UChar, Short, UShort, Int, UInt, Long, ULong, LLong, ULLong,
-    Int128, UInt128, Float, Double, LDouble, OtherScalar /* _Float128, _Complex, ... */,
-    VaList, Enum, Struct, Union, Pointer, Array, Function, Typedef
+    Void,
+    Bool,
+    Char,
+    SChar,
+    UChar,
+    Short,
+    UShort,
+    Int,
+    UInt,
+    Long,
+    ULong,
+    LLong,
+    ULLong,
+    Int128,
+    UInt128,
+    Float,
+    Double,
+    LDouble,
+    OtherScalar /* _Float128, _Complex, ... */,
+    VaList,
+    Enum,
+    Struct,
+    Union,
+    Pointer,
+    Array,
+    Function,
+    Typedef
 };
 
 enum class PtrKind { Local, Global, Spread };
@@ -27,7 +51,7 @@ enum class PtrKind { Local, Global, Spread };
 enum Qual : unsigned { QConst = 1, QVolatile = 2, QRestrict = 4 };
 
 struct Field {
-    std::string name;  // empty for an anonymous struct/union member
+    std::string name; // empty for an anonymous struct/union member
     Type *type = nullptr;
     bool bitfield = false;
 };
@@ -35,11 +59,11 @@ struct Field {
 struct Record {
     bool is_union = false;
     bool complete = false;
-    std::string tag;        // empty if anonymous
-    std::string typedef_name;  // a typedef naming it, for anonymous records
+    std::string tag;          // empty if anonymous
+    std::string typedef_name; // a typedef naming it, for anonymous records
     std::vector<Field> fields;
     Loc loc;
-    Type *type = nullptr;  // the struct/union/enum type naming this record
+    Type *type = nullptr; // the struct/union/enum type naming this record
 };
 
 struct Param {
@@ -50,7 +74,7 @@ struct Param {
 struct Type {
     TK kind = TK::Int;
     unsigned quals = 0;
-    std::string spelling;  // builtin spelling for printing ("unsigned long", "_Float128")
+    std::string spelling; // builtin spelling for printing ("unsigned long", "_Float128")
     // Pointer
     Type *pointee = nullptr;
     PtrKind pk = PtrKind::Local;
@@ -58,7 +82,7 @@ struct Type {
     Type *elem = nullptr;
     Expr *size = nullptr;
     bool spread = false;
-    std::string extent;  // C text of the extent as index code must use it (set by the emitter)
+    std::string extent; // C text of the extent as index code must use it (set by the emitter)
     // Function
     Type *ret = nullptr;
     std::vector<Param> params;
@@ -80,8 +104,8 @@ public:
     Type *array(Type *elem, Expr *size, bool spread);
     Type *qualified(Type *t, unsigned quals);
     Record *record();
-    Type *void_global;  // void *global (the runtime's splitc_gptr_t)
-    Type *void_spread;  // void *spread (splitc_sptr_t)
+    Type *void_global; // void *global (the runtime's splitc_gptr_t)
+    Type *void_spread; // void *spread (splitc_sptr_t)
 
 private:
     std::deque<Type> pool_;
@@ -95,14 +119,14 @@ inline bool is_kind(Type *t, TK k) { return t && strip(t)->kind == k; }
 bool is_integer(Type *t);
 bool is_arith(Type *t);
 bool is_scalar(Type *t);
-bool is_pointer(Type *t);           // any pointer kind
+bool is_pointer(Type *t); // any pointer kind
 bool is_local_ptr(Type *t);
 bool is_global_ptr(Type *t);
 bool is_spread_ptr(Type *t);
-bool is_gs_ptr(Type *t);            // global or spread pointer
-bool is_const(Type *t);             // const-qualified, directly or through its typedefs
+bool is_gs_ptr(Type *t); // global or spread pointer
+bool is_const(Type *t);  // const-qualified, directly or through its typedefs
 bool is_array(Type *t);
-bool is_spread_array(Type *t);      // an array whose outer dimension is spread
+bool is_spread_array(Type *t); // an array whose outer dimension is spread
 bool is_record(Type *t);
 bool is_void(Type *t);
 bool is_function(Type *t);
@@ -118,7 +142,7 @@ const Field *find_field(Record *r, const std::string &name, std::vector<const Fi
 // Spread arrays: the number of spread elements one step of a pointer to `t`
 // moves over, and the bytes of the local block at the bottom of `t`.
 Type *spread_block(Type *t);
-std::string describe(Type *t);  // for diagnostics: "int *global"
+std::string describe(Type *t); // for diagnostics: "int *global"
 
 // Concatenates strings by appending (GCC 12 misreports "lit" + std::string
 // chains as overlapping copies under -O3, -Wrestrict).
@@ -129,4 +153,4 @@ std::string cat(const A &...a) {
     return r;
 }
 
-}  // namespace splitcc
+} // namespace splitcc

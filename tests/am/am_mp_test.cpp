@@ -109,8 +109,8 @@ TEST_F(AmMp, EveryClassWithZeroToSixteenArguments) {
         ASSERT_EQ(request_xfer(n, ep, right, handler_t(kHBulkReq + n), src.data(), nb, off, v), AM_OK);
         sent++;
         ASSERT_TRUE(poll_until(eb, [&] { return replies == sent; })) // src is reused
-            << "n " << n << ": " << replies << " replies to " << sent << " requests, "
-            << requests << " requests in, " << errors << " errors";
+            << "n " << n << ": " << replies << " replies to " << sent << " requests, " << requests << " requests in, "
+            << errors << " errors";
     }
     ASSERT_TRUE(poll_until(eb, [&] { return replies == sent && requests == sent; }));
     EXPECT_EQ(errors, 0);
@@ -207,12 +207,14 @@ TEST_F(AmMp, AllToAllWithCreditsExhausted) {
             }
             sent_sum += val;
         }
-    ASSERT_TRUE(poll_until(eb, [&] { return replies == sent_medium; }, 120));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return replies == sent_medium; }, 120));
     // Every rank knows how many requests it is owed: wait for them all.  (The
     // short ones have no reply, so passing the barrier does not mean they were
     // delivered: on a lossy wire a dropped one is resent after the barrier's
     // release has arrived.)
-    EXPECT_TRUE(poll_until(eb, [&] { return requests == per_peer * (np - 1); }, 120));
+    EXPECT_TRUE(poll_until(
+        eb, [&] { return requests == per_peer * (np - 1); }, 120));
     ASSERT_EQ(AM_SPMDBarrier(), AM_OK); // everyone's requests have all been served
     EXPECT_EQ(requests, per_peer * (np - 1));
     // Sum of what everyone sent me = what my handlers saw.
@@ -260,7 +262,8 @@ TEST_F(AmMp, OneWayStreamReturnsCreditsInBatchesOfHalfK) {
         for (long i = 0; i < n; i++) ASSERT_EQ(AM_Request2(ep, 1, kHShortReq + 2, 0, int32_t(i)), AM_OK);
     }
     if (me == 1) {
-        ASSERT_TRUE(poll_until(eb, [&] { return got == n; }, 120));
+        ASSERT_TRUE(poll_until(
+            eb, [&] { return got == n; }, 120));
         vipl_instr_sample posts{};
         const long sent = vipl_instr_find("am.VipPostSend", &posts) == 0 ? long(posts.count) : 0;
         EXPECT_LE(sent, n / batch + n / k + 2) << "credit messages for " << n << " requests at k = " << k;
@@ -294,19 +297,20 @@ TEST_F(AmMp, LongMessagesLandAtTheirOffsets) {
         uintptr_t off = k == 8 ? kSegLen - nb : k * 100003 % (kSegLen / 2);
         fill(src, nb, uint32_t(int32_t(k) ^ me));
         if (k % 2) {
-            ASSERT_EQ(AM_RequestXfer3(ep, right, off, kHBulkReq + 3, src, nb, int32_t(k), int32_t(off), int32_t(nb)), AM_OK);
+            ASSERT_EQ(AM_RequestXfer3(ep, right, off, kHBulkReq + 3, src, nb, int32_t(k), int32_t(off), int32_t(nb)),
+                      AM_OK);
             std::memset(src, 0xee, nb); // a blocking request's source is free on return
         } else {
             int rc;
-            while ((rc = AM_RequestXferAsync3(ep, right, off, kHBulkReq + 3, src, nb, int32_t(k), int32_t(off), int32_t(nb))) == AM_ERR_IN_USE)
+            while ((rc = AM_RequestXferAsync3(ep, right, off, kHBulkReq + 3, src, nb, int32_t(k), int32_t(off),
+                                              int32_t(nb))) == AM_ERR_IN_USE)
                 AM_Poll(eb);
             ASSERT_EQ(rc, AM_OK);
         }
         sent++;
         // >=: the left neighbour may already be a message ahead
         ASSERT_TRUE(poll_until(eb, [&] { return got >= sent; }))
-            << "size " << nb << " at " << off << ": got " << got << " of " << sent << ", " << errors
-            << " errors";
+            << "size " << nb << " at " << off << ": got " << got << " of " << sent << ", " << errors << " errors";
     }
     ASSERT_TRUE(poll_until(eb, [&] { return got == sent; }));
     // Once everyone has handled all it was sent, no asynchronous source is
@@ -335,8 +339,8 @@ TEST_F(AmMp, LongMessagesAcrossTheBulkCrossover) {
         errors += off != uintptr_t(uint32_t(r.args[1])) || r.nbytes != size_t(r.args[2]);
         errors += mismatches(r.buf, r.nbytes, uint32_t(r.args[0] ^ left)) != 0;
         got++;
-        errors += AM_ReplyXfer3(r.token, off + half, kHBulkRep + 3, r.buf, r.nbytes, r.args[0], r.args[1],
-                                r.args[2]) != AM_OK;
+        errors += AM_ReplyXfer3(r.token, off + half, kHBulkRep + 3, r.buf, r.nbytes, r.args[0], r.args[1], r.args[2]) !=
+            AM_OK;
     };
     g_on[kBulkRep] = [&](const Received &r) {
         uintptr_t off = uintptr_t(static_cast<uint8_t *>(r.buf) - g_seg);
@@ -352,12 +356,13 @@ TEST_F(AmMp, LongMessagesAcrossTheBulkCrossover) {
     for (int from_shm = 0; from_shm < 2; from_shm++)
         for (size_t k = 0; k < kSizes; k++) {
             const size_t nb = sizes[k];
-            uint8_t *src = (from_shm ? shm : plain.data()) + 1 + k; // odd source offsets
+            uint8_t *src = (from_shm ? shm : plain.data()) + 1 + k;                               // odd source offsets
             const uintptr_t off = k == kSizes - 1 ? half - nb : 3 + 8 * k + size_t(from_shm) * 7; // odd target offsets
             const int32_t seed = int32_t(k + 16 * size_t(from_shm));
             fill(src, nb, uint32_t(seed ^ me));
             if (k % 2 == 0) {
-                ASSERT_EQ(AM_RequestXfer3(ep, right, off, kHBulkReq + 3, src, nb, seed, int32_t(off), int32_t(nb)), AM_OK);
+                ASSERT_EQ(AM_RequestXfer3(ep, right, off, kHBulkReq + 3, src, nb, seed, int32_t(off), int32_t(nb)),
+                          AM_OK);
             } else {
                 int rc;
                 while ((rc = AM_RequestXferAsync3(ep, right, off, kHBulkReq + 3, src, nb, seed, int32_t(off),
@@ -503,7 +508,8 @@ TEST_F(AmMp, MaxMediumsBetweenProcesses) {
             fill(src.data(), src.size(), uint32_t(seed));
             ASSERT_EQ(AM_RequestI1(ep, (me + d) % np, kHBulkReq + 1, src.data(), src.size(), seed), AM_OK);
         }
-    ASSERT_TRUE(poll_until(eb, [&] { return replies == each * (np - 1); }, 120));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return replies == each * (np - 1); }, 120));
     ASSERT_EQ(AM_SPMDBarrier(), AM_OK);
     EXPECT_EQ(requests, each * (np - 1));
     EXPECT_EQ(errors, 0);
@@ -523,7 +529,8 @@ TEST_F(AmMp, WaitSemaWakesWhenAMessageArrives) {
         // rank 0 waits 0.2 s before sending; the ranks leave start() at slightly
         // different times, so only check that rank 1 really blocked.
         EXPECT_GT(waited, 0.05);
-        ASSERT_TRUE(poll_until(eb, [&] { return ran == 1; }, 10));
+        ASSERT_TRUE(poll_until(
+            eb, [&] { return ran == 1; }, 10));
     } else if (me == 0) {
         // The pause is the scenario: rank 1 must already be blocked in
         // AM_WaitSema when the message is sent, and no state rank 0 can

@@ -33,48 +33,44 @@ namespace amtest {
 #define AMT_V14 AMT_V13, v[13]
 #define AMT_V15 AMT_V14, v[14]
 #define AMT_V16 AMT_V15, v[15]
-#define AMT_SWITCH(N, FORM, ...)                                \
-    switch (N) {                                                \
-    case 0: return FORM##0(__VA_ARGS__);                        \
-    case 1: return FORM##1(__VA_ARGS__ AMT_V1);                 \
-    case 2: return FORM##2(__VA_ARGS__ AMT_V2);                 \
-    case 3: return FORM##3(__VA_ARGS__ AMT_V3);                 \
-    case 4: return FORM##4(__VA_ARGS__ AMT_V4);                 \
-    case 5: return FORM##5(__VA_ARGS__ AMT_V5);                 \
-    case 6: return FORM##6(__VA_ARGS__ AMT_V6);                 \
-    case 7: return FORM##7(__VA_ARGS__ AMT_V7);                 \
-    case 8: return FORM##8(__VA_ARGS__ AMT_V8);                 \
-    case 9: return FORM##9(__VA_ARGS__ AMT_V9);                 \
-    case 10: return FORM##10(__VA_ARGS__ AMT_V10);              \
-    case 11: return FORM##11(__VA_ARGS__ AMT_V11);              \
-    case 12: return FORM##12(__VA_ARGS__ AMT_V12);              \
-    case 13: return FORM##13(__VA_ARGS__ AMT_V13);              \
-    case 14: return FORM##14(__VA_ARGS__ AMT_V14);              \
-    case 15: return FORM##15(__VA_ARGS__ AMT_V15);              \
-    case 16: return FORM##16(__VA_ARGS__ AMT_V16);              \
-    default: return -1;                                         \
+#define AMT_SWITCH(N, FORM, ...)                                                                                       \
+    switch (N) {                                                                                                       \
+    case 0: return FORM##0(__VA_ARGS__);                                                                               \
+    case 1: return FORM##1(__VA_ARGS__ AMT_V1);                                                                        \
+    case 2: return FORM##2(__VA_ARGS__ AMT_V2);                                                                        \
+    case 3: return FORM##3(__VA_ARGS__ AMT_V3);                                                                        \
+    case 4: return FORM##4(__VA_ARGS__ AMT_V4);                                                                        \
+    case 5: return FORM##5(__VA_ARGS__ AMT_V5);                                                                        \
+    case 6: return FORM##6(__VA_ARGS__ AMT_V6);                                                                        \
+    case 7: return FORM##7(__VA_ARGS__ AMT_V7);                                                                        \
+    case 8: return FORM##8(__VA_ARGS__ AMT_V8);                                                                        \
+    case 9: return FORM##9(__VA_ARGS__ AMT_V9);                                                                        \
+    case 10: return FORM##10(__VA_ARGS__ AMT_V10);                                                                     \
+    case 11: return FORM##11(__VA_ARGS__ AMT_V11);                                                                     \
+    case 12: return FORM##12(__VA_ARGS__ AMT_V12);                                                                     \
+    case 13: return FORM##13(__VA_ARGS__ AMT_V13);                                                                     \
+    case 14: return FORM##14(__VA_ARGS__ AMT_V14);                                                                     \
+    case 15: return FORM##15(__VA_ARGS__ AMT_V15);                                                                     \
+    case 16: return FORM##16(__VA_ARGS__ AMT_V16);                                                                     \
+    default: return -1;                                                                                                \
     }
 
-inline int request(int n, ep_t ep, int dest, handler_t h, const int32_t *v) {
-    AMT_SWITCH(n, AM_Request, ep, dest, h)
-}
+inline int request(int n, ep_t ep, int dest, handler_t h, const int32_t *v) { AMT_SWITCH(n, AM_Request, ep, dest, h) }
 inline int request_i(int n, ep_t ep, int dest, handler_t h, void *src, size_t nb, const int32_t *v) {
     AMT_SWITCH(n, AM_RequestI, ep, dest, h, src, nb)
 }
-inline int request_xfer(int n, ep_t ep, int dest, handler_t h, void *src, size_t nb, uintptr_t off,
-                        const int32_t *v) {
+inline int request_xfer(int n, ep_t ep, int dest, handler_t h, void *src, size_t nb, uintptr_t off, const int32_t *v) {
     AMT_SWITCH(n, AM_RequestXfer, ep, dest, off, h, src, nb)
 }
-inline int request_xfer_async(int n, ep_t ep, int dest, handler_t h, void *src, size_t nb,
-                              uintptr_t off, const int32_t *v) {
+inline int request_xfer_async(int n, ep_t ep, int dest, handler_t h, void *src, size_t nb, uintptr_t off,
+                              const int32_t *v) {
     AMT_SWITCH(n, AM_RequestXferAsync, ep, dest, off, h, src, nb)
 }
 inline int reply(int n, void *tok, handler_t h, const int32_t *v) { AMT_SWITCH(n, AM_Reply, tok, h) }
 inline int reply_i(int n, void *tok, handler_t h, void *src, size_t nb, const int32_t *v) {
     AMT_SWITCH(n, AM_ReplyI, tok, h, src, nb)
 }
-inline int reply_xfer(int n, void *tok, handler_t h, void *src, size_t nb, uintptr_t off,
-                      const int32_t *v) {
+inline int reply_xfer(int n, void *tok, handler_t h, void *src, size_t nb, uintptr_t off, const int32_t *v) {
     AMT_SWITCH(n, AM_ReplyXfer, tok, off, h, src, nb)
 }
 
@@ -110,9 +106,9 @@ amx_handler_fn_t handler_fn() {
     return []<size_t... I>(std::index_sequence<I...>) {
         if constexpr (K == kShortReq || K == kShortRep)
             return reinterpret_cast<amx_handler_fn_t>(&short_handler<K, N, I...>);
-        else
-            return reinterpret_cast<amx_handler_fn_t>(&bulk_handler<K, N, I...>);
-    }(std::make_index_sequence<N>{});
+        else return reinterpret_cast<amx_handler_fn_t>(&bulk_handler<K, N, I...>);
+    }
+    (std::make_index_sequence<N>{});
 }
 template <int K, size_t... N>
 std::array<amx_handler_fn_t, 17> handler_table(std::index_sequence<N...>) {
@@ -122,8 +118,7 @@ std::array<amx_handler_fn_t, 17> handler_table(std::index_sequence<N...>) {
 template <int K>
 void set_handlers(ep_t ep, int base) {
     auto t = handler_table<K>(std::make_index_sequence<17>{});
-    for (int n = 0; n <= 16; n++)
-        ASSERT_EQ(_AM_SetHandler(ep, handler_t(base + n), t[size_t(n)]), AM_OK);
+    for (int n = 0; n <= 16; n++) ASSERT_EQ(_AM_SetHandler(ep, handler_t(base + n), t[size_t(n)]), AM_OK);
 }
 // The handler-index layout every suite uses.
 constexpr int kHShortReq = 10, kHShortRep = 30, kHBulkReq = 50, kHBulkRep = 70;
@@ -154,8 +149,7 @@ inline void refusal_handler(int status, op_t opcode, void *token) {
 
 // ---- patterns and polling ----------------------------------------------------------------
 inline int32_t arg_value(int src, int n, int i, int round) {
-    return int32_t(0x5a000000u ^ (uint32_t(src) << 16) ^ (uint32_t(n) << 8) ^ uint32_t(i) ^
-                   (uint32_t(round) << 20));
+    return int32_t(0x5a000000u ^ (uint32_t(src) << 16) ^ (uint32_t(n) << 8) ^ uint32_t(i) ^ (uint32_t(round) << 20));
 }
 inline uint8_t byte_value(uint32_t seed, size_t i) { return uint8_t((seed * 131u + i * 7u) ^ (i >> 8)); }
 inline void fill(void *p, size_t n, uint32_t seed) {

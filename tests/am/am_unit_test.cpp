@@ -30,8 +30,8 @@ TEST(AmConstants, MatchTheAm2Headers) {
     EXPECT_EQ(AM_ERR_RESOURCE, 3);
     EXPECT_EQ(AM_ERR_NOT_SENT, 4);
     EXPECT_EQ(AM_ERR_IN_USE, 5);
-    const int statuses[] = {EBADARGS,     EBADENTRY,   EBADTAG,      EBADHANDLER,  EBADSEGOFF,
-                            EBADLENGTH,   EBADENDPOINT, ECONGESTION, EUNREACHABLE, EREPLYREJECTED};
+    const int statuses[] = {EBADARGS,   EBADENTRY,    EBADTAG,     EBADHANDLER,  EBADSEGOFF,
+                            EBADLENGTH, EBADENDPOINT, ECONGESTION, EUNREACHABLE, EREPLYREJECTED};
     for (int i = 0; i < 10; i++) EXPECT_EQ(statuses[i], i + 1);
     EXPECT_EQ(AM_REQUEST_M, 1);
     EXPECT_EQ(AM_REQUEST_IM, 2);
@@ -112,7 +112,7 @@ TEST_P(AmLoop, BadArgumentsGetReturnCodes) {
     EXPECT_EQ(AM_SetExpectedResources(ep, 1, -1), AM_ERR_BAD_ARG);
     EXPECT_EQ(AM_SetExpectedResources(ep, 1, 1000), AM_OK); // granted as AMVIA_MAX_CREDITS
     int32_t v[16] = {};
-    EXPECT_EQ(AM_Request0(ep, 0, 0), AM_ERR_BAD_ARG);  // handler 0 is the error handler
+    EXPECT_EQ(AM_Request0(ep, 0, 0), AM_ERR_BAD_ARG);     // handler 0 is the error handler
     EXPECT_EQ(AM_Request0(ep, 9999, 10), AM_ERR_BAD_ARG); // index outside the table
     EXPECT_EQ(AMVIA_Request(ep, 0, 10, 17, v), AM_ERR_BAD_ARG);
     std::vector<uint8_t> big(AM_MaxMedium() + 1);
@@ -238,7 +238,9 @@ TEST_P(AmLoop, LongMessagesOfEverySizeLandAtTheirOffsets) {
         fill(src.data(), nb, uint32_t(nb));
         ASSERT_EQ(AM_RequestXfer2(ep, 0, off, kHBulkReq + 2, src.data(), nb, int32_t(off), int32_t(nb)), AM_OK);
         sent++;
-        ASSERT_TRUE(poll_until(eb, [&] { return got == sent; }, 10)) << nb << " bytes at " << off;
+        ASSERT_TRUE(poll_until(
+            eb, [&] { return got == sent; }, 10))
+            << nb << " bytes at " << off;
     }
     EXPECT_EQ(errors, 0);
 }
@@ -249,23 +251,27 @@ TEST_P(AmLoop, RefusedMessagesReachHandlerZero) {
     // Tag mismatch: a translation with the wrong tag.
     ASSERT_EQ(AM_Map(ep, 1, name, kTag + 99), AM_OK);
     ASSERT_EQ(AM_Request2(ep, 1, kHShortReq + 2, 7, 8), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 1; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return g_refusal.count == 1; }, 10));
     EXPECT_EQ(g_refusal.status, EBADTAG);
     EXPECT_EQ(g_refusal.opcode, AM_REQUEST_M);
     EXPECT_EQ(g_refusal.tag, kTag + 99);
     // AM_NONE refuses even the right tag; AM_ALL accepts any.
     ASSERT_EQ(AM_SetTag(ep, AM_NONE), AM_OK);
     ASSERT_EQ(AM_Request0(ep, 0, kHShortReq), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 2; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return g_refusal.count == 2; }, 10));
     EXPECT_EQ(g_refusal.status, EBADTAG);
     ASSERT_EQ(AM_SetTag(ep, AM_ALL), AM_OK);
     ASSERT_EQ(AM_Request0(ep, 1, kHShortReq), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return ran == 1; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return ran == 1; }, 10));
     ASSERT_EQ(AM_SetTag(ep, kTag), AM_OK);
     // Unset handler at the receiver.
     uint8_t bytes[40] = {};
     ASSERT_EQ(AM_RequestI1(ep, 0, 200, bytes, sizeof bytes, 5), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 3; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return g_refusal.count == 3; }, 10));
     EXPECT_EQ(g_refusal.status, EBADHANDLER);
     EXPECT_EQ(g_refusal.opcode, AM_REQUEST_IM);
     // Unmapped translation index.
@@ -277,23 +283,27 @@ TEST_P(AmLoop, RefusedMessagesReachHandlerZero) {
     // Judged by the receiver against its current segment (as AMUDP/AMMPI do):
     // the request is sent, the message comes back to handler 0.
     EXPECT_EQ(AM_RequestXfer0(ep, 0, kSegLen - 4095, kHBulkReq, src.data(), 4096), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 5; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return g_refusal.count == 5; }, 10));
     EXPECT_EQ(g_refusal.status, EBADLENGTH);
     EXPECT_EQ(g_refusal.opcode, AM_REQUEST_XFER_M);
     EXPECT_EQ(AM_RequestXfer0(ep, 0, kSegLen + 1, kHBulkReq, src.data(), 1), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 6; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return g_refusal.count == 6; }, 10));
     EXPECT_EQ(g_refusal.status, EBADSEGOFF);
     // Exactly to the end is fine.
     int long_ran = 0;
     g_on[kBulkReq] = [&](const Received &r) { long_ran += r.nbytes == 4096; };
     EXPECT_EQ(AM_RequestXfer0(ep, 0, kSegLen - 4096, kHBulkReq, src.data(), 4096), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return long_ran == 1; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return long_ran == 1; }, 10));
     EXPECT_EQ(ran, 1);
     // A reply naming a handler the requester never set: the requester's own
     // handler 0 hears of it, with the reply's opcode.
     g_on[kShortReq] = [&](const Received &r) { EXPECT_EQ(AM_Reply1(r.token, 222, 1), AM_OK); };
     ASSERT_EQ(AM_Request0(ep, 0, kHShortReq), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 7; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return g_refusal.count == 7; }, 10));
     EXPECT_EQ(g_refusal.status, EBADHANDLER);
     EXPECT_EQ(g_refusal.opcode, AM_REPLY_M);
 }
@@ -318,7 +328,8 @@ TEST_P(AmLoop, LongMessagesFollowAM_SetSegAtOnce) {
     EXPECT_EQ(n, big.size());
     // Past the old segment's end, inside the new one.
     ASSERT_EQ(AM_RequestXfer0(ep, 0, 2 * kSegLen, kHBulkReq, src.data(), src.size()), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return got == 1; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return got == 1; }, 10));
     EXPECT_EQ(where, big.data() + 2 * kSegLen);
     EXPECT_EQ(big[2 * kSegLen + 4095], 0x5a);
     // Back to the small segment: an offset that fits both lands in the new one.
@@ -326,12 +337,14 @@ TEST_P(AmLoop, LongMessagesFollowAM_SetSegAtOnce) {
     ASSERT_EQ(AM_GetSeg(ep, &a, &n), AM_OK);
     EXPECT_EQ(a, seg.data());
     ASSERT_EQ(AM_RequestXfer0(ep, 0, 8192, kHBulkReq, src.data(), src.size()), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return got == 2; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return got == 2; }, 10));
     EXPECT_EQ(where, seg.data() + 8192);
     EXPECT_EQ(seg[8192 + 4095], 0x5a);
     // Past the current segment: refused by the receiver, whatever the sender knew.
     EXPECT_EQ(AM_RequestXfer0(ep, 0, 2 * kSegLen, kHBulkReq, src.data(), src.size()), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return g_refusal.count == 1; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return g_refusal.count == 1; }, 10));
     EXPECT_EQ(g_refusal.status, EBADSEGOFF);
     EXPECT_EQ(g_refusal.opcode, AM_REQUEST_XFER_M);
     EXPECT_EQ(got, 2);
@@ -352,11 +365,12 @@ TEST(AmSegment, SetSegAfterMapThenLongAtOnce) {
     int got = 0;
     g_on[kBulkReq] = [&](const Received &r) { got += r.nbytes == 100; };
     ASSERT_EQ(AM_Request0(ep, 0, kHShortReq), AM_OK); // the MAP is up, no segment yet
-    for (int i = 0; i < 1000; i++) AM_Poll(eb);          // and the peer has said so
+    for (int i = 0; i < 1000; i++) AM_Poll(eb);       // and the peer has said so
     std::vector<uint8_t> seg(kSegLen), src(100, 7);
     ASSERT_EQ(AM_SetSeg(ep, seg.data(), seg.size()), AM_OK);
     EXPECT_EQ(AM_RequestXfer0(ep, 0, 1000, kHBulkReq, src.data(), src.size()), AM_OK);
-    EXPECT_TRUE(poll_until(eb, [&] { return got == 1; }, 10));
+    EXPECT_TRUE(poll_until(
+        eb, [&] { return got == 1; }, 10));
     EXPECT_EQ(seg[1099], 7);
     for (auto &f : g_on) f = nullptr;
     EXPECT_EQ(AM_Terminate(), AM_OK);
@@ -387,7 +401,8 @@ TEST_P(AmLoop, MediumsUpToAM_MaxMediumRoundTrip) {
             ASSERT_EQ(AM_RequestI2(ep, 0, kHBulkReq + 2, src.data(), nb, seed, int32_t(nb)), AM_OK);
             sent++; // no waiting: the source is free on return, many are in flight
         }
-    ASSERT_TRUE(poll_until(eb, [&] { return replies == sent; }, 30));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return replies == sent; }, 30));
     EXPECT_EQ(errors, 0);
     EXPECT_EQ(g_refusal.count, 0);
 }
@@ -417,7 +432,7 @@ TEST_P(AmLoop, ErrorsNameTheExactCall) {
     EXPECT_EQ(rc1, AM_ERR_BAD_ARG);
     EXPECT_EQ(rc2, AM_ERR_NOT_SENT);
     EXPECT_EQ(rc3, AM_ERR_BAD_ARG);
-    EXPECT_NE(text.find("AM_RequestI2(") , std::string::npos) << text;
+    EXPECT_NE(text.find("AM_RequestI2("), std::string::npos) << text;
     EXPECT_NE(text.find("AM_MaxMedium"), std::string::npos) << text;
     EXPECT_NE(text.find("AM_RequestXferAsync1("), std::string::npos) << text;
     EXPECT_NE(text.find("AM_Map"), std::string::npos) << text; // the fix for an unmapped index
@@ -438,7 +453,8 @@ TEST_P(AmLoop, ReplyRulesAreEnforced) {
         got++;
     };
     ASSERT_EQ(AM_Request0(ep, 0, kHShortReq), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return got == 1; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return got == 1; }, 10));
     EXPECT_EQ(second_reply, AM_ERR_BAD_ARG);
     EXPECT_EQ(from_reply, AM_ERR_BAD_ARG);
     EXPECT_EQ(request_in_handler, AM_ERR_RESOURCE);
@@ -451,7 +467,8 @@ TEST_P(AmLoop, SilentHandlersReturnCredits) {
     g_on[kShortReq] = [&](const Received &r) { ran += r.args[0] == 77; };
     const int total = 10 * 8;
     for (int i = 0; i < total; i++) ASSERT_EQ(AM_Request1(ep, 0, kHShortReq + 1, 77), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return ran == total; }, 20));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return ran == total; }, 20));
     EXPECT_EQ(ran, total);
 }
 
@@ -473,7 +490,8 @@ TEST_P(AmLoop, RequestsArrivingInsideAHandlerAreQueuedNotNested) {
     };
     g_on[kShortRep] = [&](const Received &) { replies++; };
     for (int i = 0; i < 4; i++) ASSERT_EQ(AM_Request1(ep, 0, kHShortReq + 1, i), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return replies == 4; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return replies == 4; }, 10));
     EXPECT_EQ(polls_done, 1);
     EXPECT_EQ(ran, 4);
     EXPECT_EQ(max_depth, 1);
@@ -504,7 +522,8 @@ TEST_P(AmLoop, OneCreditStillMovesEverything) {
         fill(buf, sizeof buf, uint32_t(i));
         ASSERT_EQ(AM_RequestI1(ep1, 0, kHBulkReq + 1, buf, sizeof buf, i), AM_OK);
     }
-    ASSERT_TRUE(poll_until(eb, [&] { return replies == 100; }, 20));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return replies == 100; }, 20));
     EXPECT_EQ(sum, 99 * 100 / 2);
     EXPECT_EQ(AM_FreeEndpoint(ep1), AM_OK);
 }
@@ -518,7 +537,8 @@ TEST_P(AmLoop, WaitSemaWakesOnArrival) {
     int mask = -1;
     ASSERT_EQ(AM_GetEventMask(eb, &mask), AM_OK);
     EXPECT_EQ(mask, AM_NOEVENTS); // one-shot
-    ASSERT_TRUE(poll_until(eb, [&] { return ran == 1; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return ran == 1; }, 10));
 }
 
 TEST_P(AmLoop, MoveEndpointOnlyBeforeMapping) {
@@ -552,7 +572,8 @@ TEST(AmLayoutV1, MediumReplyToShortRequestDoesNotFit) {
     };
     g_on[kShortRep] = [&](const Received &) { got++; };
     ASSERT_EQ(AM_Request0(ep, 0, kHShortReq), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return got == 1; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return got == 1; }, 10));
     EXPECT_EQ(rc, AM_ERR_BAD_ARG);
     for (auto &f : g_on) f = nullptr;
     EXPECT_EQ(AM_Terminate(), AM_OK);

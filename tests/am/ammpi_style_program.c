@@ -22,9 +22,9 @@
 #define H_XFER 4
 #define NPING 50
 #define SEGLEN (256 * 1024)
-#define GETLEN 40000      /* bytes per get: a long reply by RDMA */
+#define GETLEN 40000        /* bytes per get: a long reply by RDMA */
 #define GETDST (128 * 1024) /* where the gets land in our segment */
-#define BCASTLEN 10000    /* more than one vipl_boot item */
+#define BCASTLEN 10000      /* more than one vipl_boot item */
 
 static ep_t ep;
 static eb_t eb;
@@ -32,15 +32,15 @@ static int me, n, errors;
 static volatile int pongs, got_count, xfers, returned_badseg, returned_badentry;
 static unsigned char seg[SEGLEN];
 
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            errors++;                                      \
-            printf("rank %d: FAILED %s: ", me, #cond);     \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-            fflush(stdout);                                \
-        }                                                  \
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            errors++;                                                                                                  \
+            printf("rank %d: FAILED %s: ", me, #cond);                                                                 \
+            printf(__VA_ARGS__);                                                                                       \
+            printf("\n");                                                                                              \
+            fflush(stdout);                                                                                            \
+        }                                                                                                              \
     } while (0)
 
 static unsigned char pattern(int rank, int i) { return (unsigned char)(rank * 37 + i * 11 + 5); }
@@ -75,12 +75,9 @@ static void xfer(void *token, void *buf, int nbytes, int a0) {
 }
 static void returned(int status, op_t opcode, void *token) {
     (void)token;
-    if (status == EBADSEGOFF && opcode == AM_REQUEST_XFER_M)
-        returned_badseg++;
-    else if (status == EBADENTRY && opcode == AM_REQUEST_XFER_M)
-        returned_badentry++;
-    else
-        CHECK(0, "unexpected returned message: status %d opcode %d", status, opcode);
+    if (status == EBADSEGOFF && opcode == AM_REQUEST_XFER_M) returned_badseg++;
+    else if (status == EBADENTRY && opcode == AM_REQUEST_XFER_M) returned_badentry++;
+    else CHECK(0, "unexpected returned message: status %d opcode %d", status, opcode);
 }
 
 /* Handler callbacks: every user handler is bracketed by pre and post.  Request
@@ -94,8 +91,8 @@ static void pre_cb(ammpi_category_t cat, int isReq, int handlerId, void *token, 
     (void)buf;
     const int depth = pre_calls - post_calls;
     CHECK(token != NULL && (depth == 0 || (depth == 1 && open_is_req[0] && !isReq)),
-          "pre callback nesting: depth %d, outer %s, inner %s", depth, depth ? (open_is_req[0] ? "request" : "reply") : "-",
-          isReq ? "request" : "reply");
+          "pre callback nesting: depth %d, outer %s, inner %s", depth,
+          depth ? (open_is_req[0] ? "request" : "reply") : "-", isReq ? "request" : "reply");
     if (depth >= 0 && depth < 2) open_is_req[depth] = isReq;
     if (handlerId == H_PING) {
         CHECK(cat == ammpi_Short && isReq && numargs == 2 && nbytes == 0 && (int)args[0] >= 0 && (int)args[0] < n,
@@ -107,7 +104,8 @@ static void pre_cb(ammpi_category_t cat, int isReq, int handlerId, void *token, 
 static void post_cb(ammpi_category_t cat, int isReq) {
     (void)cat;
     const int depth = pre_calls - post_calls;
-    CHECK(depth >= 1 && depth <= 2 && open_is_req[depth - 1] == isReq, "post callback without its pre (depth %d)", depth);
+    CHECK(depth >= 1 && depth <= 2 && open_is_req[depth - 1] == isReq, "post callback without its pre (depth %d)",
+          depth);
     post_calls++;
 }
 

@@ -18,10 +18,10 @@
 #include "am.h"
 #include "am_spmd.h"
 
-#define NS 20   /* short requests to each rank, short replies (1 arg) */
-#define NM 10   /* medium requests (100 bytes, 1 arg), medium replies (50 bytes) */
-#define NB 2    /* mediums above 4096 bytes (5000, by RDMA), short replies */
-#define NL 5    /* long requests (1000 bytes, 3 args), long replies (64 bytes) */
+#define NS 20 /* short requests to each rank, short replies (1 arg) */
+#define NM 10 /* medium requests (100 bytes, 1 arg), medium replies (50 bytes) */
+#define NB 2  /* mediums above 4096 bytes (5000, by RDMA), short replies */
+#define NL 5  /* long requests (1000 bytes, 3 args), long replies (64 bytes) */
 #define MB 100
 #define MR 50
 #define BB 5000
@@ -36,19 +36,21 @@ static volatile int replies;
 static char seg[(1 << 20)];
 static char buf[BB];
 
-#define CHECK(cond, ...)                                              \
-    do {                                                              \
-        if (!(cond)) {                                                \
-            errors++;                                                 \
-            printf("rank %d: FAILED %s: ", me, #cond);                \
-            printf(__VA_ARGS__);                                      \
-            printf("\n");                                             \
-        }                                                             \
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            errors++;                                                                                                  \
+            printf("rank %d: FAILED %s: ", me, #cond);                                                                 \
+            printf(__VA_ARGS__);                                                                                       \
+            printf("\n");                                                                                              \
+        }                                                                                                              \
     } while (0)
 
 static void short_req(void *token, int a0, int a1) { AM_Reply1(token, 10, a0 + a1); }
 static void medium_req(void *token, void *b, int nbytes, int a0) {
-    (void)b; (void)nbytes; (void)a0;
+    (void)b;
+    (void)nbytes;
+    (void)a0;
     AM_ReplyI0(token, 11, buf, MR);
 }
 static void bounce_req(void *token, void *b, int nbytes) {
@@ -56,12 +58,29 @@ static void bounce_req(void *token, void *b, int nbytes) {
     AM_Reply1(token, 10, nbytes);
 }
 static void long_req(void *token, void *b, int nbytes, int a0, int a1, int a2) {
-    (void)b; (void)nbytes; (void)a1; (void)a2;
+    (void)b;
+    (void)nbytes;
+    (void)a1;
+    (void)a2;
     AM_ReplyXfer0(token, (uintptr_t)a0, 12, buf, LR);
 }
-static void short_rep(void *token, int a0) { (void)token; (void)a0; replies++; }
-static void medium_rep(void *token, void *b, int nbytes) { (void)token; (void)b; (void)nbytes; replies++; }
-static void long_rep(void *token, void *b, int nbytes) { (void)token; (void)b; (void)nbytes; replies++; }
+static void short_rep(void *token, int a0) {
+    (void)token;
+    (void)a0;
+    replies++;
+}
+static void medium_rep(void *token, void *b, int nbytes) {
+    (void)token;
+    (void)b;
+    (void)nbytes;
+    replies++;
+}
+static void long_rep(void *token, void *b, int nbytes) {
+    (void)token;
+    (void)b;
+    (void)nbytes;
+    replies++;
+}
 
 static void traffic(int ns, int nm, int nb, int nl) {
     int d, i, expect = replies + n * (ns + nm + nb + nl);
@@ -79,8 +98,7 @@ static void traffic(int ns, int nm, int nb, int nl) {
 static int dump_line(const char *text, const char *name, unsigned long long v[4]) {
     const char *p = strstr(text, name);
     if (!p) return 0;
-    return sscanf(p + strlen(name), " short %llu medium %llu long %llu total %llu", &v[0], &v[1],
-                  &v[2], &v[3]) == 4;
+    return sscanf(p + strlen(name), " short %llu medium %llu long %llu total %llu", &v[0], &v[1], &v[2], &v[3]) == 4;
 }
 static long long dump_value(const char *text, const char *name) {
     const char *p = strstr(text, name);
@@ -103,7 +121,9 @@ static int run_stats(void) {
     CHECK(AMUDP_SPMDIsWorker(NULL), "started by vipl-run, so a worker");
 
     /* AllGather */
-    gathered[0] = me; gathered[1] = me * me; gathered[2] = 42;
+    gathered[0] = me;
+    gathered[1] = me * me;
+    gathered[2] = 42;
     everyone = (int *)malloc(sizeof gathered * (size_t)n);
     CHECK(AMUDP_SPMDAllGather(gathered, everyone, sizeof gathered) == AM_OK, "AllGather");
     for (r = 0; r < n; r++)
@@ -153,9 +173,10 @@ static int run_stats(void) {
     /* this rank's dump parses back to the same numbers */
     text = AMUDP_DumpStatistics(NULL, &st, 0);
     CHECK(dump_line(text, "Requests sent:", v) && v[0] == st.RequestsSent[0] && v[1] == st.RequestsSent[1] &&
-              v[2] == st.RequestsSent[2] && v[3] == v[0] + v[1] + v[2], "dump: Requests sent");
-    CHECK(dump_line(text, "Replies received:", v) && v[0] == st.RepliesReceived[0] &&
-              v[2] == st.RepliesReceived[2], "dump: Replies received");
+              v[2] == st.RequestsSent[2] && v[3] == v[0] + v[1] + v[2],
+          "dump: Requests sent");
+    CHECK(dump_line(text, "Replies received:", v) && v[0] == st.RepliesReceived[0] && v[2] == st.RepliesReceived[2],
+          "dump: Replies received");
     CHECK(dump_value(text, "Total bytes sent:") == (long long)st.TotalBytesSent, "dump: Total bytes sent");
 
     /* aggregate over the job (gathered to every rank) */
@@ -169,7 +190,8 @@ static int run_stats(void) {
     if (me == 0) {
         text = AMUDP_DumpStatistics(stdout, &sum, 1);
         CHECK(dump_line(text, "Requests sent:", v) && v[0] == NS * N * N && v[1] == (NM + NB) * N * N &&
-                  v[2] == NL * N * N, "global dump: Requests sent");
+                  v[2] == NL * N * N,
+              "global dump: Requests sent");
         CHECK(dump_value(text, "Unreceived requests:") == 0 && dump_value(text, "Unreceived replies:") == 0,
               "global dump: balance");
         CHECK(strstr(text, "AM statistics (global,") != NULL, "global dump header");

@@ -408,11 +408,25 @@ TEST_F(Am, ReplyArgumentsInsideTheHandler) {
     g_on_reply = [&](void *) { replies++; };
     ASSERT_EQ(AM_Request1(ep, 0, 1, 1), AM_OK);
     ASSERT_TRUE(poll_until([&] { return rcs.size() == 19; }));
-    const std::vector<int> want = {AM_ERR_BAD_ARG, AM_ERR_BAD_ARG, AM_ERR_BAD_ARG, AM_ERR_BAD_ARG,
-                                   AM_ERR_BAD_ARG, AM_ERR_BAD_ARG, AM_ERR_BAD_ARG, AM_ERR_BAD_ARG,
-                                   AM_ERR_RESOURCE, AM_ERR_RESOURCE, AM_ERR_RESOURCE, AM_ERR_RESOURCE,
-                                   AM_ERR_RESOURCE, AM_ERR_BAD_ARG, AM_ERR_BAD_ARG, AM_ERR_BAD_ARG,
-                                   AM_OK, AM_OK, AM_OK};
+    const std::vector<int> want = {AM_ERR_BAD_ARG,
+                                   AM_ERR_BAD_ARG,
+                                   AM_ERR_BAD_ARG,
+                                   AM_ERR_BAD_ARG,
+                                   AM_ERR_BAD_ARG,
+                                   AM_ERR_BAD_ARG,
+                                   AM_ERR_BAD_ARG,
+                                   AM_ERR_BAD_ARG,
+                                   AM_ERR_RESOURCE,
+                                   AM_ERR_RESOURCE,
+                                   AM_ERR_RESOURCE,
+                                   AM_ERR_RESOURCE,
+                                   AM_ERR_RESOURCE,
+                                   AM_ERR_BAD_ARG,
+                                   AM_ERR_BAD_ARG,
+                                   AM_ERR_BAD_ARG,
+                                   AM_OK,
+                                   AM_OK,
+                                   AM_OK};
     EXPECT_EQ(rcs, want);
     for (int i = 0; i < 1000; i++) AM_Poll(eb);
     EXPECT_EQ(replies, 0) << "no refused reply was sent";
@@ -456,9 +470,7 @@ TEST_F(Am, SegmentArguments) {
     EXPECT_EQ(AM_SetSeg(ep, b, 0), AM_ERR_BAD_ARG);
     uintptr_t maxlen = 0;
     ASSERT_EQ(AM_MaxSegLength(&maxlen), AM_OK);
-    if (maxlen < UINTPTR_MAX) {
-        EXPECT_EQ(AM_SetSeg(ep, b, maxlen + 1), AM_ERR_BAD_ARG);
-    }
+    if (maxlen < UINTPTR_MAX) { EXPECT_EQ(AM_SetSeg(ep, b, maxlen + 1), AM_ERR_BAD_ARG); }
     void *p;
     uintptr_t len;
     ASSERT_EQ(AM_GetSeg(ep, &p, &len), AM_OK);
@@ -514,8 +526,7 @@ TEST_F(Am, TagAndEventMask) {
     ASSERT_TRUE(poll_until([] { return g_returned.count == 1; }));
     EXPECT_EQ(g_returned.status, EBADTAG);
     EXPECT_EQ(ran, 0);
-    for (int bad : {-1, int(AM_NUMEVENTMASKS), 1000})
-        EXPECT_EQ(AM_SetEventMask(eb, bad), AM_ERR_BAD_ARG) << bad;
+    for (int bad : {-1, int(AM_NUMEVENTMASKS), 1000}) EXPECT_EQ(AM_SetEventMask(eb, bad), AM_ERR_BAD_ARG) << bad;
     EXPECT_EQ(AM_WaitSema(eb), AM_ERR_BAD_ARG) << "AM_NOEVENTS would never wake";
 }
 

@@ -36,8 +36,7 @@ TEST(Spmd, StartupArguments) {
     static uint8_t seg[4096];
     EXPECT_EQ(AM_SPMDStartupSeg(nullptr, nullptr, nullptr, sizeof seg, &eb, &ep), AM_ERR_BAD_ARG)
         << "a length without a segment";
-    EXPECT_EQ(AM_SPMDStartupSeg(nullptr, nullptr, seg, 0, &eb, &ep), AM_ERR_BAD_ARG)
-        << "a segment of 0 bytes";
+    EXPECT_EQ(AM_SPMDStartupSeg(nullptr, nullptr, seg, 0, &eb, &ep), AM_ERR_BAD_ARG) << "a segment of 0 bytes";
     EXPECT_EQ(AM_SPMDMyProc(), -1) << "a refused start-up started nothing";
     // Nothing was left half started: a good start-up works.
     ASSERT_EQ(AM_SPMDStartupSeg(nullptr, nullptr, seg, sizeof seg, &g_eb, &g_ep), AM_OK);

@@ -43,8 +43,7 @@ int right() { return (splitc_myproc() + 1) % splitc_procs(); }
 // barrier is that of a job of one (the runtime's state before start-up, in
 // which processor 0 may run alone), so it reports nothing.
 TEST(SplitcBeforeInit, CollectiveCallsAreRefused) {
-    const std::vector<splitc_error_t> want = {SPLITC_ERR_NOT_INITIALIZED, SPLITC_ERR_NOT_INITIALIZED,
-                                              SPLITC_OK};
+    const std::vector<splitc_error_t> want = {SPLITC_ERR_NOT_INITIALIZED, SPLITC_ERR_NOT_INITIALIZED, SPLITC_OK};
     EXPECT_EQ(g_before_init, want);
 }
 
@@ -193,8 +192,8 @@ TEST(SplitcOps, NullBuffersMisalignedAndOutOfSegment) {
     splitc_store_8(odd, 1);
     EXPECT_EQ(take(), SPLITC_ERR_MISALIGNED);
     if (splitc_procs() > 1) {
-        static uint64_t outside[4];     // source bytes
-        std::vector<uint8_t> heap(64);  // the C++ heap: outside the symmetric heap
+        static uint64_t outside[4];    // source bytes
+        std::vector<uint8_t> heap(64); // the C++ heap: outside the symmetric heap
         splitc_gptr_t far = splitc_toglobal(right(), heap.data());
         splitc_bulk_write(far, outside, 8);
         EXPECT_EQ(take(), SPLITC_ERR_OUT_OF_SEGMENT);
@@ -223,7 +222,7 @@ TEST(SplitcErrors, ErrorCallsWithBadArguments) {
     EXPECT_EQ(splitc_take_last_error(), SPLITC_OK) << "take clears it";
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     testing::InitGoogleTest(&argc, argv);

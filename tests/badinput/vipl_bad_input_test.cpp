@@ -44,16 +44,14 @@ struct Buffer {
     size_t len = 0;
     VIP_MEM_HANDLE mh = 0;
     bool registered = false;
-    Buffer(VIP_NIC_HANDLE n, size_t bytes, VIP_PROTECTION_HANDLE tag, bool rdma_write = false)
-        : nic(n), len(bytes) {
+    Buffer(VIP_NIC_HANDLE n, size_t bytes, VIP_PROTECTION_HANDLE tag, bool rdma_write = false) : nic(n), len(bytes) {
         p = static_cast<uint8_t *>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
         std::memset(p, 0, bytes);
         VIP_MEM_ATTRIBUTES ma = {tag, rdma_write ? VIP_TRUE : VIP_FALSE, VIP_FALSE};
         registered = VipRegisterMem(nic, p, bytes, &ma, &mh) == VIP_SUCCESS;
     }
     ~Buffer() {
-        if (registered)
-            VipDeregisterMem(nic, p, mh);
+        if (registered) VipDeregisterMem(nic, p, mh);
         std::free(p);
     }
     VIP_DESCRIPTOR *desc(int i) { return reinterpret_cast<VIP_DESCRIPTOR *>(p + 128 * i); }
@@ -98,13 +96,10 @@ protected:
         ASSERT_OK(VipOpenNic(nullptr, &nic));
         ASSERT_OK(VipQueryNic(nic, &attr));
         ASSERT_OK(VipCreatePtag(nic, &tag));
-        if (attr.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY)
-            level = VIP_SERVICE_RELIABLE_DELIVERY;
+        if (attr.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY) level = VIP_SERVICE_RELIABLE_DELIVERY;
     }
     void TearDown() override {
-        if (tag) {
-            EXPECT_RC(VIP_SUCCESS, VipDestroyPtag(nic, tag));
-        }
+        if (tag) { EXPECT_RC(VIP_SUCCESS, VipDestroyPtag(nic, tag)); }
         // Everything a test made must be gone: VipCloseNic refuses otherwise.
         EXPECT_RC(VIP_SUCCESS, VipCloseNic(nic));
     }
@@ -160,8 +155,7 @@ protected:
     void teardown_vi(VIP_VI_HANDLE v) {
         VipDisconnect(v);
         VIP_DESCRIPTOR *d;
-        while (VipSendWait(v, 200, &d) == VIP_SUCCESS || VipRecvWait(v, 200, &d) == VIP_SUCCESS) {
-        }
+        while (VipSendWait(v, 200, &d) == VIP_SUCCESS || VipRecvWait(v, 200, &d) == VIP_SUCCESS) {}
         EXPECT_RC(VIP_SUCCESS, VipDestroyVi(v));
     }
 };
@@ -243,16 +237,14 @@ TEST_F(Vipl, ObjectsOfAnotherNicHandleAreRejected) {
     VIP_RETURN rc = VipRegisterMem(nic, buf, sizeof buf, &ma, &mh);
     EXPECT_TRUE(rc == VIP_INVALID_PTAG || rc == VIP_INVALID_PARAMETER)
         << "registering under another NIC handle's ptag returned " << rc_name(rc);
-    if (rc == VIP_SUCCESS)
-        VipDeregisterMem(nic, buf, mh);
+    if (rc == VIP_SUCCESS) VipDeregisterMem(nic, buf, mh);
     VIP_VI_ATTRIBUTES a = vi_attr();
     a.Ptag = other_tag;
     VIP_VI_HANDLE v = nullptr;
     rc = VipCreateVi(nic, &a, nullptr, nullptr, &v);
     EXPECT_TRUE(rc == VIP_INVALID_PTAG || rc == VIP_INVALID_PARAMETER)
         << "a VI under another NIC handle's ptag: " << rc_name(rc);
-    if (rc == VIP_SUCCESS)
-        VipDestroyVi(v);
+    if (rc == VIP_SUCCESS) VipDestroyVi(v);
     a = vi_attr();
     EXPECT_RC(VIP_INVALID_PARAMETER, VipCreateVi(nic, &a, other_cq, nullptr, &v))
         << "a VI bound to another NIC handle's CQ";
@@ -278,8 +270,7 @@ TEST_F(Vipl, PtagBadArguments) {
     VIP_RETURN rc = VipDestroyPtag(nic, forged());
     EXPECT_TRUE(rc == VIP_INVALID_PTAG || rc == VIP_INVALID_PARAMETER) << rc_name(rc);
     rc = VipDestroyPtag(nic, nullptr);
-    EXPECT_TRUE(rc == VIP_INVALID_PTAG || rc == VIP_INVALID_PARAMETER || rc == VIP_INVALID_STATE)
-        << rc_name(rc);
+    EXPECT_TRUE(rc == VIP_INVALID_PTAG || rc == VIP_INVALID_PARAMETER || rc == VIP_INVALID_STATE) << rc_name(rc);
     EXPECT_RC(VIP_INVALID_PARAMETER, VipDestroyPtag(forged(), tag));
 }
 
@@ -292,13 +283,11 @@ TEST_F(Vipl, RegisterMemBadArguments) {
     VIP_RETURN rc = VipRegisterMem(nic, buf, attr.MaxRegisterBytes + 1, &ma, &mh);
     EXPECT_TRUE(rc == VIP_INVALID_PARAMETER || rc == VIP_ERROR_RESOURCE)
         << "a region over MaxRegisterBytes returned " << rc_name(rc);
-    if (rc == VIP_SUCCESS)
-        VipDeregisterMem(nic, buf, mh);
+    if (rc == VIP_SUCCESS) VipDeregisterMem(nic, buf, mh);
     // A range that wraps around the end of the address space.
     rc = VipRegisterMem(nic, reinterpret_cast<void *>(~uintptr_t(0) - 63), 4096, &ma, &mh);
     EXPECT_TRUE(rc == VIP_INVALID_PARAMETER || rc == VIP_ERROR_RESOURCE) << "wrapping range: " << rc_name(rc);
-    if (rc == VIP_SUCCESS)
-        VipDeregisterMem(nic, reinterpret_cast<void *>(~uintptr_t(0) - 63), mh);
+    if (rc == VIP_SUCCESS) VipDeregisterMem(nic, reinterpret_cast<void *>(~uintptr_t(0) - 63), mh);
     ma.Ptag = forged();
     EXPECT_RC(VIP_INVALID_PTAG, VipRegisterMem(nic, buf, 64, &ma, &mh));
 }
@@ -416,8 +405,7 @@ TEST_F(Vipl, ConnectExtensionsBadArguments) {
     na(huge)->DiscriminatorLen = 4096;
     EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectRequestStart(v, na(local), na(huge), 0, data, 8));
     EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectWaitData(nic, na(huge), 0, na(out), &ra, &ch, data, &len));
-    EXPECT_RC(VIP_INVALID_PARAMETER,
-              VipxConnectRequestStart(v, na(local), na(remote), 0, data, VIPX_CM_DATA_MAX + 1));
+    EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectRequestStart(v, na(local), na(remote), 0, data, VIPX_CM_DATA_MAX + 1));
     EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectRequestStart(v, na(local), na(remote), 0, nullptr, 1));
     EXPECT_EQ(state(v), VIP_STATE_IDLE) << "a refused request starts nothing";
     EXPECT_RC(VIP_INVALID_PARAMETER, VipxConnectRequestDone(forged(), &ra, data, &len));
@@ -628,9 +616,8 @@ TEST_F(Vipl, DescriptorRepostedWhileInFlight) {
     static std::atomic<VIP_DESCRIPTOR *> notified{nullptr};
     notified = nullptr;
     ASSERT_OK(VipPostRecv(b, ds.desc(0), ds.mh));
-    ASSERT_OK(VipRecvNotify(b, nullptr, [](VIP_PVOID, VIP_NIC_HANDLE, VIP_VI_HANDLE, VIP_DESCRIPTOR *r) {
-        notified = r;
-    }));
+    ASSERT_OK(
+        VipRecvNotify(b, nullptr, [](VIP_PVOID, VIP_NIC_HANDLE, VIP_VI_HANDLE, VIP_DESCRIPTOR *r) { notified = r; }));
     ASSERT_OK(VipPostSend(a, ds.desc(1), ds.mh));
     for (int i = 0; i < 5000 && !notified; i++) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ASSERT_EQ(notified.load(), ds.desc(0)) << "the receive notify handler did not run";
@@ -646,8 +633,7 @@ TEST_F(Vipl, WorkQueueFull) {
     VIP_VI_HANDLE a = make_vi();
     ASSERT_NE(a, nullptr);
     const VIP_ULONG n = attr.MaxDescriptorsPerQueue;
-    if (n > 4096)
-        GTEST_SKIP() << "MaxDescriptorsPerQueue " << n << " is too many to fill here";
+    if (n > 4096) GTEST_SKIP() << "MaxDescriptorsPerQueue " << n << " is too many to fill here";
     Buffer ds(nic, 128 * (n + 1), tag), data(nic, 64, tag);
     for (VIP_ULONG i = 0; i < n; i++) {
         fill(ds.desc(int(i)), data.p, data.mh, 64);
@@ -691,20 +677,17 @@ TEST_F(Vipl, CompletionQueueOverflow) {
     int received = 0;
     VIP_DESCRIPTOR *d;
     for (int i = 0; i < n; i++)
-        if (VipRecvWait(b, kWaitMs, &d) == VIP_SUCCESS)
-            received++;
+        if (VipRecvWait(b, kWaitMs, &d) == VIP_SUCCESS) received++;
     EXPECT_EQ(received, n) << "every message is received (the CQ only names queues)";
     int entries = 0;
     VIP_VI_HANDLE v;
     VIP_BOOLEAN rq;
-    while (VipCQDone(cq, &v, &rq) == VIP_SUCCESS)
-        entries++;
+    while (VipCQDone(cq, &v, &rq) == VIP_SUCCESS) entries++;
     // The error callback may run on a provider thread: give it a moment.
     bool overrun = false;
     for (int i = 0; i < 200 && !overrun && entries != n; i++) {
         for (const auto &e : log.copy())
-            overrun |= e.ErrorCode == VIP_ERROR_CATASTROPHIC && e.ResourceCode == VIP_RESOURCE_CQ &&
-                       e.CQHandle == cq;
+            overrun |= e.ErrorCode == VIP_ERROR_CATASTROPHIC && e.ResourceCode == VIP_RESOURCE_CQ && e.CQHandle == cq;
         if (!overrun) {
             VipxProgress(nic);
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -713,9 +696,9 @@ TEST_F(Vipl, CompletionQueueOverflow) {
     std::string seen;
     for (const auto &e : log.copy())
         seen += " (error " + std::to_string(e.ErrorCode) + " resource " + std::to_string(e.ResourceCode) +
-                (e.CQHandle == cq ? " this CQ)" : " another CQ)");
-    EXPECT_TRUE(entries == n || overrun)
-        << entries << " of " << n << " CQ entries and no CQ overrun reported; errors:" << seen;
+            (e.CQHandle == cq ? " this CQ)" : " another CQ)");
+    EXPECT_TRUE(entries == n || overrun) << entries << " of " << n
+                                         << " CQ entries and no CQ overrun reported; errors:" << seen;
     teardown_vi(a);
     teardown_vi(b);
     EXPECT_RC(VIP_SUCCESS, VipDestroyCQ(cq));

@@ -29,9 +29,7 @@ long eager_of(int rank) { return 4096L * (1 + rank % 3); }
 TEST(BipMp, EveryPairAcrossTheThreshold) {
     for (int r = 0; r < n; r++) ASSERT_EQ(bip_eager_max(r), eager_of(r)) << "rank " << r << "'s announced switch point";
     // 1 byte, 1 byte below, at and above the receiver's switch point, and well above it.
-    auto sizes_for = [](long e) {
-        return std::vector<size_t>{1, size_t(e) - 1, size_t(e), size_t(e) + 1, 65536 + 3};
-    };
+    auto sizes_for = [](long e) { return std::vector<size_t>{1, size_t(e) - 1, size_t(e), size_t(e) + 1, 65536 + 3}; };
     const long my_e = eager_of(me);
     const unsigned long long rdma_before = bip_rdma_bytes();
     unsigned long long long_bytes = 0;
@@ -40,7 +38,7 @@ TEST(BipMp, EveryPairAcrossTheThreshold) {
         const std::vector<size_t> out_sizes = sizes_for(eager_of(dst)), in_sizes = sizes_for(my_e);
         for (size_t si = 0; si < out_sizes.size(); si++) {
             const size_t len = out_sizes[si], in_len = in_sizes[si];
-            const int tag = round * 6 + int(si);  // one possible sender per receive
+            const int tag = round * 6 + int(si); // one possible sender per receive
             std::vector<uint8_t> out(len), in(in_len + 4, 0xee);
             for (size_t i = 0; i < len; i++) out[i] = pattern(i, seed_of(me, dst, len));
             ASSERT_EQ(bip_irecv(tag, in.data(), in.size()), BIP_OK);
@@ -124,7 +122,7 @@ TEST(BipMp, UnknownDestinations) {
     EXPECT_EQ(bip_stest(), BIP_ERR_NO_PENDING);
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     ::testing::InitGoogleTest(&argc, argv);

@@ -13,7 +13,7 @@
 
 namespace {
 
-int g_not_init[4];  // calls made before bip_init (main)
+int g_not_init[4]; // calls made before bip_init (main)
 
 uint8_t pattern(size_t i, unsigned seed) { return uint8_t((i * 131u + seed * 7u) ^ (i >> 8)); }
 std::vector<uint8_t> make(size_t n, unsigned seed) {
@@ -31,7 +31,7 @@ void roundtrip(size_t n, int tag, unsigned seed) {
     size_t len = 0;
     ASSERT_EQ(bip_rwait(&len), 0);
     ASSERT_EQ(len, n);
-    if (n) EXPECT_EQ(std::memcmp(in.data(), out.data(), n), 0);  // (memcmp of an empty vector's null data is undefined)
+    if (n) EXPECT_EQ(std::memcmp(in.data(), out.data(), n), 0); // (memcmp of an empty vector's null data is undefined)
     EXPECT_EQ(in[n], 0xee) << "bytes written past the message";
 }
 
@@ -56,7 +56,7 @@ TEST(BipUnit, EagerAndRendezvousAcrossTheThreshold) {
 }
 
 TEST(BipUnit, NonBlockingTestReportsProgress) {
-    const size_t n = size_t(bip_eager_max(0)) * 4 + 17;  // long
+    const size_t n = size_t(bip_eager_max(0)) * 4 + 17; // long
     auto out = make(n, 9);
     std::vector<uint8_t> in(n);
     ASSERT_EQ(bip_isend(0, 7, out.data(), n), BIP_OK);
@@ -100,7 +100,7 @@ TEST(BipUnit, OrderPerTagWithSmallAndLongMixed) {
 }
 
 TEST(BipUnit, OnePendingSendAndOnePendingReceive) {
-    const size_t n = size_t(bip_eager_max(0)) + 1;  // long: pending until received
+    const size_t n = size_t(bip_eager_max(0)) + 1; // long: pending until received
     auto out = make(n, 5);
     std::vector<uint8_t> in(n);
     ASSERT_EQ(bip_isend(0, 3, out.data(), n), BIP_OK);
@@ -214,7 +214,7 @@ TEST(BipUnit, FinalizeThenInitAgain) {
     roundtrip(size_t(bip_eager_max(0)) + 1, 31, 12);
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     ::testing::InitGoogleTest(&argc, argv);

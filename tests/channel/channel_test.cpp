@@ -167,10 +167,8 @@ TEST_F(ChannelPair, MessageArrivesAndBothSidesRecycle) {
 // reposted in between: the receive queue the credits protect is never empty.
 TEST_F(ChannelPair, PrePostedReceivesTakeAFullBurst) {
     for (uint32_t i = 0; i < layout.nrecv; i++) {
-        if (!a.has_credit()) a.return_credits(int(kCredits));  // as the peer's replies would
-        if (!a.has_free_send()) {
-            ASSERT_GT(reap_a(), 0);
-        }
+        if (!a.has_credit()) a.return_credits(int(kCredits)); // as the peer's replies would
+        if (!a.has_free_send()) { ASSERT_GT(reap_a(), 0); }
         send_from_a(std::to_string(1000 + i));
     }
     for (uint32_t i = 0; i < layout.nrecv; i++) {
@@ -304,4 +302,4 @@ TEST_F(ChannelPair, RegistrationCacheHitsPinsEvictsAndForgets) {
     cache.clear();
 }
 
-}  // namespace
+} // namespace

@@ -77,7 +77,8 @@ TEST_F(AmFake, CreditsAreExhaustedAndReturned) {
     const int n = 3 * kCredits;
     for (; sent < n; sent++) ASSERT_EQ(AM_Request1(ep, 0, kHShortReq + 1, sent), AM_OK);
     EXPECT_GE(stats().CreditStalls, 2u) << "a window of " << kCredits << " credits must stall again";
-    ASSERT_TRUE(poll_until(eb, [&] { return int(seen.size()) == n; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return int(seen.size()) == n; }, 10));
     for (int i = 0; i < n; i++) EXPECT_EQ(seen[size_t(i)], i) << "handlers out of order";
     EXPECT_EQ(stats().RequestsSent[AMVIA_Short], uint64_t(n));
     EXPECT_EQ(stats().RequestsReceived[AMVIA_Short], uint64_t(n));
@@ -88,7 +89,8 @@ TEST_F(AmFake, CreditsAreExhaustedAndReturned) {
     const uint64_t stalls = stats().CreditStalls;
     ASSERT_EQ(AM_Request1(ep, 0, kHShortReq + 1, n), AM_OK);
     EXPECT_EQ(stats().CreditStalls, stalls) << "credits were not returned";
-    ASSERT_TRUE(poll_until(eb, [&] { return int(seen.size()) == n + 1; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return int(seen.size()) == n + 1; }, 10));
 }
 
 // An asynchronous request that finds no credit is refused instead of waiting
@@ -101,7 +103,8 @@ TEST_F(AmFake, AsyncRequestWithoutCreditIsRefusedUntilCreditsReturn) {
     // An async request also refuses while the MAP is still connecting: bring it
     // up with a blocking request first.
     ASSERT_EQ(AM_Request0(ep, 0, kHShortReq), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return warm == 1; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return warm == 1; }, 10));
     ASSERT_EQ(AM_Poll(eb), AM_OK); // take the credit return in
     char src[64] = "credit";
     int sent = 0, rc = AM_OK;
@@ -109,11 +112,14 @@ TEST_F(AmFake, AsyncRequestWithoutCreditIsRefusedUntilCreditsReturn) {
     EXPECT_EQ(rc, AM_ERR_IN_USE) << "more requests than credits were accepted";
     EXPECT_GE(sent, 1);
     EXPECT_LE(sent, kCredits);
-    ASSERT_TRUE(poll_until(eb, [&] { return ran == sent; }, 10)) << "an accepted request was lost";
-    ASSERT_TRUE(poll_until(eb, [&] {
-        return AM_RequestXferAsync0(ep, 0, 0, kHBulkReq, src, sizeof src) == AM_OK;
-    }, 10)) << "the credits never came back";
-    ASSERT_TRUE(poll_until(eb, [&] { return ran == sent + 1; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return ran == sent; }, 10))
+        << "an accepted request was lost";
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return AM_RequestXferAsync0(ep, 0, 0, kHBulkReq, src, sizeof src) == AM_OK; }, 10))
+        << "the credits never came back";
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return ran == sent + 1; }, 10));
 }
 
 // Replies travel back on the same MAP and carry the request's arguments.
@@ -122,7 +128,8 @@ TEST_F(AmFake, RequestAndReplyRoundTrip) {
     g_on[kShortReq] = [&](const Received &r) { ASSERT_EQ(AM_Reply1(r.token, kHShortRep + 1, r.args[0] + 1), AM_OK); };
     g_on[kShortRep] = [&](const Received &r) { got = r.args[0]; };
     ASSERT_EQ(AM_Request1(ep, 0, kHShortReq + 1, 41), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return got == 42; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return got == 42; }, 10));
 }
 
 // A message lost on the MAP's reliable VI breaks the connection (the fake's
@@ -132,7 +139,8 @@ TEST_F(AmFake, BrokenConnectionSurfacesAsUnreachable) {
     int ran = 0;
     g_on[kShortReq] = [&](const Received &) { ran++; };
     ASSERT_EQ(AM_Request1(ep, 0, kHShortReq + 1, 1), AM_OK);
-    ASSERT_TRUE(poll_until(eb, [&] { return ran == 1; }, 10));
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return ran == 1; }, 10));
     ASSERT_EQ(vipl_fake_fault_next(nullptr, VIPL_FAKE_DROP, 1, 0), VIP_SUCCESS);
     AM_Request1(ep, 0, kHShortReq + 1, 2); // lost: the connection breaks under it
     vipl_fake_stats fs;
@@ -141,7 +149,8 @@ TEST_F(AmFake, BrokenConnectionSurfacesAsUnreachable) {
     EXPECT_EQ(fs.connections_broken, 1u);
     // AM learns of the break when it next polls; then a request is refused.
     int rc = AM_OK;
-    ASSERT_TRUE(poll_until(eb, [&] { return (rc = AM_Request1(ep, 0, kHShortReq + 1, 3)) != AM_OK; }, 10))
+    ASSERT_TRUE(poll_until(
+        eb, [&] { return (rc = AM_Request1(ep, 0, kHShortReq + 1, 3)) != AM_OK; }, 10))
         << "requests kept being accepted on a broken MAP";
     EXPECT_EQ(rc, AM_ERR_NOT_SENT);
     EXPECT_GE(g_refusal.count, 1);

@@ -41,9 +41,9 @@ using namespace nt;
 
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr int kMsgs = 3000;      // rank 1 -> rank 0
-constexpr int kBatch = 32;       // rank 1 sends in batches...
-constexpr size_t kRecvs = 2 * kBatch;  // ...into rank 0's receives, which it reposts:
+constexpr int kMsgs = 3000;           // rank 1 -> rank 0
+constexpr int kBatch = 32;            // rank 1 sends in batches...
+constexpr size_t kRecvs = 2 * kBatch; // ...into rank 0's receives, which it reposts:
 // before batch k (k >= 2) rank 1 waits for rank 0's credit saying batch k-2 is
 // reposted (its host may lag the NIC, which completes receives on its own).
 constexpr int kBatches = (kMsgs + kBatch - 1) / kBatch;
@@ -219,8 +219,7 @@ int main(int argc, char **argv) {
         if (child < 0) fail("fork");
         if (child > 0) {
             int status = 0;
-            while (waitpid(child, &status, 0) < 0) {
-            }
+            while (waitpid(child, &status, 0) < 0) {}
             if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
                 std::printf("dead_producer: rank 2 was killed (SIGKILL) holding a reserved slot, as planned\n");
                 std::fflush(nullptr);

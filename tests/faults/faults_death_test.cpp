@@ -152,15 +152,13 @@ int main(int argc, char **argv) {
     // Who learns what: a dead process is a lost connection; a cut link or a dead
     // NIC is found by the retry limit (a transport error); the dead NIC's own
     // host hears that its NIC failed.
-    const int want = mode == "exit" ? VIP_ERROR_CONN_LOST
-                     : mode == "kill" && rank == 1 ? VIP_ERROR_CATASTROPHIC
-                                                   : VIP_ERROR_RDMA_TRANSPORT;
+    const int want = mode == "exit"   ? VIP_ERROR_CONN_LOST
+        : mode == "kill" && rank == 1 ? VIP_ERROR_CATASTROPHIC
+                                      : VIP_ERROR_RDMA_TRANSPORT;
     if (g_last_code.load() != want) fail("the error callback got another error code");
     VipDisconnect(vi);
-    while (VipRecvDone(vi, &got) == VIP_SUCCESS) {
-    }
-    while (VipSendDone(vi, &got) == VIP_SUCCESS) {
-    }
+    while (VipRecvDone(vi, &got) == VIP_SUCCESS) {}
+    while (VipSendDone(vi, &got) == VIP_SUCCESS) {}
     if ((rc = VipDestroyVi(vi)) != VIP_SUCCESS) fail("VipDestroyVi", rc);
     std::fflush(nullptr);
     _exit(0); // a dead or cut-off peer: no finalize barrier

@@ -20,7 +20,7 @@ using namespace vt;
 
 namespace {
 
-constexpr uint32_t kW = 16;          // transfers in flight per batch
+constexpr uint32_t kW = 16; // transfers in flight per batch
 // Messages / writes / reads per test (FAULTS_TEST_MSGS; CMake lowers it where a
 // variant is slow, e.g. thread mode on a loaded 2-core machine).
 const uint32_t kMsgs = [] {
@@ -67,10 +67,8 @@ struct ReapAtScopeExit {
     ~ReapAtScopeExit() {
         VipDisconnect(vi);
         VIP_DESCRIPTOR *d;
-        while (VipSendDone(vi, &d) == VIP_SUCCESS) {
-        }
-        while (VipRecvDone(vi, &d) == VIP_SUCCESS) {
-        }
+        while (VipSendDone(vi, &d) == VIP_SUCCESS) {}
+        while (VipRecvDone(vi, &d) == VIP_SUCCESS) {}
     }
 };
 
@@ -161,9 +159,7 @@ TEST_P(Faults, SendRecvEveryMessageOnceInOrder) {
                 ASSERT_EQ(d, descs.at(i)) << rc_str(rc);
                 ASSERT_TRUE(status_is(d->CS.Status, VIP_STATUS_OP_SEND, 0)) << status_str(d->CS.Status);
             }
-            if (!rel) {
-                ASSERT_TRUE(link.send_ctl(CtlMsg{kInfo, b, 0, 0, 0, {}}));
-            }
+            if (!rel) { ASSERT_TRUE(link.send_ctl(CtlMsg{kInfo, b, 0, 0, 0, {}})); }
         }
     }
 }
@@ -195,7 +191,8 @@ TEST_P(Faults, RdmaWriteEveryByteOnceInOrder) {
                 VIP_RETURN rc;
                 VIP_DESCRIPTOR *r = wait_recv(link.data(), 20000, &rc);
                 ASSERT_NE(r, nullptr) << rc_str(rc);
-                ASSERT_TRUE(status_is(r->CS.Status, VIP_STATUS_OP_REMOTE_RDMA_WRITE, 0, true)) << status_str(r->CS.Status);
+                ASSERT_TRUE(status_is(r->CS.Status, VIP_STATUS_OP_REMOTE_RDMA_WRITE, 0, true))
+                    << status_str(r->CS.Status);
                 ASSERT_EQ(r->CS.ImmediateData, b * kW + i) << "write lost, duplicated or out of order";
                 fill_recv(r, {});
                 VT_ASSERT_OK(VipPostRecv(link.data(), r, descs.mh()));

@@ -38,8 +38,9 @@ TEST(FaultSpec, ParsesEveryKey) {
 }
 
 TEST(FaultSpec, RefusesBadItemsNamingThem) {
-    for (const char *bad : {"drop", "drop=", "drop=x", "drop=1.5", "drop=-0.1", "bogus=1", "kill=1", "kill=a@1",
-                            "linkdown=1@", "seed=-1", "die_reserved=1", "die_reserved=1@0", "drop=0.6,dup=0.5", "delay_us=99999999"}) {
+    for (const char *bad :
+         {"drop", "drop=", "drop=x", "drop=1.5", "drop=-0.1", "bogus=1", "kill=1", "kill=a@1", "linkdown=1@", "seed=-1",
+          "die_reserved=1", "die_reserved=1@0", "drop=0.6,dup=0.5", "delay_us=99999999"}) {
         try {
             FaultSpec::parse(bad);
             ADD_FAILURE() << "accepted " << bad;
@@ -61,7 +62,7 @@ TEST(FaultInjector, DrawsMatchTheProbabilitiesAndTheSeedRepeats) {
         same += x == b.decide();
         same_other += x == other_rank.decide();
     }
-    EXPECT_EQ(same, kN); // the same seed and rank: the same faults
+    EXPECT_EQ(same, kN);       // the same seed and rank: the same faults
     EXPECT_LT(same_other, kN); // another rank draws differently
     EXPECT_NEAR(n[int(Fate::Drop)] / double(kN), 0.05, 0.003);
     EXPECT_NEAR(n[int(Fate::Duplicate)] / double(kN), 0.01, 0.0015);
@@ -78,9 +79,7 @@ TEST(FaultInjector, CorruptFlipsExactlyOneBitPastTheFifoFields) {
         int bits = 0;
         for (size_t i = 0; i < sizeof pkt; ++i) {
             bits += __builtin_popcount(pkt[i] ^ orig[i]);
-            if (pkt[i] != orig[i]) {
-                EXPECT_GE(i, offsetof(PacketHeader, op));
-            }
+            if (pkt[i] != orig[i]) { EXPECT_GE(i, offsetof(PacketHeader, op)); }
         }
         EXPECT_EQ(bits, 1);
     }
@@ -123,7 +122,7 @@ TEST(RetransmitWindow, HoldsRequestsToHalfAndRepliesToAll) {
     }
     EXPECT_EQ(w.count(), RetransmitWindow::kBytes / 2 / 60000);
     for (int round = 0; round < 50; ++round) { // slide far past the ring's end
-        w.pop(); // the copy that would wrap wastes the ring's end: sometimes two must go
+        w.pop();                               // the copy that would wrap wastes the ring's end: sometimes two must go
         if (!w.room(60000, false)) w.pop();
         ASSERT_TRUE(w.room(60000, false));
         unsigned char *p = w.push(seq++, 60000, false, 0);

@@ -25,7 +25,7 @@ uint8_t pattern(uint32_t i, uint32_t seed) { return uint8_t(i * 131u + seed * 7u
 std::vector<uint8_t> g_got;
 uint32_t g_recv_piece = 1;
 int g_done = 0, g_bad = 0;
-unsigned long long g_rdma = 0;  // bytes of the last message received by RDMA
+unsigned long long g_rdma = 0; // bytes of the last message received by RDMA
 
 int gather_handler(FM_stream *s, unsigned) {
     uint32_t off = 0;
@@ -61,7 +61,7 @@ unsigned long long send_and_check(uint32_t len, const std::vector<uint32_t> &pie
     for (size_t k = 0; off < len; k++) {
         const uint32_t n = std::min(pieces[k % pieces.size()], len - off);
         EXPECT_EQ(FM_send_piece(s, msg + off, n), FM_OK);
-        std::memset(msg + off, 0xee, n);  // reused at once: FM must not read it any more
+        std::memset(msg + off, 0xee, n); // reused at once: FM must not read it any more
         off += n;
     }
     EXPECT_EQ(FM_end_message(s), FM_OK);
@@ -149,9 +149,7 @@ TEST_P(FmGather, PiecesSpanningPackets) {
 
 TEST_P(FmGather, UnalignedPieces) {
     const uint32_t t = threshold_;
-    for (uint32_t mis : {1u, 3u, 7u, 13u}) {
-        check_gathered(4 * t + 5, {t + mis, 5, t + 3}, mis, 1001, mis, t);
-    }
+    for (uint32_t mis : {1u, 3u, 7u, 13u}) { check_gathered(4 * t + 5, {t + mis, 5, t + 3}, mis, 1001, mis, t); }
 }
 
 TEST_P(FmGather, MorePiecesThanSegments) {
@@ -172,15 +170,15 @@ TEST_P(FmGather, ManyMessagesBackToBack) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Thresholds, FmGather,
-                         ::testing::Values(Config{"16", "4"},       // tiny pieces, 4 segments: the limit is hit often
-                                           Config{"300", "16"},     // several pieces in a packet
-                                           Config{"2049", "16"},    // just over a packet's payload
-                                           Config{"8192", "3"}),    // the default threshold, fewest segments
+                         ::testing::Values(Config{"16", "4"},    // tiny pieces, 4 segments: the limit is hit often
+                                           Config{"300", "16"},  // several pieces in a packet
+                                           Config{"2049", "16"}, // just over a packet's payload
+                                           Config{"8192", "3"}), // the default threshold, fewest segments
                          [](const ::testing::TestParamInfo<Config> &i) {
                              return std::string("min") + i.param.gather_min + "_seg" + i.param.segments;
                          });
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     ::testing::InitGoogleTest(&argc, argv);

@@ -28,7 +28,7 @@ int g_pairs_ok = 0, g_pairs_bad = 0;
 uint32_t pair_len(unsigned src, unsigned dst, int m) { return 1 + 1500u * (src + 1) + 7919u * (dst + 1) * unsigned(m); }
 
 int pair_handler(FM_stream *s, unsigned sender) {
-    uint32_t hdr[2];  // message index, length
+    uint32_t hdr[2]; // message index, length
     if (FM_receive(hdr, s, sizeof hdr) != FM_OK) {
         g_pairs_bad++;
         return FM_CONTINUE;
@@ -249,7 +249,7 @@ TEST(FmMp, PacedExtractLosesNothing) {
     if (me() == 0) {
         size_t total = 0, want = size_t(kMsgs) * (nodes() - 1);
         while (total < want) {
-            const int n = FM_extract(1);  // one packet at most
+            const int n = FM_extract(1); // one packet at most
             ASSERT_TRUE(n == 0 || n == int(kSize)) << n;
             size_t now = 0;
             for (auto &v : g_paced) now += v.size();
@@ -297,7 +297,7 @@ TEST(FmMp, UnknownDestination) {
     EXPECT_EQ(FM_last_error(), FM_ERR_BAD_DEST);
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     ::testing::InitGoogleTest(&argc, argv);

@@ -13,7 +13,7 @@
 
 namespace {
 
-int g_not_init_rc = 0;  // FM_extract before FM_initialize (main)
+int g_not_init_rc = 0; // FM_extract before FM_initialize (main)
 
 uint8_t pattern(uint32_t i, uint32_t seed) { return uint8_t((i * 131u + seed * 7u) ^ (i >> 8)); }
 
@@ -95,7 +95,7 @@ int g_partial_done = 0;
 int partial_handler(FM_stream *s, unsigned) {
     uint32_t first;
     if (FM_receive(&first, s, sizeof first) == FM_OK && first == 0xabcdef01u) g_partial_done++;
-    return FM_CONTINUE;  // the rest is discarded
+    return FM_CONTINUE; // the rest is discarded
 }
 
 TEST(FmUnit, UnreadBytesAreDiscarded) {
@@ -144,8 +144,7 @@ TEST(FmUnit, ExtractMaxbytesLeavesTheRestQueued) {
     EXPECT_TRUE(g_paced.empty());
     // Whole packets, at least one: 1 byte asked processes one message.
     int got = 0;
-    while ((got = FM_extract(1)) == 0) {
-    }
+    while ((got = FM_extract(1)) == 0) {}
     EXPECT_EQ(got, 1000);
     EXPECT_EQ(g_paced.size(), 1u);
     // 2500 bytes: three packets (the third crosses the limit), not more.
@@ -166,8 +165,7 @@ TEST(FmUnit, ExtractMaxbytesLeavesTheRestQueued) {
 int g_susp_done = 0;
 int whole_handler(FM_stream *s, unsigned) {
     std::vector<uint8_t> all(3 * FM_max_buffer_message());
-    if (FM_receive(all.data(), s, unsigned(all.size())) == FM_OK && all.front() == 1 && all.back() == 3)
-        g_susp_done++;
+    if (FM_receive(all.data(), s, unsigned(all.size())) == FM_OK && all.front() == 1 && all.back() == 3) g_susp_done++;
     return FM_CONTINUE;
 }
 
@@ -246,7 +244,8 @@ TEST(FmUnit, BadInputHasClearCodes) {
     EXPECT_EQ(FM_last_error(), FM_ERR_UNKNOWN_HANDLER);
     EXPECT_EQ(FM_send_4(me, unregistered_buf, 0, 0, 0, 0), FM_ERR_UNKNOWN_HANDLER);
     // A stream handler is not a buffer handler.
-    EXPECT_EQ(FM_send(me, reinterpret_cast<FM_buffer_handler>(reinterpret_cast<void (*)()>(piece_handler)), "x", 1), FM_ERR_UNKNOWN_HANDLER);
+    EXPECT_EQ(FM_send(me, reinterpret_cast<FM_buffer_handler>(reinterpret_cast<void (*)()>(piece_handler)), "x", 1),
+              FM_ERR_UNKNOWN_HANDLER);
     std::vector<uint8_t> big(FM_max_buffer_message() + 1);
     EXPECT_EQ(FM_send(me, words_handler, big.data(), unsigned(big.size())), FM_ERR_TOO_LONG);
     EXPECT_EQ(FM_send(me, words_handler, nullptr, 4), FM_ERR_BAD_ARG);
@@ -292,7 +291,7 @@ TEST(FmUnit, OpenStreamsAreLimited) {
     }
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     ::testing::InitGoogleTest(&argc, argv);

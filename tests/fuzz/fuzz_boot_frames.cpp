@@ -29,7 +29,7 @@ namespace {
 
 struct RefFrame {
     FrameHeader h;
-    size_t at;  // payload offset in the input
+    size_t at; // payload offset in the input
 };
 
 uint32_t be32(const uint8_t *p) {

@@ -61,8 +61,8 @@ bool one_error_bit(uint32_t e) {
     return e == VIP_STATUS_PROTECTION_ERROR || e == VIP_STATUS_FORMAT_ERROR || e == VIP_STATUS_LENGTH_ERROR;
 }
 
-void check_accepted(const VIP_DESCRIPTOR *d, const Reg *dr, const Table &t, const DescriptorRules &rules,
-                    bool send, uint64_t total, const std::vector<const VIP_DATA_SEGMENT *> &sunk,
+void check_accepted(const VIP_DESCRIPTOR *d, const Reg *dr, const Table &t, const DescriptorRules &rules, bool send,
+                    uint64_t total, const std::vector<const VIP_DATA_SEGMENT *> &sunk,
                     const std::vector<const Reg *> &sunk_regions) {
     FUZZ_ASSERT(dr != nullptr, "accepted a descriptor whose memory handle names no region");
     const uint16_t segs = d->CS.SegCount, ctl = d->CS.Control, op = ctl & VIP_CONTROL_OP_MASK;
@@ -88,8 +88,7 @@ void check_accepted(const VIP_DESCRIPTOR *d, const Reg *dr, const Table &t, cons
         const Reg *r = t.find(s.Handle);
         FUZZ_ASSERT(r != nullptr, "segment %u: handle 0x%x names no region of the VI's ptag", i, s.Handle);
         FUZZ_ASSERT(inside(r->base, r->len, uintptr_t(s.Data.AddressBits), s.Length),
-                    "segment %u [0x%llx, +%u) outside its region", i, (unsigned long long)s.Data.AddressBits,
-                    s.Length);
+                    "segment %u [0x%llx, +%u) outside its region", i, (unsigned long long)s.Data.AddressBits, s.Length);
         FUZZ_ASSERT(nonempty < sunk.size() && sunk[nonempty] == &s && sunk_regions[nonempty] == r,
                     "segment sink not called for segment %u with its region", i);
         ++nonempty;
@@ -98,8 +97,7 @@ void check_accepted(const VIP_DESCRIPTOR *d, const Reg *dr, const Table &t, cons
     FUZZ_ASSERT(nonempty == sunk.size(), "segment sink called %zu times for %zu segments", sunk.size(), nonempty);
     FUZZ_ASSERT(total == sum, "total %llu != sum %llu", (unsigned long long)total, (unsigned long long)sum);
     if (send) {
-        FUZZ_ASSERT(sum == d->CS.Length, "Length %u != sum of segments %llu", d->CS.Length,
-                    (unsigned long long)sum);
+        FUZZ_ASSERT(sum == d->CS.Length, "Length %u != sum of segments %llu", d->CS.Length, (unsigned long long)sum);
         FUZZ_ASSERT(sum <= rules.max_transfer, "Length %llu over the limit", (unsigned long long)sum);
     }
 }
@@ -191,11 +189,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (!e2) {
                 const uint32_t first = send ? vipl::common::first_data_segment(cs.Control) : 0;
                 e2 = vipl::common::check_data_segments(static_cast<const VIP_DESCRIPTOR_SEGMENT *>(d->DS) + first,
-                                                       cs.SegCount - first, lookup,
-                                                       vipl::common::NoSegmentSink{}, &total2);
+                                                       cs.SegCount - first, lookup, vipl::common::NoSegmentSink{},
+                                                       &total2);
                 if (!e2 && send)
-                    e2 = total2 != cs.Length ? VIP_STATUS_FORMAT_ERROR
-                         : total2 > rules.max_transfer ? VIP_STATUS_LENGTH_ERROR : 0;
+                    e2 = total2 != cs.Length          ? VIP_STATUS_FORMAT_ERROR
+                        : total2 > rules.max_transfer ? VIP_STATUS_LENGTH_ERROR
+                                                      : 0;
             }
         }
         FUZZ_ASSERT(e2 == e, "%s: phase-by-phase check 0x%x, one-call check 0x%x", send ? "send" : "receive", e2, e);

@@ -27,14 +27,14 @@
 #define FUZZ_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#define FUZZ_ASSERT(cond, ...)                                                               \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            std::fprintf(stderr, "%s:%d: invariant violated: %s: ", __FILE__, __LINE__, #cond); \
-            std::fprintf(stderr, __VA_ARGS__);                                               \
-            std::fputc('\n', stderr);                                                        \
-            std::abort();                                                                    \
-        }                                                                                    \
+#define FUZZ_ASSERT(cond, ...)                                                                                         \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            std::fprintf(stderr, "%s:%d: invariant violated: %s: ", __FILE__, __LINE__, #cond);                        \
+            std::fprintf(stderr, __VA_ARGS__);                                                                         \
+            std::fputc('\n', stderr);                                                                                  \
+            std::abort();                                                                                              \
+        }                                                                                                              \
     } while (0)
 
 namespace fuzz {

@@ -28,7 +28,7 @@
 using namespace nicfw;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static Wire wire("", 1, 64 * 1024); // a private FIFO of 1024 slots
+    static Wire wire("", 1, 64 * 1024);                       // a private FIFO of 1024 slots
     static const size_t sram_bytes = wire.max_payload() + 64; // the firmware's sram_rx_
     static std::unique_ptr<unsigned char[]> sram(new unsigned char[sram_bytes]);
     const uint64_t cap = wire.ring_slots();

@@ -59,6 +59,6 @@ BENCHMARK(BM_ScopeSwitchOn);
 BENCHMARK(BM_BeginEndSwitchOn);
 BENCHMARK(BM_ReadTsc);
 
-}  // namespace
+} // namespace
 
 BENCHMARK_MAIN();

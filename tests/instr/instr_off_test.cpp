@@ -22,11 +22,11 @@ TEST(InstrCompiledOff, MacrosRecordNothing) {
     vipl_instr_enable(1);
     int v = 0;
     for (int i = 0; i < 10; ++i) v += timed_work(i);
-    EXPECT_EQ(v, 3 * 45 + 10);  // the timed code itself still runs
+    EXPECT_EQ(v, 3 * 45 + 10); // the timed code itself still runs
     EXPECT_EQ(vipl_instr_find("off.defined", nullptr), -1);
     EXPECT_EQ(vipl_instr_find("off.scope", nullptr), -1);
     EXPECT_EQ(vipl_instr_snapshot(nullptr, 0), 0u);
     vipl_instr_enable(0);
 }
 
-}  // namespace
+} // namespace

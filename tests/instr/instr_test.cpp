@@ -17,9 +17,9 @@
 
 namespace {
 
-int g_enabled_at_start = -1;  // vipl_instr_enabled() as main() found it
+int g_enabled_at_start = -1; // vipl_instr_enabled() as main() found it
 
-struct InstrOn {  // turns the switch on for one test and restores it
+struct InstrOn { // turns the switch on for one test and restores it
     int was = vipl_instr_on;
     InstrOn() { vipl_instr_enable(1); }
     ~InstrOn() { vipl_instr_enable(was); }
@@ -27,8 +27,7 @@ struct InstrOn {  // turns the switch on for one test and restores it
 
 uint64_t spin_cycles(uint64_t n) {
     uint64_t t0 = vipl_instr_now();
-    while (vipl_instr_now() - t0 < n) {
-    }
+    while (vipl_instr_now() - t0 < n) {}
     return vipl_instr_now() - t0;
 }
 
@@ -88,7 +87,7 @@ TEST(Instr, ScopeMacroTimesTheEnclosingBlock) {
 
 TEST(Instr, ConcurrentAddsAreNotLost) {
     InstrOn on;
-    VIPL_INSTR_DEFINE(c, "test.threads", VIPL_INSTR_OTHER);  // static: the lambdas see it uncaptured
+    VIPL_INSTR_DEFINE(c, "test.threads", VIPL_INSTR_OTHER); // static: the lambdas see it uncaptured
     std::vector<std::thread> ts;
     for (int k = 0; k < 4; ++k)
         ts.emplace_back([] {
@@ -123,7 +122,7 @@ TEST(Instr, CategoriesNamedAndSnapshotSorted) {
     ASSERT_EQ(vipl_instr_snapshot(all.data(), all.size()), n);
     for (size_t i = 1; i < n; ++i) {
         bool ordered = all[i - 1].category < all[i].category ||
-                       (all[i - 1].category == all[i].category && std::string(all[i - 1].name) < all[i].name);
+            (all[i - 1].category == all[i].category && std::string(all[i - 1].name) < all[i].name);
         EXPECT_TRUE(ordered) << all[i - 1].name << " before " << all[i].name;
     }
     // A short buffer gets the first entries and the full count back.
@@ -190,7 +189,7 @@ TEST(Instr, FindRejectsUnknownAndNull) {
 
 TEST(Instr, CalibratedRateIsPlausibleAndStable) {
     double r = vipl_instr_cycles_per_ns();
-    EXPECT_GT(r, 0.05);   // 50 MHz: below any x86 TSC or arm counter we run on
+    EXPECT_GT(r, 0.05); // 50 MHz: below any x86 TSC or arm counter we run on
     EXPECT_LT(r, 10.0);
     EXPECT_EQ(r, vipl_instr_cycles_per_ns()) << "calibrated once, then constant";
     // Cross-check against the monotonic clock over 20 ms: within 5%.
@@ -268,7 +267,7 @@ TEST(Instr, PrintTableGroupsByCategory) {
     EXPECT_LT(base, event);
     size_t pa = text.find("test.table.base"), pb = text.find("test.table.event");
     EXPECT_TRUE(base < pa && pa < event && event < pb) << text;
-    vipl_instr_print_table(nullptr);  // must not crash
+    vipl_instr_print_table(nullptr); // must not crash
 }
 
 // The exit-time dump needs a fresh process: the switch and the atexit hook are
@@ -303,17 +302,15 @@ TEST(Instr, DumpAtExitExpandsRank) {
     EXPECT_TRUE(found) << doc.dump();
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     g_enabled_at_start = vipl_instr_enabled();
     if (argc > 1 && std::string(argv[1]) == "--child-dump") {
         // Child of DumpAtExitExpandsRank: the switch must already be on.
         if (!vipl_instr_enabled()) return 3;
-        for (int i = 0; i < 4; ++i) {
-            VIPL_INSTR_SCOPE("child.work", VIPL_INSTR_SEMANTICS);
-        }
-        return 0;  // the atexit hook writes the dump
+        for (int i = 0; i < 4; ++i) { VIPL_INSTR_SCOPE("child.work", VIPL_INSTR_SEMANTICS); }
+        return 0; // the atexit hook writes the dump
     }
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
@@ -369,7 +366,7 @@ TEST(InstrWait, SplitsACallAtTheCheckThatSawTheArrival) {
     // (added on this side: a preemption in step 1's spin makes `waited` the
     // larger, and 55000 - waited would wrap).
     EXPECT_GE(o.cycles + waited, 55000u);
-    EXPECT_LT(o.cycles + waited, 55000u + 50000000u);  // the waits are not in it
+    EXPECT_LT(o.cycles + waited, 55000u + 50000000u); // the waits are not in it
     EXPECT_STREQ(vipl_instr_category_name(VIPL_INSTR_WAIT), "Waiting");
 }
 
@@ -409,7 +406,7 @@ TEST(InstrOffload, ASectionIsOffTheOverheadClockAndOnItsCounter) {
     EXPECT_EQ(n.cycles - (had_n ? n0.cycles : 0), off);
     EXPECT_EQ(n.count - (had_n ? n0.count : 0), 1u);
     EXPECT_GE(o.cycles, 30000u);
-    EXPECT_LE(o.cycles + off, wall); // the section is not in the interval
+    EXPECT_LE(o.cycles + off, wall);                           // the section is not in the interval
     if (vipl_instr_find("vipl.wait (not arrived)", &w) == 0) { // not a wait
         EXPECT_EQ(w.cycles, had_w ? w0.cycles : 0u);
     }

@@ -45,7 +45,7 @@ TEST(Env, ByteCounts) {
         const char *v;
         size_t want;
     } cases[] = {{"4096", 4096}, {"64k", 65536}, {"64K", 65536}, {"3M", 3u << 20}, {"2G", size_t(2) << 30},
-                 {"0x100", 256}, {"12q", 1}, {"k", 1}, {"1KB", 1}, {"99999999999999999999G", 1}};
+                 {"0x100", 256}, {"12q", 1},     {"k", 1},       {"1KB", 1},       {"99999999999999999999G", 1}};
     for (auto &c : cases) {
         Var a("VIASTACK_TEST_ENV", c.v);
         EXPECT_EQ(env::bytes(Layer::vipl, "VIASTACK_TEST_ENV", 1), c.want) << c.v;

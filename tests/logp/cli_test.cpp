@@ -13,8 +13,10 @@ using namespace logp;
 namespace fs = std::filesystem;
 
 namespace {
-fs::path scratch(const char *stem) { return fs::path(::testing::TempDir()) / (std::string(stem) + std::to_string(getpid())); }
-}  // namespace
+fs::path scratch(const char *stem) {
+    return fs::path(::testing::TempDir()) / (std::string(stem) + std::to_string(getpid()));
+}
+} // namespace
 
 TEST(LogpCli, SyntheticRunReportsKnownAnswers) {
     fs::path dir = scratch("logp_cli_syn");
@@ -24,8 +26,8 @@ TEST(LogpCli, SyntheticRunReportsKnownAnswers) {
     bool found = false;
     std::string last;
     for (int attempt = 0; attempt < 3 && !found; ++attempt) {
-        ProcessResult r = run_process({LOGP_BIN, "--synthetic", "o_s=2,o_r=3,g=6,L=8,t0=4,r_inf=200", "--quick", "--out",
-                                       (dir / "report").string(), "--json", json.string()},
+        ProcessResult r = run_process({LOGP_BIN, "--synthetic", "o_s=2,o_r=3,g=6,L=8,t0=4,r_inf=200", "--quick",
+                                       "--out", (dir / "report").string(), "--json", json.string()},
                                       {}, 120);
         ASSERT_EQ(r.exit_code, 0) << r.output;
         EXPECT_NE(r.output.find("known answer"), std::string::npos) << r.output;
@@ -37,7 +39,7 @@ TEST(LogpCli, SyntheticRunReportsKnownAnswers) {
         ASSERT_EQ(rep.bandwidth.size(), 1u);
         const BandwidthCurve &c = rep.bandwidth[0];
         found = std::abs(row.o_s_us - 2) < 0.5 && std::abs(row.o_r_us - 3) < 0.75 && std::abs(row.g_us - 6) < 1.5 &&
-                std::abs(row.L_us - 8) < 2 && std::abs(c.t0_us - 4) < 0.8 && std::abs(c.n_half_bytes - 800) < 160;
+            std::abs(row.L_us - 8) < 2 && std::abs(c.t0_us - 4) < 0.8 && std::abs(c.n_half_bytes - 800) < 160;
         last = r.output;
     }
     EXPECT_TRUE(found) << "no run found the known answers; last output:\n" << last;
@@ -45,7 +47,8 @@ TEST(LogpCli, SyntheticRunReportsKnownAnswers) {
     EXPECT_TRUE(fs::exists(dir / "report" / "logp.json"));
 
     // --from-json renders the same report again without measuring.
-    ProcessResult again = run_process({LOGP_BIN, "--from-json", json.string(), "--out", (dir / "again").string()}, {}, 60);
+    ProcessResult again =
+        run_process({LOGP_BIN, "--from-json", json.string(), "--out", (dir / "again").string()}, {}, 60);
     ASSERT_EQ(again.exit_code, 0) << again.output;
     EXPECT_NE(again.output.find("Table 2"), std::string::npos);
     EXPECT_TRUE(fs::exists(dir / "again" / "report.md"));

@@ -20,7 +20,7 @@ std::vector<BandwidthSample> curve(double t0_us, double r_mb_s, double noise = 0
     }
     return c;
 }
-}  // namespace
+} // namespace
 
 TEST(FmFit, ExactCurve) {
     FmMetrics m = fit_fm_metrics(curve(4.0, 200.0));

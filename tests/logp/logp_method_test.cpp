@@ -21,8 +21,8 @@ LogPInputs record(const LogPMachine &m, double noise, unsigned seed, double dela
     std::uniform_real_distribution<double> coin(0, 1);
     auto obs = [&](double t) {
         double v = noise > 0 ? t * std::max(0.5, jitter(rng)) : t;
-        if (noise > 0 && coin(rng) < 0.03) v += 50000;  // a context switch
-        return v + 20;                                  // constant timer cost
+        if (noise > 0 && coin(rng) < 0.03) v += 50000; // a context switch
+        return v + 20;                                 // constant timer cost
     };
     LogPInputs in;
     in.short_max_m = m.window;
@@ -38,7 +38,7 @@ LogPInputs record(const LogPMachine &m, double noise, unsigned seed, double dela
     return in;
 }
 
-}  // namespace
+} // namespace
 
 TEST(LogPMachine, BurstShapes) {
     LogPMachine m{2000, 3000, 8000, 10000, 8};
@@ -59,7 +59,7 @@ TEST(LogPExtract, ExactMachineGivesExactAnswers) {
     LogPEstimate e = extract_logp(record(m, 0, 1, 12000), SpreadPolicy{});
     EXPECT_NEAR(e.o_s_ns, 2000, 1);
     EXPECT_NEAR(e.g_ns, 8000, 1);
-    EXPECT_NEAR(e.o_r_ns, 3020, 1);  // the receive timing includes the timer cost
+    EXPECT_NEAR(e.o_r_ns, 3020, 1); // the receive timing includes the timer cost
     EXPECT_NEAR(e.rtt_half_ns, 15010, 1);
     EXPECT_NEAR(e.L_ns, 15010 - 2000 - 3020, 2);
     EXPECT_NEAR(e.o_s_delay_ns, 2000, 1);
@@ -68,10 +68,10 @@ TEST(LogPExtract, ExactMachineGivesExactAnswers) {
 
 TEST(LogPExtract, NoisyMachinesWithinFivePercent) {
     const LogPMachine machines[] = {
-        {2000, 3000, 8000, 10000, 8},     // gap-bound NIC
-        {3100, 2900, 30000, 29600, 8},    // the paper's AMVIAv3 on LANai 7
-        {500, 700, 1500, 4000, 16},       // a fast modern NIC
-        {2700, 5300, 48000, 45000, 4},    // AMVIAv1 on LANai 4
+        {2000, 3000, 8000, 10000, 8},  // gap-bound NIC
+        {3100, 2900, 30000, 29600, 8}, // the paper's AMVIAv3 on LANai 7
+        {500, 700, 1500, 4000, 16},    // a fast modern NIC
+        {2700, 5300, 48000, 45000, 4}, // AMVIAv1 on LANai 4
     };
     unsigned seed = 7;
     for (const LogPMachine &m : machines) {
@@ -96,7 +96,7 @@ TEST(LogPExtract, SenderBoundMachineReportsGAsOs) {
 
 TEST(LogPExtract, ShortDelayIsFlagged) {
     LogPMachine m{2000, 3000, 8000, 10000, 8};
-    LogPEstimate e = extract_logp(record(m, 0, 1, 1000), SpreadPolicy{});  // 1 us < g - o_s
+    LogPEstimate e = extract_logp(record(m, 0, 1, 1000), SpreadPolicy{}); // 1 us < g - o_s
     bool flagged = false;
     for (const auto &w : e.warnings) flagged |= w.find("shorter than g - o_s") != std::string::npos;
     EXPECT_TRUE(flagged);
@@ -113,13 +113,13 @@ static bool has_warning(const LogPEstimate &e, const std::string &text) {
 TEST(LogPExtract, InconsistentFiguresGiveNoLatency) {
     LogPMachine m{2000, 3000, 8000, 10000, 8};
     LogPInputs in = record(m, 0, 1, 12000);
-    for (double &r : in.rtt_ns) r = 6000;  // RTT/2 = 3 us < o_s + o_r = 5 us, exact series (no scatter)
+    for (double &r : in.rtt_ns) r = 6000; // RTT/2 = 3 us < o_s + o_r = 5 us, exact series (no scatter)
     LogPEstimate e = extract_logp(in, SpreadPolicy{});
     EXPECT_LT(e.L_raw_ns, 0);
     EXPECT_TRUE(std::isnan(e.L_ns));
     EXPECT_EQ(e.L_state, LatencyState::inconsistent);
     EXPECT_TRUE(has_warning(e, "inconsistent figures"));
-    EXPECT_FALSE(has_warning(e, "whole round trip"));  // 5 us < RTT = 6 us: not beyond any round trip
+    EXPECT_FALSE(has_warning(e, "whole round trip")); // 5 us < RTT = 6 us: not beyond any round trip
 }
 
 // The verbs rows in the soft-RoCE guest: o_s alone above RTT/2, and o_s + o_r
@@ -127,7 +127,7 @@ TEST(LogPExtract, InconsistentFiguresGiveNoLatency) {
 TEST(LogPExtract, OverheadsBeyondAWholeRoundTripBlameTheClock) {
     LogPMachine m{27000, 27000, 30000, 0, 8};
     LogPInputs in = record(m, 0, 1, 45000);
-    for (double &r : in.rtt_ns) r = 36000;  // RTT/2 18 us
+    for (double &r : in.rtt_ns) r = 36000; // RTT/2 18 us
     LogPEstimate e = extract_logp(in, SpreadPolicy{});
     EXPECT_EQ(e.L_state, LatencyState::inconsistent);
     EXPECT_TRUE(std::isnan(e.L_ns));
@@ -160,9 +160,9 @@ TEST(LogPExtract, SmallNegativeDifferenceIsBelowResolution) {
 // (not in burst slopes): subtracted, an exact machine gives its L back.
 TEST(LogPExtract, TimerCostIsNotChargedToTheOverheads) {
     LogPMachine m{900, 400, 1500, 5, 8};
-    LogPInputs in = record(m, 0, 1, 3000);  // +20 ns on every timing
+    LogPInputs in = record(m, 0, 1, 3000); // +20 ns on every timing
     LogPEstimate raw = extract_logp(in, SpreadPolicy{});
-    EXPECT_NEAR(raw.L_raw_ns, 5 - 10, 1);  // +10 in RTT/2, +20 in o_r: L 10 ns short
+    EXPECT_NEAR(raw.L_raw_ns, 5 - 10, 1); // +10 in RTT/2, +20 in o_r: L 10 ns short
     in.timer_ns = 20;
     LogPEstimate e = extract_logp(in, SpreadPolicy{});
     EXPECT_NEAR(e.o_r_ns, 400, 1);
@@ -188,20 +188,20 @@ TEST(LogPExtract, LatencyIsNeverNegative) {
 // that returns its credit (o_s of the way back).  With AM's figures on this
 // VM (o_s 0.9 us, RTT/2 2.1 us) charging that send to o_r gave L < 0.
 TEST(LogPExtract, ReplyInsideTheReceiveIsNotChargedToL) {
-    LogPMachine m{900, 400, 1500, 800, 8};  // o_s, o_r(request), g, L
-    const double reply = 900;               // the receive's send path: an implicit reply, o_s
+    LogPMachine m{900, 400, 1500, 800, 8}; // o_s, o_r(request), g, L
+    const double reply = 900;              // the receive's send path: an implicit reply, o_s
     LogPInputs in = record(m, 0, 1, 3000);
-    for (double &r : in.recv_ns) r += reply;  // what the timed receive sees
+    for (double &r : in.recv_ns) r += reply; // what the timed receive sees
     // Before the split the reduction charged it to o_r, and L came out negative.
     LogPEstimate before = extract_logp(in, SpreadPolicy{});
     EXPECT_LT(before.L_raw_ns, 0);
     EXPECT_NEAR(before.L_raw_ns, m.L_ns - reply - 10, 1);
-    EXPECT_EQ(before.L_state, LatencyState::inconsistent);  // timer cost: +10 in RTT/2, +20 in o_r
+    EXPECT_EQ(before.L_state, LatencyState::inconsistent); // timer cost: +10 in RTT/2, +20 in o_r
     EXPECT_DOUBLE_EQ(before.o_r_reply_ns, 0);
     // With the send path measured apart: o_r(request), o_r(reply), and L again.
     in.recv_reply_ns.assign(in.recv_ns.size(), reply);
     LogPEstimate e = extract_logp(in, SpreadPolicy{});
-    EXPECT_NEAR(e.o_r_ns, m.o_r_ns + 20, 1);  // the timer cost stays with the request
+    EXPECT_NEAR(e.o_r_ns, m.o_r_ns + 20, 1); // the timer cost stays with the request
     EXPECT_NEAR(e.o_r_reply_ns, reply, 1e-9);
     EXPECT_NEAR(e.o_r_total_ns, m.o_r_ns + reply + 20, 1);
     EXPECT_GE(e.L_ns, 0);
@@ -212,7 +212,7 @@ TEST(LogPExtract, ReplyInsideTheReceiveIsNotChargedToL) {
 TEST(LogPExtract, ReplyLongerThanTheReceiveLeavesNoRequestPart) {
     LogPMachine m{900, 400, 1500, 800, 8};
     LogPInputs in = record(m, 0, 1, 3000);
-    in.recv_reply_ns.assign(1, 5000);  // from a separate (instrumented) series: can exceed the receive
+    in.recv_reply_ns.assign(1, 5000); // from a separate (instrumented) series: can exceed the receive
     LogPEstimate e = extract_logp(in, SpreadPolicy{});
     EXPECT_DOUBLE_EQ(e.o_r_ns, 0);
     EXPECT_DOUBLE_EQ(e.o_r_reply_ns, e.o_r_total_ns);
@@ -255,11 +255,11 @@ TEST(LogPExtract, MissingSeriesAreErrors) {
 // not reported.  With the line's transfer given, it moves from o_r to L, and
 // o_s + o_r + L = RTT/2 again.
 TEST(LogPExtract, LineTransferMovesFromTheReceiveToL) {
-    LogPMachine m{120, 100, 150, 0, 8};  // the wire itself costs nothing beyond the line
-    const double line = 200;             // one cross-core line, one way
+    LogPMachine m{120, 100, 150, 0, 8}; // the wire itself costs nothing beyond the line
+    const double line = 200;            // one cross-core line, one way
     LogPInputs in = record(m, 0, 1, 1000);
-    for (double &r : in.rtt_ns) r += 2 * line;  // each way the receiver pulls the line while polling
-    for (double &r : in.recv_ns) r += line + 60;  // the probe's receive pulls it too, and a little more
+    for (double &r : in.rtt_ns) r += 2 * line;   // each way the receiver pulls the line while polling
+    for (double &r : in.recv_ns) r += line + 60; // the probe's receive pulls it too, and a little more
     LogPEstimate cold = extract_logp(in, SpreadPolicy{});
     EXPECT_EQ(cold.L_state, LatencyState::inconsistent);
     EXPECT_FALSE(cold.o_r_lines_local);
@@ -272,5 +272,5 @@ TEST(LogPExtract, LineTransferMovesFromTheReceiveToL) {
     EXPECT_EQ(e.L_state, LatencyState::measured);
     EXPECT_NEAR(e.L_raw_ns, e.rtt_half_ns - e.o_s_ns - e.o_r_ns, 1e-9);
     EXPECT_NEAR(e.L_raw_ns, cold.L_raw_ns + line, 1e-9);
-    EXPECT_NEAR(e.L_ns, 2 * line - line - 60, 15);  // the line, less what else the probe's receive pulled
+    EXPECT_NEAR(e.L_ns, 2 * line - line - 60, 15); // the line, less what else the probe's receive pulled
 }

@@ -32,7 +32,7 @@ MpiRun measured_run() {
     return run;
 }
 
-}  // namespace
+} // namespace
 
 TEST(MpiLayer, ReadsTheProgramsLines) {
     MpiRun run = parse_logp_mpi_output(kOutput);
@@ -41,17 +41,17 @@ TEST(MpiLayer, ReadsTheProgramsLines) {
     EXPECT_DOUBLE_EQ(run.spreads.at("o_r_us"), 0.1);
     ASSERT_EQ(run.bandwidth.size(), 2u);
     EXPECT_EQ(run.bandwidth[1].bytes, 65536u);
-    EXPECT_DOUBLE_EQ(run.bandwidth[1].us_per_msg, 10.0);  // 65536 B at 6553.6 B/us
+    EXPECT_DOUBLE_EQ(run.bandwidth[1].us_per_msg, 10.0); // 65536 B at 6553.6 B/us
     EXPECT_FALSE(run.breakdown_line.empty());
 }
 
 TEST(MpiLayer, RowHasLFromTheThreeMedians) {
     LogPRow row = mpi_logp_row(measured_run(), 0.5);
-    EXPECT_NEAR(row.L_us, 0.2, 1e-12);  // 1.2 - 0.3 - 0.7
+    EXPECT_NEAR(row.L_us, 0.2, 1e-12); // 1.2 - 0.3 - 0.7
     EXPECT_NEAR(row.delta_us, 0.7, 1e-12);
     EXPECT_EQ(row.L_state, "measured");
     MpiRun slow = measured_run();
-    slow.metrics["o_r_us"] = 1.0;  // o_s + o_r > RTT/2: L not reported, never negative
+    slow.metrics["o_r_us"] = 1.0; // o_s + o_r > RTT/2: L not reported, never negative
     row = mpi_logp_row(slow, 0.5);
     EXPECT_TRUE(std::isnan(row.L_us));
     EXPECT_EQ(row.L_state, "inconsistent");
@@ -64,12 +64,12 @@ TEST(MpiLayer, BreakdownSplitsOffVIPLAndItsEmptyPolls) {
     EXPECT_EQ(bd.operations, 100u);
     EXPECT_DOUBLE_EQ(bd.host_ns, 3000);
     ASSERT_EQ(bd.categories.size(), 3u);
-    EXPECT_DOUBLE_EQ(bd.categories[1].ns, 300 + 500);  // VipPostSend 300 + VipCQDone 500 per message
-    EXPECT_DOUBLE_EQ(bd.categories[2].ns, 100);        // the receiver's polls that found nothing
+    EXPECT_DOUBLE_EQ(bd.categories[1].ns, 300 + 500); // VipPostSend 300 + VipCQDone 500 per message
+    EXPECT_DOUBLE_EQ(bd.categories[2].ns, 100);       // the receiver's polls that found nothing
     EXPECT_DOUBLE_EQ(bd.categories[0].ns, 3000 - 800 - 100);
-    EXPECT_DOUBLE_EQ(bd.items[0].ns, 1000 - 300);      // in MPI_Send, less VIPL
+    EXPECT_DOUBLE_EQ(bd.items[0].ns, 1000 - 300); // in MPI_Send, less VIPL
     EXPECT_DOUBLE_EQ(bd.items[1].ns, 2000 - 500 - 100);
-    ASSERT_EQ(bd.inner.size(), 1u);  // the firmware inside VipPostSend: shown, not added
+    ASSERT_EQ(bd.inner.size(), 1u); // the firmware inside VipPostSend: shown, not added
     EXPECT_DOUBLE_EQ(bd.firmware_ns, 100);
 }
 

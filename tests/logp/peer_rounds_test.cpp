@@ -20,7 +20,7 @@ std::vector<OurFigure> ours(double rtt_vi, double rtt_am, double bw_vi_4k) {
     return {{"vi", "rtt_half_us", 16, rtt_vi},
             {"am-v3", "rtt_half_us", 16, rtt_am},
             {"vi", "bandwidth_mb_s", 4096, bw_vi_4k},
-            {"vi", "bandwidth_mb_s", 1048576, kNaN}};  // beyond our largest bulk message
+            {"vi", "bandwidth_mb_s", 1048576, kNaN}}; // beyond our largest bulk message
 }
 
 std::vector<PeerMetric> peer(double rtt, double put_4k, double put_1m) {
@@ -29,7 +29,8 @@ std::vector<PeerMetric> peer(double rtt, double put_4k, double put_1m) {
             {"bandwidth_mb_s:fi_write", "fi_write", "", 1048576, put_1m, kNaN, kNaN}};
 }
 
-const RoundComparison &find(const Interleaved &x, const std::string &metric, const std::string &layer, std::size_t bytes) {
+const RoundComparison &find(const Interleaved &x, const std::string &metric, const std::string &layer,
+                            std::size_t bytes) {
     for (const auto &c : x.comparisons)
         if (c.metric == metric && c.layer == layer && c.bytes == bytes) return c;
     throw std::runtime_error("no comparison " + metric + " " + layer);
@@ -48,7 +49,7 @@ Interleaved three_rounds() {
     return x;
 }
 
-}  // namespace
+} // namespace
 
 TEST(PeerRounds, RatiosArePairedPerRound) {
     Interleaved x = three_rounds();
@@ -56,7 +57,7 @@ TEST(PeerRounds, RatiosArePairedPerRound) {
     ASSERT_EQ(vi.ratios.size(), 3u);
     EXPECT_DOUBLE_EQ(vi.ratios[0], 0.5);
     EXPECT_DOUBLE_EQ(vi.ratios[1], 0.75);
-    EXPECT_TRUE(std::isnan(vi.ratios[2]));  // round 2 has no peer RTT: not paired with another round's
+    EXPECT_TRUE(std::isnan(vi.ratios[2])); // round 2 has no peer RTT: not paired with another round's
     EXPECT_EQ(vi.rounds, 2);
     EXPECT_DOUBLE_EQ(vi.ratio_median, 0.625);
     EXPECT_DOUBLE_EQ(vi.ratio_min, 0.5);
@@ -85,7 +86,7 @@ TEST(PeerRounds, PeerFiguresAreMediansOverRounds) {
     PeerResult b{"fi_shm_bench", {"measured", ""}, "shm", peer(6.0, 3000, 2000), {}};
     PeerResult c{"fi_shm_bench", {"failed", "exit 1"}, "shm", {}, {}};
     PeerResult m = merge_peer_rounds({a, b, c});
-    EXPECT_TRUE(m.status.measured());  // one failed round does not undo the measured ones
+    EXPECT_TRUE(m.status.measured()); // one failed round does not undo the measured ones
     ASSERT_EQ(m.metrics.size(), 3u);
     EXPECT_DOUBLE_EQ(m.metrics[0].peer, 5.0);
     ASSERT_EQ(m.bandwidth.size(), 2u);
@@ -171,17 +172,17 @@ TEST(PeerRounds, RatiosAreGivenPerPlacementClass) {
     EXPECT_DOUBLE_EQ(vi.line_ns[3], 58);
     EXPECT_DOUBLE_EQ(vi.line_ns_peer[3], 200);
     EXPECT_EQ(vi.placement, (std::vector<std::string>{"slow", "fast", "slow", "mixed", "slow"}));
-    EXPECT_EQ(vi.slow.rounds, 3);  // 0.8, 0.8077, 0.9
+    EXPECT_EQ(vi.slow.rounds, 3); // 0.8, 0.8077, 0.9
     EXPECT_NEAR(vi.slow.median, 0.42 / 0.52, 1e-12);
     EXPECT_EQ(vi.fast.rounds, 1);
     EXPECT_DOUBLE_EQ(vi.fast.median, 1.2);
     EXPECT_EQ(vi.mixed_rounds, 1);
-    EXPECT_EQ(vi.rounds, 5);  // the overall median keeps every paired round
+    EXPECT_EQ(vi.rounds, 5); // the overall median keeps every paired round
 
     Report r;
     r.interleaved = x;
     Table t = interleaved_table(r);
-    EXPECT_EQ(t.rows[0].cells[10].text, "1.2");  // fast median
+    EXPECT_EQ(t.rows[0].cells[10].text, "1.2"); // fast median
     EXPECT_EQ(t.rows[0].cells[11].text, "1");
     EXPECT_EQ(t.rows[0].cells[13].text, "3");
     std::string notes;
@@ -224,8 +225,8 @@ TEST(PeerRounds, TableIsRenderedEveryWayAndSurvivesJson) {
     EXPECT_NE(t.title.find("3 rounds"), std::string::npos);
     EXPECT_EQ(t.rows.size(), r.interleaved.comparisons.size());
     EXPECT_EQ(t.rows[0].cells[5].text, "2");     // rounds
-    EXPECT_EQ(t.rows[0].cells[6].text, "0.625");  // median ratio
-    EXPECT_EQ(t.rows[0].cells[9].text, "40%");    // (0.75 - 0.5) / 0.625
+    EXPECT_EQ(t.rows[0].cells[6].text, "0.625"); // median ratio
+    EXPECT_EQ(t.rows[0].cells[9].text, "40%");   // (0.75 - 0.5) / 0.625
     std::string text = render_text(t);
     EXPECT_NE(text.find("0.625"), std::string::npos);
     std::string md = render_markdown(t, {});
@@ -257,4 +258,4 @@ TEST(PeerRounds, PutBandwidthPairsWithEveryRdmaLayer) {
     EXPECT_FALSE(compares_bandwidth("ucp_am_bw", "vi"));
     EXPECT_FALSE(compares_bandwidth("MPI_Isend", "splitc"));
 }
-}  // namespace logp
+} // namespace logp

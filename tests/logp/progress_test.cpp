@@ -43,14 +43,14 @@ std::string run_on_terminal() {
     std::string out;
     char buf[4096];
     ssize_t n;
-    while ((n = read(master, buf, sizeof buf)) > 0) out.append(buf, std::size_t(n));  // EIO at the child's exit
+    while ((n = read(master, buf, sizeof buf)) > 0) out.append(buf, std::size_t(n)); // EIO at the child's exit
     int status = 0;
     waitpid(pid, &status, 0);
     close(master);
     return out;
 }
 
-}  // namespace
+} // namespace
 
 TEST(Progress, OneLineRedrawnOnATerminal) {
     std::string out = run_on_terminal();

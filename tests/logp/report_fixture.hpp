@@ -20,7 +20,8 @@ inline logp::Report full_report() {
     LogPRow vi;
     vi.layer = "vi";
     vi.status = {"measured", ""};
-    vi.rtt_half_us = 1.6, vi.L_us = 1.0, vi.o_s_us = 0.2, vi.o_r_us = 0.4, vi.g_us = 0.5, vi.o_s_delay_us = 0.21, vi.rtt_half_min_us = 1.4;
+    vi.rtt_half_us = 1.6, vi.L_us = 1.0, vi.o_s_us = 0.2, vi.o_r_us = 0.4, vi.g_us = 0.5, vi.o_s_delay_us = 0.21,
+    vi.rtt_half_min_us = 1.4;
     LogPRow am = vi;
     am.layer = "am-v3";
     am.rtt_half_us = 2.6, am.L_us = 1.5, am.o_s_us = 0.5, am.o_r_us = 0.6, am.g_us = 0.9;
@@ -34,8 +35,10 @@ inline logp::Report full_report() {
     c.layer = "vi";
     c.method = "RDMA-write stream";
     c.status = {"measured", ""};
-    for (std::size_t n = 4; n <= 32768; n *= 2) c.points.push_back({n, 1.0 + double(n) / 1000.0, double(n) / (1.0 + double(n) / 1000.0), 0.02});
-    c.t0_us = 1.0, c.r_inf_mb_s = 1000, c.n_half_bytes = 1000, c.n_half_model_bytes = 1000, c.r_peak_mb_s = 970, c.fit_r2 = 1;
+    for (std::size_t n = 4; n <= 32768; n *= 2)
+        c.points.push_back({n, 1.0 + double(n) / 1000.0, double(n) / (1.0 + double(n) / 1000.0), 0.02});
+    c.t0_us = 1.0, c.r_inf_mb_s = 1000, c.n_half_bytes = 1000, c.n_half_model_bytes = 1000, c.r_peak_mb_s = 970,
+    c.fit_r2 = 1;
     BandwidthCurve a = c;
     a.layer = "am-v3";
     for (auto &p : a.points) p.us_per_msg += 2, p.mb_s = double(p.bytes) / p.us_per_msg;
@@ -47,7 +50,7 @@ inline logp::Report full_report() {
         s.method = "windows of W 16-byte messages then the receiver's confirmation";
         s.status = {"measured", ""};
         for (int w = 1; w <= 64; w *= 2) {
-            double us = (layer[0] == 'v' ? 0.2 : 0.4) + 1.0 / w;  // g + a share of the confirmation
+            double us = (layer[0] == 'v' ? 0.2 : 0.4) + 1.0 / w; // g + a share of the confirmation
             s.points.push_back({w, us, 1 / us, w == 4 ? 0.3 : 0.05});
         }
         r.rate_sweep.push_back(s);
@@ -66,7 +69,8 @@ inline logp::Report full_report() {
     b.operations = 100;
     b.host_ns = 1000, b.host_cycles = 2600, b.firmware_ns = 300;
     b.categories = {{"Base VI", 400, 1040, 40, 32.5}, {"Event Notification", 600, 1560, 60, 44.2}};
-    b.items = {{"am.VipPostSend", "Base VI", 2, 400, 1040, 40, 6.1}, {"am.VipCQDone (Receive)", "Event Notification", 2, 600, 1560, 60, 22.1}};
+    b.items = {{"am.VipPostSend", "Base VI", 2, 400, 1040, 40, 6.1},
+               {"am.VipCQDone (Receive)", "Event Notification", 2, 600, 1560, 60, 22.1}};
     b.inner = {{"vipl.VipPostSend", "Base VI", 2, 300, 780, 0, kNaN}};
     r.breakdown = {b};
     r.bulk_difference.status = {"measured", ""};
@@ -95,7 +99,7 @@ inline logp::Report full_report() {
     rc.ratios = {2.0, 2.0};
     rc.rounds = 2;
     rc.ratio_median = rc.ratio_min = rc.ratio_max = 2.0;
-    rc.line_ns = {210, 60};       // round 0 in the slow placement, round 1 in the fast one
+    rc.line_ns = {210, 60}; // round 0 in the slow placement, round 1 in the fast one
     rc.line_ns_peer = {205, 62};
     r.interleaved.comparisons = {rc};
     summarize_rounds(r.interleaved);

@@ -24,7 +24,7 @@ TEST(Paper, FiguresAreLoadedWithTheirSource) {
     ASSERT_NE(am3, nullptr);
     EXPECT_DOUBLE_EQ(paper_number(*am3, "rtt_half_us"), 35.6);
     EXPECT_DOUBLE_EQ(paper_number(*am3, "g_us"), 30.0);
-    EXPECT_DOUBLE_EQ(paper_number(*paper_logp_row("am-v1"), "rtt_half_us"), 39.2);  // the LANai 7 row
+    EXPECT_DOUBLE_EQ(paper_number(*paper_logp_row("am-v1"), "rtt_half_us"), 39.2); // the LANai 7 row
     EXPECT_EQ(paper_logp_row("vi"), nullptr);
     EXPECT_DOUBLE_EQ(paper_number(p["table3_am_request_reply"]["categories"], "Event Notification"), 44.2);
     EXPECT_DOUBLE_EQ(paper_number(p, "vi_rtt_half_16B_us"), 32.0);
@@ -40,7 +40,8 @@ TEST(Paper, FiguresAreLoadedWithTheirSource) {
 TEST(Paper, OperationNamesMatchAcrossSpellings) {
     EXPECT_EQ(normalize_operation("VipCQDone (Receive)"), normalize_operation("am.VipCQDone(recv)"));
     EXPECT_EQ(normalize_operation("VipPostReceive"), normalize_operation("splitc.VipPostRecv"));
-    EXPECT_EQ(normalize_operation("Push msg on req/rep queue"), normalize_operation("splitc.Push msg on req/rep queue"));
+    EXPECT_EQ(normalize_operation("Push msg on req/rep queue"),
+              normalize_operation("splitc.Push msg on req/rep queue"));
     EXPECT_NE(normalize_operation("VipSendDone"), normalize_operation("VipRecvDone"));
 }
 
@@ -50,18 +51,18 @@ TEST(Breakdown, GroupsPerOperationWithPaperShares) {
         {"am.VipCQDone (Receive)", VIPL_INSTR_EVENT, 400, 52000},
         {"am.Send bookkeeping", VIPL_INSTR_FLOW_CONTROL, 200, 13000},
         {"am.Act on message", VIPL_INSTR_SEMANTICS, 200, 13000},
-        {"vipl.VipPostSend", VIPL_INSTR_BASE_VI, 200, 20000},  // nested inside am.VipPostSend
+        {"vipl.VipPostSend", VIPL_INSTR_BASE_VI, 200, 20000}, // nested inside am.VipPostSend
         {"firmware.send", VIPL_INSTR_FIRMWARE, 200, 99000},
         {"am.never", VIPL_INSTR_OTHER, 0, 0},
     };
     const auto &paper = paper_figures()["table3_am_request_reply"];
     Breakdown b = make_breakdown("am-request-reply", "am-v3", c, 100, 2.6, &paper, "am.");
     ASSERT_EQ(b.status.state, "measured");
-    EXPECT_NEAR(b.host_cycles, 1040, 1e-9);  // (26000+52000+13000+13000)/100, nested and firmware left out
+    EXPECT_NEAR(b.host_cycles, 1040, 1e-9); // (26000+52000+13000+13000)/100, nested and firmware left out
     EXPECT_NEAR(b.host_ns, 400, 1e-9);
     EXPECT_NEAR(b.firmware_ns, 990 / 2.6, 1e-9);
     ASSERT_EQ(b.items.size(), 4u);
-    EXPECT_EQ(b.items[0].category, "Base VI");  // table order
+    EXPECT_EQ(b.items[0].category, "Base VI"); // table order
     EXPECT_NEAR(b.items[0].percent, 25.0, 1e-9);
     EXPECT_NEAR(b.items[0].count_per_op, 2.0, 1e-9);
     EXPECT_NEAR(b.items[0].paper_percent, 6.1, 1e-9);
@@ -86,14 +87,13 @@ TEST(Breakdown, InstrumentationCostIsMeasured) {
 }
 
 TEST(PeerUcx, ParsesCsvOutput) {
-    const char *out =
-        "+----+\n| API: protocol layer |\n"
-        "iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr\n"
-        "20000,0.264,0.276,0.276,55.22,55.22,3619211,3619211\n";
+    const char *out = "+----+\n| API: protocol layer |\n"
+                      "iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr\n"
+                      "20000,0.264,0.276,0.276,55.22,55.22,3619211,3619211\n";
     UcxMeasurement m = parse_ucx_perftest_csv(out);
     ASSERT_TRUE(m.ok) << m.error;
     EXPECT_DOUBLE_EQ(m.lat_us, 0.264);
-    EXPECT_NEAR(m.bw_mb_s, 55.22 * 1.048576, 1e-9);  // 2^20 -> 10^6 bytes
+    EXPECT_NEAR(m.bw_mb_s, 55.22 * 1.048576, 1e-9); // 2^20 -> 10^6 bytes
     EXPECT_DOUBLE_EQ(m.msg_rate, 3619211);
 }
 
@@ -102,9 +102,8 @@ TEST(PeerUcx, ParsesCsvOutput) {
 // the result line starts with a space.  The parser used to skip it and record
 // the 1 MB put as failed although it had printed its result.
 TEST(PeerUcx, ParsesResultLineWithPaddedIterationCount) {
-    const char *out =
-        "iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr\n"
-        " 256,21.821,39.094,39.094,25579.29,25579.29,25579,25579\n";
+    const char *out = "iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr\n"
+                      " 256,21.821,39.094,39.094,25579.29,25579.29,25579,25579\n";
     UcxMeasurement m = parse_ucx_perftest_csv(out);
     ASSERT_TRUE(m.ok) << m.error;
     EXPECT_DOUBLE_EQ(m.lat_us, 21.821);
@@ -115,10 +114,9 @@ TEST(PeerUcx, ParsesResultLineWithPaddedIterationCount) {
 // Captured from `ucx_perftest localhost -t ucp_am_bw -s 16 -n 20000 -w 2000 -O 4 -v`:
 // a thread's progress line comes before the final line; the final line counts.
 TEST(PeerUcx, SkipsThreadProgressLines) {
-    const char *out =
-        "iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr\n"
-        "[thread 0]18853,0.160,54.934,54.934,0.28,0.28,18204,18204\n"
-        "20000,0.020,533.636,82.387,0.03,0.19,1874,12138\n";
+    const char *out = "iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr\n"
+                      "[thread 0]18853,0.160,54.934,54.934,0.28,0.28,18204,18204\n"
+                      "20000,0.020,533.636,82.387,0.03,0.19,1874,12138\n";
     UcxMeasurement m = parse_ucx_perftest_csv(out);
     ASSERT_TRUE(m.ok) << m.error;
     EXPECT_DOUBLE_EQ(m.msg_rate, 12138);
@@ -161,9 +159,9 @@ TEST(PeerUcx, RateSweepOfABrokenToolFails) {
 TEST(Report, FinalizeDerivesDeltaRatiosAndTable5) {
     Report r = full_report();
     finalize_report(r, 0.05);
-    EXPECT_NEAR(r.logp[0].delta_us, 0.0, 1e-12);        // VI against itself
-    EXPECT_NEAR(r.logp[1].delta_us, 2.6 - 1.6, 1e-12);  // AM over the 16-byte VI RTT/2
-    EXPECT_TRUE(std::isnan(r.logp[2].delta_us));        // not built
+    EXPECT_NEAR(r.logp[0].delta_us, 0.0, 1e-12);       // VI against itself
+    EXPECT_NEAR(r.logp[1].delta_us, 2.6 - 1.6, 1e-12); // AM over the 16-byte VI RTT/2
+    EXPECT_TRUE(std::isnan(r.logp[2].delta_us));       // not built
     // Peer ratios: one per measured layer for RTT/2, one bandwidth point against VI.
     int rtt = 0, bw = 0;
     for (const auto &m : r.peers[0].metrics) {
@@ -175,7 +173,7 @@ TEST(Report, FinalizeDerivesDeltaRatiosAndTable5) {
         if (m.metric.rfind("bandwidth", 0) == 0) ++bw;
     }
     EXPECT_EQ(rtt, 2);
-    EXPECT_EQ(bw, 0);  // the raw metrics hold no bandwidth entry in the fixture
+    EXPECT_EQ(bw, 0); // the raw metrics hold no bandwidth entry in the fixture
     // Table 5 from the curves: AM minus VI at 1 KB, and the 32-byte VI time.
     EXPECT_EQ(r.bulk_difference.status.state, "measured");
     EXPECT_NEAR(r.bulk_difference.per_msg_difference_us, 2.0, 1e-9);
@@ -197,8 +195,8 @@ TEST(Report, TerminalReportHasEveryTable) {
     fclose(f);
     std::string s(buf, len);
     free(buf);
-    for (const char *want : {"Table 1", "Table 2", "Figure 2", "Figure 5", "Table 3", "Table 4", "Table 5",
-                             "35.6", /* the paper's AMVIAv3 RTT/2 */ "ucx_perftest", "not built", "Warnings"})
+    for (const char *want : {"Table 1", "Table 2", "Figure 2", "Figure 5", "Table 3", "Table 4", "Table 5", "35.6",
+                             /* the paper's AMVIAv3 RTT/2 */ "ucx_perftest", "not built", "Warnings"})
         EXPECT_NE(s.find(want), std::string::npos) << want;
 }
 
@@ -213,7 +211,7 @@ TEST(Report, DirectoryHasMarkdownJsonAndPlots) {
     std::ifstream md(dir / "report.md");
     std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("## Table 2"), std::string::npos);
-    if (files.problems.empty()) {  // gnuplot installed: every plot in both formats, embedded
+    if (files.problems.empty()) { // gnuplot installed: every plot in both formats, embedded
         for (const char *stem : {"bandwidth", "logp", "breakdown", "splitc", "rate"}) {
             EXPECT_TRUE(fs::exists(dir / (std::string(stem) + ".svg"))) << stem;
             EXPECT_TRUE(fs::exists(dir / (std::string(stem) + ".png"))) << stem;
@@ -241,13 +239,14 @@ TEST(Report, PlotsPutOursBesideEveryPeerCurve) {
         return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     };
     const std::string dat = slurp("bandwidth.dat"), gp = slurp("bandwidth.gp");
-    for (const char *curve : {"# vi (ours, RDMA write)", "# am-v3 (ours, AM long)", "# ucx_perftest ucp_put_bw (UCX_TLS=sm,self)",
-                              "# ucx_perftest ucp_am_bw (UCX_TLS=sm,self)"})
+    for (const char *curve :
+         {"# vi (ours, RDMA write)", "# am-v3 (ours, AM long)", "# ucx_perftest ucp_put_bw (UCX_TLS=sm,self)",
+          "# ucx_perftest ucp_am_bw (UCX_TLS=sm,self)"})
         EXPECT_NE(dat.find(curve), std::string::npos) << curve;
-    EXPECT_NE(dat.find("1048576 2097.152"), std::string::npos);  // our 1 MB point
-    EXPECT_NE(dat.find("4096 3000\n1048576 9000"), std::string::npos);  // a peer curve in size order
-    EXPECT_NE(gp.find("index 3"), std::string::npos);  // four curves
-    EXPECT_NE(gp.find("2097152"), std::string::npos);  // the x axis reaches 1 MB
+    EXPECT_NE(dat.find("1048576 2097.152"), std::string::npos);        // our 1 MB point
+    EXPECT_NE(dat.find("4096 3000\n1048576 9000"), std::string::npos); // a peer curve in size order
+    EXPECT_NE(gp.find("index 3"), std::string::npos);                  // four curves
+    EXPECT_NE(gp.find("2097152"), std::string::npos);                  // the x axis reaches 1 MB
     const std::string rate = slurp("rate.dat");
     for (const char *s : {"# vi (ours)", "# am-v3 (ours)", "# ucx_perftest ucp_am_bw", "64 8"})
         EXPECT_NE(rate.find(s), std::string::npos) << s;
@@ -279,9 +278,8 @@ TEST(PeerPerftest, ParsesLatencyTable) {
 }
 
 TEST(PeerPerftest, ParsesBandwidthTable) {
-    const char *out =
-        " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
-        " 4096       5000             812.34             798.10               0.204314\n";
+    const char *out = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+                      " 4096       5000             812.34             798.10               0.204314\n";
     PerftestMeasurement m = parse_perftest_output(out);
     ASSERT_TRUE(m.ok) << m.error;
     EXPECT_DOUBLE_EQ(m.bw_avg_mb_s, 798.10);

@@ -34,8 +34,9 @@ bool pos(double v) { return std::isfinite(v) && v > 0; }
 std::string run_logp(const std::vector<std::string> &args, const std::vector<std::string> &env, const fs::path &dir,
                      Report *out) {
     fs::create_directories(dir);
-    std::vector<std::string> argv = {LOGP_BIN, "--no-peers", "--out", (dir / "report").string(), "--json",
-                                     (dir / "logp.json").string(), "--job-timeout", "280"};
+    std::vector<std::string> argv = {
+        LOGP_BIN,        "--no-peers", "--out", (dir / "report").string(), "--json", (dir / "logp.json").string(),
+        "--job-timeout", "280"};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<std::string> e = {"LOGP_TIMEOUT_S=60"};
     e.insert(e.end(), env.begin(), env.end());
@@ -43,9 +44,7 @@ std::string run_logp(const std::vector<std::string> &args, const std::vector<std
     if (r.exit_code != 0) return "logp exited with " + std::to_string(r.exit_code) + ":\n" + r.output;
     try {
         *out = read_json_file((dir / "logp.json").string());
-    } catch (const std::exception &ex) {
-        return ex.what();
-    }
+    } catch (const std::exception &ex) { return ex.what(); }
     return "";
 }
 
@@ -64,7 +63,8 @@ std::string problems_of(const Report &r, const fs::path &dir) {
         if (row.status.state == "failed") p << row.layer << " failed: " << row.status.note << "\n";
         if (!row.status.measured()) {
             // fm and bip are left out of this run (--layers) and have their own test.
-            bool left_out = row.status.state == "skipped" && (row.layer == "fm" || row.layer == "bip" || row.layer == "mpi");
+            bool left_out =
+                row.status.state == "skipped" && (row.layer == "fm" || row.layer == "bip" || row.layer == "mpi");
             if (row.status.state != "not built" && !left_out) p << row.layer << " is " << row.status.state << "\n";
             continue;
         }
@@ -84,10 +84,13 @@ std::string problems_of(const Report &r, const fs::path &dir) {
     if (!pos(r.vi_baseline.rtt_half_min_us) || !pos(r.vi_baseline.peak_mb_s)) p << "Table 1 not filled\n";
     if (vi && std::abs(vi->delta_us) > 1e-9) p << "vi Delta is not 0\n";
     for (const auto &c : r.bandwidth) {
-        if (c.status.state != "measured") p << c.layer << " bandwidth " << c.status.state << " " << c.status.note << "\n";
-        if (c.points.size() != 19) p << c.layer << " bandwidth has " << c.points.size() << " sizes, not 19 (4 B ... 1 MB)\n";
+        if (c.status.state != "measured")
+            p << c.layer << " bandwidth " << c.status.state << " " << c.status.note << "\n";
+        if (c.points.size() != 19)
+            p << c.layer << " bandwidth has " << c.points.size() << " sizes, not 19 (4 B ... 1 MB)\n";
         for (const auto &pt : c.points)
-            if (!pos(pt.mb_s) || !pos(pt.us_per_msg)) p << c.layer << " bandwidth at " << pt.bytes << " B not positive\n";
+            if (!pos(pt.mb_s) || !pos(pt.us_per_msg))
+                p << c.layer << " bandwidth at " << pt.bytes << " B not positive\n";
         if (!c.points.empty() && c.points.back().mb_s <= c.points.front().mb_s)
             p << c.layer << ": 1 MB messages no faster than 4 B ones\n";
         // FM metrics: fitted, or (a curve flat up to 32 KB) t0 with r_inf beyond the measured sizes.
@@ -107,7 +110,8 @@ std::string problems_of(const Report &r, const fs::path &dir) {
         ++sweeps;
         if (s.points.size() != 7) p << s.layer << " rate sweep has " << s.points.size() << " windows, not 7\n";
         for (const auto &pt : s.points)
-            if (!pos(pt.msg_rate_m_s) || !pos(pt.us_per_msg)) p << s.layer << " rate at W=" << pt.window << " not positive\n";
+            if (!pos(pt.msg_rate_m_s) || !pos(pt.us_per_msg))
+                p << s.layer << " rate at W=" << pt.window << " not positive\n";
     }
     if (sweeps != int(r.bandwidth.size())) p << sweeps << " rate sweeps for " << r.bandwidth.size() << " layers\n";
     for (const auto &b : r.breakdown) {
@@ -137,12 +141,13 @@ std::string problems_of(const Report &r, const fs::path &dir) {
     return p.str();
 }
 
-}  // namespace
+} // namespace
 
 TEST(LogpSmoke, EveryBuiltTableIsFilled) {
     std::string last;
     for (int attempt = 0; attempt < kAttempts; ++attempt) {
-        fs::path dir = fs::path(::testing::TempDir()) / ("logp_smoke_" + std::to_string(getpid()) + "_" + std::to_string(attempt));
+        fs::path dir =
+            fs::path(::testing::TempDir()) / ("logp_smoke_" + std::to_string(getpid()) + "_" + std::to_string(attempt));
         Report r;
         // The layers of Begel et al.; fm and bip have their own test below (quick, so CI stays short).
         last = run_logp({"--iterations", "20", "--warmup", "5", "--layers", "vi,am-v3,am-v1,splitc"},
@@ -168,8 +173,8 @@ static std::string fm_bip_problems(const Report &r, const nlohmann::json &j) {
             continue;
         }
         if (!(pos(row->rtt_half_us) && pos(row->o_s_us) && pos(row->o_r_us) && pos(row->g_us)))
-            p << layer << ": not all positive: RTT/2 " << row->rtt_half_us << " o_s " << row->o_s_us << " o_r " << row->o_r_us
-              << " g " << row->g_us << "\n";
+            p << layer << ": not all positive: RTT/2 " << row->rtt_half_us << " o_s " << row->o_s_us << " o_r "
+              << row->o_r_us << " g " << row->g_us << "\n";
         const BandwidthCurve *curve = nullptr;
         for (const auto &c : r.bandwidth)
             if (c.layer == layer) curve = &c;
@@ -197,7 +202,8 @@ static std::string fm_bip_problems(const Report &r, const nlohmann::json &j) {
                 if (row["kind"] == "ours") after_ours = first == ours;
                 found |= after_ours && first == paper && row["kind"] == "paper";
             }
-            if (!found) p << "table " << t["id"].get<std::string>() << ": no " << paper << " row under " << ours << "\n";
+            if (!found)
+                p << "table " << t["id"].get<std::string>() << ": no " << paper << " row under " << ours << "\n";
         }
     }
     return p.str();
@@ -206,7 +212,8 @@ static std::string fm_bip_problems(const Report &r, const nlohmann::json &j) {
 TEST(LogpSmoke, FmAndBipRowsFill) {
     std::string last;
     for (int attempt = 0; attempt < kAttempts; ++attempt) {
-        fs::path dir = fs::path(::testing::TempDir()) / ("logp_fmbip_" + std::to_string(getpid()) + "_" + std::to_string(attempt));
+        fs::path dir =
+            fs::path(::testing::TempDir()) / ("logp_fmbip_" + std::to_string(getpid()) + "_" + std::to_string(attempt));
         Report r;
         last = run_logp({"--quick", "--layers", "fm,bip"}, {}, dir, &r);
         if (last.empty()) {
@@ -233,7 +240,8 @@ TEST(LogpSmoke, NicfwSyntheticProfileIsFoundAgain) {
         Report base, prof;
         last = run_logp(args, {"VIPL_NICFW_PROFILE=none"}, dir / "none", &base);
         if (last.empty())
-            last = run_logp(args, {"VIPL_NICFW_PROFILE=synthetic:os=6000,or=5000,L=15000,g=3000"}, dir / "synthetic", &prof);
+            last = run_logp(args, {"VIPL_NICFW_PROFILE=synthetic:os=6000,or=5000,L=15000,g=3000"}, dir / "synthetic",
+                            &prof);
         fs::remove_all(dir);
         if (!last.empty()) continue;
         const LogPRow *b = row_of(base, "vi"), *p = row_of(prof, "vi");
@@ -254,7 +262,7 @@ TEST(LogpSmoke, NicfwSyntheticProfileIsFoundAgain) {
         moved("fastest RTT/2", p->rtt_half_min_us, b->rtt_half_min_us, 26);
         moved("L (fastest RTT/2 - o_s - o_r)", p->rtt_half_min_us - p->o_s_us - p->o_r_us,
               b->rtt_half_min_us - b->o_s_us - b->o_r_us, 15);
-        moved("g", p->g_us, b->g_us, 6);  // sender-bound: g = os
+        moved("g", p->g_us, b->g_us, 6); // sender-bound: g = os
         last = bad.str();
         if (last.empty()) return;
     }
@@ -268,7 +276,8 @@ TEST(LogpSmoke, NicfwSyntheticProfileIsFoundAgain) {
 static std::string mpi_problems(const Report &r) {
     std::ostringstream p;
     const LogPRow *row = row_of(r, "mpi");
-    if (!row || !row->status.measured()) return "mpi layer not measured: " + (row ? row->status.state + ": " + row->status.note : "no row");
+    if (!row || !row->status.measured())
+        return "mpi layer not measured: " + (row ? row->status.state + ": " + row->status.note : "no row");
     if (!(pos(row->rtt_half_us) && pos(row->o_s_us) && pos(row->o_r_us) && pos(row->g_us)))
         p << "mpi: not all positive: RTT/2 " << row->rtt_half_us << " o_s " << row->o_s_us << " o_r " << row->o_r_us
           << " g " << row->g_us << "\n";
@@ -285,7 +294,8 @@ static std::string mpi_problems(const Report &r) {
         }
         // Rising with size: a 64 KB message moves more per second than a 1 KB one, and that more than 16 B.
         if (!(mb[16] < mb[1024] && mb[1024] < mb[65536]))
-            p << "mpi bandwidth does not rise with size: 16 B " << mb[16] << ", 1 KB " << mb[1024] << ", 64 KB " << mb[65536] << " MB/s\n";
+            p << "mpi bandwidth does not rise with size: 16 B " << mb[16] << ", 1 KB " << mb[1024] << ", 64 KB "
+              << mb[65536] << " MB/s\n";
     }
     const Breakdown *bd = nullptr;
     for (const auto &b : r.breakdown)
@@ -298,14 +308,16 @@ static std::string mpi_problems(const Report &r) {
     }
     // Every message passed VIPL's post and poll, and VIPL is part of the time, not all of it.
     if (!pos(vipl) || !(vipl < bd->host_ns)) p << "mpi breakdown: VIPL " << vipl << " ns of " << bd->host_ns << " ns\n";
-    if (std::abs(sum - bd->host_ns) > 1e-6 * bd->host_ns) p << "mpi breakdown: parts sum to " << sum << " of " << bd->host_ns << "\n";
+    if (std::abs(sum - bd->host_ns) > 1e-6 * bd->host_ns)
+        p << "mpi breakdown: parts sum to " << sum << " of " << bd->host_ns << "\n";
     return p.str();
 }
 
 TEST(LogpSmoke, MpiLayerOverViastack) {
     std::string last;
     for (int attempt = 0; attempt < kAttempts; ++attempt) {
-        fs::path dir = fs::path(::testing::TempDir()) / ("logp_mpi_" + std::to_string(getpid()) + "_" + std::to_string(attempt));
+        fs::path dir =
+            fs::path(::testing::TempDir()) / ("logp_mpi_" + std::to_string(getpid()) + "_" + std::to_string(attempt));
         Report r;
         last = run_logp({"--quick", "--iterations", "200", "--layers", "mpi"}, {}, dir, &r);
         if (last.empty()) last = mpi_problems(r);

@@ -10,7 +10,7 @@
 using namespace logp;
 
 TEST(Stats, SummaryOfKnownSample) {
-    std::vector<double> v = {5, 1, 4, 2, 3};  // order must not matter
+    std::vector<double> v = {5, 1, 4, 2, 3}; // order must not matter
     Summary s = summarize(v);
     EXPECT_EQ(s.n, 5u);
     EXPECT_DOUBLE_EQ(s.min, 1);
@@ -28,7 +28,7 @@ TEST(Stats, QuantilesInterpolate) {
     std::vector<double> v = {10, 20};
     EXPECT_DOUBLE_EQ(quantile_sorted(v, 0.5), 15);
     EXPECT_DOUBLE_EQ(quantile_sorted(v, 0.25), 12.5);
-    EXPECT_DOUBLE_EQ(quantile_sorted(v, -1), 10);  // clamped
+    EXPECT_DOUBLE_EQ(quantile_sorted(v, -1), 10); // clamped
     EXPECT_DOUBLE_EQ(quantile_sorted(v, 2), 20);
     EXPECT_DOUBLE_EQ(median_of({7}), 7);
     EXPECT_DOUBLE_EQ(median_of({4, 1, 3, 2}), 2.5);
@@ -36,11 +36,11 @@ TEST(Stats, QuantilesInterpolate) {
 
 TEST(Stats, MedianIgnoresOutliers) {
     std::vector<double> v(99, 10.0);
-    v.push_back(1e9);  // one descheduled iteration
+    v.push_back(1e9); // one descheduled iteration
     Summary s = summarize(v);
     EXPECT_DOUBLE_EQ(s.median, 10.0);
     EXPECT_DOUBLE_EQ(s.spread(), 0.0);
-    EXPECT_GT(s.mean, 1e6);  // the mean would have been fooled
+    EXPECT_GT(s.mean, 1e6); // the mean would have been fooled
 }
 
 TEST(Stats, RejectsEmptyAndNonFinite) {
@@ -51,7 +51,7 @@ TEST(Stats, RejectsEmptyAndNonFinite) {
 }
 
 TEST(Stats, SpreadWarnings) {
-    SpreadPolicy p;  // 25%, 5 samples
+    SpreadPolicy p; // 25%, 5 samples
     std::vector<double> tight = {100, 101, 99, 100, 102, 98, 100};
     EXPECT_FALSE(spread_warning(summarize(tight), p, "RTT").has_value());
     std::vector<double> wide = {50, 100, 150, 200, 250, 300};
@@ -65,7 +65,7 @@ TEST(Stats, SpreadWarnings) {
 }
 
 TEST(Stats, LineFitExactAndWeighted) {
-    std::vector<double> x = {1, 2, 3, 4}, y = {3, 5, 7, 9};  // y = 1 + 2x
+    std::vector<double> x = {1, 2, 3, 4}, y = {3, 5, 7, 9}; // y = 1 + 2x
     LineFit f = fit_line(x, y);
     EXPECT_NEAR(f.intercept, 1, 1e-12);
     EXPECT_NEAR(f.slope, 2, 1e-12);
@@ -90,5 +90,5 @@ TEST(Stats, CollectSamplesDiscardsWarmup) {
     auto v = collect_samples(3, 4, [&] { return ++calls; });
     EXPECT_EQ(calls, 7);
     ASSERT_EQ(v.size(), 4u);
-    EXPECT_DOUBLE_EQ(v.front(), 4);  // the first three were warm-up
+    EXPECT_DOUBLE_EQ(v.front(), 4); // the first three were warm-up
 }

@@ -19,7 +19,7 @@ using namespace logp;
 namespace {
 constexpr int kAttempts = 4;
 bool near(double got, double want) { return got > want * 0.97 - 0.05 && got < want * 1.25 + 0.3; }
-}  // namespace
+} // namespace
 
 TEST(Synthetic, ParsesParameters) {
     SyntheticParams p = parse_synthetic("o_s=1.5,g=9,L=12,o_r=2.5,window=4,t0=3,r_inf=150");
@@ -62,7 +62,7 @@ TEST(Synthetic, SuiteRecoversKnownBandwidthMetrics) {
     for (int attempt = 0; attempt < kAttempts; ++attempt) {
         BandwidthCurve c = measure_bandwidth(layer, Job::single(), quick_config(), quiet);
         ASSERT_EQ(c.status.state, "measured");
-        ASSERT_EQ(c.points.size(), 14u);  // 4 B .. 32 KB
+        ASSERT_EQ(c.points.size(), 14u); // 4 B .. 32 KB
         // Each point on the model curve n / (t0 + n / r_inf): never above it, at most 15% below.
         bool on_curve = true;
         last.str("");
@@ -88,13 +88,13 @@ TEST(Synthetic, RateSweepRecoversTheWindowModel) {
     SyntheticLayer layer(parse_synthetic("o_s=1,o_r=1,g=4,L=10,window=8"));
     Progress quiet(false);
     MeasureConfig cfg = quick_config();
-    cfg.rate_msgs = 64;  // short streams (~1 ms at W = 1): a loaded machine preempts few of them
+    cfg.rate_msgs = 64; // short streams (~1 ms at W = 1): a loaded machine preempts few of them
     cfg.bw_reps = 9;
     std::ostringstream last;
     for (int attempt = 0; attempt < kAttempts; ++attempt) {
         RateSweep s = measure_rate_sweep(layer, Job::single(), cfg, quiet);
         ASSERT_EQ(s.status.state, "measured");
-        ASSERT_EQ(s.points.size(), 7u);  // W = 1 ... 64
+        ASSERT_EQ(s.points.size(), 7u); // W = 1 ... 64
         bool ok = true;
         last.str("");
         for (const auto &p : s.points) {
@@ -158,7 +158,7 @@ private:
     int sent_ = 0;
     bool stalled_now_ = false, stalled_last_ = false;
 };
-}  // namespace
+} // namespace
 
 TEST(Synthetic, PreemptedBurstsAreRepeatedNotFitted) {
     const SyntheticParams p = parse_synthetic("o_s=2,o_r=3,g=7,L=9,window=8");

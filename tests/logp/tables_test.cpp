@@ -30,13 +30,13 @@ std::vector<std::vector<std::string>> markdown_rows(const std::string &md) {
     int seen = 0;
     for (const auto &l : lines_of(md)) {
         if (l.rfind("|", 0) != 0) continue;
-        if (seen++ < 2) continue;  // header, rule
+        if (seen++ < 2) continue; // header, rule
         std::vector<std::string> cells;
         for (std::size_t at = 1; at < l.size();) {
             std::size_t end = at;
             while (end < l.size() && !(l[end] == '|' && l[end - 1] != '\\')) ++end;
             std::string c = l.substr(at, end - at);
-            c = c.substr(1, c.size() - 2);  // the spaces around a cell
+            c = c.substr(1, c.size() - 2); // the spaces around a cell
             for (const char *mark : {"**", "&nbsp;&nbsp;"})
                 for (std::size_t p; (p = c.find(mark)) != std::string::npos;) c.erase(p, std::string(mark).size());
             if (c.size() >= 2 && c.front() == '*' && c.back() == '*') c = c.substr(1, c.size() - 2);
@@ -68,7 +68,8 @@ void expect_renderings_agree(const Table &t) {
         ASSERT_EQ(jr["cells"].size(), row.cells.size());
         for (std::size_t c = 0; c < row.cells.size(); ++c) {
             EXPECT_EQ(jr["cells"][c]["text"], row.cells[c].text);
-            if (std::isfinite(row.cells[c].value)) EXPECT_DOUBLE_EQ(jr["cells"][c]["value"].get<double>(), row.cells[c].value);
+            if (std::isfinite(row.cells[c].value))
+                EXPECT_DOUBLE_EQ(jr["cells"][c]["value"].get<double>(), row.cells[c].value);
             else EXPECT_TRUE(jr["cells"][c]["value"].is_null());
         }
     }
@@ -88,9 +89,7 @@ void expect_renderings_agree(const Table &t) {
             EXPECT_NE(p, std::string::npos) << "cell '" << c.text << "' not in order in: " << line;
             if (p != std::string::npos) pos = p + c.text.size();
         }
-        if (!t.rows[i].span.empty()) {
-            EXPECT_NE(line.find(t.rows[i].span, pos), std::string::npos) << line;
-        }
+        if (!t.rows[i].span.empty()) { EXPECT_NE(line.find(t.rows[i].span, pos), std::string::npos) << line; }
     }
     for (std::size_t n = 0; n < t.notes.size(); ++n) EXPECT_EQ(tl[at + t.rows.size() + n], "  " + t.notes[n]);
 
@@ -106,9 +105,7 @@ void expect_renderings_agree(const Table &t) {
             continue;
         }
         for (std::size_t c = 0; c < row.cells.size(); ++c) EXPECT_EQ(mrows[i][c], row.cells[c].text) << "row " << i;
-        if (row.kind == RowKind::status) {
-            EXPECT_EQ(mrows[i][1], row.span);
-        }
+        if (row.kind == RowKind::status) { EXPECT_EQ(mrows[i][1], row.span); }
     }
     for (const auto &n : t.notes) EXPECT_NE(md.find("\n" + n + "\n"), std::string::npos) << n;
 }
@@ -130,14 +127,15 @@ Report finalized(Report r) {
     return r;
 }
 
-}  // namespace
+} // namespace
 
 TEST(Tables, EveryTableInTheReportOrder) {
     ReportDocument d = build_document(finalized(full_report()));
     std::vector<std::string> ids;
     for (const auto &t : d.tables) ids.push_back(t.id);
-    EXPECT_EQ(ids, (std::vector<std::string>{"table1", "table2", "figure2", "figure5", "fm", "rate", "layering", "table3", "table4", "mpi_breakdown", "table5",
-                                               "peers", "interleaved"}));
+    EXPECT_EQ(ids,
+              (std::vector<std::string>{"table1", "table2", "figure2", "figure5", "fm", "rate", "layering", "table3",
+                                        "table4", "mpi_breakdown", "table5", "peers", "interleaved"}));
     EXPECT_EQ(d.warnings, full_report().warnings);
 }
 
@@ -156,7 +154,7 @@ TEST(Tables, FullReportCellsComeFromTheReportAndThePaper) {
     const Row *vi = row_named(table(d, "table2"), "vi (ours)");
     ASSERT_NE(vi, nullptr);
     EXPECT_EQ(vi->cells[1].text, "1.60");
-    EXPECT_DOUBLE_EQ(vi->cells[3].value, 1.0);  // L
+    EXPECT_DOUBLE_EQ(vi->cells[3].value, 1.0); // L
     const Row *paper = row_named(table(d, "table2"), "paper AMVIAv3 (LANai 7)");
     ASSERT_NE(paper, nullptr);
     EXPECT_EQ(paper->kind, RowKind::paper);
@@ -178,8 +176,8 @@ TEST(Tables, FullReportCellsComeFromTheReportAndThePaper) {
     EXPECT_EQ(row_named(table(d, "table5"), "measured difference")->cells[1].text, "2.00");
     // The peer's RTT/2 set against each measured layer, in Table 2 and among the peers.
     EXPECT_EQ(row_named(table(d, "table2"), "ours/peer")->cells[1].text, "5.33");
-    EXPECT_EQ(table(d, "peers").rows.size(), 3u);  // heading, vs vi, vs am-v3 (the raw figure is in both)
-    Report uncompared = full_report();  // finalize_report not run: the raw figure alone is listed
+    EXPECT_EQ(table(d, "peers").rows.size(), 3u); // heading, vs vi, vs am-v3 (the raw figure is in both)
+    Report uncompared = full_report();            // finalize_report not run: the raw figure alone is listed
     EXPECT_EQ(table(build_document(uncompared), "peers").rows.size(), 2u);
 }
 
@@ -189,7 +187,7 @@ TEST(Tables, MissingDataIsSaidNotLeftBlank) {
     ASSERT_NE(am, nullptr);
     EXPECT_EQ(am->kind, RowKind::status);
     EXPECT_EQ(am->span, "failed: timeout");
-    EXPECT_NE(row_named(table(d, "table2"), "paper AMVIAv3 (LANai 7)"), nullptr);  // the paper's figure stays
+    EXPECT_NE(row_named(table(d, "table2"), "paper AMVIAv3 (LANai 7)"), nullptr); // the paper's figure stays
     EXPECT_EQ(table(d, "figure2").status, "Split-C: not built");
     EXPECT_EQ(row_named(table(d, "fm"), "am-v3")->span, "skipped: --layers");
     EXPECT_EQ(row_named(table(d, "figure5"), "1024")->cells[2].text, "-");
@@ -208,7 +206,7 @@ TEST(Tables, MissingDataIsSaidNotLeftBlank) {
     EXPECT_TRUE(table(none, "table2").rows.empty());
     EXPECT_EQ(table(none, "table2").status, "no layer measured");
     EXPECT_EQ(table(none, "figure5").status, "no curve measured");
-    EXPECT_EQ(render_text(table(none, "table2")).find("RTT/2    Delta"), std::string::npos);  // no header without rows
+    EXPECT_EQ(render_text(table(none, "table2")).find("RTT/2    Delta"), std::string::npos); // no header without rows
 }
 
 // The message-rate table: a column per window, a row per sweep (ours, then the
@@ -216,15 +214,15 @@ TEST(Tables, MissingDataIsSaidNotLeftBlank) {
 TEST(Tables, RateTableHasAWindowColumnAndARowPerSweep) {
     ReportDocument d = build_document(finalized(full_report()));
     const Table &t = table(d, "rate");
-    ASSERT_EQ(t.columns.size(), 8u);  // layer, W=1 ... W=64
+    ASSERT_EQ(t.columns.size(), 8u); // layer, W=1 ... W=64
     EXPECT_EQ(t.columns[1].header, "W=1");
     EXPECT_EQ(t.columns[7].header, "W=64");
     const Row *vi = row_named(t, "vi (ours)");
     ASSERT_NE(vi, nullptr);
     EXPECT_EQ(vi->kind, RowKind::ours);
-    EXPECT_NEAR(vi->cells[1].value, 1 / 1.2, 1e-12);       // W=1: 0.2 + 1/1 us per message
+    EXPECT_NEAR(vi->cells[1].value, 1 / 1.2, 1e-12); // W=1: 0.2 + 1/1 us per message
     EXPECT_NEAR(vi->cells[7].value, 1 / (0.2 + 1.0 / 64), 1e-12);
-    EXPECT_EQ(vi->cells[3].text.back(), '*');              // W=4 has a 30% spread
+    EXPECT_EQ(vi->cells[3].text.back(), '*'); // W=4 has a 30% spread
     const Row &us = t.rows[1];
     EXPECT_EQ(us.kind, RowKind::detail);
     EXPECT_EQ(us.cells[0].text, "us/message");
@@ -258,8 +256,10 @@ TEST(Tables, RateTableHasAWindowColumnAndARowPerSweep) {
 // figures print n/a and say so.  Never a negative L.
 TEST(Tables, LatencyBelowResolutionAndInconsistentAreSaid) {
     Report r = full_report();
-    r.logp[0].L_state = "below resolution", r.logp[0].L_us = 0, r.logp[0].L_raw_us = -0.069, r.logp[0].L_resolution_us = 0.1;
-    r.logp[1].L_state = "inconsistent", r.logp[1].L_us = kNaN, r.logp[1].L_raw_us = -9.5, r.logp[1].L_resolution_us = 1.2;
+    r.logp[0].L_state = "below resolution", r.logp[0].L_us = 0, r.logp[0].L_raw_us = -0.069,
+    r.logp[0].L_resolution_us = 0.1;
+    r.logp[1].L_state = "inconsistent", r.logp[1].L_us = kNaN, r.logp[1].L_raw_us = -9.5,
+    r.logp[1].L_resolution_us = 1.2;
     ReportDocument d = build_document(finalized(r));
     const Table &t = table(d, "table2");
     EXPECT_EQ(row_named(t, "vi (ours)")->cells[3].text, "0*");
@@ -267,7 +267,8 @@ TEST(Tables, LatencyBelowResolutionAndInconsistentAreSaid) {
     EXPECT_EQ(row_named(t, "am-v3 (ours)")->cells[3].text, "n/a");
     bool below = false, inconsistent = false;
     for (const auto &n : t.notes) {
-        below |= n.find("vi: L 0* = below the resolution") != std::string::npos && n.find("-0.069") != std::string::npos;
+        below |=
+            n.find("vi: L 0* = below the resolution") != std::string::npos && n.find("-0.069") != std::string::npos;
         inconsistent |= n.find("am-v3: L n/a = inconsistent") != std::string::npos;
     }
     EXPECT_TRUE(below);
@@ -319,7 +320,7 @@ TEST(Tables, FmAndBipRowsSitOverTheirPapersFigures) {
     LogPRow bip = fm;
     bip.layer = "bip";
     bip.rtt_half_us = 2.5;
-    r.logp.insert(r.logp.end() - 1, {fm, bip});  // before splitc, as the registry orders them
+    r.logp.insert(r.logp.end() - 1, {fm, bip}); // before splitc, as the registry orders them
     BandwidthCurve cf = r.bandwidth[0], cb = r.bandwidth[0];
     cf.layer = "fm", cf.t0_us = 3.0, cf.r_inf_mb_s = 500;
     cb.layer = "bip", cb.t0_us = 2.0, cb.r_inf_mb_s = 800;
@@ -343,9 +344,9 @@ TEST(Tables, FmAndBipRowsSitOverTheirPapersFigures) {
     ASSERT_NE(fm1, nullptr);
     ASSERT_NE(bip1, nullptr);
     EXPECT_EQ(fm1->kind, RowKind::paper);
-    EXPECT_EQ(fm1->cells[1].text, "25.0");   // [FM1]: one-way latency of short packets
-    EXPECT_EQ(bip1->cells[1].text, "4.3");   // [BIP] Table 1
-    EXPECT_EQ(row_named(t2, "paper [FM1]"), fm1);  // once, under fm only
+    EXPECT_EQ(fm1->cells[1].text, "25.0");        // [FM1]: one-way latency of short packets
+    EXPECT_EQ(bip1->cells[1].text, "4.3");        // [BIP] Table 1
+    EXPECT_EQ(row_named(t2, "paper [FM1]"), fm1); // once, under fm only
     bool noted = false;
     for (const auto &n : t2.notes) noted |= n.find("paper [BIP]") != std::string::npos;
     EXPECT_TRUE(noted);
@@ -359,13 +360,13 @@ TEST(Tables, FmAndBipRowsSitOverTheirPapersFigures) {
     EXPECT_EQ(f->cells[2].text, "4.1");
     EXPECT_EQ(f->cells[3].text, "21.4");
     EXPECT_EQ(f->cells[4].text, "54");
-    EXPECT_EQ(b->cells[2].text, "-");  // BIP gives no t0
+    EXPECT_EQ(b->cells[2].text, "-"); // BIP gives no t0
     EXPECT_EQ(b->cells[3].text, "126.0");
     EXPECT_EQ(b->cells[4].text, "4096");
     EXPECT_EQ(std::count_if(fmt.rows.begin(), fmt.rows.end(),
                             [](const Row &x) { return !x.cells.empty() && x.cells[0].text == "paper [FM1]"; }),
               1);
-    EXPECT_NE(row_named(fmt, "paper (FM)"), nullptr);  // the FM paper's Myricom API row stays, at the end
+    EXPECT_NE(row_named(fmt, "paper (FM)"), nullptr); // the FM paper's Myricom API row stays, at the end
     for (const auto &t : d.tables) expect_renderings_agree(t);
 
     // The JSON file carries the rows, and reads back to the same tables.
@@ -391,8 +392,8 @@ TEST(Tables, FmAndBipRowsSitOverTheirPapersFigures) {
 TEST(Tables, CostModelProfileGetsErrorsAgainstItsBoard) {
     Report r = full_report();
     r.provider.profile = "lanai7";
-    r.logp[1].rtt_half_us = 35.6 * 1.1;  // am-v3: 10% over the paper's 35.6
-    r.logp[1].g_us = 30.0 * 0.5;         // 50% under its 30.0
+    r.logp[1].rtt_half_us = 35.6 * 1.1; // am-v3: 10% over the paper's 35.6
+    r.logp[1].g_us = 30.0 * 0.5;        // 50% under its 30.0
     r.vi_baseline.rtt_half_min_us = 30.2;
     ReportDocument d = build_document(finalized(r));
     const Table &t2 = table(d, "table2");

@@ -20,8 +20,7 @@ static int me, np;
 
 /* Fills a global array with f(i, j): each rank writes the row band of the
  * next rank, so the puts are remote. */
-static void put_all(int g, int rows, int cols, double (*f)(int, int))
-{
+static void put_all(int g, int rows, int cols, double (*f)(int, int)) {
     int band = (rows + np - 1) / np, owner = (me + 1) % np;
     int lo[2] = {owner * band, 0}, hi[2] = {(owner + 1) * band - 1, cols - 1};
     if (hi[0] >= rows) hi[0] = rows - 1;
@@ -37,36 +36,31 @@ static void put_all(int g, int rows, int cols, double (*f)(int, int))
 }
 
 /* Gets rows [r0, r1] x cols [c0, c1] and compares with want(i, j). */
-static void check_patch(int g, int r0, int r1, int c0, int c1, double (*want)(int, int),
-                        const char *what)
-{
+static void check_patch(int g, int r0, int r1, int c0, int c1, double (*want)(int, int), const char *what) {
     int lo[2] = {r0, c0}, hi[2] = {r1, c1}, w = c1 - c0 + 1, ld[1] = {w};
     double *buf = malloc(sizeof(double) * (size_t)(r1 - r0 + 1) * w);
     NGA_Get(g, lo, hi, buf, ld);
     for (int i = r0; i <= r1; i++)
         for (int j = c0; j <= c1; j++)
-            CHECK(buf[(i - r0) * w + (j - c0)] == want(i, j), "%s: (%d,%d) is %g, expected %g",
-                  what, i, j, buf[(i - r0) * w + (j - c0)], want(i, j));
+            CHECK(buf[(i - r0) * w + (j - c0)] == want(i, j), "%s: (%d,%d) is %g, expected %g", what, i, j,
+                  buf[(i - r0) * w + (j - c0)], want(i, j));
     free(buf);
 }
 
 /* After every rank p added (p + 1) * 1.0 to the patch [10, 60] x [7, 30]. */
-static double acc_val(int i, int j)
-{
+static double acc_val(int i, int j) {
     int in = i >= 10 && i <= 60 && j >= 7 && j <= 30;
     return a_val(i, j) + (in ? np * (np + 1) / 2.0 : 0);
 }
 
-static double product(int i, int j)
-{
+static double product(int i, int j) {
     double s = 0;
     for (int k = 0; k < K; k++) s += l_val(i, k) * r_val(k, j);
     return s;
 }
 static double product3(int i, int j) { return 3 * product(i, j); }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     int rank, size;
     check_init(&argc, &argv, &rank, &size);
     GA_Initialize();

@@ -9,8 +9,7 @@ static int rank, size;
 /* A message sent on a duplicate is never received on the original: rank 0
  * sends on `dup` first, then on WORLD with the same tag; rank 1 receives on
  * WORLD first and must get the WORLD message. */
-static void test_dup(void)
-{
+static void test_dup(void) {
     MPI_Comm dup;
     MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
     int r, s, cmp;
@@ -40,8 +39,7 @@ static void test_dup(void)
 
 /* Split by parity with keys reversing the order inside each half; ranks that
  * are multiples of 3 (other than 0) stay out of a second split. */
-static void test_split(void)
-{
+static void test_split(void) {
     MPI_Comm half;
     int color = rank % 2;
     MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, color, -rank, &half));
@@ -50,16 +48,16 @@ static void test_split(void)
     MPI_OK(MPI_Comm_size(half, &hs));
     int want_size = (size + 1 - color) / 2;
     CHECK(hs == want_size, "split: half size %d, expected %d", hs, want_size);
-    CHECK(hr == want_size - 1 - rank / 2, "split: rank %d in half %d, expected %d (keys reversed)",
-          hr, color, want_size - 1 - rank / 2);
+    CHECK(hr == want_size - 1 - rank / 2, "split: rank %d in half %d, expected %d (keys reversed)", hr, color,
+          want_size - 1 - rank / 2);
     /* Sum of world ranks in the half, and a ring shift inside it. */
     int sum, want = 0;
     MPI_OK(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, half));
     for (int r = color; r < size; r += 2) want += r;
     CHECK(sum == want, "split: allreduce in half %d gave %d, expected %d", color, sum, want);
     int got = -1;
-    MPI_OK(MPI_Sendrecv(&rank, 1, MPI_INT, (hr + 1) % hs, 0, &got, 1, MPI_INT, (hr + hs - 1) % hs,
-                        0, half, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Sendrecv(&rank, 1, MPI_INT, (hr + 1) % hs, 0, &got, 1, MPI_INT, (hr + hs - 1) % hs, 0, half,
+                        MPI_STATUS_IGNORE));
     /* Left neighbour in the half holds half-rank hr-1 = world rank 2 higher. */
     int left_world = color + 2 * (want_size - 1 - (hr + hs - 1) % hs);
     CHECK(got == left_world, "split: ring in half got world rank %d, expected %d", got, left_world);
@@ -79,8 +77,7 @@ static void test_split(void)
 }
 
 /* The odd ranks as a group, a communicator made from it, rank translation. */
-static void test_groups(void)
-{
+static void test_groups(void) {
     MPI_Group world, odd;
     MPI_OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
     int n = size / 2, *ranks = malloc(sizeof(int) * (size_t)n);
@@ -110,15 +107,15 @@ static void test_groups(void)
     }
     MPI_OK(MPI_Group_free(&odd));
     MPI_OK(MPI_Group_free(&world));
-    free(ranks); free(back); free(seq);
+    free(ranks);
+    free(back);
+    free(seq);
 }
 
 /* Evens and odds joined by an intercommunicator: each even rank i talks to
  * odd rank i of the remote group; the merge puts the evens first. */
-static void test_intercomm(void)
-{
-    if (size < 2 || size % 2)
-        return;
+static void test_intercomm(void) {
+    if (size < 2 || size % 2) return;
     MPI_Comm half, inter, merged;
     int color = rank % 2;
     MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half));
@@ -142,8 +139,7 @@ static void test_intercomm(void)
 }
 
 /* 300 dup/free cycles, each used once: context ids are recycled correctly. */
-static void test_many_dups(void)
-{
+static void test_many_dups(void) {
     for (int i = 0; i < 300; i++) {
         MPI_Comm c;
         MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
@@ -154,8 +150,7 @@ static void test_many_dups(void)
     }
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     check_init(&argc, &argv, &rank, &size);
     CHECK(size >= 2, "needs at least 2 ranks, got %d", size);
     test_dup();

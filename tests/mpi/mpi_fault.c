@@ -13,8 +13,7 @@
 
 enum { WARMUP = 100, RUN_SECONDS = 60 };
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     int rank, size;
     check_init(&argc, &argv, &rank, &size);
     CHECK(size >= 2, "needs at least 2 ranks, got %d", size);
@@ -28,15 +27,14 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
         int n = 1 + (it * 7919) % (int)sizeof out;
-        MPI_OK(MPI_Sendrecv(out, n, MPI_CHAR, right, 0, in, (int)sizeof in, MPI_CHAR, left, 0,
-                            MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_OK(MPI_Sendrecv(out, n, MPI_CHAR, right, 0, in, (int)sizeof in, MPI_CHAR, left, 0, MPI_COMM_WORLD,
+                            MPI_STATUS_IGNORE));
         /* Stop when any rank's clock says so, all ranks together. */
         int more = MPI_Wtime() - start < RUN_SECONDS, all;
         MPI_OK(MPI_Allreduce(&more, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
         go = all;
     }
-    if (rank == 0)
-        fprintf(stderr, "mpi_fault: ran %d s and nobody was killed\n", RUN_SECONDS);
+    if (rank == 0) fprintf(stderr, "mpi_fault: ran %d s and nobody was killed\n", RUN_SECONDS);
     MPI_Finalize();
     return 3;
 }

@@ -16,8 +16,7 @@ static int v(int origin, int target, int i) { return origin * 100000 + target * 
 /* Fence epochs on a window over user memory: every rank puts its slot into
  * every other rank, then gets its right neighbour's whole array, then all
  * accumulate into rank 0's counters. */
-static void test_fence(MPI_Win win, int *mem)
-{
+static void test_fence(MPI_Win win, int *mem) {
     int *src = malloc(sizeof(int) * SLOT);
     MPI_OK(MPI_Win_fence(0, win));
     for (int t = 0; t < size; t++) {
@@ -29,20 +28,19 @@ static void test_fence(MPI_Win win, int *mem)
     }
     for (int o = 0; o < size; o++)
         for (int i = 0; i < SLOT; i++)
-            CHECK(mem[o * SLOT + i] == v(o, rank, i), "fence put: slot %d [%d] = %d, expected %d",
-                  o, i, mem[o * SLOT + i], v(o, rank, i));
+            CHECK(mem[o * SLOT + i] == v(o, rank, i), "fence put: slot %d [%d] = %d, expected %d", o, i,
+                  mem[o * SLOT + i], v(o, rank, i));
     int right = (rank + 1) % size, *got = malloc(sizeof(int) * SLOT * (size_t)size);
     MPI_OK(MPI_Get(got, SLOT * size, MPI_INT, right, 0, SLOT * size, MPI_INT, win));
     MPI_OK(MPI_Win_fence(0, win));
     for (int o = 0; o < size; o++)
         for (int i = 0; i < SLOT; i++)
-            CHECK(got[o * SLOT + i] == v(o, right, i), "fence get: slot %d [%d] = %d, expected %d",
-                  o, i, got[o * SLOT + i], v(o, right, i));
+            CHECK(got[o * SLOT + i] == v(o, right, i), "fence get: slot %d [%d] = %d, expected %d", o, i,
+                  got[o * SLOT + i], v(o, right, i));
     /* Accumulate: SUM into rank 0's slot 0, MAX into its slot 1, from all. */
     for (int i = 0; i < SLOT; i++) src[i] = rank + i;
     MPI_OK(MPI_Win_fence(0, win));
-    if (rank == 0)
-        memset(mem, 0, sizeof(int) * 2 * SLOT);
+    if (rank == 0) memset(mem, 0, sizeof(int) * 2 * SLOT);
     MPI_OK(MPI_Win_fence(0, win));
     MPI_OK(MPI_Accumulate(src, SLOT, MPI_INT, 0, 0, SLOT, MPI_INT, MPI_SUM, win));
     MPI_OK(MPI_Accumulate(src, SLOT, MPI_INT, 0, SLOT, SLOT, MPI_INT, MPI_MAX, win));
@@ -51,8 +49,8 @@ static void test_fence(MPI_Win win, int *mem)
         for (int i = 0; i < SLOT; i++) {
             int sum = size * (size - 1) / 2 + size * i;
             CHECK(mem[i] == sum, "fence accumulate sum: [%d] = %d, expected %d", i, mem[i], sum);
-            CHECK(mem[SLOT + i] == size - 1 + i, "fence accumulate max: [%d] = %d, expected %d", i,
-                  mem[SLOT + i], size - 1 + i);
+            CHECK(mem[SLOT + i] == size - 1 + i, "fence accumulate max: [%d] = %d, expected %d", i, mem[SLOT + i],
+                  size - 1 + i);
         }
     MPI_OK(MPI_Win_fence(0, win));
     free(src);
@@ -61,8 +59,7 @@ static void test_fence(MPI_Win win, int *mem)
 
 /* Large transfers: 4 MiB + 3 bytes put into the right neighbour and read
  * back from the left, and a strided vector target type. */
-static void test_fence_large(void)
-{
+static void test_fence_large(void) {
     size_t n = (4u << 20) + 3;
     unsigned char *mem, *src = malloc(n), *back = malloc(n);
     MPI_Win win;
@@ -93,19 +90,20 @@ static void test_fence_large(void)
     }
     MPI_OK(MPI_Type_free(&strided));
     MPI_OK(MPI_Win_free(&win));
-    free(src); free(back); free(ints);
+    free(src);
+    free(back);
+    free(ints);
 }
 
 /* Passive target: each rank, under an exclusive lock, writes its slot of
  * every other rank's window; under shared locks everyone adds to rank 0's
  * counter ROUNDS times.  Local reads of the window happen under a lock. */
-static void test_lock(void)
-{
+static void test_lock(void) {
     enum { ROUNDS = 50 };
     int *mem;
     MPI_Win win;
-    MPI_OK(MPI_Win_allocate(sizeof(int) * SLOT * (MPI_Aint)(size + 1), sizeof(int), MPI_INFO_NULL,
-                            MPI_COMM_WORLD, &mem, &win));
+    MPI_OK(MPI_Win_allocate(sizeof(int) * SLOT * (MPI_Aint)(size + 1), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem,
+                            &win));
     MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
     memset(mem, 0, sizeof(int) * SLOT * (size_t)(size + 1));
     MPI_OK(MPI_Win_unlock(rank, win));
@@ -129,13 +127,12 @@ static void test_lock(void)
     MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
     for (int o = 0; o < size; o++)
         for (int i = 0; i < SLOT; i++)
-            CHECK(mem[o * SLOT + i] == v(o, rank, i), "lock put: slot %d [%d] = %d, expected %d",
-                  o, i, mem[o * SLOT + i], v(o, rank, i));
+            CHECK(mem[o * SLOT + i] == v(o, rank, i), "lock put: slot %d [%d] = %d, expected %d", o, i,
+                  mem[o * SLOT + i], v(o, rank, i));
     if (rank == 0)
         for (int i = 0; i < SLOT; i++)
-            CHECK(mem[size * SLOT + i] == size * ROUNDS * (i + 1),
-                  "lock accumulate: [%d] = %d, expected %d", i, mem[size * SLOT + i],
-                  size * ROUNDS * (i + 1));
+            CHECK(mem[size * SLOT + i] == size * ROUNDS * (i + 1), "lock accumulate: [%d] = %d, expected %d", i,
+                  mem[size * SLOT + i], size * ROUNDS * (i + 1));
     MPI_OK(MPI_Win_unlock(rank, win));
     /* Get under a shared lock sees what the owner wrote. */
     int right = (rank + 1) % size, got[SLOT];
@@ -150,8 +147,7 @@ static void test_lock(void)
 
 /* A shared counter on rank 0 taken with MPI_Fetch_and_op: the values handed
  * out are exactly 0 .. size*TAKES-1, each once. */
-static void test_fetch_and_op(void)
-{
+static void test_fetch_and_op(void) {
     enum { TAKES = 40 };
     long *ctr;
     MPI_Win win;
@@ -182,14 +178,12 @@ static void test_fetch_and_op(void)
     MPI_OK(MPI_Win_free(&win));
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     check_init(&argc, &argv, &rank, &size);
     CHECK(size >= 2, "needs at least 2 ranks, got %d", size);
     int *mem = calloc((size_t)SLOT * size, sizeof(int));
     MPI_Win win;
-    MPI_OK(MPI_Win_create(mem, sizeof(int) * SLOT * (MPI_Aint)size, sizeof(int), MPI_INFO_NULL,
-                          MPI_COMM_WORLD, &win));
+    MPI_OK(MPI_Win_create(mem, sizeof(int) * SLOT * (MPI_Aint)size, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     test_fence(win, mem);
     MPI_OK(MPI_Win_free(&win));

@@ -30,7 +30,7 @@ static MPI_Comm comms[NTHREADS];
 struct worker {
     int t;
     MPI_Comm comm;
-    int tag_base;     /* phase 3: the thread's tags */
+    int tag_base; /* phase 3: the thread's tags */
     pthread_t th;
 };
 
@@ -58,14 +58,12 @@ static void *run(void *arg) {
                 MPI_OK(MPI_Irecv(in + (size_t)p * MAXLEN, (int)len, MPI_UNSIGNED_CHAR, p, tag, w->comm, &req[n++]));
         pattern_fill(out, len, rank, seq_of(w->t, round, 0));
         for (int p = 0; p < size; p++)
-            if (p != rank)
-                MPI_OK(MPI_Isend(out, (int)len, MPI_UNSIGNED_CHAR, p, tag, w->comm, &req[n++]));
+            if (p != rank) MPI_OK(MPI_Isend(out, (int)len, MPI_UNSIGNED_CHAR, p, tag, w->comm, &req[n++]));
         MPI_Status st[2 * 64];
         CHECK(nreq <= 2 * 64, "too many ranks for this test");
         MPI_OK(MPI_Waitall(nreq, req, st));
         for (int p = 0, k = 0; p < size; p++) {
-            if (p == rank)
-                continue;
+            if (p == rank) continue;
             int count;
             MPI_OK(MPI_Get_count(&st[k], MPI_UNSIGNED_CHAR, &count));
             CHECK(count == (int)len && st[k].MPI_SOURCE == p && st[k].MPI_TAG == tag,
@@ -78,12 +76,11 @@ static void *run(void *arg) {
         int right = (rank + 1) % size, left = (rank + size - 1) % size;
         pattern_fill(out, len, rank, seq_of(w->t, round, 1));
         MPI_Status s;
-        MPI_OK(MPI_Sendrecv(out, (int)len, MPI_UNSIGNED_CHAR, right, tag, in, MAXLEN, MPI_UNSIGNED_CHAR, left,
-                            tag, w->comm, &s));
+        MPI_OK(MPI_Sendrecv(out, (int)len, MPI_UNSIGNED_CHAR, right, tag, in, MAXLEN, MPI_UNSIGNED_CHAR, left, tag,
+                            w->comm, &s));
         int count;
         MPI_OK(MPI_Get_count(&s, MPI_UNSIGNED_CHAR, &count));
-        CHECK(count == (int)len, "thread %d round %d: ring message of %d bytes, expected %zu", w->t, round,
-              count, len);
+        CHECK(count == (int)len, "thread %d round %d: ring message of %d bytes, expected %zu", w->t, round, count, len);
         pattern_check(in, len, left, seq_of(w->t, round, 1), "ring message");
     }
     free(out);
@@ -100,8 +97,7 @@ static void phase(int shared_world) {
         w[t].tag_base = shared_world ? 100 * (t + 1) : 0;
         CHECK(pthread_create(&w[t].th, NULL, run, &w[t]) == 0, "pthread_create");
     }
-    for (int t = 0; t < NTHREADS; t++)
-        pthread_join(w[t].th, NULL);
+    for (int t = 0; t < NTHREADS; t++) pthread_join(w[t].th, NULL);
 }
 
 int main(int argc, char **argv) {
@@ -111,8 +107,8 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_Init_thread provided level %d, not MPI_THREAD_MULTIPLE (%d)",
-          provided, MPI_THREAD_MULTIPLE);
+    CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_Init_thread provided level %d, not MPI_THREAD_MULTIPLE (%d)", provided,
+          MPI_THREAD_MULTIPLE);
     for (int t = 0; t < NTHREADS; t++) {
         MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]));
         MPI_Comm_set_errhandler(comms[t], MPI_ERRORS_RETURN);
@@ -121,8 +117,7 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     phase(1);
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
-    for (int t = 0; t < NTHREADS; t++)
-        MPI_OK(MPI_Comm_free(&comms[t]));
+    for (int t = 0; t < NTHREADS; t++) MPI_OK(MPI_Comm_free(&comms[t]));
     if (rank == 0)
         printf("mpi_threads: %d ranks x %d threads, own communicators and shared tags: all checks passed\n", size,
                NTHREADS);

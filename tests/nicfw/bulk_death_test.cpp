@@ -148,10 +148,8 @@ int main(int argc, char **argv) {
         return fail("completed without error but the data is not the initiator's");
     // The peer is gone: tear down locally (no barrier, no finalize with a dead rank).
     VipDisconnect(vi);
-    while (VipRecvDone(vi, &got) == VIP_SUCCESS) {
-    }
-    while (VipSendDone(vi, &got) == VIP_SUCCESS) {
-    }
+    while (VipRecvDone(vi, &got) == VIP_SUCCESS) {}
+    while (VipSendDone(vi, &got) == VIP_SUCCESS) {}
     if (VIP_RETURN rc2 = VipDestroyVi(vi); rc2 != VIP_SUCCESS) return fail("VipDestroyVi", rc2);
     std::fflush(nullptr);
     _exit(0);

@@ -103,7 +103,7 @@ TEST_P(Bulk, RdmaWriteAcrossTheCrossover) {
                                               << " segments " << s.nseg);
             ++seed;
             const size_t roff = (s.off * 5) % 13; // remote offset, unaligned too
-            if (is_server()) { // target: the immediate's receive says the data is in place
+            if (is_server()) {                    // target: the immediate's receive says the data is in place
                 std::memset(buf.p(), 0xEE, roff + s.size + 64);
                 fill_recv(link.d(0), {});
                 VT_ASSERT_OK(VipPostRecv(link.data(), link.d(0), link.dmh()));
@@ -258,15 +258,15 @@ TEST_P(BulkProtection, TargetRefusesOverTheBulkPath) {
 std::vector<ProtCase> prot_cases() {
     std::vector<ProtCase> v;
     for (VIP_UINT16 op : {VIP_CONTROL_OP_RDMAWRITE, VIP_CONTROL_OP_RDMAREAD})
-        for (Check c : {Check::BadHandle, Check::OutOfBounds, Check::WrongPtag, Check::RegionDisabled,
-                        Check::ViDisabled})
+        for (Check c :
+             {Check::BadHandle, Check::OutOfBounds, Check::WrongPtag, Check::RegionDisabled, Check::ViDisabled})
             for (bool shm : {false, true})
                 for (bool small : {false, true}) v.push_back({op, c, shm, small});
     return v;
 }
 INSTANTIATE_TEST_SUITE_P(Checks, BulkProtection, ::testing::ValuesIn(prot_cases()), [](const auto &i) {
     return std::string(i.param.op == VIP_CONTROL_OP_RDMAWRITE ? "Write" : "Read") + check_name(i.param.check) +
-           (i.param.shm ? "Shm" : "Heap") + (i.param.small ? "64B" : "");
+        (i.param.shm ? "Shm" : "Heap") + (i.param.small ? "64B" : "");
 });
 
 // A bulk send checks the receive descriptor as a staged one does: a segment
@@ -281,8 +281,8 @@ TEST_P(BulkRecvCheck, ReceiverRefusesOverTheBulkPath) {
     VT_ASSERT_OK(buf.rc);
     if (is_server()) {
         std::memset(buf.p(), 0xEE, len);
-        fill_recv(link.d(0), {{buf.p(), bad_handle ? buf.mh() ^ 0x00ff0000u : buf.mh(),
-                               VIP_UINT32(bad_handle ? len : len / 2)}});
+        fill_recv(link.d(0),
+                  {{buf.p(), bad_handle ? buf.mh() ^ 0x00ff0000u : buf.mh(), VIP_UINT32(bad_handle ? len : len / 2)}});
         VT_ASSERT_OK(VipPostRecv(link.data(), link.d(0), link.dmh()));
         ASSERT_TRUE(link.handshake(kReady));
         VIP_RETURN rc;
@@ -310,7 +310,7 @@ INSTANTIATE_TEST_SUITE_P(Checks, BulkRecvCheck,
                                            ProtCase{0, Check::OutOfBounds, true}),
                          [](const auto &i) {
                              return std::string(i.param.check == Check::BadHandle ? "BadHandle" : "TooShort") +
-                                    (i.param.shm ? "Shm" : "Heap");
+                                 (i.param.shm ? "Shm" : "Heap");
                          });
 
 } // namespace

@@ -13,8 +13,8 @@ using nicfw::Config;
 
 namespace {
 
-const char *const kVars[] = {"VIPL_NICFW_MODE", "VIPL_NICFW_DOORBELL", "VIPL_NICFW_RING_KB",
-                             "VIPL_NICFW_CRC",  "VIPL_NICFW_PROGRESS", "VIPL_NICFW_PROFILE",
+const char *const kVars[] = {"VIPL_NICFW_MODE",    "VIPL_NICFW_DOORBELL",    "VIPL_NICFW_RING_KB",
+                             "VIPL_NICFW_CRC",     "VIPL_NICFW_PROGRESS",    "VIPL_NICFW_PROFILE",
                              "VIPL_NICFW_DMA_MIN", "VIPL_NICFW_DMA_MIN_SHM", "VIPL_NICFW_DIRECT_SEND"};
 
 class ConfigEnv : public ::testing::Test {
@@ -140,7 +140,7 @@ TEST_F(ConfigEnv, ProfileNamedModels) {
     EXPECT_EQ(c.doorbell, nicfw::Doorbell::Fifo);
     c = with("VIPL_NICFW_PROFILE", "lanai4");
     EXPECT_TRUE(c.profile.cost.enabled);
-    EXPECT_EQ(c.doorbell, nicfw::Doorbell::Emulated); // the LANai 4 emulates its doorbells
+    EXPECT_EQ(c.doorbell, nicfw::Doorbell::Emulated);    // the LANai 4 emulates its doorbells
     EXPECT_LT(c.profile.cost.dma_mb_s, p.cost.dma_mb_s); // 32-bit PCI
     // An explicit VIPL_NICFW_DOORBELL wins over the profile's.
     setenv("VIPL_NICFW_DOORBELL", "fifo", 1);
@@ -170,11 +170,11 @@ TEST_F(ConfigEnv, ProfileSynthetic) {
 TEST_F(ConfigEnv, ProfileRefusesBadValues) {
     EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "lanai5"));
     EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "LANAI4"));
-    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "os=20000")); // missing "synthetic:"
-    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:x=1", "x"));   // unknown key
-    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:l=1", "l"));   // keys are case-sensitive
-    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os", "os"));    // not key=ns
-    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os=", ""));   // no number
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "os=20000"));           // missing "synthetic:"
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:x=1", "x")); // unknown key
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:l=1", "l")); // keys are case-sensitive
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os", "os")); // not key=ns
+    EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os=", ""));  // no number
     EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os=1us", "1us"));
     EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:os=-5", "-5"));
     EXPECT_TRUE(refused("VIPL_NICFW_PROFILE", "synthetic:L=100000001", "100000001")); // over 0.1 s

@@ -40,15 +40,15 @@ CostParams simple() {
     p.doorbell_writes = 2;
     p.uncached_read_ns = 50;
     p.host_cq_read_ns = 20;
-    p.pio_data_mb_s = 10;   // 100 ns per byte
+    p.pio_data_mb_s = 10; // 100 ns per byte
     p.dma_setup_ns = 2000;
-    p.dma_mb_s = 100;       // 10 ns per byte
-    p.desc_bytes = 50;      // 500 ns
+    p.dma_mb_s = 100;  // 10 ns per byte
+    p.desc_bytes = 50; // 500 ns
     p.fw_loop_ns = 300;
     p.fw_vi_poll_ns = 400;
     p.fw_send_ns = 3000;
     p.fw_recv_ns = 5000;
-    p.link_mb_s = 200;      // 5 ns per byte
+    p.link_mb_s = 200; // 5 ns per byte
     p.link_header_bytes = 8;
     p.switch_ns = 700;
     return p;
@@ -126,7 +126,7 @@ TEST(CostModel, TransmitAndReceiveOccupyTheNic) {
     const uint64_t end = m.nic_rx(7, t0 + 100, 100, false);
     EXPECT_EQ(end, busy + 300 + 2500 + 3000 + 2040 + 5000);
     EXPECT_EQ(m.nic_rx(7, t0 + 100, 100, false), end); // booked once per packet
-    EXPECT_EQ(m.nic_free_at(), end); // and the NIC cannot send meanwhile
+    EXPECT_EQ(m.nic_free_at(), end);                   // and the NIC cannot send meanwhile
     fc.t = end - 1;
     EXPECT_FALSE(m.nic_free_now());
     fc.t = end;
@@ -148,7 +148,7 @@ TEST(CostModel, StreamedLoopPaysOncePerBurst) {
         p.loop = loop;
         CostModel m(p, fc.clock());
         m.nic_tx(16, 1, false);
-        fc.t += 100000;             // later, three sends posted at once: the NIC is busy for the 2nd and 3rd
+        fc.t += 100000; // later, three sends posted at once: the NIC is busy for the 2nd and 3rd
         m.nic_tx(16, 1, false);
         m.nic_tx(16, 1, false);
         m.nic_tx(16, 1, false);
@@ -173,15 +173,15 @@ TEST(CostModel, EmulatedDoorbellWaitsForTheNic) {
     CostModel m(simple(), fc.clock());
     m.nic_tx(100, 1, false); // taken at once: the NIC was idle
     uint64_t t0 = fc.t;
-    m.host_doorbell(true);   // no wait: reads the slot, writes the token
+    m.host_doorbell(true); // no wait: reads the slot, writes the token
     EXPECT_EQ(fc.t - t0, 1000u + 200u);
     const uint64_t busy = m.nic_free_at();
     m.nic_tx(100, 1, false); // queued behind the first: taken when the NIC is free
     t0 = fc.t;
-    m.host_doorbell(true);   // waits until then
+    m.host_doorbell(true); // waits until then
     EXPECT_EQ(fc.t, busy + 1000 + 200);
     EXPECT_EQ(m.charged(kCostBellWait), busy - t0);
-    m.host_doorbell(false);  // the FIFO doorbell never waits
+    m.host_doorbell(false); // the FIFO doorbell never waits
     EXPECT_EQ(fc.t, busy + 1000 + 200 + 200);
 }
 
@@ -240,8 +240,8 @@ TEST(CostProfileFile, RefusesBadLinesByNumber) {
             parse_cost_params(text, "prof.txt");
         } catch (const std::runtime_error &e) {
             return std::string(e.what()).find(want) != std::string::npos
-                       ? ::testing::AssertionSuccess()
-                       : ::testing::AssertionFailure() << "message '" << e.what() << "' lacks '" << want << "'";
+                ? ::testing::AssertionSuccess()
+                : ::testing::AssertionFailure() << "message '" << e.what() << "' lacks '" << want << "'";
         }
         return ::testing::AssertionFailure() << "accepted: " << text;
     };

@@ -59,16 +59,15 @@ public:
         bb = std::make_unique<Buffers>(nic, tag, 16, 64);
         VIP_VI_ATTRIBUTES attr = vi_attr(tag, VIP_SERVICE_RELIABLE_DELIVERY);
         ok = ok && ba->rc() == VIP_SUCCESS && bb->rc() == VIP_SUCCESS &&
-             VipCreateVi(nic, &attr, nullptr, nullptr, &a) == VIP_SUCCESS &&
-             VipCreateVi(nic, &attr, nullptr, cq, &b) == VIP_SUCCESS && connect_loopback(nic, a, nic, b);
+            VipCreateVi(nic, &attr, nullptr, nullptr, &a) == VIP_SUCCESS &&
+            VipCreateVi(nic, &attr, nullptr, cq, &b) == VIP_SUCCESS && connect_loopback(nic, a, nic, b);
     }
     ~Rig() {
         for (VIP_VI_HANDLE v : {a, b})
             if (v) {
                 VipDisconnect(v);
                 VIP_DESCRIPTOR *d;
-                while (VipSendDone(v, &d) == VIP_SUCCESS || VipRecvDone(v, &d) == VIP_SUCCESS) {
-                }
+                while (VipSendDone(v, &d) == VIP_SUCCESS || VipRecvDone(v, &d) == VIP_SUCCESS) {}
                 VipDestroyVi(v);
             }
         ba.reset();
@@ -146,7 +145,8 @@ TEST(CostSwitches, HostResidentCqMakesCqDoneCheap) {
     const std::string base = "base = lanai7\npio_read_ns = 200000\n";
     const double on_nic = min_over_reps(base + "cq = nic\n", cq_done);
     const double in_host = min_over_reps(base + "cq = host\n", cq_done);
-    std::printf("[ cq ] successful VipCQDone, min of %d: nic %.1f us, host %.1f us\n", kReps, on_nic / 1e3, in_host / 1e3);
+    std::printf("[ cq ] successful VipCQDone, min of %d: nic %.1f us, host %.1f us\n", kReps, on_nic / 1e3,
+                in_host / 1e3);
     EXPECT_GE(on_nic, 200000.0);
     EXPECT_LT(in_host, on_nic - 150000.0);
 }
@@ -239,7 +239,8 @@ TEST(CostSwitches, PioDataPathMovesCostFromNicToHost) {
     const Split dma = run(base + "send_data = dma\n");
     const Split pio = run(base + "send_data = pio\n");
     std::printf("[ send data ] min of %d: VipPostSend dma %.1f us, pio %.1f us; post to send completion dma %.1f us, "
-                "pio %.1f us\n", kReps, dma.post / 1e3, pio.post / 1e3, dma.nic / 1e3, pio.nic / 1e3);
+                "pio %.1f us\n",
+                kReps, dma.post / 1e3, pio.post / 1e3, dma.nic / 1e3, pio.nic / 1e3);
     EXPECT_GE(pio.post, 160000.0);
     EXPECT_LT(dma.post, pio.post - 100000.0);
     EXPECT_GT(dma.nic, pio.nic + 50000.0); // one DMA set-up (100 us) fewer on the NIC
@@ -264,8 +265,7 @@ TEST(CostInstr, WaitingForAMessageIsNotOverhead) {
         VIP_BOOLEAN is_recv;
         const uint64_t deadline = now() + uint64_t(kWaitMs) * 1000000ull;
         VIP_RETURN rc;
-        while ((rc = VipCQDone(rig.cq, &vi, &is_recv)) == VIP_NOT_DONE && now() < deadline) {
-        }
+        while ((rc = VipCQDone(rig.cq, &vi, &is_recv)) == VIP_NOT_DONE && now() < deadline) {}
         VIP_DESCRIPTOR *d;
         const VIP_RETURN rrc = VipRecvDone(rig.b, &d);
         vipl_instr_enable(was);
@@ -285,8 +285,8 @@ TEST(CostInstr, WaitingForAMessageIsNotOverhead) {
     }
     std::printf("successful VipCQDone %.1f us, VipRecvDone %.1f us, waiting %.1f us\n", cq_ns / 1e3, recv_ns / 1e3,
                 wait_ns / 1e3);
-    EXPECT_GE(cq_ns, 1000.0);    // the PIO read and clear are overhead
-    EXPECT_LT(cq_ns, 100000.0);  // the 300 us of the send are not
+    EXPECT_GE(cq_ns, 1000.0);   // the PIO read and clear are overhead
+    EXPECT_LT(cq_ns, 100000.0); // the 300 us of the send are not
     EXPECT_LT(recv_ns, 100000.0);
     EXPECT_GT(wait_ns, 200000.0);
 }
@@ -317,8 +317,8 @@ TEST(CostInstr, TheInlineFirmwaresStepIsNotHostOverhead) {
         EXPECT_EQ(nic.category, VIPL_INSTR_FIRMWARE);
         EXPECT_GT(nic.ns, 0.0);
         EXPECT_GE(post.ns, 500.0); // the two doorbell writes (2 x 250 ns) stay host overhead
-        EXPECT_LE(post.ns + nic.ns, double(wall) + 50.0) << "VipPostSend " << post.ns << " ns, NIC work " << nic.ns
-                                                          << " ns, the call " << wall << " ns";
+        EXPECT_LE(post.ns + nic.ns, double(wall) + 50.0)
+            << "VipPostSend " << post.ns << " ns, NIC work " << nic.ns << " ns, the call " << wall << " ns";
         rig.drain(1);
     }
 }
@@ -343,8 +343,7 @@ double layer_scope_ns(Rig &rig, bool receive_first, uint64_t work_ns) {
     {
         VIPL_INSTR_BEGIN(t);
         const uint64_t end = now() + work_ns;
-        while (now() < end) {
-        }
+        while (now() < end) {}
         VIPL_INSTR_END(c_layer_fc, t);
     }
     vipl_instr_enable(was);
@@ -364,7 +363,7 @@ TEST(CostHostCpu, ASlowerHostStretchesTheLayersOwnWork) {
                 off_ns / 1e3);
     EXPECT_GE(off_ns, 5000.0);
     EXPECT_LT(off_ns, 40000.0);
-    EXPECT_GE(on_ns, 45000.0); // 5 us, then 9 x 5 us more (less the calibrated scope cost)
+    EXPECT_GE(on_ns, 45000.0);  // 5 us, then 9 x 5 us more (less the calibrated scope cost)
     EXPECT_EQ(vipl_host_on, 0); // off again once the NIC is closed
 
     // The delay is real, not an instrumentation artefact: with instrumentation
@@ -376,8 +375,7 @@ TEST(CostHostCpu, ASlowerHostStretchesTheLayersOwnWork) {
         {
             VIPL_INSTR_BEGIN(t);
             const uint64_t end = now() + 5000;
-            while (now() < end) {
-            }
+            while (now() < end) {}
             VIPL_INSTR_END(c_layer_fc, t);
         }
         const uint64_t t1 = now();

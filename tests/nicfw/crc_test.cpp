@@ -72,9 +72,7 @@ TEST(Crc32c, PathsAgreeOnRandomBuffersLengthsAndAlignments) {
             const unsigned char *p = buf.data() + align;
             const uint32_t ref = reference(0, p, len);
             ASSERT_EQ(crc_path::table(0, p, len), ref) << "table, len " << len << " align " << align;
-            if (hw) {
-                ASSERT_EQ(crc_path::hardware(0, p, len), ref) << "sse4.2, len " << len << " align " << align;
-            }
+            if (hw) { ASSERT_EQ(crc_path::hardware(0, p, len), ref) << "sse4.2, len " << len << " align " << align; }
             ASSERT_EQ(crc32c(0, p, len), ref) << "dispatch, len " << len << " align " << align;
             const size_t cut = len / 3;
             ASSERT_EQ(crc_path::table(crc_path::table(0, p, cut), p + cut, len - cut), ref) << "chained, len " << len;
@@ -94,9 +92,7 @@ TEST(Crc32c, PathsAgreeOnLargeBuffersAndNonZeroSeeds) {
         const uint32_t seed = rng();
         const uint32_t t = crc_path::table(seed, buf.data() + align, len);
         EXPECT_EQ(t, reference(seed, buf.data() + align, len)) << "len " << len;
-        if (hw) {
-            EXPECT_EQ(crc_path::hardware(seed, buf.data() + align, len), t) << "len " << len;
-        }
+        if (hw) { EXPECT_EQ(crc_path::hardware(seed, buf.data() + align, len), t) << "len " << len; }
         EXPECT_EQ(crc32c(seed, buf.data() + align, len), t) << "len " << len;
     }
 }

@@ -69,11 +69,9 @@ TEST_P(DmaMove, PullAndPushWithMisalignedPieces) {
     ASSERT_NE(rp, nullptr);
     auto *remote = static_cast<unsigned char *>(rp) + 3; // unaligned
     const ShmRef shm = w.shm ? shared_memory().find(remote, len) : ShmRef{};
-    if (w.shm) {
-        ASSERT_NE(shm.id, 0u);
-    }
+    if (w.shm) { ASSERT_NE(shm.id, 0u); }
     std::vector<unsigned char> local(len + 64);
-    for (size_t nr : {size_t(1), size_t(7), size_t(200)}) {   // 200: more than one CMA batch
+    for (size_t nr : {size_t(1), size_t(7), size_t(200)}) { // 200: more than one CMA batch
         for (size_t nl : {size_t(1), size_t(5), size_t(130)}) {
             SCOPED_TRACE(::testing::Message() << w.name << " remote pieces " << nr << " local pieces " << nl);
             auto rs = remote_pieces(remote, len, nr, shm);
@@ -102,9 +100,9 @@ INSTANTIATE_TEST_SUITE_P(Ways, DmaMove,
                          ::testing::Values(Way{"same process", kMe, false}, Way{"shared memory", kPeer, true},
                                            Way{"cross-memory attach", kPeer, false}),
                          [](const auto &i) {
-                             return std::string(i.param.shm ? "SharedMemory"
-                                                : i.param.peer_rank == kMe ? "SameProcess"
-                                                                           : "CrossMemoryAttach");
+                             return std::string(i.param.shm                    ? "SharedMemory"
+                                                    : i.param.peer_rank == kMe ? "SameProcess"
+                                                                               : "CrossMemoryAttach");
                          });
 
 TEST(Dma, ListsShorterThanAnnouncedAreRefused) {

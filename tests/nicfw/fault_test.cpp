@@ -25,7 +25,8 @@ namespace {
 
 // The settings a test changes; the others (mode, doorbell, progress) come from
 // the environment ctest gives the binary, so the suite runs in every firmware mode.
-const char *const kVars[] = {"VIPL_NICFW_PROFILE", "VIPL_NICFW_RING_KB", "VIPL_NICFW_CRC", "VIPL_NICFW_FAULTS", "VIPL_NICFW_RETRANSMIT"};
+const char *const kVars[] = {"VIPL_NICFW_PROFILE", "VIPL_NICFW_RING_KB", "VIPL_NICFW_CRC", "VIPL_NICFW_FAULTS",
+                             "VIPL_NICFW_RETRANSMIT"};
 std::string g_mode = [] {
     const char *m = std::getenv("VIPL_NICFW_MODE");
     return std::string(m ? m : "");
@@ -127,30 +128,20 @@ void exchange(VIP_VI_HANDLE x, Buffers &bx, VIP_VI_HANDLE y, Buffers &by, int n,
 
 // Orderly teardown: a disconnects, b sees the loss and disconnects, both destroyed.
 void destroy_pair(Pair &p) {
-    if (p.a && vi_state(p.a) != VIP_STATE_IDLE) {
-        NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(p.a));
-    }
-    if (p.b && vi_state(p.b) != VIP_STATE_IDLE) {
-        NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(p.b));
-    }
+    if (p.a && vi_state(p.a) != VIP_STATE_IDLE) { NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(p.a)); }
+    if (p.b && vi_state(p.b) != VIP_STATE_IDLE) { NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(p.b)); }
     VIP_DESCRIPTOR *d;
     for (VIP_VI_HANDLE v : {p.a, p.b}) {
         if (!v) continue;
-        while (VipRecvDone(v, &d) == VIP_SUCCESS) {
-        }
-        while (VipSendDone(v, &d) == VIP_SUCCESS) {
-        }
+        while (VipRecvDone(v, &d) == VIP_SUCCESS) {}
+        while (VipSendDone(v, &d) == VIP_SUCCESS) {}
         NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(v));
     }
     p.a = p.b = nullptr;
     p.buf_a.reset();
     p.buf_b.reset();
-    if (p.tag_a) {
-        NT_EXPECT_RC(VIP_SUCCESS, VipDestroyPtag(p.nic_a, p.tag_a));
-    }
-    if (p.tag_b) {
-        NT_EXPECT_RC(VIP_SUCCESS, VipDestroyPtag(p.nic_b, p.tag_b));
-    }
+    if (p.tag_a) { NT_EXPECT_RC(VIP_SUCCESS, VipDestroyPtag(p.nic_a, p.tag_a)); }
+    if (p.tag_b) { NT_EXPECT_RC(VIP_SUCCESS, VipDestroyPtag(p.nic_b, p.tag_b)); }
     p.tag_a = p.tag_b = nullptr;
 }
 
@@ -226,8 +217,7 @@ TEST_F(NicfwFault, TwoHandlesShareOneNic) {
     // Close h1 (its objects first); the NIC lives on for h2.
     NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(p.a));
     VIP_DESCRIPTOR *d;
-    while (VipRecvDone(p.a, &d) == VIP_SUCCESS) {
-    }
+    while (VipRecvDone(p.a, &d) == VIP_SUCCESS) {}
     NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(p.a));
     p.a = nullptr;
     p.buf_a.reset();
@@ -379,8 +369,7 @@ TEST_P(DestroyUnderSender, PeerDestroyedWhileSending) {
 
     NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(c));
     NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(dvi));
-    while (VipRecvDone(c, &d) == VIP_SUCCESS) {
-    }
+    while (VipRecvDone(c, &d) == VIP_SUCCESS) {}
     NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(c));
     NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(dvi));
     dbuf.reset();
@@ -393,9 +382,9 @@ INSTANTIATE_TEST_SUITE_P(Levels, DestroyUnderSender,
                          ::testing::Values(VIP_SERVICE_UNRELIABLE, VIP_SERVICE_RELIABLE_DELIVERY,
                                            VIP_SERVICE_RELIABLE_RECEPTION),
                          [](const auto &i) {
-                             return i.param == VIP_SERVICE_UNRELIABLE          ? std::string("Unreliable")
-                                    : i.param == VIP_SERVICE_RELIABLE_DELIVERY ? std::string("ReliableDelivery")
-                                                                               : std::string("ReliableReception");
+                             return i.param == VIP_SERVICE_UNRELIABLE       ? std::string("Unreliable")
+                                 : i.param == VIP_SERVICE_RELIABLE_DELIVERY ? std::string("ReliableDelivery")
+                                                                            : std::string("ReliableReception");
                          });
 
 TEST_F(NicfwFault, ThousandViCreateDestroyLeaksNoSlot) {

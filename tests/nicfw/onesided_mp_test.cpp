@@ -126,9 +126,9 @@ TEST_P(OneSided, ProgressWhileTargetSpins) {
                     EXPECT_EQ(check_pattern(buf.p(), size, seed), -1) << "data corrupted";
                     EXPECT_EQ(buf.p()[size], 0xEE) << "wrote past the local buffer";
                 }
-                EXPECT_TRUE(status_is(rdma(link, 1, VIP_CONTROL_OP_RDMAWRITE, info.addr + flag, info.mh,
-                                           {{buf.p() + flag, buf.mh(), 8}}),
-                                      VIP_STATUS_OP_RDMA_WRITE, 0));
+                EXPECT_TRUE(status_is(
+                    rdma(link, 1, VIP_CONTROL_OP_RDMAWRITE, info.addr + flag, info.mh, {{buf.p() + flag, buf.mh(), 8}}),
+                    VIP_STATUS_OP_RDMA_WRITE, 0));
             }
             ASSERT_TRUE(link.handshake(kDone));
         }
@@ -302,7 +302,8 @@ TEST_P(OneSidedRegion, DeregistrationWaitsForTransfers) {
             int writes = 0;
             const auto t0 = Clock::now();
             while (elapsed_ms(t0) < 20000) {
-                st = rdma(link, 0, VIP_CONTROL_OP_RDMAWRITE, info.addr, info.mh, {{buf.p(), buf.mh(), VIP_UINT32(kLen)}});
+                st = rdma(link, 0, VIP_CONTROL_OP_RDMAWRITE, info.addr, info.mh,
+                          {{buf.p(), buf.mh(), VIP_UINT32(kLen)}});
                 if (!st || (st & VIP_STATUS_ERROR_MASK)) break;
                 ++writes;
             }

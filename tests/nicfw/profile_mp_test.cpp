@@ -82,10 +82,8 @@ public:
             NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(vi));
         }
         VIP_DESCRIPTOR *d;
-        while (VipRecvDone(vi, &d) == VIP_SUCCESS) {
-        }
-        while (VipSendDone(vi, &d) == VIP_SUCCESS) {
-        }
+        while (VipRecvDone(vi, &d) == VIP_SUCCESS) {}
+        while (VipSendDone(vi, &d) == VIP_SUCCESS) {}
         NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(vi));
         vi = nullptr;
         buf.reset();
@@ -201,7 +199,8 @@ std::vector<double> burst_times(const std::string &profile, int burst, int reps)
         barrier();
         if (g_rank == 0) {
             const double t0 = now_us();
-            for (int i = 0; i < burst; ++i) NT_EXPECT_RC(VIP_SUCCESS, VipPostSend(l.vi, l.send_desc(i, 16), l.buf->mh()));
+            for (int i = 0; i < burst; ++i)
+                NT_EXPECT_RC(VIP_SUCCESS, VipPostSend(l.vi, l.send_desc(i, 16), l.buf->mh()));
             for (int i = 0; i < burst; ++i) {
                 VIP_DESCRIPTOR *d;
                 NT_EXPECT_RC(VIP_SUCCESS, VipSendWait(l.vi, kWaitMs, &d));
@@ -290,8 +289,7 @@ static void disconnect_and_destroy(VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi) {
         NT_EXPECT_RC(VIP_SUCCESS, VipDisconnect(vi));
     }
     VIP_DESCRIPTOR *d;
-    while (VipRecvDone(vi, &d) == VIP_SUCCESS) {
-    }
+    while (VipRecvDone(vi, &d) == VIP_SUCCESS) {}
     NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(vi));
 }
 
@@ -332,7 +330,9 @@ TEST(NicfwWire, BackPressureLosesNothing) {
                 ++done;
             }
         } else {
-            struct timespec ts{0, 50 * 1000 * 1000};
+            struct timespec ts {
+                0, 50 * 1000 * 1000
+            };
             nanosleep(&ts, nullptr); // away: the sender fills our FIFO and must wait
             for (int i = 0; i < kMsgs; ++i) {
                 VIP_DESCRIPTOR *d;
@@ -363,7 +363,7 @@ TEST(NicfwWire, BackPressureLosesNothing) {
 // it nor the short one completed early, and rank 1, back, that every message
 // arrived in order and intact, the short one last.
 TEST(NicfwWire, ShortSendBehindASendWaitingForRoom) {
-    constexpr int kBig = 400;       // 400 x 4 KiB = 1.6 MiB: more than the 1 MiB FIFO
+    constexpr int kBig = 400; // 400 x 4 KiB = 1.6 MiB: more than the 1 MiB FIFO
     constexpr uint32_t kLen = 4096;
     constexpr uint32_t kShort = 16;
     unsetenv("VIPL_NICFW_PROFILE");

@@ -39,10 +39,8 @@ public:
         for (VIP_VI_HANDLE v : {a, b}) {
             if (!v) continue;
             if (vi_state(v) != VIP_STATE_IDLE) VipDisconnect(v);
-            while (VipRecvDone(v, &d) == VIP_SUCCESS) {
-            }
-            while (VipSendDone(v, &d) == VIP_SUCCESS) {
-            }
+            while (VipRecvDone(v, &d) == VIP_SUCCESS) {}
+            while (VipSendDone(v, &d) == VIP_SUCCESS) {}
             NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(v));
         }
         mem.reset();
@@ -63,7 +61,7 @@ public:
         ASSERT_TRUE(connect_loopback(nic, a, nic, b));
     }
     VIP_DESCRIPTOR *desc(int i) const { return reinterpret_cast<VIP_DESCRIPTOR *>(mem->p() + i * 64); }
-    uint8_t *src() const { return mem->p() + 16 * 64; }           // the send buffer
+    uint8_t *src() const { return mem->p() + 16 * 64; }            // the send buffer
     uint8_t *dst() const { return mem->p() + 16 * 64 + 2 * kBuf; } // receives land here (+ offsets)
 
     // A one-segment receive of `cap` bytes at dst() + off.
@@ -94,9 +92,7 @@ public:
         VIP_DESCRIPTOR *done = nullptr;
         NT_ASSERT_OK(VipSendWait(a, kWaitMs, &done));
         EXPECT_EQ(done, d);
-        if (send_must_succeed) {
-            EXPECT_EQ(done->CS.Status & VIP_STATUS_ERROR_MASK, 0u) << "send of " << len;
-        }
+        if (send_must_succeed) { EXPECT_EQ(done->CS.Status & VIP_STATUS_ERROR_MASK, 0u) << "send of " << len; }
     }
     VIP_DESCRIPTOR *recv_wait() {
         VIP_DESCRIPTOR *d = nullptr;
@@ -146,8 +142,8 @@ public:
 // crossover, into buffers at every alignment mod 8, with and without immediate
 // data; the bytes after the message are untouched.
 void sizes_across_crossovers(RxFast &t) {
-    const uint32_t sizes[] = {0,  1,  2,  3,  4,  5,  7,  8,  9,   15,         16,     17,         31,
-                              32, 33, 64, 65, 1000, kDmaMin - 1, kDmaMin, kDmaMin + 1};
+    const uint32_t sizes[] = {0,  1,  2,  3,  4,  5,  7,    8,           9,       15,         16,
+                              17, 31, 32, 33, 64, 65, 1000, kDmaMin - 1, kDmaMin, kDmaMin + 1};
     uint32_t seed = 1;
     for (uint32_t len : sizes) {
         for (uint32_t off : {0u, 1u, 3u, 7u}) {
@@ -161,9 +157,7 @@ void sizes_across_crossovers(RxFast &t) {
             EXPECT_EQ(d->CS.Status & VIP_STATUS_ERROR_MASK, 0u) << len << " bytes at +" << off;
             EXPECT_EQ(d->CS.Length, len) << len << " bytes at +" << off;
             EXPECT_EQ((d->CS.Status & VIP_STATUS_IMMEDIATE) != 0, imm) << len;
-            if (imm) {
-                EXPECT_EQ(d->CS.ImmediateData, 0xC0DE0000u + seed) << len;
-            }
+            if (imm) { EXPECT_EQ(d->CS.ImmediateData, 0xC0DE0000u + seed) << len; }
             EXPECT_TRUE(check(t.dst() + off, len, seed)) << len << " bytes at +" << off << " corrupted";
             for (uint32_t i = 0; i < off; ++i) EXPECT_EQ(t.dst()[i], 0xEE) << "byte before the buffer, " << len;
             for (uint32_t i = off + len; i < off + len + 64; ++i)

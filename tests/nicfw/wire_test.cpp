@@ -28,8 +28,8 @@ uint8_t pattern_byte(uint32_t seed, size_t i) { return static_cast<uint8_t>((see
 uint64_t slots_for(uint32_t payload) { return (kHeaderBytes + payload + kSlotBytes - 1) / kSlotBytes; }
 
 // Builds and publishes one packet; returns false on back-pressure.
-bool send_packet(Wire &w, uint32_t len, uint32_t seed, bool reply = false, uint64_t *pos = nullptr,
-                 uint16_t src = 3, uint32_t seq = 0, bool crc = true) {
+bool send_packet(Wire &w, uint32_t len, uint32_t seed, bool reply = false, uint64_t *pos = nullptr, uint16_t src = 3,
+                 uint32_t seq = 0, bool crc = true) {
     TxSlot tx;
     if (!wire_reserve(w, kMe, len, &tx, reply)) return false;
     PacketHeader *h = tx.hdr;
@@ -114,8 +114,8 @@ TEST(WireFifo, PublishPeekConsumeRoundTrip) {
 TEST(WireFifo, EverySizeClassUpToTheMaximumPayload) {
     Wire w("", 1, kRingBytes);
     const uint32_t maxp = static_cast<uint32_t>(w.max_payload());
-    const std::vector<uint32_t> sizes = {0,   1,    15,   16,   31,   32,   33,   95,         96,
-                                         97,  159,  160,  1000, 4064, 4065, 8192, maxp - 1, maxp};
+    const std::vector<uint32_t> sizes = {0,  1,   15,  16,   31,   32,   33,   95,       96,
+                                         97, 159, 160, 1000, 4064, 4065, 8192, maxp - 1, maxp};
     uint64_t head = 0;
     uint32_t seed = 1;
     for (int round = 0; round < 3; ++round) { // several laps, so sizes meet the ring's end at many offsets
@@ -315,13 +315,16 @@ TEST(WireFifo, TagWrapAt32BitsDoesNotRedeliverAStalePacket) {
     for (uint64_t i = 0; i < cap + 8; ++i) {
         const PacketHeader *early = wire_peek(w, kMe, head);
         ASSERT_EQ(early, nullptr)
-            << "nicfw BUG (wire.cpp, wire_peek/wire_publish): at position " << head << " (= 2^32 "
-            << std::showpos << int64_t(head - (uint64_t(1) << 32)) << std::noshowpos << ") an empty slot looks published: the 32-bit tag "
+            << "nicfw BUG (wire.cpp, wire_peek/wire_publish): at position " << head << " (= 2^32 " << std::showpos
+            << int64_t(head - (uint64_t(1) << 32)) << std::noshowpos
+            << ") an empty slot looks published: the 32-bit tag "
             << "(position + 1) is 0 there, the same value consume() leaves in a free slot"
             << (early && early->op == Op::Send ? "; it re-delivers the packet sent one lap earlier (imm " +
-                                                     std::to_string(early->imm) + ", CRC valid: " +
-                                                     std::to_string(early->crc == packet_crc(early, reinterpret_cast<const unsigned char *>(early) + kHeaderBytes)) +
-                                                     ")"
+                        std::to_string(early->imm) + ", CRC valid: " +
+                        std::to_string(early->crc ==
+                                       packet_crc(early,
+                                                  reinterpret_cast<const unsigned char *>(early) + kHeaderBytes)) +
+                        ")"
                                                : "");
         ASSERT_TRUE(send_packet(w, 16, static_cast<uint32_t>(i)));
         const PacketHeader *h = next_packet(w, &head);
@@ -374,7 +377,8 @@ TEST(WireCrc, IsCrc32cOverHeaderFieldsAndPayload) {
     ASSERT_NE(h, nullptr);
     auto *payload = reinterpret_cast<unsigned char *>(h) + kHeaderBytes;
     // Independent reference: CRC-32C of header bytes 4..27 followed by the payload.
-    std::vector<unsigned char> bytes(reinterpret_cast<unsigned char *>(h) + 4, reinterpret_cast<unsigned char *>(h) + 28);
+    std::vector<unsigned char> bytes(reinterpret_cast<unsigned char *>(h) + 4,
+                                     reinterpret_cast<unsigned char *>(h) + 28);
     bytes.insert(bytes.end(), payload, payload + 200);
     uint32_t ref = ~0u;
     for (unsigned char b : bytes) {

@@ -13,8 +13,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != 2) {
-        if (rank == 0)
-            fprintf(stderr, "run me on 2 ranks\n");
+        if (rank == 0) fprintf(stderr, "run me on 2 ranks\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const int max = 1 << 20;
@@ -23,8 +22,7 @@ int main(int argc, char **argv) {
     for (int len = 0; len <= max; len = len ? len * 4 : 1) {
         for (int it = 0; it < 10; it++) {
             if (rank == 0) {
-                for (int i = 0; i < len; i++)
-                    a[i] = (unsigned char)(i * 13 + it + len);
+                for (int i = 0; i < len; i++) a[i] = (unsigned char)(i * 13 + it + len);
                 MPI_Send(a, len, MPI_BYTE, peer, it, MPI_COMM_WORLD);
                 MPI_Recv(b, len, MPI_BYTE, peer, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 if (memcmp(a, b, (size_t)len) != 0) {
@@ -51,8 +49,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "allreduce gave %d\n", sum);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    if (rank == 0)
-        printf("mpi_pingpong: all checks passed\n");
+    if (rank == 0) printf("mpi_pingpong: all checks passed\n");
     free(a);
     free(b);
     MPI_Finalize();

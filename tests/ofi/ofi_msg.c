@@ -45,7 +45,7 @@ static struct fid_cq *txcq, *rxcq;
 static struct fid_ep *ep;
 static struct fid_mr *mr;
 static struct fi_info *info;
-static char *buf;          /* [NBUF receive slots | send area | RMA target] */
+static char *buf; /* [NBUF receive slots | send area | RMA target] */
 static size_t rx_size;
 
 static char *rx_slot(int i) { return buf + (size_t)i * MAXMSG; }
@@ -76,8 +76,7 @@ static void bad_getinfo(void) {
     fi_freeinfo(h);
     h = hints_msg();
     EXPECT_RC(fi_getinfo(FI_VERSION(1, 17), "no-such-node.invalid", SERVICE, 0, h, &out), -FI_ENODATA);
-    if (out)
-        FAIL("an info was delivered for a bad node");
+    if (out) FAIL("an info was delivered for a bad node");
     fi_freeinfo(h);
 }
 
@@ -89,10 +88,8 @@ static void wait_eq(uint32_t want_event, struct fi_eq_cm_entry *entry, size_t le
         fi_eq_readerr(eq, &err, 0);
         FAIL("EQ error %d (%s) waiting for event %u", err.err, fi_strerror(err.err), want_event);
     }
-    if (n < 0)
-        FAIL("fi_eq_sread: %zd (%s) waiting for event %u", n, fi_strerror((int)-n), want_event);
-    if (event != want_event)
-        FAIL("event %u, expected %u", event, want_event);
+    if (n < 0) FAIL("fi_eq_sread: %zd (%s) waiting for event %u", n, fi_strerror((int)-n), want_event);
+    if (event != want_event) FAIL("event %u, expected %u", event, want_event);
 }
 
 static void open_active(struct fi_info *fi) {
@@ -107,32 +104,26 @@ static void open_active(struct fi_info *fi) {
     CHECK(fi_enable(ep));
     buf = aligned_alloc(4096, buf_len());
     memset(buf, 0, buf_len());
-    CHECK(fi_mr_reg(domain, buf, buf_len(),
-                    FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0,
-                    &mr, NULL));
+    CHECK(fi_mr_reg(domain, buf, buf_len(), FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE,
+                    0, 0, 0, &mr, NULL));
     rx_size = fi->rx_attr->size;
 }
 
-static void post_recv(int slot) {
-    CHECK(fi_recv(ep, rx_slot(slot), MAXMSG, fi_mr_desc(mr), 0, rx_slot(slot)));
-}
+static void post_recv(int slot) { CHECK(fi_recv(ep, rx_slot(slot), MAXMSG, fi_mr_desc(mr), 0, rx_slot(slot))); }
 
 /* One completion of cq; fails on an error entry. */
 static void wait_cq(struct fid_cq *cq, struct fi_cq_data_entry *e) {
     time_t start = time(NULL);
     for (;;) {
         ssize_t n = fi_cq_read(cq, e, 1);
-        if (n == 1)
-            return;
+        if (n == 1) return;
         if (n == -FI_EAVAIL) {
             struct fi_cq_err_entry err = {0};
             fi_cq_readerr(cq, &err, 0);
             FAIL("CQ error %d (%s)", err.err, fi_strerror(err.err));
         }
-        if (n != -FI_EAGAIN)
-            FAIL("fi_cq_read: %zd", n);
-        if (time(NULL) - start > 30)
-            FAIL("no completion in 30 s");
+        if (n != -FI_EAGAIN) FAIL("fi_cq_read: %zd", n);
+        if (time(NULL) - start > 30) FAIL("no completion in 30 s");
     }
 }
 
@@ -142,14 +133,11 @@ static int send_retry(size_t len, int with_data, uint64_t data) {
     for (;;) {
         ssize_t rc = with_data ? fi_senddata(ep, tx_area(), len, fi_mr_desc(mr), data, 0, tx_area())
                                : fi_send(ep, tx_area(), len, fi_mr_desc(mr), 0, tx_area());
-        if (rc == 0)
-            break;
-        if (rc != -FI_EAGAIN)
-            FAIL("fi_send: %zd (%s)", rc, fi_strerror((int)-rc));
+        if (rc == 0) break;
+        if (rc != -FI_EAGAIN) FAIL("fi_send: %zd (%s)", rc, fi_strerror((int)-rc));
         eagain = 1;
         struct fi_cq_data_entry e;
-        if (fi_cq_read(txcq, &e, 1) == -FI_EAVAIL)
-            FAIL("send error while waiting for credits");
+        if (fi_cq_read(txcq, &e, 1) == -FI_EAVAIL) FAIL("send error while waiting for credits");
     }
     struct fi_cq_data_entry e;
     wait_cq(txcq, &e);
@@ -157,16 +145,16 @@ static int send_retry(size_t len, int with_data, uint64_t data) {
 }
 
 static void fill(char *p, size_t len, unsigned seed) {
-    for (size_t i = 0; i < len; i++)
-        p[i] = (char)(seed * 31 + i * 7);
+    for (size_t i = 0; i < len; i++) p[i] = (char)(seed * 31 + i * 7);
 }
 static void check_fill(const char *p, size_t len, unsigned seed) {
     for (size_t i = 0; i < len; i++)
-        if (p[i] != (char)(seed * 31 + i * 7))
-            FAIL("byte %zu of message %u differs", i, seed);
+        if (p[i] != (char)(seed * 31 + i * 7)) FAIL("byte %zu of message %u differs", i, seed);
 }
 
-struct rma_info { uint64_t addr, key; };
+struct rma_info {
+    uint64_t addr, key;
+};
 
 static void server(void) {
     struct fi_info *h = hints_msg();
@@ -181,36 +169,30 @@ static void server(void) {
     CHECK(fi_listen(pep));
     size_t cm_size = 0, optlen = sizeof(cm_size);
     CHECK(fi_getopt(&pep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &cm_size, &optlen));
-    if (cm_size < 16)
-        FAIL("cm data size %zu", cm_size);
+    if (cm_size < 16) FAIL("cm data size %zu", cm_size);
     char name[64];
     size_t namelen = 4;
     EXPECT_RC(fi_getname(&pep->fid, name, &namelen), -FI_ETOOSMALL);
-    if (namelen == 4)
-        FAIL("fi_getname did not say how long a name is");
+    if (namelen == 4) FAIL("fi_getname did not say how long a name is");
 
     /* 2. reject the first request, with data */
     char entry_buf[sizeof(struct fi_eq_cm_entry) + 64];
     struct fi_eq_cm_entry *entry = (void *)entry_buf;
     wait_eq(FI_CONNREQ, entry, sizeof(entry_buf));
-    if (memcmp(entry->data, "first", 6) != 0)
-        FAIL("connection request data \"%.6s\"", (char *)entry->data);
+    if (memcmp(entry->data, "first", 6) != 0) FAIL("connection request data \"%.6s\"", (char *)entry->data);
     EXPECT_RC(fi_reject(pep, entry->info->handle, "x", cm_size + 1), -FI_EINVAL);
     CHECK(fi_reject(pep, entry->info->handle, "go away", 8));
     fi_freeinfo(entry->info);
 
     /* 3. accept the second */
     wait_eq(FI_CONNREQ, entry, sizeof(entry_buf));
-    if (memcmp(entry->data, "second", 7) != 0)
-        FAIL("connection request data \"%.7s\"", (char *)entry->data);
+    if (memcmp(entry->data, "second", 7) != 0) FAIL("connection request data \"%.7s\"", (char *)entry->data);
     info = entry->info;
     open_active(info);
-    for (int i = 0; i < NBUF; i++)
-        post_recv(i);
+    for (int i = 0; i < NBUF; i++) post_recv(i);
     CHECK(fi_accept(ep, "welcome", 8));
     wait_eq(FI_CONNECTED, entry, sizeof(entry_buf));
-    if (entry->fid != &ep->fid)
-        FAIL("FI_CONNECTED for another fid");
+    if (entry->fid != &ep->fid) FAIL("FI_CONNECTED for another fid");
 
     /* 4. ping-pong: echo what arrives */
     struct fi_cq_data_entry e;
@@ -235,7 +217,7 @@ static void server(void) {
         FAIL("writedata completion flags %#lx data %#lx", (unsigned long)e.flags, (unsigned long)e.data);
     post_recv((int)(((char *)e.op_context - buf) / MAXMSG));
     check_fill(rma_area() + 8192, 1000, 5); /* written by fi_write before the writedata */
-    check_fill(rma_area() + 16384, 100, 6);   /* written by fi_writedata */
+    check_fill(rma_area() + 16384, 100, 6); /* written by fi_writedata */
 
     /* 6. late receives: the client sends 3 x rx_size messages while nothing new
      * is posted here; then post them late, one at a time, and check order. */
@@ -246,22 +228,18 @@ static void server(void) {
     post_recv(slot_i);
     while (got < total) {
         wait_cq(rxcq, &e);
-        if (e.len != sizeof(int))
-            FAIL("late message of %zu bytes", e.len);
+        if (e.len != sizeof(int)) FAIL("late message of %zu bytes", e.len);
         int seq;
         memcpy(&seq, e.op_context, sizeof(seq));
-        if (seq != got)
-            FAIL("late message %d arrived as number %d", seq, got);
+        if (seq != got) FAIL("late message %d arrived as number %d", seq, got);
         got++;
         post_recv((int)(((char *)e.op_context - buf) / MAXMSG));
-        if (got % 50 == 0)
-            usleep(1000); /* stay slower than the sender */
+        if (got % 50 == 0) usleep(1000); /* stay slower than the sender */
     }
 
     /* 8. the client shuts down */
     wait_eq(FI_SHUTDOWN, entry, sizeof(entry_buf));
-    if (entry->fid != &ep->fid)
-        FAIL("FI_SHUTDOWN for another fid");
+    if (entry->fid != &ep->fid) FAIL("FI_SHUTDOWN for another fid");
     CHECK(fi_close(&ep->fid));
     CHECK(fi_close(&mr->fid));
     CHECK(fi_close(&txcq->fid));
@@ -278,8 +256,7 @@ static void server(void) {
 static void client(void) {
     struct fi_info *h = hints_msg();
     CHECK(fi_getinfo(FI_VERSION(1, 17), "0", SERVICE, 0, h, &info));
-    if (!info->dest_addr)
-        FAIL("no destination address from node \"0\"");
+    if (!info->dest_addr) FAIL("no destination address from node \"0\"");
     CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
     struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
     CHECK(fi_eq_open(fabric, &eq_attr, &eq, NULL));
@@ -295,13 +272,11 @@ static void client(void) {
     CHECK(fi_connect(ep, info->dest_addr, "first", 6));
     uint32_t event;
     ssize_t n = fi_eq_sread(eq, &event, entry, sizeof(entry_buf), 20000, 0);
-    if (n != -FI_EAVAIL)
-        FAIL("rejected connect: fi_eq_sread = %zd, expected -FI_EAVAIL", n);
+    if (n != -FI_EAVAIL) FAIL("rejected connect: fi_eq_sread = %zd, expected -FI_EAVAIL", n);
     char err_data[64];
     struct fi_eq_err_entry err = {.err_data = err_data, .err_data_size = sizeof(err_data)};
     EXPECT_RC(fi_eq_readerr(eq, &err, 0), sizeof(err));
-    if (err.err != FI_ECONNREFUSED || err.fid != &ep->fid)
-        FAIL("reject: err %d (%s)", err.err, fi_strerror(err.err));
+    if (err.err != FI_ECONNREFUSED || err.fid != &ep->fid) FAIL("reject: err %d (%s)", err.err, fi_strerror(err.err));
     if (err.err_data_size != 8 || memcmp(err_data, "go away", 8) != 0)
         FAIL("reject data of %zu bytes", err.err_data_size);
 
@@ -313,8 +288,7 @@ static void client(void) {
     CHECK(fi_close(&domain->fid));
     free(buf);
     open_active(info);
-    for (int i = 0; i < NBUF; i++)
-        post_recv(i);
+    for (int i = 0; i < NBUF; i++) post_recv(i);
     EXPECT_RC(fi_send(ep, tx_area(), 1, fi_mr_desc(mr), 0, NULL), -FI_ENOTCONN);
     CHECK(fi_connect(ep, info->dest_addr, "second", 7));
     wait_eq(FI_CONNECTED, entry, sizeof(entry_buf));
@@ -332,8 +306,7 @@ static void client(void) {
         fill(tx_area(), len, (unsigned)it);
         send_retry(len, 0, 0);
         wait_cq(rxcq, &e);
-        if (e.len != len)
-            FAIL("echo of %zu bytes, expected %zu", e.len, len);
+        if (e.len != len) FAIL("echo of %zu bytes, expected %zu", e.len, len);
         check_fill(e.op_context, len, (unsigned)it);
         post_recv((int)(((char *)e.op_context - buf) / MAXMSG));
     }
@@ -345,26 +318,22 @@ static void client(void) {
     post_recv((int)(((char *)e.op_context - buf) / MAXMSG));
     CHECK(fi_read(ep, rma_area(), 4096, fi_mr_desc(mr), 0, ri.addr, ri.key, NULL));
     wait_cq(txcq, &e);
-    if (!(e.flags & FI_READ))
-        FAIL("read completion flags %#lx", (unsigned long)e.flags);
+    if (!(e.flags & FI_READ)) FAIL("read completion flags %#lx", (unsigned long)e.flags);
     check_fill(rma_area(), 4096, 77);
     fill(tx_area(), 1000, 5);
     CHECK(fi_write(ep, tx_area(), 1000, fi_mr_desc(mr), 0, ri.addr + 8192, ri.key, NULL));
     wait_cq(txcq, &e);
     fill(tx_area() + 2000, 100, 6);
     for (;;) {
-        ssize_t rc = fi_writedata(ep, tx_area() + 2000, 100, fi_mr_desc(mr), 0xdeadbeef, 0,
-                                  ri.addr + 16384, ri.key, NULL);
-        if (rc == 0)
-            break;
-        if (rc != -FI_EAGAIN)
-            FAIL("fi_writedata: %zd", rc);
+        ssize_t rc =
+            fi_writedata(ep, tx_area() + 2000, 100, fi_mr_desc(mr), 0xdeadbeef, 0, ri.addr + 16384, ri.key, NULL);
+        if (rc == 0) break;
+        if (rc != -FI_EAGAIN) FAIL("fi_writedata: %zd", rc);
     }
     wait_cq(txcq, &e);
 
     /* 7. bad input on the connected endpoint: error codes, nothing sent */
-    EXPECT_RC(fi_send(ep, tx_area(), info->ep_attr->max_msg_size + 1, fi_mr_desc(mr), 0, NULL),
-              -FI_EMSGSIZE);
+    EXPECT_RC(fi_send(ep, tx_area(), info->ep_attr->max_msg_size + 1, fi_mr_desc(mr), 0, NULL), -FI_EMSGSIZE);
     EXPECT_RC(fi_send(ep, tx_area(), 10, NULL, 0, NULL), -FI_EINVAL); /* FI_MR_LOCAL: no desc */
     char tmp[65536];
     EXPECT_RC(fi_inject(ep, tmp, info->tx_attr->inject_size + 1, 0), -FI_EINVAL);
@@ -386,7 +355,8 @@ static void client(void) {
      * wait for its receives would have completed (or broken the VI) long before. */
     if (ms < 200)
         FAIL("%d sends to a receiver that posted %d receives late completed in %.0f ms: "
-             "they did not wait for the receives", total, NBUF, ms);
+             "they did not wait for the receives",
+             total, NBUF, ms);
     printf("[1] late receives: %d messages in %.0f ms, %d refused with -FI_EAGAIN\n", total, ms, eagain);
 
     /* 8. shutdown */
@@ -412,10 +382,8 @@ int main(void) {
     }
     rank = atoi(r);
     bad_getinfo();
-    if (rank == 0)
-        server();
-    else
-        client();
+    if (rank == 0) server();
+    else client();
     printf("[%d] ofi_msg: all checks passed\n", rank);
     free(buf);
     return 0;

@@ -46,17 +46,16 @@
 static int rank, rdm;
 static long iterations = 200;
 
-
-static struct fi_info *info;   /* the provider's answer to our hints */
+static struct fi_info *info; /* the provider's answer to our hints */
 static struct fid_fabric *fabric;
 static struct fid_domain *domain;
 static struct fid_eq *eq;
-static struct fid_cq *cq;       /* shared by every endpoint of this rank */
-static struct fid_av *av;       /* rdm: shared by every endpoint of this rank */
+static struct fid_cq *cq; /* shared by every endpoint of this rank */
+static struct fid_av *av; /* rdm: shared by every endpoint of this rank */
 
 /* An operation's context: whichever thread reads its completion marks it. */
 struct op {
-    struct fi_context2 ctx;     /* fi_getinfo(3) FI_CONTEXT2: the provider's scratch space */
+    struct fi_context2 ctx; /* fi_getinfo(3) FI_CONTEXT2: the provider's scratch space */
     atomic_int done;
     size_t len;
 };
@@ -65,7 +64,7 @@ struct worker {
     int t;
     struct fid_ep *ep;
     struct fid_mr *mr;
-    fi_addr_t peer;             /* rdm: the partner thread's endpoint */
+    fi_addr_t peer; /* rdm: the partner thread's endpoint */
     uint8_t *sbuf, *rbuf;
     pthread_t th;
 };
@@ -81,22 +80,18 @@ static double now_s(void) {
 static void poll_cq(void) {
     struct fi_cq_msg_entry e[8];
     ssize_t n = fi_cq_read(cq, e, 8);
-    if (n == -FI_EAGAIN)
-        return;
+    if (n == -FI_EAGAIN) return;
     if (n == -FI_EAVAIL) {
         struct fi_cq_err_entry err = {0};
         fi_cq_readerr(cq, &err, 0);
         FAIL("completion error %d (%s)", err.err, fi_strerror(err.err));
     }
-    if (n < 0)
-        FAIL("fi_cq_read = %zd (%s)", n, fi_strerror((int)-n));
+    if (n < 0) FAIL("fi_cq_read = %zd (%s)", n, fi_strerror((int)-n));
     for (ssize_t i = 0; i < n; i++) {
         struct op *o = e[i].op_context;
-        if (!o)
-            FAIL("a completion without its context");
+        if (!o) FAIL("a completion without its context");
         o->len = e[i].len;
-        if (atomic_exchange_explicit(&o->done, 1, memory_order_release))
-            FAIL("an operation completed twice");
+        if (atomic_exchange_explicit(&o->done, 1, memory_order_release)) FAIL("an operation completed twice");
     }
 }
 
@@ -105,8 +100,7 @@ static void wait_op(struct op *o, const char *what) {
     for (unsigned spin = 0; !atomic_load_explicit(&o->done, memory_order_acquire); spin++) {
         poll_cq();
         if ((spin & 1023) == 1023) {
-            if (now_s() > deadline)
-                FAIL("no completion of %s within 60 s", what);
+            if (now_s() > deadline) FAIL("no completion of %s within 60 s", what);
             sched_yield();
         }
     }
@@ -122,10 +116,8 @@ static void post_recv(struct worker *w, struct op *o) {
     atomic_store(&o->done, 0);
     for (;;) {
         ssize_t rc = fi_recv(w->ep, w->rbuf, MAXMSG, fi_mr_desc(w->mr), rdm ? w->peer : 0, o);
-        if (rc == 0)
-            return;
-        if (rc != -FI_EAGAIN)
-            FAIL("fi_recv = %zd (%s)", rc, fi_strerror((int)-rc));
+        if (rc == 0) return;
+        if (rc != -FI_EAGAIN) FAIL("fi_recv = %zd (%s)", rc, fi_strerror((int)-rc));
         poll_cq();
     }
 }
@@ -134,21 +126,17 @@ static void send_msg(struct worker *w, struct op *o, size_t len) {
     atomic_store(&o->done, 0);
     for (;;) {
         ssize_t rc = fi_send(w->ep, w->sbuf, len, fi_mr_desc(w->mr), rdm ? w->peer : 0, o);
-        if (rc == 0)
-            return;
-        if (rc != -FI_EAGAIN)
-            FAIL("fi_send = %zd (%s)", rc, fi_strerror((int)-rc));
+        if (rc == 0) return;
+        if (rc != -FI_EAGAIN) FAIL("fi_send = %zd (%s)", rc, fi_strerror((int)-rc));
         poll_cq();
     }
 }
 
 static void check(const struct worker *w, long k, const uint8_t *b, size_t len, size_t want, const char *who) {
-    if (len != want)
-        FAIL("thread %d iteration %ld: %s %zu bytes, expected %zu", w->t, k, who, len, want);
+    if (len != want) FAIL("thread %d iteration %ld: %s %zu bytes, expected %zu", w->t, k, who, len, want);
     for (size_t i = 0; i < len; i++)
         if (b[i] != pattern(w->t, k, i))
-            FAIL("thread %d iteration %ld: %s byte %zu is %u, expected %u", w->t, k, who, i, b[i],
-                 pattern(w->t, k, i));
+            FAIL("thread %d iteration %ld: %s byte %zu is %u, expected %u", w->t, k, who, i, b[i], pattern(w->t, k, i));
 }
 
 static void *run(void *arg) {
@@ -158,8 +146,7 @@ static void *run(void *arg) {
         size_t len = size_of(k);
         post_recv(w, &r);
         if (rank == 1) {
-            for (size_t i = 0; i < len; i++)
-                w->sbuf[i] = pattern(w->t, k, i);
+            for (size_t i = 0; i < len; i++) w->sbuf[i] = pattern(w->t, k, i);
             send_msg(w, &s, len);
             wait_op(&s, "a send");
             wait_op(&r, "the echo");
@@ -189,10 +176,8 @@ static struct fi_info *hints_for(void) {
 static void open_worker(struct worker *w, struct fi_info *i) {
     CHECK(fi_endpoint(domain, i, &w->ep, w));
     CHECK(fi_ep_bind(w->ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-    if (rdm)
-        CHECK(fi_ep_bind(w->ep, &av->fid, 0));
-    else
-        CHECK(fi_ep_bind(w->ep, &eq->fid, 0));
+    if (rdm) CHECK(fi_ep_bind(w->ep, &av->fid, 0));
+    else CHECK(fi_ep_bind(w->ep, &eq->fid, 0));
     CHECK(fi_enable(w->ep));
     w->sbuf = malloc(2 * MAXMSG);
     w->rbuf = w->sbuf + MAXMSG;
@@ -207,10 +192,8 @@ static void wait_event(uint32_t want, struct fi_eq_cm_entry *entry, size_t len) 
         fi_eq_readerr(eq, &err, 0);
         FAIL("EQ error %d (%s)", err.err, fi_strerror(err.err));
     }
-    if (rc < 0)
-        FAIL("fi_eq_sread = %zd (%s)", rc, fi_strerror((int)-rc));
-    if (event != want)
-        FAIL("EQ event %u, expected %u", event, want);
+    if (rc < 0) FAIL("fi_eq_sread = %zd (%s)", rc, fi_strerror((int)-rc));
+    if (event != want) FAIL("EQ event %u, expected %u", event, want);
 }
 
 /* msg: rank 0 accepts 4 connections on one passive endpoint, rank 1 makes them. */
@@ -227,14 +210,12 @@ static void connect_msg(void) {
         for (int n = 0; n < NTHREADS; n++) {
             wait_event(FI_CONNREQ, entry, sizeof(buf));
             int t = entry->data[0];
-            if (t < 0 || t >= NTHREADS || workers[t].ep)
-                FAIL("a connection request names thread %d", t);
+            if (t < 0 || t >= NTHREADS || workers[t].ep) FAIL("a connection request names thread %d", t);
             open_worker(&workers[t], entry->info);
             CHECK(fi_accept(workers[t].ep, NULL, 0));
             fi_freeinfo(entry->info);
             wait_event(FI_CONNECTED, entry, sizeof(buf));
-            if (entry->fid != &workers[t].ep->fid)
-                FAIL("FI_CONNECTED for another endpoint");
+            if (entry->fid != &workers[t].ep->fid) FAIL("FI_CONNECTED for another endpoint");
         }
         fi_freeinfo(h);
         fi_freeinfo(pi);
@@ -247,8 +228,7 @@ static void connect_msg(void) {
         uint8_t name = (uint8_t)t;
         CHECK(fi_connect(workers[t].ep, ci->dest_addr, &name, 1));
         wait_event(FI_CONNECTED, entry, sizeof(buf));
-        if (entry->fid != &workers[t].ep->fid)
-            FAIL("FI_CONNECTED for another endpoint");
+        if (entry->fid != &workers[t].ep->fid) FAIL("FI_CONNECTED for another endpoint");
     }
     fi_freeinfo(h);
     fi_freeinfo(ci);
@@ -283,10 +263,8 @@ int main(int argc, char **argv) {
     }
     rank = atoi(r);
     rdm = strcmp(argv[1], "rdm") == 0;
-    if (argc > 2)
-        iterations = atol(argv[2]);
-    if (iterations <= 0)
-        FAIL("iterations must be positive: %s", argv[2]);
+    if (argc > 2) iterations = atol(argv[2]);
+    if (iterations <= 0) FAIL("iterations must be positive: %s", argv[2]);
 
     struct fi_info *h = hints_for();
     CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info));
@@ -299,19 +277,15 @@ int main(int argc, char **argv) {
     CHECK(fi_eq_open(fabric, &ea, &eq, NULL));
     struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_NONE};
     CHECK(fi_cq_open(domain, &ca, &cq, NULL));
-    if (rdm)
-        open_rdm();
-    else
-        connect_msg();
+    if (rdm) open_rdm();
+    else connect_msg();
 
     double t0 = now_s();
     for (int t = 0; t < NTHREADS; t++) {
         workers[t].t = t;
-        if (pthread_create(&workers[t].th, NULL, run, &workers[t]))
-            FAIL("pthread_create");
+        if (pthread_create(&workers[t].th, NULL, run, &workers[t])) FAIL("pthread_create");
     }
-    for (int t = 0; t < NTHREADS; t++)
-        pthread_join(workers[t].th, NULL);
+    for (int t = 0; t < NTHREADS; t++) pthread_join(workers[t].th, NULL);
     double dt = now_s() - t0;
 
     /* rdm: the partner may still read its last echo; a message each way
@@ -331,13 +305,12 @@ int main(int argc, char **argv) {
         free(workers[t].sbuf);
     }
     CHECK(fi_close(&cq->fid));
-    if (av)
-        CHECK(fi_close(&av->fid));
+    if (av) CHECK(fi_close(&av->fid));
     CHECK(fi_close(&eq->fid));
     CHECK(fi_close(&domain->fid));
     CHECK(fi_close(&fabric->fid));
     fi_freeinfo(info);
-    printf("[%d] ofi_threads %s: %d threads x %ld messages, every byte checked (%.2f s): passed\n", rank,
-           argv[1], NTHREADS, iterations, dt);
+    printf("[%d] ofi_threads %s: %d threads x %ld messages, every byte checked (%.2f s): passed\n", rank, argv[1],
+           NTHREADS, iterations, dt);
     return 0;
 }

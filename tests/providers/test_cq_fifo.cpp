@@ -27,8 +27,7 @@ TEST(CqFifo, FirstInFirstOutAndFullAtExactlyItsSize) {
     EXPECT_EQ(f.capacity(), 3u);
     Entry e;
     EXPECT_FALSE(f.pop(&e));
-    for (int i = 0; i < 3; i++)
-        EXPECT_TRUE(f.push({i, i % 2 == 1}));
+    for (int i = 0; i < 3; i++) EXPECT_TRUE(f.push({i, i % 2 == 1}));
     EXPECT_FALSE(f.push({9, false}));
     EXPECT_EQ(f.size(), 3u);
     for (int i = 0; i < 3; i++) {
@@ -43,12 +42,10 @@ TEST(CqFifo, ResizeKeepsEntriesInOrderAcrossTheWrap) {
     vc::CqFifo<Entry> f;
     ASSERT_TRUE(f.resize(4));
     Entry e;
-    for (int i = 0; i < 3; i++)
-        f.push({i});
+    for (int i = 0; i < 3; i++) f.push({i});
     f.pop(&e);
     f.pop(&e);
-    for (int i = 3; i < 6; i++)
-        f.push({i}); // entries 2..5, wrapped around the end
+    for (int i = 3; i < 6; i++) f.push({i}); // entries 2..5, wrapped around the end
     ASSERT_TRUE(f.resize(16));
     EXPECT_EQ(f.capacity(), 16u);
     for (int i = 2; i < 6; i++) {
@@ -60,8 +57,7 @@ TEST(CqFifo, ResizeKeepsEntriesInOrderAcrossTheWrap) {
 TEST(CqFifo, ResizeBelowWhatItHoldsIsRefused) {
     vc::CqFifo<Entry> f;
     ASSERT_TRUE(f.resize(8));
-    for (int i = 0; i < 5; i++)
-        f.push({i});
+    for (int i = 0; i < 5; i++) f.push({i});
     EXPECT_FALSE(f.resize(4));
     EXPECT_EQ(f.capacity(), 8u);
     EXPECT_EQ(f.size(), 5u);
@@ -80,8 +76,7 @@ TEST(CqFifo, RemoveIfDropsADestroyedVisEntries) {
     Entry e;
     f.push({0});
     f.pop(&e); // head no longer at slot 0
-    for (int v : {1, 2, 1, 3, 1})
-        f.push({v});
+    for (int v : {1, 2, 1, 3, 1}) f.push({v});
     f.remove_if([](const Entry &x) { return x.vi == 1; });
     EXPECT_EQ(f.size(), 2u);
     ASSERT_TRUE(f.pop(&e));
@@ -98,8 +93,7 @@ TEST(CqFifo, OneProducerOneConsumer) {
     ASSERT_TRUE(f.resize(32));
     std::thread producer([&] {
         for (int i = 0; i < kN; i++)
-            while (!f.push({i}))
-                std::this_thread::yield();
+            while (!f.push({i})) std::this_thread::yield();
     });
     int next = 0;
     Entry e;

@@ -84,12 +84,12 @@ TEST(OpStatus, FromControlField) {
 }
 
 TEST(RangeCovers, Edges) {
-    EXPECT_TRUE(vc::range_covers(100, 50, 100, 50));   // exactly the region
-    EXPECT_TRUE(vc::range_covers(100, 50, 149, 1));    // the last byte
-    EXPECT_TRUE(vc::range_covers(100, 50, 150, 0));    // empty, at the end
-    EXPECT_FALSE(vc::range_covers(100, 50, 149, 2));   // one byte past the end
-    EXPECT_FALSE(vc::range_covers(100, 50, 99, 1));    // one byte before
-    EXPECT_FALSE(vc::range_covers(100, 50, 100, 51));  // longer than the region
+    EXPECT_TRUE(vc::range_covers(100, 50, 100, 50));        // exactly the region
+    EXPECT_TRUE(vc::range_covers(100, 50, 149, 1));         // the last byte
+    EXPECT_TRUE(vc::range_covers(100, 50, 150, 0));         // empty, at the end
+    EXPECT_FALSE(vc::range_covers(100, 50, 149, 2));        // one byte past the end
+    EXPECT_FALSE(vc::range_covers(100, 50, 99, 1));         // one byte before
+    EXPECT_FALSE(vc::range_covers(100, 50, 100, 51));       // longer than the region
     EXPECT_FALSE(vc::range_covers(100, 50, 120, SIZE_MAX)); // would wrap around
     EXPECT_FALSE(vc::range_covers(100, 50, UINTPTR_MAX, 2));
 }

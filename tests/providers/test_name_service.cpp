@@ -108,7 +108,7 @@ TEST(RankDirectory, RanksFindEachOther) {
         EXPECT_EQ(r0.rank_of(a1), 1);
         EXPECT_EQ(r1.rank_of(a1), 1);
         EXPECT_EQ(r0.rank_of({9, 9}), -1);
-        EXPECT_FALSE(r0.wait_for(2, 0, &got)); // rank 2 never opened its NIC
+        EXPECT_FALSE(r0.wait_for(2, 0, &got));    // rank 2 never opened its NIC
         EXPECT_FALSE(r0.wait_for(3, 1000, &got)); // no such rank: no wait
         // Another device of the same job is another directory.
         vc::RankDirectory other("test", "dev1", job_of(2, 3, job));

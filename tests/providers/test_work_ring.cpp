@@ -132,8 +132,7 @@ TEST(WorkRing, PosterAndReaperOnTwoThreads) {
     auto d = descriptors(kN);
     std::thread poster([&] {
         for (int i = 0; i < kN; i++) {
-            while (ring.full())
-                std::this_thread::yield();
+            while (ring.full()) std::this_thread::yield();
             ring.claim(&d[i]);
             d[i].CS.Length = uint32_t(i);
             vc::complete_descriptor(&d[i], VIP_STATUS_OP_SEND);

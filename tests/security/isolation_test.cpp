@@ -39,9 +39,7 @@ std::string wire_error(const std::string &job) {
     try {
         nicfw::Wire w(job, 2, 64 * 1024);
         return "";
-    } catch (const std::runtime_error &e) {
-        return e.what();
-    }
+    } catch (const std::runtime_error &e) { return e.what(); }
 }
 std::string boot_error(const std::string &job) {
     viastack::boot::Segment s;
@@ -144,8 +142,7 @@ std::string ns_path(const std::string &job, int rank) {
 struct NsCleanup {
     std::string job;
     ~NsCleanup() {
-        for (int r = 0; r < 2; r++)
-            std::remove(ns_path(job, r).c_str());
+        for (int r = 0; r < 2; r++) std::remove(ns_path(job, r).c_str());
     }
 };
 
@@ -153,7 +150,7 @@ TEST(Isolation, NameServiceEntryIsPrivateAndReplacesOnlyItsOwn) {
     const std::string job = fresh_job("ns");
     NsCleanup c{job};
     const std::string p = ns_path(job, 0);
-    {   // a stale private entry of this user (a killed job) is replaced
+    { // a stale private entry of this user (a killed job) is replaced
         std::ofstream(p) << "0000";
         ASSERT_EQ(chmod(p.c_str(), 0600), 0);
     }
@@ -251,7 +248,8 @@ protected:
         if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
     }
     void SetUp() override {
-        if (geteuid() != 0) GTEST_SKIP() << "needs root (creates a throw-away user with useradd); run as root, as CI does";
+        if (geteuid() != 0)
+            GTEST_SKIP() << "needs root (creates a throw-away user with useradd); run as root, as CI does";
         ASSERT_FALSE(name_.empty()) << "useradd failed";
         ASSERT_NE(uid_, 0u);
         ASSERT_FALSE(probe_.empty()) << "cannot copy isolation_probe to /tmp";
@@ -259,7 +257,7 @@ protected:
     // Runs the probe as the other user; its exit code.
     static int as_other(const std::string &args) {
         const std::string cmd = "setpriv --reuid=" + std::to_string(uid_) + " --regid=" + std::to_string(gid_) +
-                                " --clear-groups -- " + probe_ + " " + args;
+            " --clear-groups -- " + probe_ + " " + args;
         const int st = std::system(cmd.c_str());
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
     }
@@ -276,8 +274,7 @@ TEST_F(OtherUser, CannotOpenOrMapAJobsFiles) {
     std::string err;
     ASSERT_TRUE(seg.open(job, 2, &err)) << err;
     // The names are visible (ls /dev/shm), the contents are not.
-    EXPECT_EQ(as_other("open " + wire_path(job) + " " + boot_path(job)), 0)
-        << "the other user opened a job's segment";
+    EXPECT_EQ(as_other("open " + wire_path(job) + " " + boot_path(job)), 0) << "the other user opened a job's segment";
 }
 
 TEST_F(OtherUser, PreCreatedNamesAreRefused) {

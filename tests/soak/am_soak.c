@@ -53,21 +53,20 @@ static ep_t ep;
 static eb_t eb;
 static int me = -1, np;
 static long errors;
-static int32_t *next_from;     /* next sequence number expected from each source */
-static int32_t *next_reply;    /* next reply sequence expected from each target */
-static en_t *names;          /* every rank's endpoint name, by rank */
-static long *got_from;         /* requests served, per source */
+static int32_t *next_from;  /* next sequence number expected from each source */
+static int32_t *next_reply; /* next reply sequence expected from each target */
+static en_t *names;         /* every rank's endpoint name, by rank */
+static long *got_from;      /* requests served, per source */
 static long replies, served, mediums_served;
 static size_t max_medium;
-static uint8_t *payload;       /* the requester's medium buffer */
+static uint8_t *payload; /* the requester's medium buffer */
 static int fds_before = -1;
 static int shm_maps_during = -1;
 static const char *breaking = ""; /* SOAK_BREAK on rank 0: fd, shm, seq or hang */
 static long rss_half = -1, rss_last = -1, anon_half = -1, anon_last = -1, shmem_last = -1;
 
 static void fail(const char *what, int peer, long a, long b) {
-    if (errors < 20)
-        fprintf(stderr, "am_soak rank %d: %s (peer %d: got %ld, expected %ld)\n", me, what, peer, a, b);
+    if (errors < 20) fprintf(stderr, "am_soak rank %d: %s (peer %d: got %ld, expected %ld)\n", me, what, peer, a, b);
     errors++;
 }
 
@@ -91,7 +90,8 @@ static int check_request(void *token, int32_t seq, int32_t src) {
         fail("request's source endpoint is not the rank it names", src, -1, src);
         return 0;
     }
-    if (seq != next_from[src]) fail("request out of sequence (lost, duplicated or reordered)", src, seq, next_from[src]);
+    if (seq != next_from[src])
+        fail("request out of sequence (lost, duplicated or reordered)", src, seq, next_from[src]);
     next_from[src] = seq + 1;
     got_from[src]++;
     served++;
@@ -125,7 +125,8 @@ static void reply_handler(void *token, int32_t seq, int32_t from, int32_t round)
         fail("reply from a bad source", from, from, -1);
         return;
     }
-    if (seq != next_reply[from]) fail("reply out of sequence (lost, duplicated or reordered)", from, seq, next_reply[from]);
+    if (seq != next_reply[from])
+        fail("reply out of sequence (lost, duplicated or reordered)", from, seq, next_reply[from]);
     next_reply[from] = seq + 1;
     replies++;
 }
@@ -146,8 +147,10 @@ static double now_s(void) {
 static void report_at_exit(void) {
     int fds_after = soak_fd_count();
     long hwm = soak_hwm_kb();
-    printf("soak-rank am %d: fds_before=%d fds_after=%d shm_maps_during=%d shm_maps_after=%d rss_half_kb=%ld rss_last_kb=%ld anon_half_kb=%ld anon_last_kb=%ld shmem_last_kb=%ld hwm_kb=%ld errors=%ld\n",
-           me, fds_before, fds_after, shm_maps_during, soak_shm_mappings(), rss_half, rss_last, anon_half, anon_last, shmem_last, hwm, errors);
+    printf("soak-rank am %d: fds_before=%d fds_after=%d shm_maps_during=%d shm_maps_after=%d rss_half_kb=%ld "
+           "rss_last_kb=%ld anon_half_kb=%ld anon_last_kb=%ld shmem_last_kb=%ld hwm_kb=%ld errors=%ld\n",
+           me, fds_before, fds_after, shm_maps_during, soak_shm_mappings(), rss_half, rss_last, anon_half, anon_last,
+           shmem_last, hwm, errors);
     fflush(stdout);
     if (fds_after != fds_before) {
         fprintf(stderr, "am_soak rank %d: %d file descriptors open after AM_SPMDExit, %d before start-up\n", me,
@@ -204,7 +207,7 @@ int main(int argc, char **argv) {
     for (k = 0; k < np; k++)
         if (AM_GetTranslationName(ep, k, &names[k]) != AM_OK) fail("AM_GetTranslationName", k, -1, 0);
     rc = AM_SetHandler(ep, H_SHORT, short_handler) | AM_SetHandler(ep, H_MEDIUM, medium_handler) |
-         AM_SetHandler(ep, H_REPLY, reply_handler) | AM_SetHandler(ep, 0, returned);
+        AM_SetHandler(ep, H_REPLY, reply_handler) | AM_SetHandler(ep, 0, returned);
     if (rc != AM_OK) fail("AM_SetHandler", -1, rc, 0);
     AM_SPMDBarrier();
 
@@ -272,7 +275,8 @@ int main(int argc, char **argv) {
         long t[6] = {0, 0, 0, 0, 0, 0};
         int p, f;
         for (p = 0; p < np; p++)
-            for (f = 0; f < 6; f++) t[f] = f == 5 ? (all[p * 6 + f] > t[f] ? all[p * 6 + f] : t[f]) : t[f] + all[p * 6 + f];
+            for (f = 0; f < 6; f++)
+                t[f] = f == 5 ? (all[p * 6 + f] > t[f] ? all[p * 6 + f] : t[f]) : t[f] + all[p * 6 + f];
         printf("am_soak: %d processes, %ld rounds, %ld requests (%ld mediums), %ld replies, %ld served, "
                "%ld messages, %.2f s, %ld errors, shm_files=%d job=%s\n",
                np, rounds, t[0], t[3], t[1], t[2], t[0] + t[1], t[5] * 1e-6, t[4], soak_job_shm_files(),

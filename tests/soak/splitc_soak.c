@@ -36,8 +36,8 @@ static int me, np;
 
 static void fail(const char *what, int peer, long j, unsigned long long got, unsigned long long want) {
     if (errors < 20)
-        fprintf(stderr, "splitc_soak proc %d: %s (peer %d, slot %ld: got %#llx, expected %#llx)\n", me, what,
-                peer, j, got, want);
+        fprintf(stderr, "splitc_soak proc %d: %s (peer %d, slot %ld: got %#llx, expected %#llx)\n", me, what, peer, j,
+                got, want);
     errors++;
 }
 
@@ -57,7 +57,8 @@ static int op_of(long j) { return j % 16 == 5 ? OP_PUT : j % 16 == 11 ? OP_GET :
 int main(int argc, char **argv) {
     int fds_before = soak_fd_count(), fds_after, k, shm_maps_during = -1;
     long total, rounds, per_pair, r, i, n_ops, j;
-    long rss_half = -1, rss_last = -1, anon_half = -1, anon_last = -1, shmem_last = -1, stores = 0, puts = 0, gets = 0, store_in = 0;
+    long rss_half = -1, rss_last = -1, anon_half = -1, anon_last = -1, shmem_last = -1, stores = 0, puts = 0, gets = 0,
+         store_in = 0;
     unsigned long sent_sum = 0, recv_sum = 0;
     double t0, t1;
     int *order, breaking;
@@ -119,9 +120,7 @@ int main(int argc, char **argv) {
                 sent_sum += v;
                 puts++;
                 break;
-            default:
-                splitc_get_8(&got[(long)to * per_pair + s], splitc_toglobal(to, &table[s]));
-                gets++;
+            default: splitc_get_8(&got[(long)to * per_pair + s], splitc_toglobal(to, &table[s])); gets++;
             }
         }
         splitc_sync();
@@ -165,9 +164,8 @@ int main(int argc, char **argv) {
         if (me == 0)
             printf("splitc_soak: %d processes, %ld rounds, %ld stores, %ld puts, %ld gets, %ld operations, "
                    "%.2f s, checksum %#lx, %ld errors, shm_files=%d job=%s\n",
-                   np, rounds, all_stores, all_puts, all_gets, all_stores + all_puts + all_gets, slowest,
-                   all_sent, all_errors, soak_job_shm_files(),
-                   getenv("VIASTACK_JOB") ? getenv("VIASTACK_JOB") : "-");
+                   np, rounds, all_stores, all_puts, all_gets, all_stores + all_puts + all_gets, slowest, all_sent,
+                   all_errors, soak_job_shm_files(), getenv("VIASTACK_JOB") ? getenv("VIASTACK_JOB") : "-");
     }
     free(order);
     free(got);
@@ -175,9 +173,10 @@ int main(int argc, char **argv) {
     splitc_all_spread_free(inbox_s);
     splitc_finalize();
     fds_after = soak_fd_count();
-    printf("soak-rank splitc %d: fds_before=%d fds_after=%d shm_maps_during=%d shm_maps_after=%d rss_half_kb=%ld rss_last_kb=%ld anon_half_kb=%ld anon_last_kb=%ld shmem_last_kb=%ld hwm_kb=%ld errors=%ld\n",
-           me, fds_before, fds_after, shm_maps_during, soak_shm_mappings(), rss_half, rss_last, anon_half, anon_last, shmem_last, soak_hwm_kb(),
-           errors);
+    printf("soak-rank splitc %d: fds_before=%d fds_after=%d shm_maps_during=%d shm_maps_after=%d rss_half_kb=%ld "
+           "rss_last_kb=%ld anon_half_kb=%ld anon_last_kb=%ld shmem_last_kb=%ld hwm_kb=%ld errors=%ld\n",
+           me, fds_before, fds_after, shm_maps_during, soak_shm_mappings(), rss_half, rss_last, anon_half, anon_last,
+           shmem_last, soak_hwm_kb(), errors);
     if (fds_after != fds_before) {
         fprintf(stderr, "splitc_soak proc %d: %d file descriptors open after splitc_finalize, %d before splitc_init\n",
                 me, fds_after, fds_before);

@@ -10,14 +10,14 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                              \
-    do {                                                              \
-        if (!(cond)) {                                                \
-            fprintf(stderr, "proc %d: %s:%d: ", MYPROC, __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                             \
-            fputc('\n', stderr);                                      \
-            ++failures;                                               \
-        }                                                             \
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "proc %d: %s:%d: ", MYPROC, __FILE__, __LINE__);                                           \
+            fprintf(stderr, __VA_ARGS__);                                                                              \
+            fputc('\n', stderr);                                                                                       \
+            ++failures;                                                                                                \
+        }                                                                                                              \
     } while (0)
 
 struct cell {

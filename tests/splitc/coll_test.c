@@ -10,27 +10,27 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                            \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            fprintf(stderr, "proc %d: %s:%d: ", splitc_myproc(), __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                           \
-            fputc('\n', stderr);                                                    \
-            ++failures;                                                             \
-        }                                                                           \
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "proc %d: %s:%d: ", splitc_myproc(), __FILE__, __LINE__);                                  \
+            fprintf(stderr, __VA_ARGS__);                                                                              \
+            fputc('\n', stderr);                                                                                       \
+            ++failures;                                                                                                \
+        }                                                                                                              \
     } while (0)
 
 /* Processor p's contribution to OP, chosen so that every case matters: float
  * and double parts that round (order), negative values (signed vs unsigned
  * comparison, sign extension of int through the 64-bit wire), bit patterns
  * that differ per processor. */
-#define VAL_add(T, p) ((T)((p) * 3 + 1) + (T)1 / (T)((p) + 3))
+#define VAL_add(T, p) ((T)((p)*3 + 1) + (T)1 / (T)((p) + 3))
 #define VAL_mul(T, p) ((T)((p) % 3 + 1) + (T)1 / (T)((p) + 3))
-#define VAL_max(T, p) ((T)((p) * 7 % 5 - 2) + (T)1 / (T)((p) + 3))
+#define VAL_max(T, p) ((T)((p)*7 % 5 - 2) + (T)1 / (T)((p) + 3))
 #define VAL_min(T, p) VAL_max(T, p)
-#define VAL_and(T, p) ((T)(~(1L << (p)) ^ ((p) & 1 ? 0 : 0x3000)))
+#define VAL_and(T, p) ((T)(~(1L << (p)) ^ ((p)&1 ? 0 : 0x3000)))
 #define VAL_or(T, p) ((T)((1L << (p)) | ((p) == 2 ? -8L : 0L)))
-#define VAL_xor(T, p) ((T)((0x5A5AL >> (p)) ^ -((long)(p) & 1)))
+#define VAL_xor(T, p) ((T)((0x5A5AL >> (p)) ^ -((long)(p)&1)))
 #define FOLD_add(a, b) ((a) + (b))
 #define FOLD_mul(a, b) ((a) * (b))
 #define FOLD_max(a, b) ((a) > (b) ? (a) : (b))
@@ -40,26 +40,26 @@ static int failures;
 #define FOLD_xor(a, b) ((a) ^ (b))
 
 /* Compared as bytes: float results must be bit-identical, not just close. */
-#define TEST_REDUCTION(OP, S, T)                                                                 \
-    {                                                                                            \
-        T want = VAL_##OP(T, 0), all, one;                                                       \
-        int p;                                                                                   \
-        for (p = 1; p < PROCS; ++p) want = FOLD_##OP(want, VAL_##OP(T, p));                      \
-        all = splitc_all_reduce_to_all_##OP##_##S(VAL_##OP(T, MYPROC));                          \
-        one = splitc_all_reduce_to_one_##OP##_##S(VAL_##OP(T, MYPROC));                          \
-        CHECK(memcmp(&all, &want, sizeof want) == 0, "all_reduce_to_all_" #OP "_" #S ": got %.17g want %.17g", \
-              (double)all, (double)want);                                                        \
-        if (MYPROC == 0)                                                                         \
-            CHECK(memcmp(&one, &want, sizeof want) == 0, "all_reduce_to_one_" #OP "_" #S ": got %.17g want %.17g", \
-                  (double)one, (double)want);                                                    \
-        ++ntested;                                                                               \
+#define TEST_REDUCTION(OP, S, T)                                                                                       \
+    {                                                                                                                  \
+        T want = VAL_##OP(T, 0), all, one;                                                                             \
+        int p;                                                                                                         \
+        for (p = 1; p < PROCS; ++p) want = FOLD_##OP(want, VAL_##OP(T, p));                                            \
+        all = splitc_all_reduce_to_all_##OP##_##S(VAL_##OP(T, MYPROC));                                                \
+        one = splitc_all_reduce_to_one_##OP##_##S(VAL_##OP(T, MYPROC));                                                \
+        CHECK(memcmp(&all, &want, sizeof want) == 0, "all_reduce_to_all_" #OP "_" #S ": got %.17g want %.17g",         \
+              (double)all, (double)want);                                                                              \
+        if (MYPROC == 0)                                                                                               \
+            CHECK(memcmp(&one, &want, sizeof want) == 0, "all_reduce_to_one_" #OP "_" #S ": got %.17g want %.17g",     \
+                  (double)one, (double)want);                                                                          \
+        ++ntested;                                                                                                     \
     }
 
-#define TEST_BCAST(A, S, T)                                                                      \
-    {                                                                                            \
-        T want = VAL_add(T, 7), got = splitc_all_bcast_##S(MYPROC == 0 ? want : (T)MYPROC);      \
-        CHECK(memcmp(&got, &want, sizeof want) == 0, "all_bcast_" #S);                           \
-        ++ntested;                                                                               \
+#define TEST_BCAST(A, S, T)                                                                                            \
+    {                                                                                                                  \
+        T want = VAL_add(T, 7), got = splitc_all_bcast_##S(MYPROC == 0 ? want : (T)MYPROC);                            \
+        CHECK(memcmp(&got, &want, sizeof want) == 0, "all_bcast_" #S);                                                 \
+        ++ntested;                                                                                                     \
     }
 
 #define PROCS splitc_procs()

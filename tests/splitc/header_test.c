@@ -42,18 +42,18 @@
 
 static int failures;
 
-#define CHECK(cond, what)                                                                  \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "proc %d: %s:%d: %s\n", MYPROC, __FILE__, __LINE__, what);     \
-            ++failures;                                                                    \
-        }                                                                                  \
+#define CHECK(cond, what)                                                                                              \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "proc %d: %s:%d: %s\n", MYPROC, __FILE__, __LINE__, what);                                 \
+            ++failures;                                                                                                \
+        }                                                                                                              \
     } while (0)
 
 /* Every suffixed reduction name is a macro for the function of the same
  * (OP, S, T) in splitc_rt.h's list. */
-#define CHECK_REDUCTION_NAME(OP, S, T)                                                      \
-    CHECK(all_reduce_to_one_##OP##_##S == splitc_all_reduce_to_one_##OP##_##S, "name");    \
+#define CHECK_REDUCTION_NAME(OP, S, T)                                                                                 \
+    CHECK(all_reduce_to_one_##OP##_##S == splitc_all_reduce_to_one_##OP##_##S, "name");                                \
     CHECK(all_reduce_to_all_##OP##_##S == splitc_all_reduce_to_all_##OP##_##S, "name");
 #define CHECK_BCAST_NAME(A, S, T) CHECK(all_bcast_##S == splitc_all_bcast_##S, "bcast name");
 

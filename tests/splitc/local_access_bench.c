@@ -21,17 +21,17 @@ static int cmp(const void *a, const void *b) {
 }
 
 /* Median ns per iteration of BODY over iters iterations. */
-#define TIME(result, BODY)                                                  \
-    do {                                                                    \
-        double t[NRUNS];                                                    \
-        int run_;                                                           \
-        for (run_ = 0; run_ < NRUNS; ++run_) {                              \
-            double t0 = now();                                              \
-            for (i = 0; i < iters; ++i) { BODY; }                           \
-            t[run_] = (now() - t0) / (double)iters * 1e9;                      \
-        }                                                                   \
-        qsort(t, NRUNS, sizeof t[0], cmp);                                  \
-        result = t[NRUNS / 2];                                              \
+#define TIME(result, BODY)                                                                                             \
+    do {                                                                                                               \
+        double t[NRUNS];                                                                                               \
+        int run_;                                                                                                      \
+        for (run_ = 0; run_ < NRUNS; ++run_) {                                                                         \
+            double t0 = now();                                                                                         \
+            for (i = 0; i < iters; ++i) { BODY; }                                                                      \
+            t[run_] = (now() - t0) / (double)iters * 1e9;                                                              \
+        }                                                                                                              \
+        qsort(t, NRUNS, sizeof t[0], cmp);                                                                             \
+        result = t[NRUNS / 2];                                                                                         \
     } while (0)
 
 int splitc_main(int argc, char **argv) {
@@ -39,7 +39,7 @@ int splitc_main(int argc, char **argv) {
     splitc_sptr_t s = splitc_all_spread_malloc((size_t)splitc_procs(), 64 * sizeof(uint32_t));
     uint32_t *mine = (uint32_t *)splitc_sptr_addr(s), sink = 0, v = 0;
     splitc_gptr_t base = splitc_toglobal(splitc_myproc(), mine);
-    double r[2][5];  /* [inline, out-of-line][op] */
+    double r[2][5]; /* [inline, out-of-line][op] */
     /* Walk 64 words so the address is not loop-invariant. */
 #define G splitc_gptr_add(base, (int64_t)(i & 63) * 4)
     if (iters < 1) iters = 1;
@@ -60,8 +60,8 @@ int splitc_main(int argc, char **argv) {
     if (splitc_myproc() == 0) {
         static const char *ops[] = {"read_4", "write_4", "get_4", "put_4", "store_4"};
         int k;
-        printf("local scalar access, PROCS=%d, %ld iterations, ns per access (median of %d)\n", splitc_procs(),
-               iters, NRUNS);
+        printf("local scalar access, PROCS=%d, %ld iterations, ns per access (median of %d)\n", splitc_procs(), iters,
+               NRUNS);
         printf("  %-8s %8s %10s\n", "op", "inline", "out-of-line");
         for (k = 0; k < 5; ++k) printf("  %-8s %8.2f %10.2f\n", ops[k], r[0][k], r[1][k]);
     }

@@ -14,14 +14,14 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                            \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            fprintf(stderr, "proc %d: %s:%d: ", MYPROC, __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                                           \
-            fputc('\n', stderr);                                                    \
-            ++failures;                                                             \
-        }                                                                           \
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "proc %d: %s:%d: ", MYPROC, __FILE__, __LINE__);                                           \
+            fprintf(stderr, __VA_ARGS__);                                                                              \
+            fputc('\n', stderr);                                                                                       \
+            ++failures;                                                                                                \
+        }                                                                                                              \
     } while (0)
 
 /* What a translator emits for a block declaring automatic spread arrays. */
@@ -111,7 +111,8 @@ int splitc_main(int argc, char **argv) {
     {
         int log = 0;
         while ((1 << log) < PROCS) ++log;
-        CHECK(splitc_procslog() == ((1 << log) == PROCS ? log : -1), "PROCSLOG %d for PROCS %d", splitc_procslog(), PROCS);
+        CHECK(splitc_procslog() == ((1 << log) == PROCS ? log : -1), "PROCSLOG %d for PROCS %d", splitc_procslog(),
+              PROCS);
     }
 
     /* Static spread data sized by PROCS, placed in registration order. */
@@ -139,7 +140,8 @@ int splitc_main(int argc, char **argv) {
         u_sized_with_procs = 0;
         splitc_register_static_fn((void **)&late_fn, u_bytes, 128);
         CHECK(late_fn != NULL && same_everywhere(late_fn) && ((uintptr_t)late_fn & 127) == 0 &&
-              u_sized_with_procs == PROCS && late_fn[31] == 0.0, "late register_static_fn");
+                  u_sized_with_procs == PROCS && late_fn[31] == 0.0,
+              "late register_static_fn");
     }
 
     before = splitc_heap_available();
@@ -161,7 +163,8 @@ int splitc_main(int argc, char **argv) {
             SCOPE;
             a = splitc_scope_alloc((size_t)PROCS, 1000, 0);
             s1 = splitc_all_spread_malloc((size_t)PROCS, 1000);
-            CHECK((uintptr_t)splitc_sptr_addr(s1) + 1000 <= (uintptr_t)a || (uintptr_t)a + 1000 <= (uintptr_t)splitc_sptr_addr(s1),
+            CHECK((uintptr_t)splitc_sptr_addr(s1) + 1000 <= (uintptr_t)a ||
+                      (uintptr_t)a + 1000 <= (uintptr_t)splitc_sptr_addr(s1),
                   "scope array overlaps a spread allocation");
             memset(a, 0x5a, 1000);
             CHECK(((char *)splitc_sptr_addr(s1))[999] == 0, "spread allocation overwritten");

@@ -173,4 +173,4 @@ TEST_F(Errors, SpreadArrayIndexOutOfBounds) {
     EXPECT_EQ(take(), SPLITC_OK);
 }
 
-}  // namespace
+} // namespace

@@ -20,10 +20,20 @@ int right() { return (myproc() + 1) % procs(); }
 int left() { return (myproc() + procs() - 1) % procs(); }
 
 // Distinct values per (processor, index) for every tested type.
-template <class T> T make(int proc, int i) { return T((proc + 1) * 37 + i * 11 + 1); }
-template <> float make<float>(int proc, int i) { return float(proc) + float(i) * 0.25f + 0.125f; }
-template <> double make<double>(int proc, int i) { return double(proc) * 1e6 + double(i) / 3.0; }
-template <> global_ptr<int> make<global_ptr<int>>(int proc, int i) {
+template <class T>
+T make(int proc, int i) {
+    return T((proc + 1) * 37 + i * 11 + 1);
+}
+template <>
+float make<float>(int proc, int i) {
+    return float(proc) + float(i) * 0.25f + 0.125f;
+}
+template <>
+double make<double>(int proc, int i) {
+    return double(proc) * 1e6 + double(i) / 3.0;
+}
+template <>
+global_ptr<int> make<global_ptr<int>>(int proc, int i) {
     return global_ptr<int>(proc, reinterpret_cast<int *>(uintptr_t(0x10000 + 8 * i)));
 }
 
@@ -31,8 +41,8 @@ constexpr int kCells = 24;
 
 template <class T>
 class ScalarOps : public ::testing::Test {};
-using ScalarTypes = ::testing::Types<uint8_t, int8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, long,
-                                     float, double, global_ptr<int>>;
+using ScalarTypes = ::testing::Types<uint8_t, int8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, long, float,
+                                     double, global_ptr<int>>;
 TYPED_TEST_SUITE(ScalarOps, ScalarTypes);
 
 TYPED_TEST(ScalarOps, ReadAndWrite) {
@@ -46,7 +56,7 @@ TYPED_TEST(ScalarOps, ReadAndWrite) {
     for (int i = 0; i < kCells; ++i) EXPECT_TRUE(T(r[i]) == make<T>(right(), i)) << "proxy read " << i;
     barrier();
     for (int i = 0; i < kCells; i += 2) write(r + i, make<T>(myproc() + 100, i));
-    for (int i = 1; i < kCells; i += 2) r[i] = make<T>(myproc() + 100, i);  // proxy write
+    for (int i = 1; i < kCells; i += 2) r[i] = make<T>(myproc() + 100, i); // proxy write
     barrier();
     for (int i = 0; i < kCells; ++i) EXPECT_TRUE(mine[i] == make<T>(left() + 100, i)) << "index " << i;
     barrier();
@@ -87,18 +97,32 @@ TYPED_TEST(ScalarOps, StoreCountedAtTarget) {
 }
 
 // ---- structs ------------------------------------------------------------------
-struct S3 { char c[3]; };
-struct S12 { int32_t a, b, c; };
-struct S24 { double x; int64_t y; char z[8]; };
-struct Big { uint32_t w[1200]; };  // 4800 bytes: more than one message
+struct S3 {
+    char c[3];
+};
+struct S12 {
+    int32_t a, b, c;
+};
+struct S24 {
+    double x;
+    int64_t y;
+    char z[8];
+};
+struct Big {
+    uint32_t w[1200];
+}; // 4800 bytes: more than one message
 
-template <class T> T make_struct(int proc, int salt) {
+template <class T>
+T make_struct(int proc, int salt) {
     T v;
     auto *b = reinterpret_cast<unsigned char *>(&v);
     for (size_t i = 0; i < sizeof v; ++i) b[i] = (unsigned char)(proc * 31 + salt * 7 + int(i) * 13 + 1);
     return v;
 }
-template <class T> bool same(const T &a, const T &b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+template <class T>
+bool same(const T &a, const T &b) {
+    return std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 template <class T>
 class StructOps : public ::testing::Test {};
@@ -113,7 +137,7 @@ TYPED_TEST(StructOps, AllOperations) {
     barrier();
     global_ptr<T> r = (cells + right()).to_global();
     EXPECT_TRUE(same(read(r), make_struct<T>(right(), 0))) << "read";
-    T v = *r;  // proxy
+    T v = *r; // proxy
     EXPECT_TRUE(same(v, make_struct<T>(right(), 0))) << "proxy read";
     T g;
     get(g, r);
@@ -135,7 +159,9 @@ TYPED_TEST(StructOps, AllOperations) {
 // ---- bulk ---------------------------------------------------------------------------
 class BulkOps : public ::testing::TestWithParam<size_t> {
 protected:
-    static unsigned char byte(int proc, size_t i, int salt) { return (unsigned char)(proc * 29 + salt * 5 + i * 7 + 3); }
+    static unsigned char byte(int proc, size_t i, int salt) {
+        return (unsigned char)(proc * 29 + salt * 5 + i * 7 + 3);
+    }
 };
 
 // Areas: [guard 64][data n][guard 64] at an odd offset, so misaligned starts
@@ -170,7 +196,7 @@ TEST_P(BulkOps, EveryFormMovesExactlyTheBytes) {
     for (size_t i = 0; i < n; ++i) src[i] = byte(myproc(), i, 1);
     bulk_write(r + ptrdiff_t(area + 65), src.data(), n);
     // put and store from registered memory (sent by gather descriptors)
-    unsigned char *reg = mine + 65;  // region 0 of my own block
+    unsigned char *reg = mine + 65; // region 0 of my own block
     bulk_put(r + ptrdiff_t(2 * area + 65), reg, n);
     splitc::sync();
     bulk_store(r + ptrdiff_t(3 * area + 65), reg, n);
@@ -209,7 +235,7 @@ TEST(BulkOps, RdmaCrossoverMovesExactlyTheBytes) {
         unsigned char *mine = (mem + myproc()).local();
         global_ptr<unsigned char> r = (mem + right()).to_global();
         std::memset(mine, kGuard, 6 * area);
-        for (size_t i = 0; i < n; ++i) mine[67 + i] = byte(myproc(), i, 0);  // region 0: read source
+        for (size_t i = 0; i < n; ++i) mine[67 + i] = byte(myproc(), i, 0); // region 0: read source
         barrier();
         // get/read into unregistered memory, and get into the heap (region 5)
         std::vector<unsigned char> buf(n + 8, kGuard);
@@ -274,15 +300,15 @@ TEST(BulkOps, PutStreamsCompleteAtOneSync) {
     auto byte = [](int from, int round, size_t k, size_t i) {
         return (unsigned char)(from * 29 + round * 7 + k * 17 + i * 13 + 5);
     };
-    size_t slot = 0;  // bytes per (sender, size) slot: the largest size plus guards
+    size_t slot = 0; // bytes per (sender, size) slot: the largest size plus guards
     for (size_t n : sizes) slot = std::max(slot, n + 64);
     const size_t block = slot * sizes.size() * size_t(p);
     spread_ptr<unsigned char> mem = all_spread_malloc<unsigned char>(size_t(p), 2 * block);
-    unsigned char *mine = (mem + me).local();  // [0, block): received; [block, 2 block): heap sources
+    unsigned char *mine = (mem + me).local(); // [0, block): received; [block, 2 block): heap sources
     const unsigned char kGuard = 0xA5;
     for (int round = 0; round < 3; ++round) {
         std::memset(mine, kGuard, block);
-        std::vector<std::vector<unsigned char>> plain;  // unregistered sources, kept until sync
+        std::vector<std::vector<unsigned char>> plain; // unregistered sources, kept until sync
         plain.reserve(sizes.size() * size_t(p));
         barrier();
         // Round 1: odd processors stay out of the runtime for a while first, so
@@ -293,11 +319,11 @@ TEST(BulkOps, PutStreamsCompleteAtOneSync) {
         // overwrite below reach them.
         const bool away = round == 1;
         if (away && me % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        for (int d = 1; d < p; ++d) {  // every other processor, nearest first
+        for (int d = 1; d < p; ++d) { // every other processor, nearest first
             const int to = (me + d) % p;
             for (size_t k = away ? 1 : 0; k < sizes.size(); ++k) {
                 const size_t n = sizes[k];
-                const size_t at = (size_t(me) * sizes.size() + k) * slot + 33;  // odd offset at the target
+                const size_t at = (size_t(me) * sizes.size() + k) * slot + 33; // odd offset at the target
                 global_ptr<unsigned char> dst = (mem + to).to_global() + ptrdiff_t(at);
                 // Alternately from unregistered memory and from the heap.
                 unsigned char *src;
@@ -312,7 +338,7 @@ TEST(BulkOps, PutStreamsCompleteAtOneSync) {
             }
         }
         splitc::sync();
-        for (auto &b : plain) std::fill(b.begin(), b.end(), 0);  // the sources are ours again
+        for (auto &b : plain) std::fill(b.begin(), b.end(), 0); // the sources are ours again
         std::memset(mine + block, 0, block);
         barrier();
         for (int from = 0; from < p; ++from) {
@@ -361,4 +387,4 @@ TEST(BulkOps, FragmentBoundariesFollowMaxPayload) {
     all_spread_free(mem);
 }
 
-}  // namespace
+} // namespace

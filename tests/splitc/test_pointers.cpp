@@ -46,7 +46,11 @@ TEST(GlobalPtr, ArithmeticKeepsProcessor) {
 }
 
 TEST(GlobalPtr, FieldOffsets) {
-    struct S { char a; double b; int c[3]; };
+    struct S {
+        char a;
+        double b;
+        int c[3];
+    };
     static S s;
     splitc::global_ptr<S> p(0, &s);
     EXPECT_EQ(p.field(&S::b).local(), &s.b);
@@ -106,4 +110,4 @@ TEST(SpreadPtr, BlockStride) {
     EXPECT_EQ((p + 7).local(), blocks + 10);
 }
 
-}  // namespace
+} // namespace

@@ -103,7 +103,7 @@ TEST(LocalFastPath, LocalBadPointersAreStillReported) {
     all_spread_free(cells);
 }
 
-}  // namespace
+} // namespace
 
 namespace {
 
@@ -136,10 +136,8 @@ TEST(Heap, IsTheNicsSharedMemoryOnNicfw) {
     ASSERT_FALSE(map.empty()) << "the heap block is not mapped";
     const char *prov = std::getenv("VIPL_PROVIDER");
     const bool nicfw = !prov || !*prov || std::string(prov) == "nicfw";
-    if (procs() > 1 && nicfw)
-        EXPECT_NE(map.find("memfd:viastack-mem-"), std::string::npos) << map;
-    else
-        EXPECT_EQ(map.find("memfd:"), std::string::npos) << map;
+    if (procs() > 1 && nicfw) EXPECT_NE(map.find("memfd:viastack-mem-"), std::string::npos) << map;
+    else EXPECT_EQ(map.find("memfd:"), std::string::npos) << map;
     barrier();
     all_spread_free(mem);
 }

@@ -23,7 +23,8 @@ TEST(SpreadMalloc, BlockBLivesOnProcessorBModProcsAtOneAddress) {
     for (size_t b = 0; b < nblocks; ++b) {
         splitc_sptr_t t = splitc_sptr_add(s, int64_t(b), bs);
         EXPECT_EQ(splitc_sptr_proc(t), int(b % size_t(P)));
-        EXPECT_EQ(static_cast<char *>(splitc_sptr_addr(t)), static_cast<char *>(splitc_sptr_addr(s)) + (b / size_t(P)) * bs);
+        EXPECT_EQ(static_cast<char *>(splitc_sptr_addr(t)),
+                  static_cast<char *>(splitc_sptr_addr(s)) + (b / size_t(P)) * bs);
     }
     splitc_all_spread_free(s);
 }
@@ -101,4 +102,4 @@ TEST(SpreadArray, SpreadRowsOfBlocks) { check_shape({4}, {3}); }
 TEST(SpreadArray, TwoByTwoBlocksOnATwoByThreeSpread) { check_shape({2, 3}, {2, 2}); }
 TEST(SpreadArray, FewerBlocksThanProcessors) { check_shape({1}, {5}); }
 
-}  // namespace
+} // namespace

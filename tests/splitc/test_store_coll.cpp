@@ -22,7 +22,7 @@ TEST(Store, ManyConcurrentStorersCountedByStoreSync) {
     spread_ptr<int> inbox = all_spread_malloc<int>(size_t(P), size_t(P * K));
     for (int k = 0; k < K; ++k)
         for (int d = 0; d < P; ++d) {
-            int q = (myproc() + d) % P;  // spread the order so targets interleave
+            int q = (myproc() + d) % P; // spread the order so targets interleave
             store((inbox + q).to_global() + (myproc() * K + k), myproc() * 100000 + q * 100 + k);
         }
     store_sync(size_t(P) * K * sizeof(int));
@@ -39,10 +39,10 @@ TEST(Store, StoreSyncSubtractsAndResetClears) {
     global_ptr<long> r = (cell + right()).to_global();
     store(r, 1L);
     store(r + 1, 2L);
-    store_sync(8);  // at least one of them
-    store_sync(8);  // and the other
+    store_sync(8); // at least one of them
+    store_sync(8); // and the other
     EXPECT_EQ(splitc_store_bytes_arrived(), 0);
-    barrier();  // nobody sends the next store before everyone checked
+    barrier(); // nobody sends the next store before everyone checked
     store(r + 2, 3L);
     // Wait until it arrived without consuming it, then reset.
     while (splitc_store_bytes_arrived() < 8) poll();
@@ -76,11 +76,12 @@ TEST(Store, AllStoreSyncWaitsForEveryStoreInTheMachine) {
     for (int s = 0; s < P; ++s) {
         size_t cnt = size_t(s + 1) * size_t(myproc() + 3);
         bool ok = true;
-        for (size_t i = 0; i < cnt && ok; ++i) ok = mine[size_t(s) * cap + i] == long(s) * 1000000 + myproc() * 1000 + long(i);
+        for (size_t i = 0; i < cnt && ok; ++i)
+            ok = mine[size_t(s) * cap + i] == long(s) * 1000000 + myproc() * 1000 + long(i);
         EXPECT_TRUE(ok) << "stores from " << s;
     }
     EXPECT_EQ(splitc_store_bytes_arrived(), 0);
-    all_store_sync();  // with nothing outstanding it still returns
+    all_store_sync(); // with nothing outstanding it still returns
     barrier();
     all_spread_free(box);
 }
@@ -110,7 +111,7 @@ TEST(Store, CountsHoldAcrossStoreAckBatchBoundaries) {
         bool ok = true;
         for (int i = 0; i < n && ok; ++i) ok = mine[i] == (tag << 32 | long(left()) << 16 | i);
         EXPECT_TRUE(ok) << "stream of " << n << " stores (a STORE_ACK every " << every << ")";
-        barrier();  // everyone checked before the next stream overwrites
+        barrier(); // everyone checked before the next stream overwrites
     }
     all_store_sync();
     EXPECT_EQ(splitc_store_bytes_arrived(), 0);
@@ -149,7 +150,8 @@ TEST(Collectives, Reductions) {
     EXPECT_DOUBLE_EQ(all_reduce_to_all_dadd(0.5 * double(me)), 0.5 * double(sum));
     EXPECT_DOUBLE_EQ(all_reduce_to_all_dmax(-double(me) * 1.5), 0.0);
     EXPECT_DOUBLE_EQ(all_reduce_to_all_dmin(-double(me) * 1.5), -double(P - 1) * 1.5);
-    double d1 = all_reduce_to_one_dadd(1.25), d2 = all_reduce_to_one_dmax(double(me)), d3 = all_reduce_to_one_dmin(double(me));
+    double d1 = all_reduce_to_one_dadd(1.25), d2 = all_reduce_to_one_dmax(double(me)),
+           d3 = all_reduce_to_one_dmin(double(me));
     if (on_one()) {
         EXPECT_DOUBLE_EQ(d1, 1.25 * double(P));
         EXPECT_DOUBLE_EQ(d2, double(P - 1));
@@ -221,4 +223,4 @@ TEST(StaticData, PlainGlobalsOfANonPieBinaryAreRemote) {
     barrier();
 }
 
-}  // namespace
+} // namespace

@@ -30,21 +30,31 @@
 namespace {
 
 constexpr int kThreads = 4;
-constexpr int kPerPeer = 120;      // requests per thread per peer (40 of each category)
+constexpr int kPerPeer = 120; // requests per thread per peer (40 of each category)
 constexpr int kMaxProcs = 8;
 constexpr uint32_t kLongBytes = 512;
 constexpr uint32_t kBounceMedium = 6000; // above the 4 KB inline medium: the bounce ring
 
-enum Handlers : handler_t { H_SHORT_REQ = 10, H_MED_REQ, H_LONG_REQ, H_SHORT_REP, H_MED_REP, H_LONG_REP, H_WAKE, H_WAKE_REP, H_DONE };
+enum Handlers : handler_t {
+    H_SHORT_REQ = 10,
+    H_MED_REQ,
+    H_LONG_REQ,
+    H_SHORT_REP,
+    H_MED_REP,
+    H_LONG_REP,
+    H_WAKE,
+    H_WAKE_REP,
+    H_DONE
+};
 
 int rank_, nprocs_;
 std::atomic<int> errors{0};
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            std::fprintf(stderr, "rank %d: FAILED %s:%d: %s\n", rank_, __FILE__, __LINE__, #cond); \
-            errors++;                                                                     \
-        }                                                                                 \
+#define CHECK(cond)                                                                                                    \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            std::fprintf(stderr, "rank %d: FAILED %s:%d: %s\n", rank_, __FILE__, __LINE__, #cond);                     \
+            errors++;                                                                                                  \
+        }                                                                                                              \
     } while (0)
 
 // [source or replier rank][thread][seq]: how many times the handler ran.
@@ -144,9 +154,7 @@ void set_handlers(ep_t ep) {
 void send_one(ep_t ep, int peer, int t, int s) {
     int rc;
     switch (s % 3) {
-    case 0:
-        rc = AM_Request3(ep, peer, H_SHORT_REQ, rank_, t, s);
-        break;
+    case 0: rc = AM_Request3(ep, peer, H_SHORT_REQ, rank_, t, s); break;
     case 1: {
         std::vector<uint8_t> buf(medium_bytes(s));
         for (size_t i = 0; i < buf.size(); i++) buf[i] = pattern(rank_, t, s, i);
@@ -166,9 +174,7 @@ void send_one(ep_t ep, int peer, int t, int s) {
     CHECK(rc == AM_OK);
 }
 
-double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 enum class Mode { shared, perthread, sema };
 
@@ -224,8 +230,10 @@ void check_counts(const std::vector<ep_t> &eps) {
             for (int s = 0; s < kPerPeer; s++) {
                 const int want = r == rank_ ? 0 : 1;
                 if (req_seen[r][t][s] != want || rep_seen[r][t][s] != want) {
-                    std::fprintf(stderr, "rank %d: FAILED rank %d thread %d seq %d: request handler ran %d, reply handler %d times\n",
-                                 rank_, r, t, s, req_seen[r][t][s].load(), rep_seen[r][t][s].load());
+                    std::fprintf(
+                        stderr,
+                        "rank %d: FAILED rank %d thread %d seq %d: request handler ran %d, reply handler %d times\n",
+                        rank_, r, t, s, req_seen[r][t][s].load(), rep_seen[r][t][s].load());
                     errors++;
                 }
             }
@@ -352,8 +360,9 @@ int main(int argc, char **argv) {
     int total = 0;
     for (int p = 0; p < nprocs_; p++) total += all_errors[p];
     if (rank_ == 0)
-        std::printf("threads_am %s: %d processes x %d threads, %d requests each way per thread and peer, %.2f s, %d errors\n",
-                    argv[1], nprocs_, kThreads, kPerPeer, secs, total);
+        std::printf(
+            "threads_am %s: %d processes x %d threads, %d requests each way per thread and peer, %.2f s, %d errors\n",
+            argv[1], nprocs_, kThreads, kPerPeer, secs, total);
     std::fflush(stdout);
     AM_SPMDBarrier();
     for (eb_t eb : ebs) AM_FreeBundle(eb);

@@ -57,9 +57,7 @@ TEST(OwnerBias, SecondThreadTurnsAFreshLockShared) {
 
 TEST(OwnerBias, OwnerAloneNeverShares) {
     vipl::common::SpinLock lock;
-    for (int i = 0; i < 1000; ++i) {
-        vipl::common::SpinGuard g(lock);
-    }
+    for (int i = 0; i < 1000; ++i) { vipl::common::SpinGuard g(lock); }
     // A second thread after the owner's sections: it shares, then both take it.
     long counter = 0;
     std::thread t([&] {

@@ -30,9 +30,9 @@ constexpr int kAmPerPeer = 500;
 // Static data: at one address in every process (non-PIE), so global pointers
 // to it are valid everywhere.
 en_t am_names[kMaxProcs];
-int64_t words[kWords];           // written by the left neighbour
-int64_t stored[kWords];          // stored into by the left neighbour
-int64_t readable[kWords];        // read by the right neighbour
+int64_t words[kWords];    // written by the left neighbour
+int64_t stored[kWords];   // stored into by the left neighbour
+int64_t readable[kWords]; // read by the right neighbour
 
 std::atomic<int> am_errors{0};
 std::atomic<int> am_replies{0};
@@ -114,10 +114,8 @@ int splitc_main(int, char **) {
         for (int i = 0; i < kWords; i++) readable[i] = value(me, r, i);
         splitc::barrier();
         for (int i = 0; i < kWords; i++) {
-            if (i % 2)
-                splitc::write(splitc::toglobal(right, &words[i]), value(me, r, i));
-            else
-                splitc::put(splitc::toglobal(right, &words[i]), value(me, r, i));
+            if (i % 2) splitc::write(splitc::toglobal(right, &words[i]), value(me, r, i));
+            else splitc::put(splitc::toglobal(right, &words[i]), value(me, r, i));
             splitc::store(splitc::toglobal(right, &stored[i]), value(me, r, -i));
         }
         splitc::sync();

@@ -45,20 +45,20 @@ namespace {
 
 int g_rank = -1, g_size = 0;
 constexpr int kThreads = 4;
-constexpr uint32_t kMsg = 64;      // bytes of a message
-constexpr uint32_t kBlock = 256;   // bytes of an RDMA block
+constexpr uint32_t kMsg = 64;    // bytes of a message
+constexpr uint32_t kBlock = 256; // bytes of an RDMA block
 
-#define FAIL(...)                                                                                \
-    do {                                                                                         \
-        std::fprintf(stderr, "threads_vipl rank %d: %s:%d: ", g_rank, __FILE__, __LINE__);      \
-        std::fprintf(stderr, __VA_ARGS__);                                                       \
-        std::fputc('\n', stderr);                                                                \
-        vipl_boot_abort(1, "check failed");                                                      \
+#define FAIL(...)                                                                                                      \
+    do {                                                                                                               \
+        std::fprintf(stderr, "threads_vipl rank %d: %s:%d: ", g_rank, __FILE__, __LINE__);                             \
+        std::fprintf(stderr, __VA_ARGS__);                                                                             \
+        std::fputc('\n', stderr);                                                                                      \
+        vipl_boot_abort(1, "check failed");                                                                            \
     } while (0)
-#define CHECK(call)                                                                              \
-    do {                                                                                         \
-        const VIP_RETURN rc_ = (call);                                                           \
-        if (rc_ != VIP_SUCCESS) FAIL("%s returned %s", #call, VipxReturnString(rc_));           \
+#define CHECK(call)                                                                                                    \
+    do {                                                                                                               \
+        const VIP_RETURN rc_ = (call);                                                                                 \
+        if (rc_ != VIP_SUCCESS) FAIL("%s returned %s", #call, VipxReturnString(rc_));                                  \
     } while (0)
 
 VIP_NIC_HANDLE g_nic;
@@ -106,7 +106,8 @@ void write_msg(char *p, uint32_t thread, uint32_t seq) {
 Msg read_msg(const char *p, uint32_t peer) {
     Msg m;
     std::memcpy(&m, p, sizeof m);
-    if (m.magic != kMagic || m.rank != peer) FAIL("message from rank %u: header %u/%u/%u/%#x", peer, m.rank, m.thread, m.seq, m.magic);
+    if (m.magic != kMagic || m.rank != peer)
+        FAIL("message from rank %u: header %u/%u/%u/%#x", peer, m.rank, m.thread, m.seq, m.magic);
     for (uint32_t i = sizeof m; i < kMsg; ++i)
         if (static_cast<unsigned char>(p[i]) != pattern(m.rank, m.thread, m.seq, i))
             FAIL("message %u of rank %u thread %u: byte %u wrong", m.seq, m.rank, m.thread, i);
@@ -160,7 +161,8 @@ VIP_VI_HANDLE make_vi(VIP_CQ_HANDLE rcq = nullptr) {
 }
 
 VIP_NET_ADDRESS *address(int rank, const std::string &disc) {
-    auto *a = static_cast<VIP_NET_ADDRESS *>(std::calloc(1, VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, VIP_MAX_DISCRIMINATOR_LEN)));
+    auto *a = static_cast<VIP_NET_ADDRESS *>(
+        std::calloc(1, VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, VIP_MAX_DISCRIMINATOR_LEN)));
     char name[32];
     std::snprintf(name, sizeof name, "node%d", rank);
     CHECK(VipNSGetHostByName(g_nic, name, a, 0));
@@ -287,8 +289,7 @@ void own_vi_traffic(int t, int rounds, const char *tag) {
     if (last.seq != uint32_t(rounds * W)) FAIL("thread %d: last message %u", t, last.seq);
     CHECK(VipDisconnect(vi));
     VIP_DESCRIPTOR *d;
-    while (VipRecvDone(vi, &d) == VIP_SUCCESS) {
-    }
+    while (VipRecvDone(vi, &d) == VIP_SUCCESS) {}
     CHECK(VipDestroyVi(vi));
 }
 
@@ -399,7 +400,8 @@ void scenario_shared() {
     for (int &x : last) x = -1;
     for (int i = 0; i < total; ++i) {
         const Msg m = read_msg(s.rb[i], uint32_t(peer));
-        if (int(m.seq) <= last[m.thread]) FAIL("thread %u's message %u landed after %d", m.thread, m.seq, last[m.thread]);
+        if (int(m.seq) <= last[m.thread])
+            FAIL("thread %u's message %u landed after %d", m.thread, m.seq, last[m.thread]);
         last[m.thread] = int(m.seq);
     }
     for (int i = 0; i < total; ++i)
@@ -480,7 +482,8 @@ void scenario_cq() {
         }
     });
     for (int v = 0; v < kThreads; ++v)
-        if (g_cq_next[v].load() != g_cq_per_thread) FAIL("VI %d: %d messages, expected %d", v, g_cq_next[v].load(), g_cq_per_thread);
+        if (g_cq_next[v].load() != g_cq_per_thread)
+            FAIL("VI %d: %d messages, expected %d", v, g_cq_next[v].load(), g_cq_per_thread);
     VIP_VI_HANDLE vi;
     VIP_BOOLEAN rq;
     if (VipCQDone(g_cq, &vi, &rq) != VIP_NOT_DONE) FAIL("a CQ entry too many");
@@ -603,8 +606,7 @@ void register_cycles(int t, int n) {
     }
     CHECK(VipDisconnect(vi));
     VIP_DESCRIPTOR *d;
-    while (VipRecvDone(vi, &d) == VIP_SUCCESS) {
-    }
+    while (VipRecvDone(vi, &d) == VIP_SUCCESS) {}
     CHECK(VipDestroyVi(vi));
 }
 

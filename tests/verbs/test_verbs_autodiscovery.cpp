@@ -36,9 +36,9 @@ Job J;
 
 // Room for `n` addresses of the largest size, each pre-filled with a sentinel.
 struct AddressList {
-    explicit AddressList(size_t n) : storage(n, std::vector<uint8_t>(VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, 0), 0xa5)) {
-        for (auto &s : storage)
-            ptrs.push_back(reinterpret_cast<VIP_NET_ADDRESS *>(s.data()));
+    explicit AddressList(size_t n)
+        : storage(n, std::vector<uint8_t>(VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, 0), 0xa5)) {
+        for (auto &s : storage) ptrs.push_back(reinterpret_cast<VIP_NET_ADDRESS *>(s.data()));
         list.ADAddrArray = ptrs.empty() ? nullptr : ptrs.data();
         list.NumAdAddrs = VIP_ULONG(n);
     }
@@ -64,8 +64,7 @@ TEST(VerbsAutodiscovery, ListsEveryRankAtTheAddressItsNicReports) {
     ASSERT_EQ(VipQuerySystemManagementInfo(J.nic, VIP_SMI_AUTODISCOVERY, &l.list), VIP_SUCCESS);
     EXPECT_EQ(l.list.NumAdAddrs, VIP_ULONG(J.size));
     EXPECT_EQ(l.list.NumberOfHops, 1u);
-    for (int r = 0; r < J.size; ++r)
-        expect_published(l.ptrs[r], r);
+    for (int r = 0; r < J.size; ++r) expect_published(l.ptrs[r], r);
     // One NIC per rank: no two entries alike.
     for (int a = 0; a < J.size; ++a)
         for (int b = a + 1; b < J.size; ++b)
@@ -129,8 +128,7 @@ TEST(VerbsAutodiscovery, DiscoveredAddressesAreWhereVisConnect) {
     struct AllRanksMeetOnExit {
         ~AllRanksMeetOnExit() { vipl_boot_barrier(); }
     } meet;
-    if (J.size < 2 || J.rank > 1)
-        GTEST_SKIP() << "needs ranks 0 and 1";
+    if (J.size < 2 || J.rank > 1) GTEST_SKIP() << "needs ranks 0 and 1";
     AddressList l(2);
     ASSERT_EQ(VipQuerySystemManagementInfo(J.nic, VIP_SMI_AUTODISCOVERY, &l.list), VIP_SUCCESS);
     const int peer = 1 - J.rank;

@@ -56,8 +56,8 @@ void post_send(int di, size_t off, uint32_t len) {
     ASSERT_EQ(VipPostSend(P.vi, d, P.mh), VIP_SUCCESS);
 }
 
-void post_rdma(int di, uint16_t op, const Target &t, size_t remote_off, size_t off, uint32_t len,
-               bool imm = false, uint32_t imm_data = 0) {
+void post_rdma(int di, uint16_t op, const Target &t, size_t remote_off, size_t off, uint32_t len, bool imm = false,
+               uint32_t imm_data = 0) {
     VIP_DESCRIPTOR *d = desc(di);
     std::memset(d, 0, 128);
     d->CS.Control = op | (imm ? VIP_CONTROL_IMMEDIATE : 0);
@@ -92,8 +92,7 @@ TEST(VerbsMp, HandleFromAnotherProcessNamesItsRegionForRdmaWriteAndRead) {
     std::memset(P.mem, 0, 65536);
     vipl_boot_barrier();
     if (P.rank == 0) {
-        for (int i = 0; i < 4096; i++)
-            P.mem[i] = uint8_t(i * 7 + 1);
+        for (int i = 0; i < 4096; i++) P.mem[i] = uint8_t(i * 7 + 1);
         post_rdma(0, VIP_CONTROL_OP_RDMAWRITE, peer, 8192, 0, 4096);
         VIP_DESCRIPTOR *d = wait_send();
         ASSERT_EQ(d, desc(0));
@@ -107,16 +106,14 @@ TEST(VerbsMp, HandleFromAnotherProcessNamesItsRegionForRdmaWriteAndRead) {
     }
     vipl_boot_barrier();
     if (P.rank == 1) {
-        for (int i = 0; i < 4096; i++)
-            ASSERT_EQ(P.mem[8192 + i], uint8_t(i * 7 + 1)) << "RDMA write byte " << i;
+        for (int i = 0; i < 4096; i++) ASSERT_EQ(P.mem[8192 + i], uint8_t(i * 7 + 1)) << "RDMA write byte " << i;
     }
     vipl_boot_barrier();
 }
 
 TEST(VerbsMp, RdmaWriteWithImmediateConsumesAReceive) {
     Target peer = exchange_target();
-    if (P.rank == 1)
-        post_recv(2, 32768, 0);
+    if (P.rank == 1) post_recv(2, 32768, 0);
     vipl_boot_barrier();
     if (P.rank == 0) {
         std::memset(P.mem, 0xab, 100);
@@ -127,8 +124,7 @@ TEST(VerbsMp, RdmaWriteWithImmediateConsumesAReceive) {
     } else {
         VIP_DESCRIPTOR *d = wait_recv();
         ASSERT_EQ(d, desc(2));
-        EXPECT_EQ(d->CS.Status,
-                  VIP_STATUS_DONE | VIP_STATUS_OP_REMOTE_RDMA_WRITE | VIP_STATUS_IMMEDIATE);
+        EXPECT_EQ(d->CS.Status, VIP_STATUS_DONE | VIP_STATUS_OP_REMOTE_RDMA_WRITE | VIP_STATUS_IMMEDIATE);
         EXPECT_EQ(d->CS.ImmediateData, 0xfeedbeefu);
         EXPECT_EQ(P.mem[1000], 0xab);
         EXPECT_EQ(P.mem[1099], 0xab);
@@ -160,15 +156,11 @@ TEST(VerbsMp, CheckedPingPongWithImmediate) {
         }
         VIP_DESCRIPTOR *r = wait_recv();
         ASSERT_EQ(r, desc(3)) << "round " << i;
-        const uint32_t want_status = VIP_STATUS_DONE | VIP_STATUS_OP_RECEIVE |
-                                     (pinger ? 0 : VIP_STATUS_IMMEDIATE);
+        const uint32_t want_status = VIP_STATUS_DONE | VIP_STATUS_OP_RECEIVE | (pinger ? 0 : VIP_STATUS_IMMEDIATE);
         ASSERT_EQ(r->CS.Status, want_status) << "round " << i;
-        if (!pinger) {
-            ASSERT_EQ(r->CS.ImmediateData, uint32_t(i));
-        }
+        if (!pinger) { ASSERT_EQ(r->CS.ImmediateData, uint32_t(i)); }
         ASSERT_EQ(r->CS.Length, 16u);
-        for (int k = 0; k < 16; k++)
-            ASSERT_EQ(P.mem[40000 + k], uint8_t(i & 0xff)) << "round " << i << " byte " << k;
+        for (int k = 0; k < 16; k++) ASSERT_EQ(P.mem[40000 + k], uint8_t(i & 0xff)) << "round " << i << " byte " << k;
         std::memcpy(P.mem + 48000, P.mem + 40000, 16);
         post_recv(3, 40000, 64);
         if (!pinger) {
@@ -229,10 +221,8 @@ int main(int argc, char **argv) {
     vipl_boot_barrier();
     VipDisconnect(P.vi);
     VIP_DESCRIPTOR *d;
-    while (VipSendDone(P.vi, &d) == VIP_SUCCESS) {
-    }
-    while (VipRecvDone(P.vi, &d) == VIP_SUCCESS) {
-    }
+    while (VipSendDone(P.vi, &d) == VIP_SUCCESS) {}
+    while (VipRecvDone(P.vi, &d) == VIP_SUCCESS) {}
     VipDestroyVi(P.vi);
     VipDeregisterMem(P.nic, P.mem, P.mh);
     VipDestroyPtag(P.nic, P.tag);

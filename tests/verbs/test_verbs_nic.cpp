@@ -46,16 +46,12 @@ protected:
         for (VIP_VI_HANDLE v : vis) {
             VipDisconnect(v);
             VIP_DESCRIPTOR *d;
-            while (VipSendDone(v, &d) == VIP_SUCCESS) {
-            }
-            while (VipRecvDone(v, &d) == VIP_SUCCESS) {
-            }
+            while (VipSendDone(v, &d) == VIP_SUCCESS) {}
+            while (VipRecvDone(v, &d) == VIP_SUCCESS) {}
             EXPECT_EQ(VipDestroyVi(v), VIP_SUCCESS);
         }
-        for (auto &m : mems)
-            EXPECT_EQ(VipDeregisterMem(nic, m.first, m.second), VIP_SUCCESS);
-        for (void *p : bufs)
-            std::free(p);
+        for (auto &m : mems) EXPECT_EQ(VipDeregisterMem(nic, m.first, m.second), VIP_SUCCESS);
+        for (void *p : bufs) std::free(p);
         EXPECT_EQ(VipDestroyPtag(nic, tag), VIP_SUCCESS);
         EXPECT_EQ(VipCloseNic(nic), VIP_SUCCESS);
     }
@@ -85,16 +81,15 @@ protected:
         return static_cast<uint8_t *>(p);
     }
     // Connects a (client) to b (server) with the given discriminators, in one process.
-    void connect(VIP_VI_HANDLE a, VIP_VI_HANDLE b, const std::string &a_disc,
-                 const std::string &b_disc, std::string *seen_client_disc) {
+    void connect(VIP_VI_HANDLE a, VIP_VI_HANDLE b, const std::string &a_disc, const std::string &b_disc,
+                 std::string *seen_client_disc) {
         Addr server(attr, b_disc), client(attr, a_disc), seen;
         std::atomic<int> server_rc{-1};
         std::thread srv([&] {
             VIP_CONN_HANDLE c = nullptr;
             VIP_VI_ATTRIBUTES ra{};
             VIP_RETURN rc = VipConnectWait(nic, server.get(), kWait, seen.get(), &ra, &c);
-            if (rc == VIP_SUCCESS)
-                rc = VipConnectAccept(c, b);
+            if (rc == VIP_SUCCESS) rc = VipConnectAccept(c, b);
             server_rc = rc;
         });
         VIP_VI_ATTRIBUTES ra{};
@@ -147,9 +142,7 @@ TEST_F(VerbsNic, CqOfMaxCqEntriesIsCreated) {
     VIP_VI_ATTRIBUTES a = vi_attr(VIP_SERVICE_RELIABLE_DELIVERY);
     VIP_VI_HANDLE v = nullptr;
     EXPECT_EQ(VipCreateVi(nic, &a, cq, cq, &v), VIP_SUCCESS);
-    if (v) {
-        EXPECT_EQ(VipDestroyVi(v), VIP_SUCCESS);
-    }
+    if (v) { EXPECT_EQ(VipDestroyVi(v), VIP_SUCCESS); }
     EXPECT_EQ(VipDestroyCQ(cq), VIP_SUCCESS);
     VIP_CQ_HANDLE too_big = nullptr;
     EXPECT_NE(VipCreateCQ(nic, attr.MaxCQEntries + 1, &too_big), VIP_SUCCESS);
@@ -195,8 +188,7 @@ TEST_F(VerbsNic, ReliabilityMismatchLeavesTheRequestPending) {
         }
         wrong_rc = VipConnectAccept(conn, b);
         right_rc = VipConnectAccept(conn, c);
-        if (right_rc != VIP_SUCCESS)
-            VipConnectReject(conn);
+        if (right_rc != VIP_SUCCESS) VipConnectReject(conn);
     });
     VIP_VI_ATTRIBUTES ra{};
     VIP_RETURN rc = VipConnectRequest(a, client.get(), server.get(), kWait, &ra);
@@ -225,8 +217,8 @@ TEST_F(VerbsNic, NameServiceResolvesNodeAndNumericNames) {
     // The numeric form names the same endpoint.
     char ip[32];
     inet_ntop(AF_INET, attr.LocalNicAddress, ip, sizeof ip);
-    std::string numeric = std::string(ip) + ":" +
-                          std::to_string(attr.LocalNicAddress[4] << 8 | attr.LocalNicAddress[5]);
+    std::string numeric =
+        std::string(ip) + ":" + std::to_string(attr.LocalNicAddress[4] << 8 | attr.LocalNicAddress[5]);
     ASSERT_EQ(VipNSGetHostByName(nic, numeric.data(), back.get(), 0), VIP_SUCCESS) << numeric;
     EXPECT_EQ(std::memcmp(back.get()->HostAddress, attr.LocalNicAddress, 6), 0);
     char noport[] = "192.0.2.1";

@@ -20,8 +20,7 @@ namespace {
 class VerbsProtection : public LoopbackTest {
 protected:
     void SetUp() override {
-        if (provider_is_nicfw() || provider_is_fake())
-            GTEST_SKIP() << "verbs provider only (VIPL_PROVIDER=verbs)";
+        if (provider_is_nicfw() || provider_is_fake()) GTEST_SKIP() << "verbs provider only (VIPL_PROVIDER=verbs)";
         LoopbackTest::SetUp();
     }
 
@@ -198,10 +197,8 @@ TEST_P(VerbsProtection, ScatterIntoRegionUnderAnotherPtag) {
     VIP_DESCRIPTOR *r = wait_recv(b->h(), kWaitMs, &rc);
     ASSERT_EQ(r, d(0)) << "the library refuses the receive at post time: " << rc_str(rc);
     EXPECT_TRUE(status_is(r->CS.Status, VIP_STATUS_OP_RECEIVE, VIP_STATUS_PROTECTION_ERROR));
-    if (reliable())
-        EXPECT_EQ(wait_state_change(b->h(), VIP_STATE_CONNECTED, 5000), VIP_STATE_ERROR);
-    else
-        expect_good_message(79);
+    if (reliable()) EXPECT_EQ(wait_state_change(b->h(), VIP_STATE_CONNECTED, 5000), VIP_STATE_ERROR);
+    else expect_good_message(79);
 }
 
 TEST_P(VerbsProtection, RdmaWriteIntoRegionUnderAnotherPtag) { rdma_write(Target::OtherPtag); }

@@ -29,16 +29,14 @@ static VIP_VI_HANDLE vi;
 static uint8_t *mem; /* [0,4K) send data, [4K,8K) receive data, [8K,...) descriptors */
 static VIP_MEM_HANDLE mh;
 
-static void die(const char *what, VIP_RETURN rc)
-{
+static void die(const char *what, VIP_RETURN rc) {
     fprintf(stderr, "two_host_pingpong: %s: %s\n", what, VipxReturnString(rc));
     exit(1);
 }
 
 static VIP_DESCRIPTOR *desc(int i) { return (VIP_DESCRIPTOR *)(mem + 8192 + 64 * i); }
 
-static void post_recv(void)
-{
+static void post_recv(void) {
     VIP_DESCRIPTOR *d = desc(0);
     memset(d, 0, 64);
     d->CS.SegCount = 1;
@@ -49,8 +47,7 @@ static void post_recv(void)
     if (rc != VIP_SUCCESS) die("VipPostRecv", rc);
 }
 
-static void send_and_wait(uint32_t len)
-{
+static void send_and_wait(uint32_t len) {
     VIP_DESCRIPTOR *d = desc(1), *done = NULL;
     memset(d, 0, 64);
     d->CS.SegCount = 1;
@@ -60,39 +57,34 @@ static void send_and_wait(uint32_t len)
     d->DS[0].Local.Length = len;
     VIP_RETURN rc = VipPostSend(vi, d, mh);
     if (rc != VIP_SUCCESS) die("VipPostSend", rc);
-    while ((rc = VipSendDone(vi, &done)) == VIP_NOT_DONE) {
-    }
+    while ((rc = VipSendDone(vi, &done)) == VIP_NOT_DONE) {}
     if (rc != VIP_SUCCESS || (done->CS.Status & VIP_STATUS_ERROR_MASK)) die("send", rc);
 }
 
-static VIP_DESCRIPTOR *recv_spin(void)
-{
+static VIP_DESCRIPTOR *recv_spin(void) {
     VIP_DESCRIPTOR *d = NULL;
     VIP_RETURN rc;
-    while ((rc = VipRecvDone(vi, &d)) == VIP_NOT_DONE) {
-    }
+    while ((rc = VipRecvDone(vi, &d)) == VIP_NOT_DONE) {}
     if (rc != VIP_SUCCESS || (d->CS.Status & VIP_STATUS_ERROR_MASK)) die("receive", rc);
     return d;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
+static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
-static uint64_t now_ns(void)
-{
+static uint64_t now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 2 || (strcmp(argv[1], "server") && (strcmp(argv[1], "client") || argc < 3))) {
-        fprintf(stderr, "usage: two_host_pingpong server [iterations] | "
-                        "client HOST:PORT [iterations] [bytes]\n");
+        fprintf(stderr,
+                "usage: two_host_pingpong server [iterations] | "
+                "client HOST:PORT [iterations] [bytes]\n");
         return 2;
     }
     const int server = strcmp(argv[1], "server") == 0;
@@ -126,8 +118,7 @@ int main(int argc, char **argv)
         local->DiscriminatorLen = 8;
         memcpy(local->HostAddress + local->HostAddressLen, "pingpong", 8);
         VIP_CONN_HANDLE conn;
-        if ((rc = VipConnectWait(nic, local, 60000, remote, &ra, &conn)) != VIP_SUCCESS)
-            die("VipConnectWait", rc);
+        if ((rc = VipConnectWait(nic, local, 60000, remote, &ra, &conn)) != VIP_SUCCESS) die("VipConnectWait", rc);
         if ((rc = VipConnectAccept(conn, vi)) != VIP_SUCCESS) die("VipConnectAccept", rc);
         for (long i = 0; i < iters; i++) {
             VIP_DESCRIPTOR *d = recv_spin();
@@ -140,8 +131,7 @@ int main(int argc, char **argv)
     } else {
         local->DiscriminatorLen = 6;
         memcpy(local->HostAddress + local->HostAddressLen, "client", 6);
-        if ((rc = VipNSGetHostByName(nic, argv[2], remote, 0)) != VIP_SUCCESS)
-            die("VipNSGetHostByName", rc);
+        if ((rc = VipNSGetHostByName(nic, argv[2], remote, 0)) != VIP_SUCCESS) die("VipNSGetHostByName", rc);
         remote->DiscriminatorLen = 8;
         memcpy(remote->HostAddress + remote->HostAddressLen, "pingpong", 8);
         uint64_t t0 = now_ns();
@@ -160,8 +150,7 @@ int main(int argc, char **argv)
             rtt[i] = now_ns() - a;
             uint32_t got;
             memcpy(&got, mem + 4096, 4);
-            if (d->CS.Length != (uint32_t)bytes || got != tagv ||
-                mem[4096 + bytes - 1] != (uint8_t)(i & 0xff)) {
+            if (d->CS.Length != (uint32_t)bytes || got != tagv || mem[4096 + bytes - 1] != (uint8_t)(i & 0xff)) {
                 fprintf(stderr, "two_host_pingpong: round %ld: bad echo\n", i);
                 return 1;
             }
@@ -174,10 +163,8 @@ int main(int argc, char **argv)
     }
     VipDisconnect(vi);
     VIP_DESCRIPTOR *d;
-    while (VipSendDone(vi, &d) == VIP_SUCCESS) {
-    }
-    while (VipRecvDone(vi, &d) == VIP_SUCCESS) {
-    }
+    while (VipSendDone(vi, &d) == VIP_SUCCESS) {}
+    while (VipRecvDone(vi, &d) == VIP_SUCCESS) {}
     VipDestroyVi(vi);
     VipDeregisterMem(nic, mem, mh);
     VipDestroyPtag(nic, tag);

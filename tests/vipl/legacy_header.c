@@ -24,10 +24,16 @@ typedef char check_data_size[sizeof(((VIP_DESCRIPTOR *)0)->Data[0]) == sizeof(VI
 typedef char check_desc_size[sizeof(VIP_DESCRIPTOR) == 64 ? 1 : -1];
 
 static void cq_cb(VIP_PVOID ctx, VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi, VIP_BOOLEAN recv) {
-    (void)ctx; (void)nic; (void)vi; (void)recv;
+    (void)ctx;
+    (void)nic;
+    (void)vi;
+    (void)recv;
 }
 static void vi_cb(VIP_PVOID ctx, VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d) {
-    (void)ctx; (void)nic; (void)vi; (void)d;
+    (void)ctx;
+    (void)nic;
+    (void)vi;
+    (void)d;
 }
 
 int legacy_header_uses(VIP_DESCRIPTOR *d, VIP_RETURN rc);
@@ -45,7 +51,9 @@ int legacy_header_uses(VIP_DESCRIPTOR *d, VIP_RETURN rc) {
     d->Data[0].Length = 8;
     d->CS.Status = 0;
     d->DS[0].Local.Length = 8;
-    (void)vcb; (void)ccb; (void)ev;
+    (void)vcb;
+    (void)ccb;
+    (void)ev;
     switch ((int)rc) { /* int: a predefined value may lie outside the enum */
     case VIP_NOT_REACHABLE: return 15 + (int)l + (int)s + 2;
 #ifdef LEGACY_PREDEFINED_NOT_SUPPORTED

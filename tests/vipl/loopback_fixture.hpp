@@ -24,8 +24,7 @@ protected:
 
     // Creates and connects a and b (attributes may be adjusted by the caller first).
     void connect(VIP_VI_ATTRIBUTES aa, VIP_VI_ATTRIBUTES ba, VIP_CQ_HANDLE a_scq = nullptr,
-                 VIP_CQ_HANDLE a_rcq = nullptr, VIP_CQ_HANDLE b_scq = nullptr,
-                 VIP_CQ_HANDLE b_rcq = nullptr) {
+                 VIP_CQ_HANDLE a_rcq = nullptr, VIP_CQ_HANDLE b_scq = nullptr, VIP_CQ_HANDLE b_rcq = nullptr) {
         a = std::make_unique<Vi>(aa, a_scq, a_rcq);
         b = std::make_unique<Vi>(ba, b_scq, b_rcq);
         VT_ASSERT_OK(a->rc);
@@ -58,11 +57,10 @@ inline std::string level_param_name(const ::testing::TestParamInfo<VIP_RELIABILI
     return level_name(i.param);
 }
 
-#define VT_INSTANTIATE_LEVELS(suite)                                                      \
-    INSTANTIATE_TEST_SUITE_P(Levels, suite,                                               \
-                             ::testing::Values(VIP_SERVICE_UNRELIABLE,                    \
-                                               VIP_SERVICE_RELIABLE_DELIVERY,             \
-                                               VIP_SERVICE_RELIABLE_RECEPTION),           \
-                             ::vt::level_param_name)
+#define VT_INSTANTIATE_LEVELS(suite)                                                                                   \
+    INSTANTIATE_TEST_SUITE_P(                                                                                          \
+        Levels, suite,                                                                                                 \
+        ::testing::Values(VIP_SERVICE_UNRELIABLE, VIP_SERVICE_RELIABLE_DELIVERY, VIP_SERVICE_RELIABLE_RECEPTION),      \
+        ::vt::level_param_name)
 
 } // namespace vt

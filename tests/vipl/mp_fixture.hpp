@@ -40,12 +40,9 @@ protected:
     // the start of the test name, the level and the test's serial number.
     std::string name() const {
         auto *t = ::testing::UnitTest::GetInstance()->current_test_info();
-        return std::string(t->name()).substr(0, 24) + "/" + level_name(level()) + "#" +
-               std::to_string(serial_);
+        return std::string(t->name()).substr(0, 24) + "/" + level_name(level()) + "#" + std::to_string(serial_);
     }
-    size_t max_segs() const {
-        return std::min<size_t>(nic_attr().MaxSegmentsPerDesc, kMaxTestSegments);
-    }
+    size_t max_segs() const { return std::min<size_t>(nic_attr().MaxSegmentsPerDesc, kMaxTestSegments); }
 
 private:
     unsigned serial_ = 0;
@@ -64,11 +61,10 @@ struct Exposed {
     }
 };
 
-#define VT_INSTANTIATE_MP_LEVELS(suite)                                                    \
-    INSTANTIATE_TEST_SUITE_P(Levels, suite,                                                \
-                             ::testing::Values(VIP_SERVICE_UNRELIABLE,                     \
-                                               VIP_SERVICE_RELIABLE_DELIVERY,              \
-                                               VIP_SERVICE_RELIABLE_RECEPTION),            \
-                             [](const auto &i) { return std::string(level_name(i.param)); })
+#define VT_INSTANTIATE_MP_LEVELS(suite)                                                                                \
+    INSTANTIATE_TEST_SUITE_P(                                                                                          \
+        Levels, suite,                                                                                                 \
+        ::testing::Values(VIP_SERVICE_UNRELIABLE, VIP_SERVICE_RELIABLE_DELIVERY, VIP_SERVICE_RELIABLE_RECEPTION),      \
+        [](const auto &i) { return std::string(level_name(i.param)); })
 
 } // namespace vt

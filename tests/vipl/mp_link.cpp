@@ -23,13 +23,11 @@ public:
         std::memcpy(mine.bytes, nic_attr().LocalNicAddress, mine.len);
         int rc = vipl_boot_allgather(&mine, sizeof mine, all);
         ASSERT_EQ(rc, VIPL_BOOT_OK) << "vipl_boot_allgather failed";
-        for (int r = 0; r < n; r++)
-            g_hosts.emplace_back(all[r].bytes, all[r].bytes + all[r].len);
+        for (int r = 0; r < n; r++) g_hosts.emplace_back(all[r].bytes, all[r].bytes + all[r].len);
         delete[] all;
     }
 };
-const ::testing::Environment *g_env =
-    ::testing::AddGlobalTestEnvironment(new AddressEnvironment);
+const ::testing::Environment *g_env = ::testing::AddGlobalTestEnvironment(new AddressEnvironment);
 } // namespace
 
 int my_rank() { return vipl_boot_rank(); }
@@ -47,11 +45,9 @@ bool is_server() { return my_rank() < partner_rank(); }
         VIP_CONN_HANDLE conn = nullptr;
         VIP_RETURN rc = VipConnectWait(nic(), local.get(), kWaitMs, remote.get(), &ra, &conn);
         if (rc != VIP_SUCCESS)
-            return ::testing::AssertionFailure() << "VipConnectWait(" << disc << ") returned "
-                                                 << rc_str(rc);
+            return ::testing::AssertionFailure() << "VipConnectWait(" << disc << ") returned " << rc_str(rc);
         rc = VipConnectAccept(conn, vi);
-        if (rc != VIP_SUCCESS)
-            return ::testing::AssertionFailure() << "VipConnectAccept returned " << rc_str(rc);
+        if (rc != VIP_SUCCESS) return ::testing::AssertionFailure() << "VipConnectAccept returned " << rc_str(rc);
     } else {
         NetAddr local = NetAddr::local(disc + "-client");
         const auto &h = partner_host();
@@ -62,11 +58,9 @@ bool is_server() { return my_rank() < partner_rank(); }
             rc = VipConnectRequest(vi, local.get(), remote.get(), 250, &ra);
         } while ((rc == VIP_TIMEOUT || rc == VIP_NO_MATCH) && elapsed_ms(t0) < (long)kWaitMs);
         if (rc != VIP_SUCCESS)
-            return ::testing::AssertionFailure() << "VipConnectRequest(" << disc << ") returned "
-                                                 << rc_str(rc);
+            return ::testing::AssertionFailure() << "VipConnectRequest(" << disc << ") returned " << rc_str(rc);
     }
-    if (remote_attr)
-        *remote_attr = ra;
+    if (remote_attr) *remote_attr = ra;
     return ::testing::AssertionSuccess();
 }
 
@@ -79,26 +73,23 @@ Link::~Link() {
     ctl_.reset();
 }
 
-::testing::AssertionResult Link::open(const std::string &name, VIP_VI_ATTRIBUTES data_attr,
-                                      VIP_CQ_HANDLE data_send_cq, VIP_CQ_HANDLE data_recv_cq) {
+::testing::AssertionResult Link::open(const std::string &name, VIP_VI_ATTRIBUTES data_attr, VIP_CQ_HANDLE data_send_cq,
+                                      VIP_CQ_HANDLE data_recv_cq) {
     VIP_VI_ATTRIBUTES ca = vi_attr(supported_levels().back(), tag_.h());
     ca.MaxTransferSize = std::min<VIP_ULONG>(ca.MaxTransferSize, 4096);
     ctl_ = std::make_unique<Vi>(ca);
     data_attr.Ptag = tag_.h();
     data_ = std::make_unique<Vi>(data_attr, data_send_cq, data_recv_cq);
     if (ctl_->rc != VIP_SUCCESS || data_->rc != VIP_SUCCESS)
-        return ::testing::AssertionFailure() << "VipCreateVi: " << rc_str(ctl_->rc) << " / "
-                                             << rc_str(data_->rc);
+        return ::testing::AssertionFailure() << "VipCreateVi: " << rc_str(ctl_->rc) << " / " << rc_str(data_->rc);
     for (int i = 0; i < kCtlSlots; i++) {
         VIP_DESCRIPTOR *d = descs_.at(i);
         fill_recv(d, {{ctl_buf_.p() + i * sizeof(CtlMsg), ctl_buf_.mh(), sizeof(CtlMsg)}});
         VIP_RETURN rc = VipPostRecv(ctl_->h(), d, descs_.mh());
-        if (rc != VIP_SUCCESS)
-            return ::testing::AssertionFailure() << "VipPostRecv(ctl) " << rc_str(rc);
+        if (rc != VIP_SUCCESS) return ::testing::AssertionFailure() << "VipPostRecv(ctl) " << rc_str(rc);
     }
     auto r = connect_to_partner(ctl_->h(), name + "-ctl");
-    if (!r)
-        return r;
+    if (!r) return r;
     return connect_to_partner(data_->h(), name + "-data");
 }
 
@@ -108,11 +99,9 @@ Link::~Link() {
     VIP_DESCRIPTOR *d = descs_.at(kCtlSlots);
     fill_send(d, {{buf, ctl_buf_.mh(), sizeof(CtlMsg)}});
     VIP_RETURN rc = VipPostSend(ctl_->h(), d, descs_.mh());
-    if (rc != VIP_SUCCESS)
-        return ::testing::AssertionFailure() << "VipPostSend(ctl) " << rc_str(rc);
+    if (rc != VIP_SUCCESS) return ::testing::AssertionFailure() << "VipPostSend(ctl) " << rc_str(rc);
     VIP_DESCRIPTOR *done = wait_send(ctl_->h(), kWaitMs, &rc);
-    if (done != d)
-        return ::testing::AssertionFailure() << "control send did not complete: " << rc_str(rc);
+    if (done != d) return ::testing::AssertionFailure() << "control send did not complete: " << rc_str(rc);
     if (d->CS.Status & VIP_STATUS_ERROR_MASK)
         return ::testing::AssertionFailure() << "control send failed: " << status_str(d->CS.Status);
     return ::testing::AssertionSuccess();
@@ -122,39 +111,32 @@ Link::~Link() {
     VIP_RETURN rc;
     VIP_DESCRIPTOR *d = wait_recv(ctl_->h(), ms, &rc);
     if (!d)
-        return ::testing::AssertionFailure() << "no control message from rank " << partner_rank()
-                                             << ": " << rc_str(rc);
+        return ::testing::AssertionFailure() << "no control message from rank " << partner_rank() << ": " << rc_str(rc);
     int slot = next_recv_;
     next_recv_ = (next_recv_ + 1) % kCtlSlots;
-    if (d != descs_.at(slot))
-        return ::testing::AssertionFailure() << "control receives completed out of order";
+    if (d != descs_.at(slot)) return ::testing::AssertionFailure() << "control receives completed out of order";
     if (d->CS.Status & VIP_STATUS_ERROR_MASK)
         return ::testing::AssertionFailure() << "control receive failed: " << status_str(d->CS.Status);
     std::memcpy(m, ctl_buf_.p() + slot * sizeof(CtlMsg), sizeof *m);
     fill_recv(d, {{ctl_buf_.p() + slot * sizeof(CtlMsg), ctl_buf_.mh(), sizeof(CtlMsg)}});
     rc = VipPostRecv(ctl_->h(), d, descs_.mh());
-    if (rc != VIP_SUCCESS)
-        return ::testing::AssertionFailure() << "re-posting a control receive: " << rc_str(rc);
+    if (rc != VIP_SUCCESS) return ::testing::AssertionFailure() << "re-posting a control receive: " << rc_str(rc);
     return ::testing::AssertionSuccess();
 }
 
 ::testing::AssertionResult Link::handshake(uint32_t kind, CtlMsg *theirs, const CtlMsg *mine) {
     CtlMsg out{};
-    if (mine)
-        out = *mine;
+    if (mine) out = *mine;
     out.kind = kind;
     auto r = send_ctl(out);
-    if (!r)
-        return r;
+    if (!r) return r;
     CtlMsg in{};
     r = recv_ctl(&in);
-    if (!r)
-        return r;
+    if (!r) return r;
     if (in.kind != kind)
-        return ::testing::AssertionFailure() << "control message kind " << in.kind
-                                             << ", expected " << kind << " (ranks out of step)";
-    if (theirs)
-        *theirs = in;
+        return ::testing::AssertionFailure()
+            << "control message kind " << in.kind << ", expected " << kind << " (ranks out of step)";
+    if (theirs) *theirs = in;
     return ::testing::AssertionSuccess();
 }
 

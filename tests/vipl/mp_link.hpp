@@ -40,7 +40,7 @@ static_assert(sizeof(CtlMsg) == 64);
 
 class Link {
 public:
-    static constexpr int kCtlSlots = 8; // control receives kept posted
+    static constexpr int kCtlSlots = 8;   // control receives kept posted
     static constexpr int kDataSlot0 = 16; // first descriptor slot free for tests
 
     Link();
@@ -48,13 +48,11 @@ public:
     // Creates both VIs (data VI with `data_attr`), pre-posts control receives and
     // connects both.  `name` must be the same on both ranks.
     ::testing::AssertionResult open(const std::string &name, VIP_VI_ATTRIBUTES data_attr,
-                                    VIP_CQ_HANDLE data_send_cq = nullptr,
-                                    VIP_CQ_HANDLE data_recv_cq = nullptr);
+                                    VIP_CQ_HANDLE data_send_cq = nullptr, VIP_CQ_HANDLE data_recv_cq = nullptr);
     ::testing::AssertionResult send_ctl(const CtlMsg &m);
     ::testing::AssertionResult recv_ctl(CtlMsg *m, VIP_ULONG ms = kWaitMs);
     // Sends a message of `kind` and waits for the partner's message of the same kind.
-    ::testing::AssertionResult handshake(uint32_t kind, CtlMsg *theirs = nullptr,
-                                         const CtlMsg *mine = nullptr);
+    ::testing::AssertionResult handshake(uint32_t kind, CtlMsg *theirs = nullptr, const CtlMsg *mine = nullptr);
 
     VIP_VI_HANDLE data() const { return data_->h(); }
     VIP_VI_HANDLE ctl() const { return ctl_->h(); }

@@ -20,15 +20,13 @@ namespace {
 // share rdma_cm's REQ (docs/verbs.md), elsewhere a request carries
 // VIPX_CM_DATA_MAX bytes whatever its discriminators.
 size_t request_room(size_t disc_bytes) {
-    if (provider_is_nicfw() || provider_is_fake())
-        return VIPX_CM_DATA_MAX;
+    if (provider_is_nicfw() || provider_is_fake()) return VIPX_CM_DATA_MAX;
     return 43 - disc_bytes;
 }
 
 std::array<uint8_t, VIPX_CM_DATA_MAX + 1> pattern(uint8_t seed) {
     std::array<uint8_t, VIPX_CM_DATA_MAX + 1> p{};
-    for (size_t i = 0; i < p.size(); i++)
-        p[i] = uint8_t(seed + 7 * i);
+    for (size_t i = 0; i < p.size(); i++) p[i] = uint8_t(seed + 7 * i);
     return p;
 }
 
@@ -36,8 +34,7 @@ class ConnData : public LoopbackTest {
 protected:
     void SetUp() override {
         LoopbackTest::SetUp();
-        if (IsSkipped())
-            return;
+        if (IsSkipped()) return;
         client = std::make_unique<Vi>(attr());
         server = std::make_unique<Vi>(attr());
         ASSERT_EQ(client->rc, VIP_SUCCESS);
@@ -64,19 +61,19 @@ protected:
         NetAddr remote;
         VIP_VI_ATTRIBUTES attrs{};
         VIP_RETURN rc = VIP_TIMEOUT;
-        bool ok = poll_until([&] {
-            rc = VipxConnectWaitData(nic(), srv_addr.get(), 0, remote.get(), ra ? ra : &attrs, conn, buf, len);
-            return rc != VIP_TIMEOUT;
-        }, kWaitMs, false);
-        if (!ok || rc != VIP_SUCCESS)
-            return ::testing::AssertionFailure() << "VipxConnectWaitData: " << rc_str(rc);
+        bool ok = poll_until(
+            [&] {
+                rc = VipxConnectWaitData(nic(), srv_addr.get(), 0, remote.get(), ra ? ra : &attrs, conn, buf, len);
+                return rc != VIP_TIMEOUT;
+            },
+            kWaitMs, false);
+        if (!ok || rc != VIP_SUCCESS) return ::testing::AssertionFailure() << "VipxConnectWaitData: " << rc_str(rc);
         return ::testing::AssertionSuccess();
     }
     // Polls VipxConnectRequestDone until it is not VIP_NOT_DONE.
     VIP_RETURN done(VIP_VI_ATTRIBUTES *ra, void *buf, VIP_ULONG *len, VIP_ULONG ms = kWaitMs) {
         VIP_RETURN rc = VIP_NOT_DONE;
-        poll_until([&] { return (rc = VipxConnectRequestDone(client->h(), ra, buf, len)) != VIP_NOT_DONE; }, ms,
-                   false);
+        poll_until([&] { return (rc = VipxConnectRequestDone(client->h(), ra, buf, len)) != VIP_NOT_DONE; }, ms, false);
         return rc;
     }
 

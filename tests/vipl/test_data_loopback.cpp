@@ -16,8 +16,7 @@ std::vector<size_t> test_sizes() {
     size_t max = max_transfer();
     std::vector<size_t> out;
     for (size_t x : s)
-        if (x < max)
-            out.push_back(x);
+        if (x < max) out.push_back(x);
     out.push_back(max);
     return out;
 }
@@ -31,8 +30,7 @@ TEST_P(Data, SendRecvAllSizesAndSegmentCounts) {
     uint32_t seed = 1;
     for (size_t size : test_sizes()) {
         for (size_t nseg : {size_t(0), size_t(1), size_t(2), size_t(3), max_segs()}) {
-            if (nseg == 0 && size != 0)
-                continue;
+            if (nseg == 0 && size != 0) continue;
             SCOPED_TRACE(::testing::Message() << "size " << size << " segments " << nseg);
             seed++;
             fill_pattern(src.p(), size, seed);
@@ -40,8 +38,7 @@ TEST_P(Data, SendRecvAllSizesAndSegmentCounts) {
             // Receive capacity: exactly the size, split over the same number of segments
             // (plus 64 spare bytes in the last one so a bigger buffer is exercised too).
             auto rsegs = split(dst.p(), dst.mh(), size, nseg);
-            if (!rsegs.empty())
-                rsegs.back().len += 64;
+            if (!rsegs.empty()) rsegs.back().len += 64;
             fill_recv(d(0), rsegs);
             VT_ASSERT_OK(VipPostRecv(b->h(), d(0), dmh()));
             fill_send(d(1), split(src.p(), src.mh(), size, nseg));
@@ -56,8 +53,7 @@ TEST_P(Data, SendRecvAllSizesAndSegmentCounts) {
             EXPECT_EQ(r->CS.Length, size) << "received length";
             EXPECT_EQ(check_pattern(dst.p(), size, seed), -1) << "data corrupted";
             EXPECT_EQ(dst.p()[size], 0xEE) << "wrote past the message";
-            if (HasFatalFailure() || HasNonfatalFailure())
-                return;
+            if (HasFatalFailure() || HasNonfatalFailure()) return;
         }
     }
 }
@@ -73,8 +69,7 @@ TEST_P(Data, ImmediateDataRidesInTheControlSegment) {
     fill_send(d(10), {{src.p(), src.mh(), 16}}, true, 0xC0FFEE01u);
     fill_send(d(11), {}, true, 0xFFFFFFFFu); // immediate only, no data
     fill_send(d(12), {{src.p(), src.mh(), 4}}, false, 0x12345678u);
-    for (int i = 10; i < 13; i++)
-        VT_ASSERT_OK(VipPostSend(a->h(), d(i), dmh()));
+    for (int i = 10; i < 13; i++) VT_ASSERT_OK(VipPostSend(a->h(), d(i), dmh()));
     VIP_DESCRIPTOR *r = wait_recv(b->h());
     ASSERT_EQ(r, d(0));
     EXPECT_TRUE(status_is(r->CS.Status, VIP_STATUS_OP_RECEIVE, 0, true));
@@ -89,8 +84,7 @@ TEST_P(Data, ImmediateDataRidesInTheControlSegment) {
     ASSERT_EQ(r, d(2));
     EXPECT_TRUE(status_is(r->CS.Status, VIP_STATUS_OP_RECEIVE, 0, false))
         << "no IMMEDIATE bit without VIP_CONTROL_IMMEDIATE";
-    for (int i = 10; i < 13; i++)
-        ASSERT_EQ(wait_send(a->h()), d(i));
+    for (int i = 10; i < 13; i++) ASSERT_EQ(wait_send(a->h()), d(i));
 }
 
 TEST_P(Data, DescriptorsCompleteInPostingOrder) {
@@ -114,8 +108,7 @@ TEST_P(Data, DescriptorsCompleteInPostingOrder) {
         std::memcpy(&got, dst.p() + 8 * i, sizeof got);
         EXPECT_EQ(got, i);
     }
-    for (int i = 0; i < n; i++)
-        ASSERT_EQ(wait_send(a->h()), d(32 + i)) << "send queue completed out of order at " << i;
+    for (int i = 0; i < n; i++) ASSERT_EQ(wait_send(a->h()), d(32 + i)) << "send queue completed out of order at " << i;
 }
 
 TEST_P(Data, DonePollingReturnsNotDoneThenTheDescriptor) {
@@ -130,13 +123,11 @@ TEST_P(Data, DonePollingReturnsNotDoneThenTheDescriptor) {
     VT_ASSERT_OK(VipPostSend(a->h(), d(1), dmh()));
     auto t0 = Clock::now();
     VIP_RETURN rc;
-    while ((rc = VipRecvDone(b->h(), &r)) == VIP_NOT_DONE && elapsed_ms(t0) < (long)kWaitMs)
-        std::this_thread::yield();
+    while ((rc = VipRecvDone(b->h(), &r)) == VIP_NOT_DONE && elapsed_ms(t0) < (long)kWaitMs) std::this_thread::yield();
     VT_ASSERT_OK(rc);
     EXPECT_EQ(r, d(0));
     t0 = Clock::now();
-    while ((rc = VipSendDone(a->h(), &r)) == VIP_NOT_DONE && elapsed_ms(t0) < (long)kWaitMs)
-        std::this_thread::yield();
+    while ((rc = VipSendDone(a->h(), &r)) == VIP_NOT_DONE && elapsed_ms(t0) < (long)kWaitMs) std::this_thread::yield();
     VT_ASSERT_OK(rc);
     EXPECT_EQ(r, d(1));
     VT_EXPECT_RC(VIP_NOT_DONE, VipSendDone(a->h(), &r)) << "a descriptor completed twice";
@@ -144,8 +135,8 @@ TEST_P(Data, DonePollingReturnsNotDoneThenTheDescriptor) {
 
 // Sends a 0-byte message a->b and waits for it: in reliable modes it arrives after
 // everything posted before it on a, so RDMA data is in place.
-void fence_with_send(LoopbackTest &t, VIP_VI_HANDLE a, VIP_VI_HANDLE b, VIP_DESCRIPTOR *rd,
-                     VIP_DESCRIPTOR *sd, VIP_MEM_HANDLE mh) {
+void fence_with_send(LoopbackTest &t, VIP_VI_HANDLE a, VIP_VI_HANDLE b, VIP_DESCRIPTOR *rd, VIP_DESCRIPTOR *sd,
+                     VIP_MEM_HANDLE mh) {
     fill_recv(rd, {});
     ASSERT_EQ(VipPostRecv(b, rd, mh), VIP_SUCCESS);
     fill_send(sd, {});
@@ -164,8 +155,7 @@ TEST_P(Data, RdmaWriteGathersIntoRemoteMemory) {
         // Guard receive: an RDMA write must not consume it.
         fill_recv(d(0), {});
         VT_ASSERT_OK(VipPostRecv(b->h(), d(0), dmh()));
-        fill_rdma(d(1), VIP_CONTROL_OP_RDMAWRITE, target.p() + 100, target.mh(),
-                  split(src.p(), src.mh(), 5000, nseg));
+        fill_rdma(d(1), VIP_CONTROL_OP_RDMAWRITE, target.p() + 100, target.mh(), split(src.p(), src.mh(), 5000, nseg));
         VT_ASSERT_OK(VipPostSend(a->h(), d(1), dmh()));
         VIP_RETURN rc;
         VIP_DESCRIPTOR *s = wait_send(a->h(), kWaitMs, &rc);
@@ -192,16 +182,14 @@ TEST_P(Data, RdmaWriteWithImmediateConsumesOneReceive) {
     std::memset(rbuf.p(), 0xAB, 64);
     fill_recv(d(0), {{rbuf.p(), rbuf.mh(), 64}});
     VT_ASSERT_OK(VipPostRecv(b->h(), d(0), dmh()));
-    fill_rdma(d(1), VIP_CONTROL_OP_RDMAWRITE, target.p(), target.mh(),
-              {{src.p(), src.mh(), 3000}}, true, 0xA5A5F00Du);
+    fill_rdma(d(1), VIP_CONTROL_OP_RDMAWRITE, target.p(), target.mh(), {{src.p(), src.mh(), 3000}}, true, 0xA5A5F00Du);
     VT_ASSERT_OK(VipPostSend(a->h(), d(1), dmh()));
     VIP_RETURN rc;
     VIP_DESCRIPTOR *r = wait_recv(b->h(), kWaitMs, &rc);
     ASSERT_EQ(r, d(0)) << rc_str(rc);
     EXPECT_TRUE(status_is(r->CS.Status, VIP_STATUS_OP_REMOTE_RDMA_WRITE, 0, true));
     EXPECT_EQ(r->CS.ImmediateData, 0xA5A5F00Du);
-    EXPECT_EQ(check_pattern(target.p(), 3000, 77), -1)
-        << "the data must be in place when the immediate completes";
+    EXPECT_EQ(check_pattern(target.p(), 3000, 77), -1) << "the data must be in place when the immediate completes";
     EXPECT_EQ(rbuf.p()[0], 0xAB) << "RDMA data must not land in the receive buffers";
     VIP_DESCRIPTOR *s = wait_send(a->h(), kWaitMs, &rc);
     ASSERT_EQ(s, d(1)) << rc_str(rc);
@@ -209,14 +197,12 @@ TEST_P(Data, RdmaWriteWithImmediateConsumesOneReceive) {
 }
 
 TEST_P(Data, RdmaReadScattersRemoteMemory) {
-    if (!rdma_read_supported(level()))
-        GTEST_SKIP() << "RDMA read not supported at " << level_name(level());
+    if (!rdma_read_supported(level())) GTEST_SKIP() << "RDMA read not supported at " << level_name(level());
     connect_default();
     Mem remote(8192, tag->h(), false, true), local(8192, tag->h());
     fill_pattern(remote.p(), 8192, 31);
     std::memset(local.p(), 0, 8192);
-    fill_rdma(d(1), VIP_CONTROL_OP_RDMAREAD, remote.p() + 8, remote.mh(),
-              split(local.p(), local.mh(), 6000, 3));
+    fill_rdma(d(1), VIP_CONTROL_OP_RDMAREAD, remote.p() + 8, remote.mh(), split(local.p(), local.mh(), 6000, 3));
     VT_ASSERT_OK(VipPostSend(a->h(), d(1), dmh()));
     VIP_RETURN rc;
     VIP_DESCRIPTOR *s = wait_send(a->h(), kWaitMs, &rc);

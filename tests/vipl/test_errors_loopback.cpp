@@ -27,13 +27,11 @@ protected:
             EXPECT_EQ(wait_state_change(vi, VIP_STATE_CONNECTED, 2000), VIP_STATE_ERROR)
                 << "a " << level_name(level()) << " VI must enter the error state";
         } else
-            EXPECT_EQ(vi_state(vi), VIP_STATE_CONNECTED)
-                << "an unreliable VI stays connected after a descriptor error";
+            EXPECT_EQ(vi_state(vi), VIP_STATE_CONNECTED) << "an unreliable VI stays connected after a descriptor error";
     }
     // Unreliable VIs must still carry a good message after the error.
     void expect_still_usable() {
-        if (reliable())
-            return;
+        if (reliable()) return;
         Mem m(16, tag->h());
         fill_recv(d(40), {{m.p(), m.mh(), 16}});
         ASSERT_EQ(VipPostRecv(b->h(), d(40), dmh()), VIP_SUCCESS);
@@ -48,10 +46,8 @@ protected:
     // A provider may instead refuse it at post time with VIP_DESCRIPTOR_ERROR.
     void expect_format_error(VIP_DESCRIPTOR *bad) {
         VIP_RETURN rc = VipPostSend(a->h(), bad, dmh());
-        if (rc == VIP_DESCRIPTOR_ERROR)
-            return;
-        ASSERT_EQ(rc, VIP_SUCCESS) << "VipPostSend of a malformed descriptor returned "
-                                   << rc_str(rc);
+        if (rc == VIP_DESCRIPTOR_ERROR) return;
+        ASSERT_EQ(rc, VIP_SUCCESS) << "VipPostSend of a malformed descriptor returned " << rc_str(rc);
         VIP_DESCRIPTOR *s = wait_send(a->h(), kWaitMs, &rc);
         ASSERT_EQ(s, bad) << "malformed descriptor did not complete: " << rc_str(rc);
         EXPECT_TRUE(status_has(s->CS.Status, VIP_STATUS_FORMAT_ERROR));
@@ -103,8 +99,7 @@ TEST_P(Errors, RdmaWithoutAddressSegmentIsFormatError) {
 // A broken reliable VI: new descriptors are flushed (or refused), VipDisconnect takes
 // it back to idle, and it can then be connected again.
 TEST_P(Errors, ErrorStateFlushesAndRecoversThroughDisconnect) {
-    if (!reliable())
-        GTEST_SKIP() << "unreliable VIs do not break on descriptor errors";
+    if (!reliable()) GTEST_SKIP() << "unreliable VIs do not break on descriptor errors";
     connect_default();
     Mem m(64, tag->h());
     fill_send(d(1), {{m.p(), m.mh() ^ 0x00110000u, 8}});
@@ -135,8 +130,7 @@ TEST_P(Errors, ErrorStateFlushesAndRecoversThroughDisconnect) {
     EXPECT_EQ(vi_state(a->h()), VIP_STATE_IDLE);
     VipDisconnect(b->h());
     VIP_DESCRIPTOR *junk;
-    while (VipRecvDone(b->h(), &junk) == VIP_SUCCESS || VipSendDone(b->h(), &junk) == VIP_SUCCESS) {
-    }
+    while (VipRecvDone(b->h(), &junk) == VIP_SUCCESS || VipSendDone(b->h(), &junk) == VIP_SUCCESS) {}
     ASSERT_EQ(vi_state(b->h()), VIP_STATE_IDLE);
     ASSERT_TRUE(connect_loopback(a->h(), b->h())) << "reconnecting after an error";
     fill_recv(d(4), {{m.p(), m.mh(), 64}});
@@ -229,8 +223,7 @@ TEST_P(Errors, ReceiveIntoAnotherPtagIsProtectionError) {
 }
 
 TEST_P(Errors, InOrderCompletionAroundAnError) {
-    if (reliable())
-        GTEST_SKIP() << "needs a VI that survives a descriptor error (unreliable)";
+    if (reliable()) GTEST_SKIP() << "needs a VI that survives a descriptor error (unreliable)";
     connect_default();
     Mem src(64, tag->h()), dst(4 * 16, tag->h());
     for (int i = 0; i < 3; i++) {
@@ -245,8 +238,7 @@ TEST_P(Errors, InOrderCompletionAroundAnError) {
     for (int i = 0; i < 4; i++) {
         VIP_DESCRIPTOR *s = wait_send(a->h());
         ASSERT_EQ(s, d(10 + i)) << "send completions out of order";
-        EXPECT_TRUE(status_is(s->CS.Status, VIP_STATUS_OP_SEND,
-                              i == 1 ? VIP_STATUS_PROTECTION_ERROR : 0));
+        EXPECT_TRUE(status_is(s->CS.Status, VIP_STATUS_OP_SEND, i == 1 ? VIP_STATUS_PROTECTION_ERROR : 0));
     }
     for (VIP_UINT32 want : {0u, 2u, 3u}) {
         VIP_DESCRIPTOR *r = wait_recv(b->h());
@@ -295,17 +287,13 @@ TEST_P(Errors, SendWithNoReceivePosted) {
     }
     if (level() == VIP_SERVICE_RELIABLE_RECEPTION) {
         EXPECT_NE(s->CS.Status & VIP_STATUS_ERROR_MASK, 0u)
-            << "reliable reception: a send that found no receive must not succeed; got "
-            << status_str(s->CS.Status);
+            << "reliable reception: a send that found no receive must not succeed; got " << status_str(s->CS.Status);
     }
-    EXPECT_EQ(wait_state_change(b->h(), VIP_STATE_CONNECTED, 2000), VIP_STATE_ERROR)
-        << "the receiving VI must break";
+    EXPECT_EQ(wait_state_change(b->h(), VIP_STATE_CONNECTED, 2000), VIP_STATE_ERROR) << "the receiving VI must break";
     ErrorRecord e{};
     EXPECT_TRUE(wait_error(mark, VIP_ERROR_RECVQ_EMPTY, 2000, &e))
         << "no VIP_ERROR_RECVQ_EMPTY delivered to the error callback";
-    if (e.vi) {
-        EXPECT_EQ(e.vi, b->h());
-    }
+    if (e.vi) { EXPECT_EQ(e.vi, b->h()); }
 }
 
 // ---- length errors -------------------------------------------------------------
@@ -349,8 +337,7 @@ TEST_P(Errors, SendOverViMaxTransferSizeIsLengthError) {
     rc = VipRecvWait(b->h(), 50, &r);
     if (rc == VIP_SUCCESS) { // allowed only as a flush when the connection broke
         EXPECT_TRUE(reliable());
-        EXPECT_TRUE(status_has(r->CS.Status, VIP_STATUS_DESC_FLUSHED_ERROR))
-            << "an over-MTU message was delivered";
+        EXPECT_TRUE(status_has(r->CS.Status, VIP_STATUS_DESC_FLUSHED_ERROR)) << "an over-MTU message was delivered";
     } else {
         EXPECT_EQ(rc, VIP_TIMEOUT);
     }
@@ -378,10 +365,8 @@ protected:
         uint8_t *raddr = target.p();
         VIP_MEM_HANDLE rmh = target.mh();
         VIP_UINT32 len = 256;
-        if (kind == BadTarget::PastRegionEnd)
-            raddr = target.p() + 4096 - 128;
-        if (kind == BadTarget::ForgedHandle)
-            rmh ^= 0x00330000u;
+        if (kind == BadTarget::PastRegionEnd) raddr = target.p() + 4096 - 128;
+        if (kind == BadTarget::ForgedHandle) rmh ^= 0x00330000u;
         size_t mark = error_mark();
         fill_rdma(d(1), VIP_CONTROL_OP_RDMAWRITE, raddr, rmh, {{src.p(), src.mh(), len}});
         VT_ASSERT_OK(VipPostSend(a->h(), d(1), dmh()));
@@ -389,15 +374,14 @@ protected:
         VIP_DESCRIPTOR *s = wait_send(a->h(), kWaitMs, &rc);
         ASSERT_EQ(s, d(1)) << rc_str(rc);
         if (level() == VIP_SERVICE_RELIABLE_RECEPTION) {
-            EXPECT_TRUE(status_is(s->CS.Status, VIP_STATUS_OP_RDMA_WRITE,
-                                  VIP_STATUS_RDMA_PROT_ERROR));
+            EXPECT_TRUE(status_is(s->CS.Status, VIP_STATUS_OP_RDMA_WRITE, VIP_STATUS_RDMA_PROT_ERROR));
         } else {
             bool initiator_told = (s->CS.Status & VIP_STATUS_RDMA_PROT_ERROR) != 0;
             ErrorRecord e{};
             bool target_told = wait_error_on(mark, VIP_ERROR_RDMAW_PROT, b->h(), 2000, &e);
             EXPECT_TRUE(initiator_told || target_told)
-                << "an RDMA write protection error must be reported (initiator status "
-                << status_str(s->CS.Status) << ", no VIP_ERROR_RDMAW_PROT callback)";
+                << "an RDMA write protection error must be reported (initiator status " << status_str(s->CS.Status)
+                << ", no VIP_ERROR_RDMAW_PROT callback)";
             if (target_told) {
                 EXPECT_EQ(e.vi, b->h()) << "the error names the target VI";
                 EXPECT_EQ(e.resource, VIP_RESOURCE_VI);
@@ -416,8 +400,7 @@ protected:
     }
 
     void read(BadTarget kind) {
-        if (!rdma_read_supported(level()))
-            GTEST_SKIP() << "RDMA read not supported at " << level_name(level());
+        if (!rdma_read_supported(level())) GTEST_SKIP() << "RDMA read not supported at " << level_name(level());
         Ptag other;
         bool vi_enabled = kind != BadTarget::ViNotEnabled;
         connect(attr(true, true), attr(true, vi_enabled));

@@ -33,17 +33,13 @@ TEST(HandleTable, LookupRacingRemoveAndReuse) {
         // VipPostSend's lookup, over and over, with whatever handle is newest.
         while (!stop.load(std::memory_order_relaxed)) {
             void *h = current.load(std::memory_order_acquire);
-            if (h == nullptr)
-                continue;
+            if (h == nullptr) continue;
             vipl::api::NicEntry *owner = nullptr;
             vipl::prov::Vi *v = table.lookup(h, &owner);
-            if (v == nullptr)
-                continue; // removed: the caller gets VIP_INVALID_PARAMETER
+            if (v == nullptr) continue; // removed: the caller gets VIP_INVALID_PARAMETER
             const int k = expected(h);
-            if (v != &objs[k] || owner != &nics[k])
-                wrong.fetch_add(1, std::memory_order_relaxed);
-            else
-                hits.fetch_add(1, std::memory_order_relaxed);
+            if (v != &objs[k] || owner != &nics[k]) wrong.fetch_add(1, std::memory_order_relaxed);
+            else hits.fetch_add(1, std::memory_order_relaxed);
         }
     });
     // VipCreateVi + VipDestroyVi on another thread, the slot reused every time.
@@ -52,8 +48,7 @@ TEST(HandleTable, LookupRacingRemoveAndReuse) {
         ASSERT_NE(h, nullptr);
         ASSERT_EQ(expected(h), i % 4);
         current.store(h, std::memory_order_release);
-        if (i % 16 == 0)
-            std::this_thread::yield(); // on a shared machine, let the poster see it live
+        if (i % 16 == 0) std::this_thread::yield(); // on a shared machine, let the poster see it live
         ASSERT_EQ(table.remove(h), &objs[i % 4]);
     }
     stop.store(true);

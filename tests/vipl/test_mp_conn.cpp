@@ -23,12 +23,11 @@ TEST_P(MpConn, ManyVisOnOneCompletionQueue) {
         std::vector<std::unique_ptr<Link>> links;
         for (int i = 0; i < nvi; i++) {
             links.push_back(std::make_unique<Link>());
-            ASSERT_TRUE(links.back()->open(name() + "." + std::to_string(i), attr(), nullptr,
-                                           is_server() ? cq : nullptr));
+            ASSERT_TRUE(
+                links.back()->open(name() + "." + std::to_string(i), attr(), nullptr, is_server() ? cq : nullptr));
         }
         std::vector<std::unique_ptr<Mem>> bufs;
-        for (int i = 0; i < nvi; i++)
-            bufs.push_back(std::make_unique<Mem>(64, links[i]->ptag()));
+        for (int i = 0; i < nvi; i++) bufs.push_back(std::make_unique<Mem>(64, links[i]->ptag()));
         if (is_server()) {
             for (int i = 0; i < nvi; i++) {
                 fill_recv(links[i]->d(0), {{bufs[i]->p(), bufs[i]->mh(), 64}});
@@ -50,8 +49,7 @@ TEST_P(MpConn, ManyVisOnOneCompletionQueue) {
                         EXPECT_EQ(r->CS.ImmediateData, (VIP_UINT32)i);
                     }
             }
-            for (int i = 0; i < nvi; i++)
-                EXPECT_EQ(seen[i], 1) << "CQ entries for VI " << i;
+            for (int i = 0; i < nvi; i++) EXPECT_EQ(seen[i], 1) << "CQ entries for VI " << i;
             VIP_VI_HANDLE vi;
             VIP_BOOLEAN rq;
             VT_EXPECT_RC(VIP_NOT_DONE, VipCQDone(cq, &vi, &rq));
@@ -114,8 +112,7 @@ TEST_P(MpConn, ClientServerRejectThenAccept) {
         VIP_CONN_HANDLE conn = nullptr;
         VT_ASSERT_OK(VipConnectWait(nic(), local.get(), kWaitMs, remote.get(), &ra, &conn));
         VT_ASSERT_OK(VipConnectReject(conn));
-        VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipConnectAccept(conn, vi.h()))
-            << "a rejected connection handle is gone";
+        VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipConnectAccept(conn, vi.h())) << "a rejected connection handle is gone";
         VT_ASSERT_OK(VipConnectWait(nic(), local.get(), kWaitMs, remote.get(), &ra, &conn));
         VT_ASSERT_OK(VipConnectAccept(conn, vi.h()));
     } else {
@@ -149,8 +146,7 @@ TEST_P(MpConn, PrivateDataTravelsWithRequestRejectAndAccept) {
     std::string disc = "pd" + std::to_string(std::hash<std::string>{}(name()) % 1000000);
     auto bytes = [](uint8_t seed, size_t n) {
         std::vector<uint8_t> v(n);
-        for (size_t i = 0; i < n; i++)
-            v[i] = uint8_t(seed * 31 + i);
+        for (size_t i = 0; i < n; i++) v[i] = uint8_t(seed * 31 + i);
         return v;
     };
     if (is_server()) {
@@ -177,13 +173,11 @@ TEST_P(MpConn, PrivateDataTravelsWithRequestRejectAndAccept) {
         auto request = [&](uint8_t seed, std::vector<uint8_t> *answer, VIP_VI_ATTRIBUTES *ra) {
             auto data = bytes(seed, 24);
             VIP_RETURN rc = VipxConnectRequestStart(vi.h(), local.get(), remote.get(), kWaitMs, data.data(), 24);
-            if (rc != VIP_SUCCESS)
-                return rc;
+            if (rc != VIP_SUCCESS) return rc;
             uint8_t buf[VIPX_CM_DATA_MAX];
             VIP_ULONG len = sizeof buf;
             // Polled: the call never waits.
-            while ((rc = VipxConnectRequestDone(vi.h(), ra, buf, &len)) == VIP_NOT_DONE)
-                std::this_thread::yield();
+            while ((rc = VipxConnectRequestDone(vi.h(), ra, buf, &len)) == VIP_NOT_DONE) std::this_thread::yield();
             answer->assign(buf, buf + std::min<VIP_ULONG>(len, sizeof buf));
             return rc;
         };

@@ -20,8 +20,7 @@ TEST_P(Mp, SendRecvSizesAndSegmentsBothDirections) {
     size_t max = max_transfer();
     Mem src(max, link.ptag()), dst(max + 64, link.ptag());
     std::vector<size_t> sizes = {0, 1, 63, 4096, 65536 + 3};
-    while (!sizes.empty() && sizes.back() >= max)
-        sizes.pop_back();
+    while (!sizes.empty() && sizes.back() >= max) sizes.pop_back();
     sizes.push_back(max);
     int i = 0;
     for (size_t size : sizes) {
@@ -74,15 +73,13 @@ TEST_P(Mp, PipelinedMessagesArriveInOrder) {
             EXPECT_EQ(check_pattern(buf.p() + 64 * i, 40, i), -1);
         }
     } else {
-        for (int i = 0; i < n; i++)
-            fill_pattern(buf.p() + 64 * i, 40, i);
+        for (int i = 0; i < n; i++) fill_pattern(buf.p() + 64 * i, 40, i);
         ASSERT_TRUE(link.handshake(kReady));
         for (int i = 0; i < n; i++) {
             fill_send(link.d(i), {{buf.p() + 64 * i, buf.mh(), 40}}, true, (VIP_UINT32)i);
             VT_ASSERT_OK(VipPostSend(link.data(), link.d(i), link.dmh()));
         }
-        for (int i = 0; i < n; i++)
-            ASSERT_EQ(wait_send(link.data()), link.d(i)) << "send " << i << " out of order";
+        for (int i = 0; i < n; i++) ASSERT_EQ(wait_send(link.data()), link.d(i)) << "send " << i << " out of order";
     }
 }
 
@@ -142,8 +139,8 @@ TEST_P(Mp, RdmaWrite) {
         fill_pattern(src.p(), 50000, 17);
         CtlMsg info;
         ASSERT_TRUE(link.handshake(kInfo, &info));
-        fill_rdma(link.d(0), VIP_CONTROL_OP_RDMAWRITE, (void *)(uintptr_t)(info.addr + 1000),
-                  info.mh, split(src.p(), src.mh(), 50000, 3));
+        fill_rdma(link.d(0), VIP_CONTROL_OP_RDMAWRITE, (void *)(uintptr_t)(info.addr + 1000), info.mh,
+                  split(src.p(), src.mh(), 50000, 3));
         VT_ASSERT_OK(VipPostSend(link.data(), link.d(0), link.dmh()));
         fill_send(link.d(1), {});
         VT_ASSERT_OK(VipPostSend(link.data(), link.d(1), link.dmh()));
@@ -189,8 +186,7 @@ TEST_P(Mp, RdmaWriteWithImmediate) {
 }
 
 TEST_P(Mp, RdmaRead) {
-    if (!rdma_read_supported(level()))
-        GTEST_SKIP() << "RDMA read not supported at " << level_name(level());
+    if (!rdma_read_supported(level())) GTEST_SKIP() << "RDMA read not supported at " << level_name(level());
     Link link;
     ASSERT_TRUE(link.open(name(), attr(true, true)));
     if (is_server()) {
@@ -203,8 +199,8 @@ TEST_P(Mp, RdmaRead) {
         Mem local(32768, link.ptag());
         CtlMsg info;
         ASSERT_TRUE(link.handshake(kInfo, &info));
-        fill_rdma(link.d(0), VIP_CONTROL_OP_RDMAREAD, (void *)(uintptr_t)(info.addr + 512),
-                  info.mh, split(local.p(), local.mh(), 20000, 2));
+        fill_rdma(link.d(0), VIP_CONTROL_OP_RDMAREAD, (void *)(uintptr_t)(info.addr + 512), info.mh,
+                  split(local.p(), local.mh(), 20000, 2));
         VT_ASSERT_OK(VipPostSend(link.data(), link.d(0), link.dmh()));
         VIP_RETURN rc;
         VIP_DESCRIPTOR *s = wait_send(link.data(), kWaitMs, &rc);
@@ -254,16 +250,14 @@ TEST_P(Mp, RdmaWriteIntoRegionWithoutRdmaWrite) {
         res.value = s ? s->CS.Status : 0;
         EXPECT_NE(s, nullptr) << rc_str(rc);
         if (s && level() == VIP_SERVICE_RELIABLE_RECEPTION) {
-            EXPECT_TRUE(status_is(s->CS.Status, VIP_STATUS_OP_RDMA_WRITE,
-                                  VIP_STATUS_RDMA_PROT_ERROR));
+            EXPECT_TRUE(status_is(s->CS.Status, VIP_STATUS_OP_RDMA_WRITE, VIP_STATUS_RDMA_PROT_ERROR));
         }
         ASSERT_TRUE(link.handshake(kResult, nullptr, &res));
     }
 }
 
 TEST_P(Mp, RdmaReadFromRegionWithoutRdmaRead) {
-    if (!rdma_read_supported(level()))
-        GTEST_SKIP() << "RDMA read not supported at " << level_name(level());
+    if (!rdma_read_supported(level())) GTEST_SKIP() << "RDMA read not supported at " << level_name(level());
     Link link;
     ASSERT_TRUE(link.open(name(), attr(true, true)));
     if (is_server()) {
@@ -358,8 +352,7 @@ TEST_P(Mp, MoreThanTheFifoHoldsWhileTheReceiverIsAway) {
         }
         ASSERT_TRUE(link.handshake(kDone));
     } else {
-        for (int i = 0; i < n; i++)
-            fill_pattern(buf.p() + size_t(i) * len, len, uint32_t(i));
+        for (int i = 0; i < n; i++) fill_pattern(buf.p() + size_t(i) * len, len, uint32_t(i));
         ASSERT_TRUE(link.handshake(kReady));
         for (int i = 0; i < n; i++) {
             fill_send(descs.at(i), {{buf.p() + size_t(i) * len, buf.mh(), len}});

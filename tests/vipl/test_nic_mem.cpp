@@ -29,19 +29,16 @@ TEST(Nic, QueryReportsSaneAttributes) {
     EXPECT_GE(a.MaxVI, 2u);
     EXPECT_GE(a.MaxPtags, 1u);
     EXPECT_GE(a.MaxRegisterRegions, 1u);
-    const VIP_RELIABILITY_LEVEL all = VIP_SERVICE_UNRELIABLE | VIP_SERVICE_RELIABLE_DELIVERY |
-                                      VIP_SERVICE_RELIABLE_RECEPTION;
+    const VIP_RELIABILITY_LEVEL all =
+        VIP_SERVICE_UNRELIABLE | VIP_SERVICE_RELIABLE_DELIVERY | VIP_SERVICE_RELIABLE_RECEPTION;
     EXPECT_NE(a.ReliabilityLevelSupport & all, 0) << "no reliability level supported";
     EXPECT_EQ(a.ReliabilityLevelSupport & ~all, 0) << "undefined reliability bits";
-    EXPECT_EQ(a.RDMAReadSupport & ~a.ReliabilityLevelSupport, 0)
-        << "RDMA read claimed for an unsupported level";
-    EXPECT_EQ(a.RDMAReadSupport & VIP_SERVICE_UNRELIABLE, 0)
-        << "the spec forbids RDMA read on unreliable VIs";
+    EXPECT_EQ(a.RDMAReadSupport & ~a.ReliabilityLevelSupport, 0) << "RDMA read claimed for an unsupported level";
+    EXPECT_EQ(a.RDMAReadSupport & VIP_SERVICE_UNRELIABLE, 0) << "the spec forbids RDMA read on unreliable VIs";
 }
 
 TEST(Nic, NicfwAddressIsRankAndDiscriminatorsAre64Bytes) {
-    if (!provider_is_nicfw())
-        GTEST_SKIP() << "nicfw-specific addressing (provider is " << nic_attr().Name << ")";
+    if (!provider_is_nicfw()) GTEST_SKIP() << "nicfw-specific addressing (provider is " << nic_attr().Name << ")";
     const VIP_NIC_ATTRIBUTES &a = nic_attr();
     ASSERT_EQ(a.NicAddressLen, 2u);
     int rank = a.LocalNicAddress[0] | (a.LocalNicAddress[1] << 8);
@@ -109,8 +106,7 @@ TEST(Ptag, CreateDestroyAndInUse) {
     {
         Mem m(4096, p);
         VT_ASSERT_OK(m.rc);
-        VT_EXPECT_RC(VIP_INVALID_STATE, VipDestroyPtag(nic(), p))
-            << "a ptag with registered memory is in use";
+        VT_EXPECT_RC(VIP_INVALID_STATE, VipDestroyPtag(nic(), p)) << "a ptag with registered memory is in use";
     }
     {
         Vi v(vi_attr(supported_levels()[0], p));
@@ -252,12 +248,10 @@ TEST(NameService, ResolveOwnNameAndRoundTrip) {
     VIP_RETURN rc = VipNSGetHostByName(nic(), name.data(), addr.get(), 0);
     if (rc != VIP_SUCCESS && !provider_is_nicfw()) {
         VipNSShutdown(nic());
-        GTEST_SKIP() << "provider " << nic_attr().Name << " does not resolve " << name << ": "
-                     << rc_str(rc);
+        GTEST_SKIP() << "provider " << nic_attr().Name << " does not resolve " << name << ": " << rc_str(rc);
     }
     VT_ASSERT_OK(rc);
-    std::vector<uint8_t> mine(nic_attr().LocalNicAddress,
-                              nic_attr().LocalNicAddress + nic_attr().NicAddressLen);
+    std::vector<uint8_t> mine(nic_attr().LocalNicAddress, nic_attr().LocalNicAddress + nic_attr().NicAddressLen);
     EXPECT_EQ(addr.host(), mine);
 
     char back[256] = {};

@@ -50,7 +50,8 @@ void cq_handler(VIP_PVOID ctx, VIP_NIC_HANDLE n, VIP_VI_HANDLE vi, VIP_BOOLEAN r
 
 // Waits until calls >= n, never touching the queue (it belongs to the handler)
 // nor driving progress (the handler runs on a provider thread).
-template <class Note> bool wait_calls(Note &note, int n, VIP_ULONG ms = kWaitMs) {
+template <class Note>
+bool wait_calls(Note &note, int n, VIP_ULONG ms = kWaitMs) {
     return poll_until([&] { return note.calls.load(std::memory_order_acquire) >= n; }, ms, false);
 }
 
@@ -226,10 +227,8 @@ TEST_P(Conn, ClientServerAcceptWithDiscriminator) {
     NetAddr seen_remote;
     std::thread srv([&] {
         VIP_CONN_HANDLE conn = nullptr;
-        VIP_RETURN rc = VipConnectWait(nic(), srv_addr.get(), kWaitMs, seen_remote.get(),
-                                       &seen_client, &conn);
-        if (rc == VIP_SUCCESS)
-            rc = VipConnectAccept(conn, server.h());
+        VIP_RETURN rc = VipConnectWait(nic(), srv_addr.get(), kWaitMs, seen_remote.get(), &seen_client, &conn);
+        if (rc == VIP_SUCCESS) rc = VipConnectAccept(conn, server.h());
         server_rc = rc;
     });
     VIP_VI_ATTRIBUTES remote{};
@@ -279,11 +278,9 @@ TEST_P(Conn, DiscriminatorLongerThanMaxIsRejected) {
     NetAddr too_long = NetAddr::local("y");
     if (nic_attr().MaxDiscriminatorLen >= VIP_MAX_DISCRIMINATOR_LEN)
         too_long.get()->DiscriminatorLen = VIP_MAX_DISCRIMINATOR_LEN + 1;
-    else
-        too_long.set_disc(std::string(nic_attr().MaxDiscriminatorLen + 1, 'z'));
+    else too_long.set_disc(std::string(nic_attr().MaxDiscriminatorLen + 1, 'z'));
     VIP_VI_ATTRIBUTES ra;
-    VT_EXPECT_RC(VIP_INVALID_PARAMETER,
-                 VipConnectRequest(v.h(), mine.get(), too_long.get(), 100, &ra));
+    VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipConnectRequest(v.h(), mine.get(), too_long.get(), 100, &ra));
 }
 
 TEST_P(Conn, ConnectAlreadyConnectedViIsInvalidState) {

@@ -39,13 +39,11 @@ TEST(Vi, CreateRejectsBadAttributes) {
 
     for (VIP_RELIABILITY_LEVEL bad : {0, 3, 8, 0x10}) {
         a.ReliabilityLevel = (VIP_RELIABILITY_LEVEL)bad;
-        VT_EXPECT_RC(VIP_INVALID_RELIABILITY_LEVEL, VipCreateVi(nic(), &a, nullptr, nullptr, &h))
-            << "level " << bad;
+        VT_EXPECT_RC(VIP_INVALID_RELIABILITY_LEVEL, VipCreateVi(nic(), &a, nullptr, nullptr, &h)) << "level " << bad;
     }
-    for (VIP_RELIABILITY_LEVEL l : {VIP_SERVICE_UNRELIABLE, VIP_SERVICE_RELIABLE_DELIVERY,
-                                    VIP_SERVICE_RELIABLE_RECEPTION}) {
-        if (nic_attr().ReliabilityLevelSupport & l)
-            continue;
+    for (VIP_RELIABILITY_LEVEL l :
+         {VIP_SERVICE_UNRELIABLE, VIP_SERVICE_RELIABLE_DELIVERY, VIP_SERVICE_RELIABLE_RECEPTION}) {
+        if (nic_attr().ReliabilityLevelSupport & l) continue;
         a.ReliabilityLevel = l;
         VT_EXPECT_RC(VIP_INVALID_RELIABILITY_LEVEL, VipCreateVi(nic(), &a, nullptr, nullptr, &h))
             << "unsupported level " << level_name(l);
@@ -66,8 +64,7 @@ TEST(Vi, CreateRejectsBadAttributes) {
     VT_EXPECT_RC(VIP_INVALID_PTAG, VipCreateVi(nic(), &a, nullptr, nullptr, &h));
 
     for (VIP_RELIABILITY_LEVEL l : supported_levels()) {
-        if (rdma_read_supported(l))
-            continue;
+        if (rdma_read_supported(l)) continue;
         a = vi_attr(l, tag.h(), false, true);
         VT_EXPECT_RC(VIP_INVALID_RDMAREAD, VipCreateVi(nic(), &a, nullptr, nullptr, &h))
             << "RDMA read on " << level_name(l);
@@ -120,15 +117,14 @@ TEST(Vi, DestroyWithPostedDescriptorsIsInvalidState) {
     EXPECT_EQ(re, VIP_FALSE);
     EXPECT_EQ(se, VIP_TRUE);
     VIP_RETURN rc = VipDestroyVi(vi);
-    EXPECT_EQ(rc, VIP_INVALID_STATE) << "VipDestroyVi with a receive still posted returned "
-                                     << rc_str(rc);
-    if (rc == VIP_SUCCESS)
-        return;
+    EXPECT_EQ(rc, VIP_INVALID_STATE) << "VipDestroyVi with a receive still posted returned " << rc_str(rc);
+    if (rc == VIP_SUCCESS) return;
     // Disconnecting an idle VI flushes what is posted, after which it can go.
     VipDisconnect(vi);
     VIP_DESCRIPTOR *d = wait_recv(vi, 500, &rc);
     EXPECT_EQ(d, ds.at(0)) << "a receive posted on an idle VI is not flushed by VipDisconnect "
-                              "(" << rc_str(rc) << "), so the VI can never be destroyed";
+                              "("
+                           << rc_str(rc) << "), so the VI can never be destroyed";
     VT_EXPECT_OK(VipDestroyVi(vi));
 }
 
@@ -158,8 +154,7 @@ TEST(Cq, CreateDestroyRules) {
     VIP_RETURN rc = VipCreateCQ(nic(), nic_attr().MaxCQEntries + 1, &cq);
     EXPECT_TRUE(rc == VIP_INVALID_PARAMETER || rc == VIP_ERROR_RESOURCE)
         << "a CQ over MaxCQEntries must fail, got " << rc_str(rc);
-    if (rc == VIP_SUCCESS)
-        VipDestroyCQ(cq);
+    if (rc == VIP_SUCCESS) VipDestroyCQ(cq);
 
     VT_ASSERT_OK(VipCreateCQ(nic(), 16, &cq));
     Ptag tag;
@@ -189,17 +184,15 @@ TEST(Cq, ResizeKeepsEntriesAndRejectsTooSmall) {
             fill_send(ds.at(i), {});
             VT_ASSERT_OK(VipPostSend(a.h(), ds.at(i), ds.mh()));
         }
-        for (int i = 0; i < 3; i++)
-            ASSERT_EQ(wait_recv(b.h()), ds.at(3 + i));
+        for (int i = 0; i < 3; i++) ASSERT_EQ(wait_recv(b.h()), ds.at(3 + i));
         // Three send completions are now (or soon) in the CQ; let them all land.
         VIP_VI_HANDLE vi;
         VIP_BOOLEAN rq;
         VT_ASSERT_OK(VipCQWait(cq, kWaitMs, &vi, &rq));
         // Let the other two completions land: a provider marks a send descriptor
         // DONE as it queues its CQ entry (verbs: as the CQ poll above took it).
-        ASSERT_TRUE(poll_until([&] {
-            return status_done(ds.at(0)) && status_done(ds.at(1)) && status_done(ds.at(2));
-        })) << "the three sends never completed";
+        ASSERT_TRUE(poll_until([&] { return status_done(ds.at(0)) && status_done(ds.at(1)) && status_done(ds.at(2)); }))
+            << "the three sends never completed";
         VT_EXPECT_RC(VIP_INVALID_PARAMETER, VipResizeCQ(cq, 0));
         VIP_RETURN rc = VipResizeCQ(cq, 1);
         EXPECT_TRUE(rc == VIP_INVALID_PARAMETER || rc == VIP_ERROR_RESOURCE)
@@ -249,12 +242,9 @@ TEST(Cq, EntriesNameTheViAndQueue) {
         bool saw_send = false, saw_recv = false;
         for (int i = 0; i < 2; i++) {
             VT_ASSERT_OK(VipCQWait(cq, kWaitMs, &vi, &rq));
-            if (vi == a.h() && rq == VIP_FALSE)
-                saw_send = true;
-            else if (vi == b.h() && rq == VIP_TRUE)
-                saw_recv = true;
-            else
-                ADD_FAILURE() << "unexpected CQ entry vi=" << vi << " recv=" << rq;
+            if (vi == a.h() && rq == VIP_FALSE) saw_send = true;
+            else if (vi == b.h() && rq == VIP_TRUE) saw_recv = true;
+            else ADD_FAILURE() << "unexpected CQ entry vi=" << vi << " recv=" << rq;
         }
         EXPECT_TRUE(saw_send);
         EXPECT_TRUE(saw_recv);
@@ -320,8 +310,7 @@ TEST(Wait, RecvWaitWakesWhenDataArrives) {
     // The sender runs on a second thread of this process: that needs a NIC that
     // allows concurrent use from several threads (nicfw does, verbs does not
     // yet; the two-process suite checks the same wake-up across processes).
-    if (!nic_attr().ThreadSafe)
-        GTEST_SKIP() << "NIC is not thread safe (VipQueryNic ThreadSafe = FALSE)";
+    if (!nic_attr().ThreadSafe) GTEST_SKIP() << "NIC is not thread safe (VipQueryNic ThreadSafe = FALSE)";
     Ptag tag;
     Vi a(vi_attr(best_level(), tag.h())), b(vi_attr(best_level(), tag.h()));
     VT_ASSERT_OK(a.rc);

@@ -12,8 +12,7 @@ namespace {
 // Spins the window out (as a wait loop would), reports that the CPU was away
 // for `away_ns`, then finds the message after `polls` further idle polls.
 void wait_once(vipl_wait::WaitState &w, uint64_t away_ns, uint32_t polls) {
-    while (!vipl_wait::idle(w)) {
-    }
+    while (!vipl_wait::idle(w)) {}
     vipl_wait::gave_up_cpu(w, away_ns);
     for (uint32_t i = 0; i < polls; i++) ASSERT_FALSE(vipl_wait::idle(w)) << "window " << w.spin_limit;
     vipl_wait::progress(w);
@@ -37,7 +36,7 @@ TEST(WaitPolicy, CPUPerProcessStartsAtTheLargeWindow) {
 }
 
 TEST(WaitPolicy, PeerTurnsOnOurCpuShrinkTheWindowEvenWithACpuPerProcess) {
-    vipl_wait::WaitState w = fresh(1);  // not oversubscribed: used to stay at 4096
+    vipl_wait::WaitState w = fresh(1); // not oversubscribed: used to stay at 4096
     wait_once(w, kPeerTurn, 0);
     EXPECT_EQ(w.spin_limit, 2048u);
     for (int i = 0; i < 20; i++) wait_once(w, kPeerTurn, 1);
@@ -71,14 +70,14 @@ TEST(WaitPolicy, ALateMessageGrowsTheWindow) {
     vipl_wait::WaitState w = fresh(1);
     for (int i = 0; i < 3; i++) wait_once(w, kPeerTurn, 0);
     ASSERT_EQ(w.spin_limit, 512u);
-    wait_once(w, kPeerTurn, 3);  // the peer runs elsewhere and was slow
+    wait_once(w, kPeerTurn, 3); // the peer runs elsewhere and was slow
     EXPECT_EQ(w.spin_limit, 1024u);
 }
 
 TEST(WaitPolicy, ThresholdsAreTheBoundsOfAPeersTurn) {
     vipl_wait::WaitState w = fresh(1);
     wait_once(w, vipl_wait::kOtherRanNs - 1, 0);
-    EXPECT_EQ(w.spin_limit, 4096u);  // doubled, capped
+    EXPECT_EQ(w.spin_limit, 4096u); // doubled, capped
     wait_once(w, vipl_wait::kOtherRanNs, 0);
     EXPECT_EQ(w.spin_limit, 2048u);
     wait_once(w, vipl_wait::kOtherSliceNs - 1, 2);
@@ -108,14 +107,13 @@ TEST(WaitPolicy, SpinNeverGivesUpAndAFixedWindowNeverMoves) {
 
 TEST(WaitPolicy, GiveUpCpuRecordsTheTimeAway) {
     vipl_wait::WaitState w = fresh(1);
-    while (!vipl_wait::idle(w)) {
-    }
+    while (!vipl_wait::idle(w)) {}
     bool ran = false;
     vipl_wait::give_up_cpu(w, [&] { ran = true; });
     EXPECT_TRUE(ran);
     EXPECT_TRUE(w.yielded);
     EXPECT_EQ(w.idle, 0u);
-    EXPECT_LT(w.away_ns, uint64_t(1) << 40);  // a duration, not garbage
+    EXPECT_LT(w.away_ns, uint64_t(1) << 40); // a duration, not garbage
 }
 
 // A launcher that binds each rank to a CPU of its own (vipl-run --bind core)
@@ -133,4 +131,4 @@ TEST(WaitPolicy, BoundRanksCountTheJobsCpusNotTheirOwn) {
     EXPECT_EQ(vipl_wait::job_cpus(), vipl_wait::usable_cpus());
 }
 
-}  // namespace
+} // namespace

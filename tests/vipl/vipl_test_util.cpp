@@ -20,28 +20,22 @@ std::string status_str(VIP_UINT32 status) {
 }
 
 ::testing::AssertionResult rc_is(VIP_RETURN got, VIP_RETURN want, const char *expr) {
-    if (got == want)
-        return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << expr << " returned " << rc_str(got)
-                                         << ", the spec says " << rc_str(want);
+    if (got == want) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << expr << " returned " << rc_str(got) << ", the spec says " << rc_str(want);
 }
 
-::testing::AssertionResult status_is(VIP_UINT32 status, VIP_UINT32 op, VIP_UINT32 errors,
-                                     bool immediate) {
+::testing::AssertionResult status_is(VIP_UINT32 status, VIP_UINT32 op, VIP_UINT32 errors, bool immediate) {
     VIP_UINT32 want = VIP_STATUS_DONE | op | errors | (immediate ? VIP_STATUS_IMMEDIATE : 0);
-    VIP_UINT32 got = status & (VIP_STATUS_DONE | VIP_STATUS_ERROR_MASK | VIP_STATUS_OP_MASK |
-                               VIP_STATUS_IMMEDIATE);
-    if (got == want)
-        return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << "descriptor status is " << status_str(status) << ", expected " << status_str(want);
+    VIP_UINT32 got = status & (VIP_STATUS_DONE | VIP_STATUS_ERROR_MASK | VIP_STATUS_OP_MASK | VIP_STATUS_IMMEDIATE);
+    if (got == want) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "descriptor status is " << status_str(status) << ", expected "
+                                         << status_str(want);
 }
 
 ::testing::AssertionResult status_has(VIP_UINT32 status, VIP_UINT32 errors) {
-    if ((status & VIP_STATUS_DONE) && (status & errors) == errors)
-        return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "descriptor status is " << status_str(status)
-                                         << ", expected DONE with " << status_str(errors);
+    if ((status & VIP_STATUS_DONE) && (status & errors) == errors) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "descriptor status is " << status_str(status) << ", expected DONE with "
+                                         << status_str(errors);
 }
 
 // ---- NIC ------------------------------------------------------------------------
@@ -50,8 +44,7 @@ VIP_NIC_HANDLE g_nic = nullptr;
 VIP_NIC_ATTRIBUTES g_attr;
 
 void open_nic_once() {
-    if (g_nic)
-        return;
+    if (g_nic) return;
     VIP_RETURN rc = VipOpenNic(nullptr, &g_nic);
     if (rc != VIP_SUCCESS) {
         std::fprintf(stderr,
@@ -81,8 +74,7 @@ const VIP_NIC_ATTRIBUTES &nic_attr() {
 // ptag or registration behind.
 VIP_RETURN close_nic_for_exit() {
     VIP_RETURN rc = VIP_SUCCESS;
-    if (g_nic)
-        rc = VipCloseNic(g_nic);
+    if (g_nic) rc = VipCloseNic(g_nic);
     if (rc != VIP_SUCCESS)
         std::fprintf(stderr, "vipl tests: VipCloseNic at exit returned %s (objects left behind)\n",
                      VipxReturnString(rc));
@@ -97,10 +89,9 @@ VIP_ULONG max_transfer() { return std::min<VIP_ULONG>(nic_attr().MaxTransferSize
 
 std::vector<VIP_RELIABILITY_LEVEL> supported_levels() {
     std::vector<VIP_RELIABILITY_LEVEL> out;
-    for (VIP_RELIABILITY_LEVEL l : {VIP_SERVICE_UNRELIABLE, VIP_SERVICE_RELIABLE_DELIVERY,
-                                    VIP_SERVICE_RELIABLE_RECEPTION})
-        if (nic_attr().ReliabilityLevelSupport & l)
-            out.push_back(l);
+    for (VIP_RELIABILITY_LEVEL l :
+         {VIP_SERVICE_UNRELIABLE, VIP_SERVICE_RELIABLE_DELIVERY, VIP_SERVICE_RELIABLE_RECEPTION})
+        if (nic_attr().ReliabilityLevelSupport & l) out.push_back(l);
     return out;
 }
 const char *level_name(VIP_RELIABILITY_LEVEL l) {
@@ -116,13 +107,11 @@ bool rdma_read_supported(VIP_RELIABILITY_LEVEL l) {
 }
 
 // ---- memory ---------------------------------------------------------------------
-Mem::Mem(size_t len, VIP_PROTECTION_HANDLE ptag, bool rdma_write, bool rdma_read,
-         VIP_NIC_HANDLE nic_handle)
+Mem::Mem(size_t len, VIP_PROTECTION_HANDLE ptag, bool rdma_write, bool rdma_read, VIP_NIC_HANDLE nic_handle)
     : nic_(nic_handle ? nic_handle : nic()), len_(len) {
     size_t alloc = (std::max<size_t>(len, 1) + 4095) & ~size_t(4095);
     buf_ = static_cast<uint8_t *>(std::aligned_alloc(4096, alloc));
-    if (!buf_)
-        return;
+    if (!buf_) return;
     std::memset(buf_, 0, alloc);
     VIP_MEM_ATTRIBUTES ma;
     ma.Ptag = ptag;
@@ -133,18 +122,15 @@ Mem::Mem(size_t len, VIP_PROTECTION_HANDLE ptag, bool rdma_write, bool rdma_read
 }
 
 Mem::~Mem() {
-    if (registered_)
-        VipDeregisterMem(nic_, buf_, mh_);
+    if (registered_) VipDeregisterMem(nic_, buf_, mh_);
     std::free(buf_);
 }
 
 Ptag::Ptag(VIP_NIC_HANDLE nic_handle) : nic_(nic_handle ? nic_handle : nic()) {
-    if (VipCreatePtag(nic_, &h_) != VIP_SUCCESS)
-        h_ = nullptr;
+    if (VipCreatePtag(nic_, &h_) != VIP_SUCCESS) h_ = nullptr;
 }
 Ptag::~Ptag() {
-    if (h_)
-        VipDestroyPtag(nic_, h_);
+    if (h_) VipDestroyPtag(nic_, h_);
 }
 
 static size_t desc_stride(size_t max_segs) {
@@ -157,9 +143,7 @@ Descs::Descs(size_t count, size_t max_segs, VIP_PROTECTION_HANDLE ptag, VIP_NIC_
     : count_(count), stride_(desc_stride(max_segs)),
       mem_(count * desc_stride(max_segs), ptag, false, false, nic_handle) {}
 
-VIP_DESCRIPTOR *Descs::at(size_t i) const {
-    return reinterpret_cast<VIP_DESCRIPTOR *>(mem_.p() + i * stride_);
-}
+VIP_DESCRIPTOR *Descs::at(size_t i) const { return reinterpret_cast<VIP_DESCRIPTOR *>(mem_.p() + i * stride_); }
 
 // ---- descriptor builders ----------------------------------------------------------
 static void clear_control(VIP_DESCRIPTOR *d) { std::memset(&d->CS, 0, sizeof d->CS); }
@@ -231,8 +215,7 @@ long check_pattern(const void *p, size_t len, uint32_t seed) {
     uint32_t x = seed * 2654435761u + 1;
     for (size_t i = 0; i < len; i++) {
         x = x * 1103515245u + 12345u;
-        if (b[i] != (uint8_t)(x >> 16))
-            return (long)i;
+        if (b[i] != (uint8_t)(x >> 16)) return (long)i;
     }
     return -1;
 }
@@ -240,16 +223,14 @@ long check_pattern(const void *p, size_t len, uint32_t seed) {
 VIP_DESCRIPTOR *wait_send(VIP_VI_HANDLE vi, VIP_ULONG ms, VIP_RETURN *rc_out) {
     VIP_DESCRIPTOR *d = nullptr;
     VIP_RETURN rc = VipSendWait(vi, ms, &d);
-    if (rc_out)
-        *rc_out = rc;
+    if (rc_out) *rc_out = rc;
     return rc == VIP_SUCCESS ? d : nullptr;
 }
 
 VIP_DESCRIPTOR *wait_recv(VIP_VI_HANDLE vi, VIP_ULONG ms, VIP_RETURN *rc_out) {
     VIP_DESCRIPTOR *d = nullptr;
     VIP_RETURN rc = VipRecvWait(vi, ms, &d);
-    if (rc_out)
-        *rc_out = rc;
+    if (rc_out) *rc_out = rc;
     return rc == VIP_SUCCESS ? d : nullptr;
 }
 
@@ -257,8 +238,7 @@ VIP_VI_STATE vi_state(VIP_VI_HANDLE vi) {
     VIP_VI_STATE st = (VIP_VI_STATE)-1;
     VIP_VI_ATTRIBUTES a;
     VIP_BOOLEAN se, re;
-    if (VipQueryVi(vi, &st, &a, &se, &re) != VIP_SUCCESS)
-        return (VIP_VI_STATE)-1;
+    if (VipQueryVi(vi, &st, &a, &se, &re) != VIP_SUCCESS) return (VIP_VI_STATE)-1;
     return st;
 }
 
@@ -295,8 +275,7 @@ std::vector<uint8_t> NetAddr::host() const {
 }
 
 // ---- VIs --------------------------------------------------------------------------
-VIP_VI_ATTRIBUTES vi_attr(VIP_RELIABILITY_LEVEL level, VIP_PROTECTION_HANDLE ptag,
-                          bool rdma_write, bool rdma_read) {
+VIP_VI_ATTRIBUTES vi_attr(VIP_RELIABILITY_LEVEL level, VIP_PROTECTION_HANDLE ptag, bool rdma_write, bool rdma_read) {
     VIP_VI_ATTRIBUTES a;
     std::memset(&a, 0, sizeof a);
     a.ReliabilityLevel = level;
@@ -311,22 +290,17 @@ VIP_VI_ATTRIBUTES vi_attr(VIP_RELIABILITY_LEVEL level, VIP_PROTECTION_HANDLE pta
 Vi::Vi(const VIP_VI_ATTRIBUTES &attr, VIP_CQ_HANDLE send_cq, VIP_CQ_HANDLE recv_cq) {
     VIP_VI_ATTRIBUTES a = attr;
     rc = VipCreateVi(nic(), &a, send_cq, recv_cq, &h_);
-    if (rc != VIP_SUCCESS)
-        h_ = nullptr;
+    if (rc != VIP_SUCCESS) h_ = nullptr;
 }
 
 Vi::~Vi() {
-    if (!h_)
-        return;
+    if (!h_) return;
     VIP_VI_STATE st = vi_state(h_);
-    if (st == VIP_STATE_CONNECTED || st == VIP_STATE_ERROR || st == VIP_STATE_CONNECT_PENDING)
-        VipDisconnect(h_);
+    if (st == VIP_STATE_CONNECTED || st == VIP_STATE_ERROR || st == VIP_STATE_CONNECT_PENDING) VipDisconnect(h_);
     // Reap flushed descriptors so the VI can be destroyed.
     VIP_DESCRIPTOR *d;
-    for (int i = 0; i < 4096 && VipSendDone(h_, &d) == VIP_SUCCESS; i++) {
-    }
-    for (int i = 0; i < 4096 && VipRecvDone(h_, &d) == VIP_SUCCESS; i++) {
-    }
+    for (int i = 0; i < 4096 && VipSendDone(h_, &d) == VIP_SUCCESS; i++) {}
+    for (int i = 0; i < 4096 && VipRecvDone(h_, &d) == VIP_SUCCESS; i++) {}
     VipDestroyVi(h_);
 }
 
@@ -347,8 +321,7 @@ void record_error(VIP_PVOID ctx, VIP_ERROR_DESCRIPTOR *e) {
 void install_error_recorder() {
     g_main_thread = std::this_thread::get_id();
     VIP_RETURN rc = VipErrorCallback(nic(), &g_err_context, record_error);
-    if (rc != VIP_SUCCESS)
-        std::fprintf(stderr, "vipl tests: VipErrorCallback failed: %s\n", VipxReturnString(rc));
+    if (rc != VIP_SUCCESS) std::fprintf(stderr, "vipl tests: VipErrorCallback failed: %s\n", VipxReturnString(rc));
 }
 
 size_t error_mark() {
@@ -364,8 +337,7 @@ bool wait_error_on(size_t mark, VIP_ERROR_CODE code, VIP_VI_HANDLE vi, VIP_ULONG
             std::lock_guard<std::mutex> lk(g_err_mu);
             for (size_t i = mark; i < g_errors.size(); i++)
                 if (g_errors[i].code == code && (!vi || g_errors[i].vi == vi)) {
-                    if (out)
-                        *out = g_errors[i];
+                    if (out) *out = g_errors[i];
                     return true;
                 }
             return false;
@@ -378,12 +350,10 @@ bool wait_error(size_t mark, VIP_ERROR_CODE code, VIP_ULONG ms, ErrorRecord *out
 }
 
 const char *error_code_name(VIP_ERROR_CODE c) {
-    static const char *names[] = {"VIP_ERROR_POST_DESC",  "VIP_ERROR_CONN_LOST",
-                                  "VIP_ERROR_RECVQ_EMPTY", "VIP_ERROR_VI_OVERRUN",
-                                  "VIP_ERROR_RDMAW_PROT", "VIP_ERROR_RDMAW_DATA",
-                                  "VIP_ERROR_RDMAW_ABORT", "VIP_ERROR_RDMAR_PROT",
-                                  "VIP_ERROR_COMP_PROT",  "VIP_ERROR_RDMA_TRANSPORT",
-                                  "VIP_ERROR_CATASTROPHIC"};
+    static const char *names[] = {"VIP_ERROR_POST_DESC",      "VIP_ERROR_CONN_LOST",   "VIP_ERROR_RECVQ_EMPTY",
+                                  "VIP_ERROR_VI_OVERRUN",     "VIP_ERROR_RDMAW_PROT",  "VIP_ERROR_RDMAW_DATA",
+                                  "VIP_ERROR_RDMAW_ABORT",    "VIP_ERROR_RDMAR_PROT",  "VIP_ERROR_COMP_PROT",
+                                  "VIP_ERROR_RDMA_TRANSPORT", "VIP_ERROR_CATASTROPHIC"};
     return (unsigned)c < sizeof names / sizeof names[0] ? names[c] : "?";
 }
 
@@ -397,34 +367,28 @@ std::string unique_disc(std::string_view prefix) {
     NetAddr addr_a = NetAddr::local(base + "a");
     NetAddr addr_b = NetAddr::local(base + "b");
     VIP_RETURN rc = VipConnectPeerRequest(a, addr_a.get(), addr_b.get(), kWaitMs);
-    if (rc != VIP_SUCCESS)
-        return ::testing::AssertionFailure() << "VipConnectPeerRequest(a) returned " << rc_str(rc);
+    if (rc != VIP_SUCCESS) return ::testing::AssertionFailure() << "VipConnectPeerRequest(a) returned " << rc_str(rc);
     rc = VipConnectPeerRequest(b, addr_b.get(), addr_a.get(), kWaitMs);
-    if (rc != VIP_SUCCESS)
-        return ::testing::AssertionFailure() << "VipConnectPeerRequest(b) returned " << rc_str(rc);
+    if (rc != VIP_SUCCESS) return ::testing::AssertionFailure() << "VipConnectPeerRequest(b) returned " << rc_str(rc);
     bool done_a = false, done_b = false;
     auto t0 = Clock::now();
     while (!(done_a && done_b)) {
         VIP_VI_ATTRIBUTES ra;
         if (!done_a) {
             rc = VipConnectPeerDone(a, &ra);
-            if (rc == VIP_SUCCESS)
-                done_a = true;
+            if (rc == VIP_SUCCESS) done_a = true;
             else if (rc != VIP_NOT_DONE)
                 return ::testing::AssertionFailure() << "VipConnectPeerDone(a) returned " << rc_str(rc);
         }
         if (!done_b) {
             rc = VipConnectPeerDone(b, &ra);
-            if (rc == VIP_SUCCESS)
-                done_b = true;
+            if (rc == VIP_SUCCESS) done_b = true;
             else if (rc != VIP_NOT_DONE)
                 return ::testing::AssertionFailure() << "VipConnectPeerDone(b) returned " << rc_str(rc);
         }
         if (elapsed_ms(t0) > (long)kWaitMs)
-            return ::testing::AssertionFailure() << "loopback peer connection not done after "
-                                                 << kWaitMs << " ms";
-        if (!(done_a && done_b))
-            std::this_thread::yield();
+            return ::testing::AssertionFailure() << "loopback peer connection not done after " << kWaitMs << " ms";
+        if (!(done_a && done_b)) std::this_thread::yield();
     }
     if (vi_state(a) != VIP_STATE_CONNECTED || vi_state(b) != VIP_STATE_CONNECTED)
         return ::testing::AssertionFailure() << "VipConnectPeerDone succeeded but the VIs are not "

@@ -42,8 +42,7 @@ std::string status_str(VIP_UINT32 status);
 #define VT_EXPECT_OK(expr) VT_EXPECT_RC(VIP_SUCCESS, expr)
 
 // Status checks: DONE set, the op field, and exactly the given error bits.
-::testing::AssertionResult status_is(VIP_UINT32 status, VIP_UINT32 op, VIP_UINT32 errors,
-                                     bool immediate = false);
+::testing::AssertionResult status_is(VIP_UINT32 status, VIP_UINT32 op, VIP_UINT32 errors, bool immediate = false);
 // DONE set and all of the given error bits present (others tolerated).
 ::testing::AssertionResult status_has(VIP_UINT32 status, VIP_UINT32 errors);
 
@@ -71,8 +70,8 @@ bool rdma_read_supported(VIP_RELIABILITY_LEVEL l);
 // destruction.  rc holds VipRegisterMem's result.
 class Mem {
 public:
-    Mem(size_t len, VIP_PROTECTION_HANDLE ptag, bool rdma_write = false,
-        bool rdma_read = false, VIP_NIC_HANDLE nic_handle = nullptr);
+    Mem(size_t len, VIP_PROTECTION_HANDLE ptag, bool rdma_write = false, bool rdma_read = false,
+        VIP_NIC_HANDLE nic_handle = nullptr);
     ~Mem();
     Mem(const Mem &) = delete;
     Mem &operator=(const Mem &) = delete;
@@ -111,8 +110,7 @@ private:
 // for max_segs segments after the control segment.
 class Descs {
 public:
-    Descs(size_t count, size_t max_segs, VIP_PROTECTION_HANDLE ptag,
-          VIP_NIC_HANDLE nic_handle = nullptr);
+    Descs(size_t count, size_t max_segs, VIP_PROTECTION_HANDLE ptag, VIP_NIC_HANDLE nic_handle = nullptr);
     VIP_DESCRIPTOR *at(size_t i) const;
     VIP_MEM_HANDLE mh() const { return mem_.mh(); }
     size_t count() const { return count_; }
@@ -128,8 +126,7 @@ struct Seg {
     VIP_UINT32 len;
 };
 
-void fill_send(VIP_DESCRIPTOR *d, const std::vector<Seg> &segs, bool imm = false,
-               VIP_UINT32 imm_data = 0);
+void fill_send(VIP_DESCRIPTOR *d, const std::vector<Seg> &segs, bool imm = false, VIP_UINT32 imm_data = 0);
 void fill_recv(VIP_DESCRIPTOR *d, const std::vector<Seg> &segs);
 // op is VIP_CONTROL_OP_RDMAWRITE or VIP_CONTROL_OP_RDMAREAD.
 void fill_rdma(VIP_DESCRIPTOR *d, VIP_UINT16 op, const void *remote, VIP_MEM_HANDLE remote_mh,
@@ -162,20 +159,18 @@ public:
     std::vector<uint8_t> host() const;
 
 private:
-    alignas(8) uint8_t buf_[VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN,
-                                                 VIP_MAX_DISCRIMINATOR_LEN)] = {};
+    alignas(8) uint8_t buf_[VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, VIP_MAX_DISCRIMINATOR_LEN)] = {};
 };
 
 // ---- VIs --------------------------------------------------------------------------
-VIP_VI_ATTRIBUTES vi_attr(VIP_RELIABILITY_LEVEL level, VIP_PROTECTION_HANDLE ptag,
-                          bool rdma_write = false, bool rdma_read = false);
+VIP_VI_ATTRIBUTES vi_attr(VIP_RELIABILITY_LEVEL level, VIP_PROTECTION_HANDLE ptag, bool rdma_write = false,
+                          bool rdma_read = false);
 
 // A VI destroyed at scope exit (disconnected first when needed).
 class Vi {
 public:
     Vi() = default;
-    Vi(const VIP_VI_ATTRIBUTES &attr, VIP_CQ_HANDLE send_cq = nullptr,
-       VIP_CQ_HANDLE recv_cq = nullptr);
+    Vi(const VIP_VI_ATTRIBUTES &attr, VIP_CQ_HANDLE send_cq = nullptr, VIP_CQ_HANDLE recv_cq = nullptr);
     ~Vi();
     Vi(const Vi &) = delete;
     Vi &operator=(const Vi &) = delete;
@@ -215,22 +210,19 @@ const char *error_code_name(VIP_ERROR_CODE c);
 
 using Clock = std::chrono::steady_clock;
 inline long elapsed_ms(Clock::time_point t0) {
-    return (long)std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0)
-        .count();
+    return (long)std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
 }
 
 // Polls `holds` until it returns true or ms pass: the way tests wait for a state
 // instead of sleeping.  With `progress`, VipxProgress drives an inline provider
 // between polls (never when the state belongs to a handler on a provider thread).
-template <class Pred> bool poll_until(Pred &&holds, VIP_ULONG ms = kWaitMs, bool progress = true) {
+template <class Pred>
+bool poll_until(Pred &&holds, VIP_ULONG ms = kWaitMs, bool progress = true) {
     const auto t0 = Clock::now();
     for (;;) {
-        if (holds())
-            return true;
-        if (elapsed_ms(t0) >= (long)ms)
-            return false;
-        if (progress)
-            VipxProgress(nic());
+        if (holds()) return true;
+        if (elapsed_ms(t0) >= (long)ms) return false;
+        if (progress) VipxProgress(nic());
         std::this_thread::yield();
     }
 }

@@ -77,7 +77,10 @@ static void *receive_thread(void *arg) {
 
 static int notified;
 static void on_send(VIP_PVOID ctx, VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d) {
-    (void)ctx; (void)nic; (void)vi; (void)d;
+    (void)ctx;
+    (void)nic;
+    (void)vi;
+    (void)d;
     __atomic_store_n(&notified, 1, __ATOMIC_RELEASE);
 }
 
@@ -95,7 +98,10 @@ int main(int argc, char **argv) {
     VIP_LONG echoes = 0;
     VIP_VI_CALLBACK cb = on_send;
     /* room for a host address and a short discriminator, as the drivers sized it */
-    union { VIP_NET_ADDRESS a; char room[VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, 16)]; } local, remote;
+    union {
+        VIP_NET_ADDRESS a;
+        char room[VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, 16)];
+    } local, remote;
     const char disc[] = "legacy";
     int i;
 
@@ -206,8 +212,7 @@ int main(int argc, char **argv) {
     VipDisconnect(vi);
     {
         VIP_DESCRIPTOR *d;
-        while (VipRecvDone(vi, &d) == VIP_SUCCESS || VipSendDone(vi, &d) == VIP_SUCCESS) {
-        }
+        while (VipRecvDone(vi, &d) == VIP_SUCCESS || VipSendDone(vi, &d) == VIP_SUCCESS) {}
     }
     check(VipDestroyVi(vi), "VipDestroyVi");
     check(VipDeregisterMem(nic, b.base, b.mh), "VipDeregisterMem");

@@ -29,8 +29,7 @@ struct endpoint {
     VIP_MEM_HANDLE mh;
 };
 
-static void post_recv(struct endpoint *e, int i)
-{
+static void post_recv(struct endpoint *e, int i) {
     VIP_DESCRIPTOR *d = &e->desc[i];
     memset(&d->CS, 0, sizeof d->CS);
     d->CS.SegCount = 1;
@@ -41,8 +40,7 @@ static void post_recv(struct endpoint *e, int i)
     CHECK(VipPostRecv(e->vi, d, e->mh));
 }
 
-static void send_text(struct endpoint *e, const char *text)
-{
+static void send_text(struct endpoint *e, const char *text) {
     VIP_DESCRIPTOR *d = &e->desc[2], *done;
     char *out = e->buf + 2 * MSG;
     snprintf(out, MSG, "%s", text);
@@ -58,8 +56,7 @@ static void send_text(struct endpoint *e, const char *text)
     check_status(done, "send");
 }
 
-static const char *recv_text(struct endpoint *e)
-{
+static const char *recv_text(struct endpoint *e) {
     VIP_DESCRIPTOR *d;
     CHECK(VipRecvWait(e->vi, 10000, &d));
     check_status(d, "receive");
@@ -69,9 +66,8 @@ static const char *recv_text(struct endpoint *e)
 }
 
 /* A VI with the given MaxTransferSize, its descriptors and buffers in registered memory. */
-static void make_endpoint(VIP_NIC_HANDLE nic, VIP_PROTECTION_HANDLE ptag, VIP_ULONG mtu,
-                          VIP_RELIABILITY_LEVEL level, struct endpoint *e)
-{
+static void make_endpoint(VIP_NIC_HANDLE nic, VIP_PROTECTION_HANDLE ptag, VIP_ULONG mtu, VIP_RELIABILITY_LEVEL level,
+                          struct endpoint *e) {
     VIP_VI_ATTRIBUTES va = {level, mtu, NULL, ptag, VIP_FALSE, VIP_FALSE};
     VIP_MEM_ATTRIBUTES ma = {ptag, VIP_FALSE, VIP_FALSE};
     uint8_t *mem = alloc_pages(4096);
@@ -81,16 +77,14 @@ static void make_endpoint(VIP_NIC_HANDLE nic, VIP_PROTECTION_HANDLE ptag, VIP_UL
     CHECK(VipCreateVi(nic, &va, NULL, NULL, &e->vi));
 }
 
-static void free_endpoint(VIP_NIC_HANDLE nic, struct endpoint *e)
-{
+static void free_endpoint(VIP_NIC_HANDLE nic, struct endpoint *e) {
     teardown_vi(e->vi);
     VipDeregisterMem(nic, e->desc, e->mh);
     free(e->desc);
 }
 
 static void serve(VIP_NIC_HANDLE nic, const VIP_NIC_ATTRIBUTES *attr, VIP_PROTECTION_HANDLE ptag,
-                  VIP_RELIABILITY_LEVEL level, int clients)
-{
+                  VIP_RELIABILITY_LEVEL level, int clients) {
     VIP_NET_ADDRESS *local = make_address(attr->LocalNicAddress, attr->NicAddressLen, SERVICE);
     VIP_NET_ADDRESS *remote = make_address(attr->LocalNicAddress, 0, "");
     int accepted = 0, rejected = 0;
@@ -127,8 +121,7 @@ static void serve(VIP_NIC_HANDLE nic, const VIP_NIC_ATTRIBUTES *attr, VIP_PROTEC
 }
 
 static void client(VIP_NIC_HANDLE nic, const VIP_NIC_ATTRIBUTES *attr, VIP_PROTECTION_HANDLE ptag,
-                   VIP_RELIABILITY_LEVEL level)
-{
+                   VIP_RELIABILITY_LEVEL level) {
     int rank = vipl_boot_rank();
     /* Find the server by name; the discriminator selects the service on that NIC. */
     VIP_NET_ADDRESS *server = make_address(attr->LocalNicAddress, 0, "");
@@ -142,12 +135,10 @@ static void client(VIP_NIC_HANDLE nic, const VIP_NIC_ATTRIBUTES *attr, VIP_PROTE
 
     for (int attempt = 0; attempt < 2; attempt++) {
         VIP_ULONG mtu = attempt == 0 ? 64 : MIN_MTU * 4;
-        if (mtu > attr->MaxTransferSize)
-            mtu = attr->MaxTransferSize;
+        if (mtu > attr->MaxTransferSize) mtu = attr->MaxTransferSize;
         struct endpoint e;
         make_endpoint(nic, ptag, mtu, level, &e);
-        if (attempt == 1)
-            post_recv(&e, 0); /* the server's welcome, posted before connecting */
+        if (attempt == 1) post_recv(&e, 0); /* the server's welcome, posted before connecting */
         VIP_VI_ATTRIBUTES server_attr;
         VIP_RETURN rc;
         int tries = 0;
@@ -155,15 +146,13 @@ static void client(VIP_NIC_HANDLE nic, const VIP_NIC_ATTRIBUTES *attr, VIP_PROTE
             rc = VipConnectRequest(e.vi, local, server, 500, &server_attr);
         while ((rc == VIP_TIMEOUT || rc == VIP_NO_MATCH) && ++tries < 60);
         if (attempt == 0) {
-            if (rc != VIP_REJECT)
-                die_rc("VipConnectRequest with a small MaxTransferSize (expected VIP_REJECT)", rc);
-            printf("client %d: request with MaxTransferSize %lu rejected (%s)\n", rank,
-                   (unsigned long)mtu, VipxReturnString(rc));
+            if (rc != VIP_REJECT) die_rc("VipConnectRequest with a small MaxTransferSize (expected VIP_REJECT)", rc);
+            printf("client %d: request with MaxTransferSize %lu rejected (%s)\n", rank, (unsigned long)mtu,
+                   VipxReturnString(rc));
             free_endpoint(nic, &e);
             continue;
         }
-        if (rc != VIP_SUCCESS)
-            die_rc("VipConnectRequest", rc);
+        if (rc != VIP_SUCCESS) die_rc("VipConnectRequest", rc);
         char hello[MSG];
         snprintf(hello, sizeof hello, "hello from rank %d", rank);
         send_text(&e, hello);
@@ -175,13 +164,13 @@ static void client(VIP_NIC_HANDLE nic, const VIP_NIC_ATTRIBUTES *attr, VIP_PROTE
     free(local);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     (void)argc;
     (void)argv;
     if (vipl_boot_init() != VIPL_BOOT_OK || vipl_boot_size() < 2) {
-        fprintf(stderr, "vi_client_server needs two or more processes: "
-                        "vipl-run -n 2 vi_client_server\n");
+        fprintf(stderr,
+                "vi_client_server needs two or more processes: "
+                "vipl-run -n 2 vi_client_server\n");
         return 1;
     }
     VIP_NIC_HANDLE nic;
@@ -193,10 +182,8 @@ int main(int argc, char **argv)
     CHECK(VipCreatePtag(nic, &ptag));
     VIP_RELIABILITY_LEVEL level = best_level(&attr);
 
-    if (vipl_boot_rank() == 0)
-        serve(nic, &attr, ptag, level, vipl_boot_size() - 1);
-    else
-        client(nic, &attr, ptag, level);
+    if (vipl_boot_rank() == 0) serve(nic, &attr, ptag, level, vipl_boot_size() - 1);
+    else client(nic, &attr, ptag, level);
     fflush(stdout);
 
     vipl_boot_barrier();

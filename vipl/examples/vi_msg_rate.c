@@ -26,31 +26,26 @@
 #define MAX_BYTES 4096
 #define MAX_ROUNDS 100
 
-static VIP_DESCRIPTOR *poll_recv(VIP_VI_HANDLE vi, const char *what)
-{
+static VIP_DESCRIPTOR *poll_recv(VIP_VI_HANDLE vi, const char *what) {
     VIP_DESCRIPTOR *d;
     VIP_RETURN rc;
     while ((rc = VipRecvDone(vi, &d)) == VIP_NOT_DONE)
         ;
-    if (rc != VIP_SUCCESS)
-        die_rc(what, rc);
+    if (rc != VIP_SUCCESS) die_rc(what, rc);
     check_status(d, what);
     return d;
 }
 
-static void reap_one_send(VIP_VI_HANDLE vi)
-{
+static void reap_one_send(VIP_VI_HANDLE vi) {
     VIP_DESCRIPTOR *d;
     VIP_RETURN rc;
     while ((rc = VipSendDone(vi, &d)) == VIP_NOT_DONE)
         ;
-    if (rc != VIP_SUCCESS)
-        die_rc("VipSendDone", rc);
+    if (rc != VIP_SUCCESS) die_rc("VipSendDone", rc);
     check_status(d, "send");
 }
 
-static void post_recv(VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d, void *buf, VIP_MEM_HANDLE mh)
-{
+static void post_recv(VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d, void *buf, VIP_MEM_HANDLE mh) {
     memset(&d->CS, 0, sizeof d->CS);
     d->CS.SegCount = 1;
     d->CS.Length = MAX_BYTES;
@@ -60,8 +55,7 @@ static void post_recv(VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d, void *buf, VIP_MEM_HA
     CHECK(VipPostRecv(vi, d, mh));
 }
 
-static void post_send(VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d, void *buf, VIP_MEM_HANDLE mh, VIP_UINT32 len)
-{
+static void post_send(VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d, void *buf, VIP_MEM_HANDLE mh, VIP_UINT32 len) {
     d->CS.Control = VIP_CONTROL_OP_SENDRECV;
     d->CS.Status = 0;
     d->CS.SegCount = len ? 1 : 0;
@@ -72,8 +66,7 @@ static void post_send(VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d, void *buf, VIP_MEM_HA
     CHECK(VipPostSend(vi, d, mh));
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     unsigned long bytes = 16;
     long messages = 1000000;
     int burst = RECVS - 16, rounds = 5, opt;
@@ -84,15 +77,16 @@ int main(int argc, char **argv)
         case 'b': burst = atoi(optarg); break;
         case 'r': rounds = atoi(optarg); break;
         default:
-            fprintf(stderr, "usage: vipl-run -n 2 vi_msg_rate [-s bytes(<=%d)] [-n messages] "
-                            "[-b burst(1..%d)] [-r rounds(1..%d)]\n", MAX_BYTES, RECVS - 16, MAX_ROUNDS);
+            fprintf(stderr,
+                    "usage: vipl-run -n 2 vi_msg_rate [-s bytes(<=%d)] [-n messages] "
+                    "[-b burst(1..%d)] [-r rounds(1..%d)]\n",
+                    MAX_BYTES, RECVS - 16, MAX_ROUNDS);
             return 2;
         }
     }
-    if (bytes > MAX_BYTES || messages < 1 || burst < 1 || burst > RECVS - 16 || rounds < 1 ||
-        rounds > MAX_ROUNDS) {
-        fprintf(stderr, "vi_msg_rate: bad option (sizes up to %d bytes, bursts 1..%d, rounds 1..%d)\n",
-                MAX_BYTES, RECVS - 16, MAX_ROUNDS);
+    if (bytes > MAX_BYTES || messages < 1 || burst < 1 || burst > RECVS - 16 || rounds < 1 || rounds > MAX_ROUNDS) {
+        fprintf(stderr, "vi_msg_rate: bad option (sizes up to %d bytes, bursts 1..%d, rounds 1..%d)\n", MAX_BYTES,
+                RECVS - 16, MAX_ROUNDS);
         return 2;
     }
     int rank = join_pair("vi_msg_rate");
@@ -118,8 +112,7 @@ int main(int argc, char **argv)
     VIP_VI_ATTRIBUTES vattr = {best_level(&attr), attr.MaxTransferSize, NULL, ptag, VIP_FALSE, VIP_FALSE};
     VIP_VI_HANDLE vi;
     CHECK(VipCreateVi(nic, &vattr, NULL, NULL, &vi));
-    for (int i = 0; i < RECVS; i++)
-        post_recv(vi, &rdesc[i], rbuf + (size_t)i * MAX_BYTES, mh);
+    for (int i = 0; i < RECVS; i++) post_recv(vi, &rdesc[i], rbuf + (size_t)i * MAX_BYTES, mh);
     struct nic_address *addrs = gather_nic_addresses(&attr);
     connect_pair(nic, vi, &attr, &addrs[1 - rank], "vi_msg_rate");
 
@@ -127,7 +120,8 @@ int main(int argc, char **argv)
     uint64_t per_round[MAX_ROUNDS];
     if (rank == 0)
         printf("vi_msg_rate: %lu-byte sends, %ld per round in bursts of %d, NIC %s\n"
-               "%6s %12s %14s\n", bytes, messages, burst, attr.Name, "round", "ns/message", "messages/s");
+               "%6s %12s %14s\n",
+               bytes, messages, burst, attr.Name, "round", "ns/message", "messages/s");
     for (int r = 0; r < rounds; r++) {
         if (rank == 0) {
             int outstanding = 0, next = 0;
@@ -149,8 +143,7 @@ int main(int argc, char **argv)
                 post_recv(vi, d, rbuf + (size_t)(d - rdesc) * MAX_BYTES, mh);
             }
             uint64_t ns = now_ns() - t0;
-            while (outstanding-- > 0)
-                reap_one_send(vi);
+            while (outstanding-- > 0) reap_one_send(vi);
             per_round[r] = ns;
             printf("%6d %12.1f %14.0f\n", r, (double)ns / messages, messages / ((double)ns / 1e9));
             fflush(stdout);
@@ -172,8 +165,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    if (rank == 0)
-        printf("median: %.1f ns/message\n", (double)median_u64(per_round, (size_t)rounds) / messages);
+    if (rank == 0) printf("median: %.1f ns/message\n", (double)median_u64(per_round, (size_t)rounds) / messages);
 
     vipl_boot_barrier();
     teardown_vi(vi);

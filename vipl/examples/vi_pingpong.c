@@ -22,39 +22,33 @@
 
 #include "vi_example.h"
 
-static void usage(void)
-{
-    fprintf(stderr, "usage: vipl-run -n 2 vi_pingpong [-s bytes] [-n iterations] [-w warmup] "
-                    "[-l u|rd|rr]\n");
+static void usage(void) {
+    fprintf(stderr,
+            "usage: vipl-run -n 2 vi_pingpong [-s bytes] [-n iterations] [-w warmup] "
+            "[-l u|rd|rr]\n");
     exit(2);
 }
 
-static inline void cpu_relax(void)
-{
+static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
 }
 
 /* Spin until a descriptor completes on the send (or receive) queue. */
-static VIP_DESCRIPTOR *poll_send(VIP_VI_HANDLE vi)
-{
+static VIP_DESCRIPTOR *poll_send(VIP_VI_HANDLE vi) {
     VIP_DESCRIPTOR *d;
     VIP_RETURN rc;
-    while ((rc = VipSendDone(vi, &d)) == VIP_NOT_DONE)
-        cpu_relax();
-    if (rc != VIP_SUCCESS)
-        die_rc("VipSendDone", rc);
+    while ((rc = VipSendDone(vi, &d)) == VIP_NOT_DONE) cpu_relax();
+    if (rc != VIP_SUCCESS) die_rc("VipSendDone", rc);
     check_status(d, "send");
     return d;
 }
 
-
 /* Waits for a receive and, while waiting, retires the last send if it is still
  * outstanding (*send_pending): its completion then costs nothing on the round
  * trip, as a latency-minded VI program would arrange. */
-static VIP_DESCRIPTOR *poll_recv_reaping(VIP_VI_HANDLE vi, int *send_pending)
-{
+static VIP_DESCRIPTOR *poll_recv_reaping(VIP_VI_HANDLE vi, int *send_pending) {
     VIP_DESCRIPTOR *d;
     VIP_RETURN rc;
     while ((rc = VipRecvDone(vi, &d)) == VIP_NOT_DONE) {
@@ -70,15 +64,13 @@ static VIP_DESCRIPTOR *poll_recv_reaping(VIP_VI_HANDLE vi, int *send_pending)
             cpu_relax();
         }
     }
-    if (rc != VIP_SUCCESS)
-        die_rc("VipRecvDone", rc);
+    if (rc != VIP_SUCCESS) die_rc("VipRecvDone", rc);
     check_status(d, "receive");
     return d;
 }
 
 /* One data segment descriptor (send or receive) over buf. */
-static void prepare(VIP_DESCRIPTOR *d, void *buf, VIP_MEM_HANDLE mh, VIP_UINT32 len)
-{
+static void prepare(VIP_DESCRIPTOR *d, void *buf, VIP_MEM_HANDLE mh, VIP_UINT32 len) {
     memset(&d->CS, 0, sizeof d->CS);
     d->CS.Control = VIP_CONTROL_OP_SENDRECV;
     d->CS.SegCount = 1;
@@ -93,8 +85,7 @@ struct shared_line {
     _Alignas(64) _Atomic uint64_t seq; /* odd: rank 0 pinged; even: rank 1 answered */
 };
 
-static void raw_pingpong(int iters, int warmup, uint64_t *samples)
-{
+static void raw_pingpong(int iters, int warmup, uint64_t *samples) {
     char path[256];
     snprintf(path, sizeof path, "/dev/shm/viastack-%s-rawpp", vipl_boot_job());
     int rank = vipl_boot_rank();
@@ -124,24 +115,19 @@ static void raw_pingpong(int iters, int warmup, uint64_t *samples)
         if (rank == 0) {
             uint64_t t0 = now_ns();
             atomic_store_explicit(&line->seq, ping, memory_order_release);
-            while (atomic_load_explicit(&line->seq, memory_order_acquire) != pong)
-                cpu_relax();
-            if (i >= warmup)
-                samples[i - warmup] = now_ns() - t0;
+            while (atomic_load_explicit(&line->seq, memory_order_acquire) != pong) cpu_relax();
+            if (i >= warmup) samples[i - warmup] = now_ns() - t0;
         } else {
-            while (atomic_load_explicit(&line->seq, memory_order_acquire) != ping)
-                cpu_relax();
+            while (atomic_load_explicit(&line->seq, memory_order_acquire) != ping) cpu_relax();
             atomic_store_explicit(&line->seq, pong, memory_order_release);
         }
     }
     vipl_boot_barrier();
     munmap(line, 4096);
-    if (rank == 0)
-        unlink(path);
+    if (rank == 0) unlink(path);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     size_t size = 16;
     int iters = 10000, warmup = 1000, opt;
     VIP_RELIABILITY_LEVEL level = 0;
@@ -154,8 +140,7 @@ int main(int argc, char **argv)
         default: usage();
         }
     }
-    if (iters < 1 || warmup < 0)
-        usage();
+    if (iters < 1 || warmup < 0) usage();
     int rank = join_pair("vi_pingpong");
 
     /* NIC, protection tag, and one registered region: [send buf | recv buf | descriptors] */
@@ -168,8 +153,7 @@ int main(int argc, char **argv)
                 (unsigned long)attr.MaxTransferSize);
         return 1;
     }
-    if (!level)
-        level = best_level(&attr);
+    if (!level) level = best_level(&attr);
     VIP_PROTECTION_HANDLE ptag;
     CHECK(VipCreatePtag(nic, &ptag));
     size_t buf_bytes = (size + 63) & ~(size_t)63;
@@ -213,8 +197,7 @@ int main(int argc, char **argv)
             VIP_DESCRIPTOR *r = poll_recv_reaping(vi, &send_pending);
             prepare(r, recv_buf, mh, (VIP_UINT32)size);
             CHECK(VipPostRecv(vi, r, mh));
-            if (i >= warmup)
-                vi_samples[i - warmup] = now_ns() - t0;
+            if (i >= warmup) vi_samples[i - warmup] = now_ns() - t0;
         } else {
             VIP_DESCRIPTOR *r = poll_recv_reaping(vi, &send_pending);
             if (r->CS.Length != size) {
@@ -232,8 +215,7 @@ int main(int argc, char **argv)
             CHECK(VipPostRecv(vi, r, mh));
         }
     }
-    if (send_pending)
-        poll_send(vi);
+    if (send_pending) poll_send(vi);
     if (size && recv_buf[0] != 'a' + (1 - rank)) {
         fprintf(stderr, "rank %d: received wrong data\n", rank);
         return 1;
@@ -245,8 +227,8 @@ int main(int argc, char **argv)
     if (rank == 0) {
         uint64_t vi_half = median_u64(vi_samples, (size_t)iters) / 2;
         uint64_t raw_half = median_u64(raw_samples, (size_t)iters) / 2;
-        printf("vi_pingpong: %zu-byte messages, %d iterations after %d warm-up, NIC %s\n", size,
-               iters, warmup, attr.Name);
+        printf("vi_pingpong: %zu-byte messages, %d iterations after %d warm-up, NIC %s\n", size, iters, warmup,
+               attr.Name);
         printf("RTT/2 = %llu ns\n", (unsigned long long)vi_half);
         printf("raw cache-line RTT/2 = %llu ns\n", (unsigned long long)raw_half);
         printf("ratio VI/raw = %.1f\n", raw_half ? (double)vi_half / (double)raw_half : 0.0);

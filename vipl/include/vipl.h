@@ -50,8 +50,8 @@ typedef VIP_PVOID VIP_QOS; /* the spec leaves QoS undefined: must be NULL */
  * Control/Data[] members.  Define VIPL_SPEC_NAMES_ONLY before including this
  * header to get the specification's names alone.  The Control/Data[] members
  * need anonymous unions: C11 or later, GNU C, or C++ (not strict -std=c99). */
-#if !defined(VIPL_SPEC_NAMES_ONLY) &&                                                      \
-    (defined(__cplusplus) || (defined(__GNUC__) && !defined(__STRICT_ANSI__)) ||             \
+#if !defined(VIPL_SPEC_NAMES_ONLY) &&                                                                                  \
+    (defined(__cplusplus) || (defined(__GNUC__) && !defined(__STRICT_ANSI__)) ||                                       \
      (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L))
 #define VIPL_LEGACY_NAMES_ 1
 #else
@@ -228,12 +228,7 @@ typedef struct _VIP_DESCRIPTOR {
 #define VIP_STATUS_RESERVED 0xFFF0FE00
 
 /* ---- VI state and attributes ------------------------------------------- */
-typedef enum {
-    VIP_STATE_IDLE,
-    VIP_STATE_CONNECTED,
-    VIP_STATE_CONNECT_PENDING,
-    VIP_STATE_ERROR
-} VIP_VI_STATE;
+typedef enum { VIP_STATE_IDLE, VIP_STATE_CONNECTED, VIP_STATE_CONNECT_PENDING, VIP_STATE_ERROR } VIP_VI_STATE;
 
 typedef struct {
     VIP_RELIABILITY_LEVEL ReliabilityLevel;
@@ -299,7 +294,7 @@ typedef enum {
     VIP_INVALID_STATE,
     VIP_ERROR_NAMESERVICE,
     VIP_NO_MATCH,
-    /* Not in the spec; M-VIA's and Giganet's headers have them with these values
+/* Not in the spec; M-VIA's and Giganet's headers have them with these values
      * and programs switch on them.  A program that defines either as a macro
      * before including this header (as Global Arrays' ARMCI VIA port does for
      * headers without VIP_ERROR_NOT_SUPPORTED) keeps its own definition. */
@@ -328,36 +323,30 @@ VIP_RETURN VipQueryNic(IN VIP_NIC_HANDLE NicHandle, OUT VIP_NIC_ATTRIBUTES *NicA
 /* ---- protection tags and memory --------------------------------------------- */
 VIP_RETURN VipCreatePtag(IN VIP_NIC_HANDLE NicHandle, OUT VIP_PROTECTION_HANDLE *Ptag);
 VIP_RETURN VipDestroyPtag(IN VIP_NIC_HANDLE NicHandle, IN VIP_PROTECTION_HANDLE Ptag);
-VIP_RETURN VipRegisterMem(IN VIP_NIC_HANDLE NicHandle, IN VIP_PVOID VirtualAddress,
-                          IN VIP_ULONG Length, IN VIP_MEM_ATTRIBUTES *MemAttribs,
-                          OUT VIP_MEM_HANDLE *MemoryHandle);
-VIP_RETURN VipDeregisterMem(IN VIP_NIC_HANDLE NicHandle, IN VIP_PVOID VirtualAddress,
-                            IN VIP_MEM_HANDLE MemoryHandle);
-VIP_RETURN VipQueryMem(IN VIP_NIC_HANDLE NicHandle, IN VIP_PVOID Address,
-                       IN VIP_MEM_HANDLE MemHandle, OUT VIP_MEM_ATTRIBUTES *MemAttribs);
-VIP_RETURN VipSetMemAttributes(IN VIP_NIC_HANDLE NicHandle, IN VIP_PVOID Address,
-                               IN VIP_MEM_HANDLE MemHandle, IN VIP_MEM_ATTRIBUTES *MemAttribs);
+VIP_RETURN VipRegisterMem(IN VIP_NIC_HANDLE NicHandle, IN VIP_PVOID VirtualAddress, IN VIP_ULONG Length,
+                          IN VIP_MEM_ATTRIBUTES *MemAttribs, OUT VIP_MEM_HANDLE *MemoryHandle);
+VIP_RETURN VipDeregisterMem(IN VIP_NIC_HANDLE NicHandle, IN VIP_PVOID VirtualAddress, IN VIP_MEM_HANDLE MemoryHandle);
+VIP_RETURN VipQueryMem(IN VIP_NIC_HANDLE NicHandle, IN VIP_PVOID Address, IN VIP_MEM_HANDLE MemHandle,
+                       OUT VIP_MEM_ATTRIBUTES *MemAttribs);
+VIP_RETURN VipSetMemAttributes(IN VIP_NIC_HANDLE NicHandle, IN VIP_PVOID Address, IN VIP_MEM_HANDLE MemHandle,
+                               IN VIP_MEM_ATTRIBUTES *MemAttribs);
 
 /* ---- VIs ---------------------------------------------------------------------- */
-VIP_RETURN VipCreateVi(IN VIP_NIC_HANDLE NicHandle, IN VIP_VI_ATTRIBUTES *ViAttribs,
-                       IN VIP_CQ_HANDLE SendCQHandle, IN VIP_CQ_HANDLE RecvCQHandle,
-                       OUT VIP_VI_HANDLE *ViHandle);
+VIP_RETURN VipCreateVi(IN VIP_NIC_HANDLE NicHandle, IN VIP_VI_ATTRIBUTES *ViAttribs, IN VIP_CQ_HANDLE SendCQHandle,
+                       IN VIP_CQ_HANDLE RecvCQHandle, OUT VIP_VI_HANDLE *ViHandle);
 VIP_RETURN VipDestroyVi(IN VIP_VI_HANDLE ViHandle);
-VIP_RETURN VipQueryVi(IN VIP_VI_HANDLE ViHandle, OUT VIP_VI_STATE *State,
-                      OUT VIP_VI_ATTRIBUTES *ViAttribs, OUT VIP_BOOLEAN *ViSendQEmpty,
-                      OUT VIP_BOOLEAN *ViRecvQEmpty);
+VIP_RETURN VipQueryVi(IN VIP_VI_HANDLE ViHandle, OUT VIP_VI_STATE *State, OUT VIP_VI_ATTRIBUTES *ViAttribs,
+                      OUT VIP_BOOLEAN *ViSendQEmpty, OUT VIP_BOOLEAN *ViRecvQEmpty);
 VIP_RETURN VipSetViAttributes(IN VIP_VI_HANDLE ViHandle, IN VIP_VI_ATTRIBUTES *ViAttribs);
 
 /* ---- connection management: client/server ------------------------------------- */
-VIP_RETURN VipConnectWait(IN VIP_NIC_HANDLE NicHandle, IN VIP_NET_ADDRESS *LocalAddr,
-                          IN VIP_ULONG Timeout, OUT VIP_NET_ADDRESS *RemoteAddr,
-                          OUT VIP_VI_ATTRIBUTES *RemoteViAttribs,
+VIP_RETURN VipConnectWait(IN VIP_NIC_HANDLE NicHandle, IN VIP_NET_ADDRESS *LocalAddr, IN VIP_ULONG Timeout,
+                          OUT VIP_NET_ADDRESS *RemoteAddr, OUT VIP_VI_ATTRIBUTES *RemoteViAttribs,
                           OUT VIP_CONN_HANDLE *ConnHandle);
 VIP_RETURN VipConnectAccept(IN VIP_CONN_HANDLE ConnHandle, IN VIP_VI_HANDLE ViHandle);
 VIP_RETURN VipConnectReject(IN VIP_CONN_HANDLE ConnHandle);
-VIP_RETURN VipConnectRequest(IN VIP_VI_HANDLE ViHandle, IN VIP_NET_ADDRESS *LocalAddr,
-                             IN VIP_NET_ADDRESS *RemoteAddr, IN VIP_ULONG Timeout,
-                             OUT VIP_VI_ATTRIBUTES *RemoteViAttribs);
+VIP_RETURN VipConnectRequest(IN VIP_VI_HANDLE ViHandle, IN VIP_NET_ADDRESS *LocalAddr, IN VIP_NET_ADDRESS *RemoteAddr,
+                             IN VIP_ULONG Timeout, OUT VIP_VI_ATTRIBUTES *RemoteViAttribs);
 VIP_RETURN VipDisconnect(IN VIP_VI_HANDLE ViHandle);
 
 /* ---- connection management: peer-to-peer -------------------------------------- */
@@ -367,22 +356,17 @@ VIP_RETURN VipConnectPeerDone(IN VIP_VI_HANDLE ViHandle, OUT VIP_VI_ATTRIBUTES *
 VIP_RETURN VipConnectPeerWait(IN VIP_VI_HANDLE ViHandle, OUT VIP_VI_ATTRIBUTES *RemoteViAttribs);
 
 /* ---- data transfer ------------------------------------------------------------- */
-VIP_RETURN VipPostSend(IN VIP_VI_HANDLE ViHandle, IN VIP_DESCRIPTOR *DescriptorPtr,
-                       IN VIP_MEM_HANDLE MemoryHandle);
+VIP_RETURN VipPostSend(IN VIP_VI_HANDLE ViHandle, IN VIP_DESCRIPTOR *DescriptorPtr, IN VIP_MEM_HANDLE MemoryHandle);
 VIP_RETURN VipSendDone(IN VIP_VI_HANDLE ViHandle, OUT VIP_DESCRIPTOR **DescriptorPtr);
-VIP_RETURN VipSendWait(IN VIP_VI_HANDLE ViHandle, IN VIP_ULONG Timeout,
-                       OUT VIP_DESCRIPTOR **DescriptorPtr);
-VIP_RETURN VipPostRecv(IN VIP_VI_HANDLE ViHandle, IN VIP_DESCRIPTOR *DescriptorPtr,
-                       IN VIP_MEM_HANDLE MemoryHandle);
+VIP_RETURN VipSendWait(IN VIP_VI_HANDLE ViHandle, IN VIP_ULONG Timeout, OUT VIP_DESCRIPTOR **DescriptorPtr);
+VIP_RETURN VipPostRecv(IN VIP_VI_HANDLE ViHandle, IN VIP_DESCRIPTOR *DescriptorPtr, IN VIP_MEM_HANDLE MemoryHandle);
 VIP_RETURN VipRecvDone(IN VIP_VI_HANDLE ViHandle, OUT VIP_DESCRIPTOR **DescriptorPtr);
-VIP_RETURN VipRecvWait(IN VIP_VI_HANDLE ViHandle, IN VIP_ULONG Timeout,
-                       OUT VIP_DESCRIPTOR **DescriptorPtr);
+VIP_RETURN VipRecvWait(IN VIP_VI_HANDLE ViHandle, IN VIP_ULONG Timeout, OUT VIP_DESCRIPTOR **DescriptorPtr);
 
 typedef void (*VIP_DESCRIPTOR_NOTIFY_HANDLER)(IN VIP_PVOID Context, IN VIP_NIC_HANDLE NicHandle,
-                                              IN VIP_VI_HANDLE ViHandle,
-                                              IN VIP_DESCRIPTOR *DescriptorPtr);
-typedef void (*VIP_CQ_NOTIFY_HANDLER)(IN VIP_PVOID Context, IN VIP_NIC_HANDLE NicHandle,
-                                      IN VIP_VI_HANDLE ViHandle, IN VIP_BOOLEAN RecvQueue);
+                                              IN VIP_VI_HANDLE ViHandle, IN VIP_DESCRIPTOR *DescriptorPtr);
+typedef void (*VIP_CQ_NOTIFY_HANDLER)(IN VIP_PVOID Context, IN VIP_NIC_HANDLE NicHandle, IN VIP_VI_HANDLE ViHandle,
+                                      IN VIP_BOOLEAN RecvQueue);
 typedef void (*VIP_ERROR_HANDLER)(IN VIP_PVOID Context, IN VIP_ERROR_DESCRIPTOR *ErrorDesc);
 #ifndef VIPL_SPEC_NAMES_ONLY
 /* Giganet cLAN's names for the two notify handler types. */
@@ -392,36 +376,29 @@ typedef VIP_CQ_NOTIFY_HANDLER VIP_CQ_CALLBACK;
 
 /* One-shot: the handler runs once, on a provider thread, with the next completed
  * descriptor (removed from the queue) or CQ entry (removed from the CQ). */
-VIP_RETURN VipSendNotify(IN VIP_VI_HANDLE ViHandle, IN VIP_PVOID Context,
-                         IN VIP_DESCRIPTOR_NOTIFY_HANDLER Handler);
-VIP_RETURN VipRecvNotify(IN VIP_VI_HANDLE ViHandle, IN VIP_PVOID Context,
-                         IN VIP_DESCRIPTOR_NOTIFY_HANDLER Handler);
+VIP_RETURN VipSendNotify(IN VIP_VI_HANDLE ViHandle, IN VIP_PVOID Context, IN VIP_DESCRIPTOR_NOTIFY_HANDLER Handler);
+VIP_RETURN VipRecvNotify(IN VIP_VI_HANDLE ViHandle, IN VIP_PVOID Context, IN VIP_DESCRIPTOR_NOTIFY_HANDLER Handler);
 
 /* ---- completion queues --------------------------------------------------------- */
-VIP_RETURN VipCreateCQ(IN VIP_NIC_HANDLE NicHandle, IN VIP_ULONG EntryCount,
-                       OUT VIP_CQ_HANDLE *CQHandle);
+VIP_RETURN VipCreateCQ(IN VIP_NIC_HANDLE NicHandle, IN VIP_ULONG EntryCount, OUT VIP_CQ_HANDLE *CQHandle);
 VIP_RETURN VipDestroyCQ(IN VIP_CQ_HANDLE CQHandle);
 VIP_RETURN VipResizeCQ(IN VIP_CQ_HANDLE CQHandle, IN VIP_ULONG EntryCount);
-VIP_RETURN VipCQDone(IN VIP_CQ_HANDLE CQHandle, OUT VIP_VI_HANDLE *ViHandle,
+VIP_RETURN VipCQDone(IN VIP_CQ_HANDLE CQHandle, OUT VIP_VI_HANDLE *ViHandle, OUT VIP_BOOLEAN *RecvQueue);
+VIP_RETURN VipCQWait(IN VIP_CQ_HANDLE CQHandle, IN VIP_ULONG Timeout, OUT VIP_VI_HANDLE *ViHandle,
                      OUT VIP_BOOLEAN *RecvQueue);
-VIP_RETURN VipCQWait(IN VIP_CQ_HANDLE CQHandle, IN VIP_ULONG Timeout,
-                     OUT VIP_VI_HANDLE *ViHandle, OUT VIP_BOOLEAN *RecvQueue);
-VIP_RETURN VipCQNotify(IN VIP_CQ_HANDLE CQHandle, IN VIP_PVOID Context,
-                       IN VIP_CQ_NOTIFY_HANDLER Handler);
+VIP_RETURN VipCQNotify(IN VIP_CQ_HANDLE CQHandle, IN VIP_PVOID Context, IN VIP_CQ_NOTIFY_HANDLER Handler);
 
 /* ---- errors, name service, management -------------------------------------------- */
-VIP_RETURN VipErrorCallback(IN VIP_NIC_HANDLE NicHandle, IN VIP_PVOID Context,
-                            IN VIP_ERROR_HANDLER Handler);
+VIP_RETURN VipErrorCallback(IN VIP_NIC_HANDLE NicHandle, IN VIP_PVOID Context, IN VIP_ERROR_HANDLER Handler);
 
 VIP_RETURN VipNSInit(IN VIP_NIC_HANDLE NicHandle, IN VIP_PVOID NSInitInfo);
-VIP_RETURN VipNSGetHostByName(IN VIP_NIC_HANDLE NicHandle, IN VIP_CHAR *Name,
-                              OUT VIP_NET_ADDRESS *Address, IN VIP_ULONG NameIndex);
-VIP_RETURN VipNSGetHostByAddr(IN VIP_NIC_HANDLE NicHandle, IN VIP_NET_ADDRESS *Address,
-                              OUT VIP_CHAR *Name, IN OUT VIP_ULONG *NameLen);
+VIP_RETURN VipNSGetHostByName(IN VIP_NIC_HANDLE NicHandle, IN VIP_CHAR *Name, OUT VIP_NET_ADDRESS *Address,
+                              IN VIP_ULONG NameIndex);
+VIP_RETURN VipNSGetHostByAddr(IN VIP_NIC_HANDLE NicHandle, IN VIP_NET_ADDRESS *Address, OUT VIP_CHAR *Name,
+                              IN OUT VIP_ULONG *NameLen);
 VIP_RETURN VipNSShutdown(IN VIP_NIC_HANDLE NicHandle);
 
-VIP_RETURN VipQuerySystemManagementInfo(IN VIP_NIC_HANDLE NicHandle, IN VIP_ULONG InfoType,
-                                        OUT VIP_PVOID SysManInfo);
+VIP_RETURN VipQuerySystemManagementInfo(IN VIP_NIC_HANDLE NicHandle, IN VIP_ULONG InfoType, OUT VIP_PVOID SysManInfo);
 
 /* ---- viastack extensions (not in the spec; prefixed Vipx) ------------------------ */
 /* Name of a VIP_RETURN code ("VIP_TIMEOUT"); never NULL. */
@@ -478,9 +455,8 @@ VIP_RETURN VipxFreeMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address);
  * VipConnectRequest, plus VIP_INVALID_PARAMETER for Len > VIPX_CM_DATA_MAX or
  * Data NULL with Len > 0.  Timeout (ms, VIP_INFINITE) bounds the wait for the
  * answer, as for VipConnectRequest. */
-VIP_RETURN VipxConnectRequestStart(VIP_VI_HANDLE ViHandle, VIP_NET_ADDRESS *LocalAddr,
-                                   VIP_NET_ADDRESS *RemoteAddr, VIP_ULONG Timeout,
-                                   const void *Data, VIP_ULONG Len);
+VIP_RETURN VipxConnectRequestStart(VIP_VI_HANDLE ViHandle, VIP_NET_ADDRESS *LocalAddr, VIP_NET_ADDRESS *RemoteAddr,
+                                   VIP_ULONG Timeout, const void *Data, VIP_ULONG Len);
 
 /* Progress and result of VipxConnectRequestStart; never waits.
  *  VIP_NOT_DONE    still pending;
@@ -493,22 +469,20 @@ VIP_RETURN VipxConnectRequestStart(VIP_VI_HANDLE ViHandle, VIP_NET_ADDRESS *Loca
  *  VIP_INVALID_STATE  no request was started on this VI (or its result was
  *                  already handed back).
  * RemoteViAttribs, Data and Len may be NULL. */
-VIP_RETURN VipxConnectRequestDone(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *RemoteViAttribs,
-                                  void *Data, VIP_ULONG *Len);
+VIP_RETURN VipxConnectRequestDone(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *RemoteViAttribs, void *Data,
+                                  VIP_ULONG *Len);
 
 /* VipConnectWait that also returns the request's private data (Data/ *Len as
  * above; may be NULL).  Timeout 0 polls: VIP_TIMEOUT at once when no request
  * is waiting. */
-VIP_RETURN VipxConnectWaitData(VIP_NIC_HANDLE NicHandle, VIP_NET_ADDRESS *LocalAddr,
-                               VIP_ULONG Timeout, VIP_NET_ADDRESS *RemoteAddr,
-                               VIP_VI_ATTRIBUTES *RemoteViAttribs, VIP_CONN_HANDLE *ConnHandle,
-                               void *Data, VIP_ULONG *Len);
+VIP_RETURN VipxConnectWaitData(VIP_NIC_HANDLE NicHandle, VIP_NET_ADDRESS *LocalAddr, VIP_ULONG Timeout,
+                               VIP_NET_ADDRESS *RemoteAddr, VIP_VI_ATTRIBUTES *RemoteViAttribs,
+                               VIP_CONN_HANDLE *ConnHandle, void *Data, VIP_ULONG *Len);
 
 /* VipConnectAccept / VipConnectReject carrying Len bytes of private data to the
  * requester (VIP_INVALID_PARAMETER for Len > VIPX_CM_DATA_MAX or Data NULL with
  * Len > 0; the connection handle stays usable then). */
-VIP_RETURN VipxConnectAcceptData(VIP_CONN_HANDLE ConnHandle, VIP_VI_HANDLE ViHandle,
-                                 const void *Data, VIP_ULONG Len);
+VIP_RETURN VipxConnectAcceptData(VIP_CONN_HANDLE ConnHandle, VIP_VI_HANDLE ViHandle, const void *Data, VIP_ULONG Len);
 VIP_RETURN VipxConnectRejectData(VIP_CONN_HANDLE ConnHandle, const void *Data, VIP_ULONG Len);
 
 #ifdef __cplusplus

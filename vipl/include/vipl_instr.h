@@ -68,22 +68,22 @@ extern "C" {
 #endif
 
 typedef enum {
-    VIPL_INSTR_BASE_VI = 0,     /* VipPostSend, VipSendDone, VipRecvDone, VipPostRecv */
-    VIPL_INSTR_EVENT = 1,       /* VipCQDone(send/recv), waits */
-    VIPL_INSTR_FLOW_CONTROL = 2,/* credits, descriptor recycling, send bookkeeping */
-    VIPL_INSTR_SEMANTICS = 3,   /* build descriptors, copy data, run handlers */
-    VIPL_INSTR_FIRMWARE = 4,    /* NIC firmware phases (not host overhead) */
+    VIPL_INSTR_BASE_VI = 0,      /* VipPostSend, VipSendDone, VipRecvDone, VipPostRecv */
+    VIPL_INSTR_EVENT = 1,        /* VipCQDone(send/recv), waits */
+    VIPL_INSTR_FLOW_CONTROL = 2, /* credits, descriptor recycling, send bookkeeping */
+    VIPL_INSTR_SEMANTICS = 3,    /* build descriptors, copy data, run handlers */
+    VIPL_INSTR_FIRMWARE = 4,     /* NIC firmware phases (not host overhead) */
     VIPL_INSTR_OTHER = 5,
-    VIPL_INSTR_WAIT = 6,        /* waiting for what has not arrived (not host overhead) */
+    VIPL_INSTR_WAIT = 6, /* waiting for what has not arrived (not host overhead) */
     VIPL_INSTR_NCATEGORIES = 7
 } vipl_instr_category;
 
 typedef struct vipl_instr_counter {
     const char *name;
     int category;
-    int registered;             /* set once the counter is on the process list */
-    uint64_t count;             /* intervals timed */
-    uint64_t cycles;            /* total TSC cycles */
+    int registered;  /* set once the counter is on the process list */
+    uint64_t count;  /* intervals timed */
+    uint64_t cycles; /* total TSC cycles */
     struct vipl_instr_counter *next;
 } vipl_instr_counter;
 
@@ -93,10 +93,10 @@ typedef struct {
     int category;
     uint64_t count;
     uint64_t cycles;
-    double ns;                  /* cycles converted with the calibrated TSC rate */
+    double ns; /* cycles converted with the calibrated TSC rate */
 } vipl_instr_sample;
 
-extern int vipl_instr_on;       /* the runtime switch; read it through vipl_instr_enabled() */
+extern int vipl_instr_on; /* the runtime switch; read it through vipl_instr_enabled() */
 /* Instrumentation or the host-CPU model on: timed scopes read the clock. */
 extern int vipl_instr_timing;
 /* The host-CPU model is on (vipl_host_model_set). */
@@ -160,10 +160,10 @@ void vipl_instr_call_waited(uint64_t t, const void *key, int found);
 
 /* ---- the host-CPU model (see the top; docs/cost-model.md) ---- */
 typedef struct vipl_host_model {
-    double slowdown;          /* >= 1: the modelled host's time per unit of this host's time in layer code */
-    double max_self_ns;       /* a scope's self time above this is a preemption, not software: not stretched */
-    uint32_t line_bytes;      /* a received message is read in lines of this size ... */
-    uint32_t line_ns;         /* ... each an uncached read (the NIC wrote it by DMA) */
+    double slowdown;     /* >= 1: the modelled host's time per unit of this host's time in layer code */
+    double max_self_ns;  /* a scope's self time above this is a preemption, not software: not stretched */
+    uint32_t line_bytes; /* a received message is read in lines of this size ... */
+    uint32_t line_ns;    /* ... each an uncached read (the NIC wrote it by DMA) */
     /* For tests: the model's clock and spin, in the model's "cycles"
      * (NULL: the TSC, busy-waited), and cycles per ns (0: the calibrated TSC rate). */
     uint64_t (*now)(void *ctx);
@@ -173,13 +173,13 @@ typedef struct vipl_host_model {
 } vipl_host_model;
 /* What the host-CPU model has charged, process-wide (since it was set). */
 typedef struct {
-    uint64_t scopes;          /* layer scopes stretched */
-    uint64_t stretch_cycles;  /* ... by this much in total */
-    uint64_t skipped;         /* layer scopes too long to be software (max_self_ns) */
-    uint64_t lines;           /* received-message lines read uncached */
-    uint64_t line_cycles;     /* ... costing this much */
-    double empty_cycles;      /* calibrated self time of an empty scope, not stretched */
-    double nest_cycles;       /* calibrated time a nested scope leaks into its parent's self time */
+    uint64_t scopes;         /* layer scopes stretched */
+    uint64_t stretch_cycles; /* ... by this much in total */
+    uint64_t skipped;        /* layer scopes too long to be software (max_self_ns) */
+    uint64_t lines;          /* received-message lines read uncached */
+    uint64_t line_cycles;    /* ... costing this much */
+    double empty_cycles;     /* calibrated self time of an empty scope, not stretched */
+    double nest_cycles;      /* calibrated time a nested scope leaks into its parent's self time */
 } vipl_host_stats;
 /* Turns the model on with *m (copied; calibrates the scopes' own cost), or
  * off with NULL.  Returns 0, or -1 for bad parameters (slowdown < 1,
@@ -204,76 +204,107 @@ static inline void vipl_instr_end_(vipl_instr_counter *c, uint64_t t, int counte
 }
 
 void vipl_instr_enable(int on);
-void vipl_instr_reset(void);                 /* zero every counter */
-double vipl_instr_cycles_per_ns(void);       /* TSC rate, calibrated once */
+void vipl_instr_reset(void);                        /* zero every counter */
+double vipl_instr_cycles_per_ns(void);              /* TSC rate, calibrated once */
 const char *vipl_instr_category_name(int category); /* "Base VI", "Event Notification", ... */
 /* Copies up to max samples (sorted by category, then name); returns the total number. */
 size_t vipl_instr_snapshot(vipl_instr_sample *out, size_t max);
 /* Looks one counter up by name; returns 0 and fills *out, or -1. */
 int vipl_instr_find(const char *name, vipl_instr_sample *out);
-void vipl_instr_print_table(FILE *f);        /* human-readable table, grouped by category */
-int vipl_instr_dump_json(const char *path);  /* machine-readable; 0 on success */
+void vipl_instr_print_table(FILE *f);       /* human-readable table, grouped by category */
+int vipl_instr_dump_json(const char *path); /* machine-readable; 0 on success */
 
 #if VIASTACK_INSTR_COMPILED
 #define VIPL_INSTR_DEFINE(var, name, cat) static vipl_instr_counter var = {name, cat, 0, 0, 0, 0}
 #define VIPL_INSTR_BEGIN(t) uint64_t t = __builtin_expect(vipl_instr_timing, 0) ? vipl_instr_begin_() : 0
 #define VIPL_INSTR_END(var, t) VIPL_INSTR_END_IF(var, t, 1)
 /* Closes the scope always; counts it on var only if `counted`. */
-#define VIPL_INSTR_END_IF(var, t, counted) \
-    do { if (__builtin_expect(vipl_instr_timing, 0)) vipl_instr_end_(&(var), (t), (counted), VIPL_SCOPE_LAYER); } while (0)
+#define VIPL_INSTR_END_IF(var, t, counted)                                                                             \
+    do {                                                                                                               \
+        if (__builtin_expect(vipl_instr_timing, 0)) vipl_instr_end_(&(var), (t), (counted), VIPL_SCOPE_LAYER);         \
+    } while (0)
 /* The VIPL front's scopes: the provider's time, never stretched by the host-CPU model. */
-#define VIPL_INSTR_PROVIDER_END_IF(var, t, counted) \
-    do { if (__builtin_expect(vipl_instr_timing, 0)) vipl_instr_end_(&(var), (t), (counted), VIPL_SCOPE_PROVIDER); } while (0)
+#define VIPL_INSTR_PROVIDER_END_IF(var, t, counted)                                                                    \
+    do {                                                                                                               \
+        if (__builtin_expect(vipl_instr_timing, 0)) vipl_instr_end_(&(var), (t), (counted), VIPL_SCOPE_PROVIDER);      \
+    } while (0)
 #define VIPL_INSTR_PROVIDER_END(var, t) VIPL_INSTR_PROVIDER_END_IF(var, t, 1)
 /* A Done/Wait call begun at t returned key (found) or nothing: declare its waiting part. */
-#define VIPL_INSTR_WAITED(t, key, found) \
-    do { if (vipl_instr_enabled() && (t)) vipl_instr_call_waited((t), (key), (found)); } while (0)
+#define VIPL_INSTR_WAITED(t, key, found)                                                                               \
+    do {                                                                                                               \
+        if (vipl_instr_enabled() && (t)) vipl_instr_call_waited((t), (key), (found));                                  \
+    } while (0)
 /* The same for a call that may run offload sections (the VIPL front's Done and
  * Wait calls): begin it with VIPL_INSTR_CALL_BEGIN(t), declare with this. */
-#define VIPL_INSTR_CALL_BEGIN(t) \
-    VIPL_INSTR_BEGIN(t);         \
+#define VIPL_INSTR_CALL_BEGIN(t)                                                                                       \
+    VIPL_INSTR_BEGIN(t);                                                                                               \
     const uint64_t t##_off_ = t ? vipl_instr_offloaded : 0
-#define VIPL_INSTR_CALL_WAITED(t, key, found) \
-    do { if (vipl_instr_enabled() && (t)) vipl_instr_call_waited_since((t), t##_off_, (key), (found)); } while (0)
+#define VIPL_INSTR_CALL_WAITED(t, key, found)                                                                          \
+    do {                                                                                                               \
+        if (vipl_instr_enabled() && (t)) vipl_instr_call_waited_since((t), t##_off_, (key), (found));                  \
+    } while (0)
 #else
 #define VIPL_INSTR_DEFINE(var, name, cat) static const int var##_unused_ = 0
-#define VIPL_INSTR_BEGIN(t) do {} while (0)
-#define VIPL_INSTR_END(var, t) do {} while (0)
-#define VIPL_INSTR_END_IF(var, t, counted) do {} while (0)
-#define VIPL_INSTR_PROVIDER_END_IF(var, t, counted) do {} while (0)
-#define VIPL_INSTR_PROVIDER_END(var, t) do {} while (0)
-#define VIPL_INSTR_WAITED(t, key, found) do {} while (0)
-#define VIPL_INSTR_CALL_BEGIN(t) do {} while (0)
-#define VIPL_INSTR_CALL_WAITED(t, key, found) do {} while (0)
+#define VIPL_INSTR_BEGIN(t)                                                                                            \
+    do {                                                                                                               \
+    } while (0)
+#define VIPL_INSTR_END(var, t)                                                                                         \
+    do {                                                                                                               \
+    } while (0)
+#define VIPL_INSTR_END_IF(var, t, counted)                                                                             \
+    do {                                                                                                               \
+    } while (0)
+#define VIPL_INSTR_PROVIDER_END_IF(var, t, counted)                                                                    \
+    do {                                                                                                               \
+    } while (0)
+#define VIPL_INSTR_PROVIDER_END(var, t)                                                                                \
+    do {                                                                                                               \
+    } while (0)
+#define VIPL_INSTR_WAITED(t, key, found)                                                                               \
+    do {                                                                                                               \
+    } while (0)
+#define VIPL_INSTR_CALL_BEGIN(t)                                                                                       \
+    do {                                                                                                               \
+    } while (0)
+#define VIPL_INSTR_CALL_WAITED(t, key, found)                                                                          \
+    do {                                                                                                               \
+    } while (0)
 #endif
 
 #ifdef __cplusplus
 } /* extern "C" */
 
 /* Not `namespace vipl::instr`: the header is public and compiles as C++11. */
-namespace vipl { namespace instr {
+namespace vipl {
+namespace instr {
 /* RAII timed scope: starts on construction, adds on destruction. */
 class Scope {
 public:
     explicit Scope(vipl_instr_counter &c) noexcept
         : c_(c), t0_(__builtin_expect(vipl_instr_timing, 0) ? vipl_instr_begin_() : 0) {}
-    ~Scope() { if (__builtin_expect(vipl_instr_timing, 0)) vipl_instr_end_(&c_, t0_, 1, VIPL_SCOPE_LAYER); }
+    ~Scope() {
+        if (__builtin_expect(vipl_instr_timing, 0)) vipl_instr_end_(&c_, t0_, 1, VIPL_SCOPE_LAYER);
+    }
     Scope(const Scope &) = delete;
     Scope &operator=(const Scope &) = delete;
+
 private:
     vipl_instr_counter &c_;
     uint64_t t0_;
 };
-} } // namespace vipl::instr
+}
+} // namespace vipl::instr
 
 #if VIASTACK_INSTR_COMPILED
 #define VIPL_INSTR_CAT2_(a, b) a##b
 #define VIPL_INSTR_CAT_(a, b) VIPL_INSTR_CAT2_(a, b)
-#define VIPL_INSTR_SCOPE(name, cat)                                                        \
-    static vipl_instr_counter VIPL_INSTR_CAT_(vipl_instr_c_, __LINE__) = {name, cat, 0, 0, 0, 0}; \
+#define VIPL_INSTR_SCOPE(name, cat)                                                                                    \
+    static vipl_instr_counter VIPL_INSTR_CAT_(vipl_instr_c_, __LINE__) = {name, cat, 0, 0, 0, 0};                      \
     ::vipl::instr::Scope VIPL_INSTR_CAT_(vipl_instr_s_, __LINE__)(VIPL_INSTR_CAT_(vipl_instr_c_, __LINE__))
 #else
-#define VIPL_INSTR_SCOPE(name, cat) do {} while (0)
+#define VIPL_INSTR_SCOPE(name, cat)                                                                                    \
+    do {                                                                                                               \
+    } while (0)
 #endif
 #endif /* __cplusplus */
 

@@ -89,8 +89,7 @@ public:
         VIP_DESCRIPTOR_NOTIFY_HANDLER h = nullptr;
     } api_notify[2];
 
-    virtual VIP_RETURN query(VIP_VI_STATE *state, ViAttr *attr, bool *sendq_empty,
-                             bool *recvq_empty) = 0;
+    virtual VIP_RETURN query(VIP_VI_STATE *state, ViAttr *attr, bool *sendq_empty, bool *recvq_empty) = 0;
     virtual VIP_RETURN set_attributes(const ViAttr &attr) = 0;
 
     // connection management.  The client side does not block: connect_start
@@ -101,8 +100,8 @@ public:
     // be NULL), handing a result back once (then VIP_INVALID_STATE);
     // connect_wait is connect_done waiting until it is not VIP_NOT_DONE (the
     // request's own timeout ends it).  VipConnectRequest is start + wait.
-    virtual VIP_RETURN connect_start(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                                     VIP_ULONG timeout_ms, const void *data, VIP_ULONG len) = 0;
+    virtual VIP_RETURN connect_start(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms,
+                                     const void *data, VIP_ULONG len) = 0;
     virtual VIP_RETURN connect_done(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) = 0;
     virtual VIP_RETURN connect_wait(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) = 0;
     virtual VIP_RETURN disconnect() = 0;
@@ -140,8 +139,7 @@ public:
     virtual VIP_RETURN create_ptag(Ptag **out) = 0;
     virtual VIP_RETURN destroy_ptag(Ptag *p) = 0; // VIP_INVALID_STATE while in use
 
-    virtual VIP_RETURN register_mem(void *addr, VIP_ULONG len, const MemAttr &a,
-                                    VIP_MEM_HANDLE *out) = 0;
+    virtual VIP_RETURN register_mem(void *addr, VIP_ULONG len, const MemAttr &a, VIP_MEM_HANDLE *out) = 0;
     virtual VIP_RETURN deregister_mem(void *addr, VIP_MEM_HANDLE mh) = 0;
     virtual VIP_RETURN query_mem(void *addr, VIP_MEM_HANDLE mh, MemAttr *out) = 0;
     virtual VIP_RETURN set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const MemAttr &a) = 0;
@@ -151,9 +149,8 @@ public:
     virtual VIP_RETURN create_cq(VIP_ULONG entries, Cq **out) = 0;
     virtual VIP_RETURN destroy_cq(Cq *cq) = 0; // VIP_INVALID_STATE while VIs are bound
 
-    virtual VIP_RETURN connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms,
-                                    VIP_NET_ADDRESS *remote, VIP_VI_ATTRIBUTES *remote_attr,
-                                    Conn **out) = 0;
+    virtual VIP_RETURN connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms, VIP_NET_ADDRESS *remote,
+                                    VIP_VI_ATTRIBUTES *remote_attr, Conn **out) = 0;
 
     virtual VIP_RETURN error_callback(VIP_PVOID ctx, VIP_ERROR_HANDLER h) = 0;
 
@@ -168,9 +165,7 @@ public:
     // The rank whose NIC has this host address, or -1.
     virtual int address_rank(const VIP_NET_ADDRESS *addr) = 0;
     // Names the job does not know ("host:port" on verbs); VIP_ERROR_NAMESERVICE if none.
-    virtual VIP_RETURN ns_other_name(const char *, VIP_NET_ADDRESS *, VIP_ULONG) {
-        return VIP_ERROR_NAMESERVICE;
-    }
+    virtual VIP_RETURN ns_other_name(const char *, VIP_NET_ADDRESS *, VIP_ULONG) { return VIP_ERROR_NAMESERVICE; }
     // A name for an address outside the job; false if none.
     virtual bool ns_other_addr(const VIP_NET_ADDRESS *, std::string *) { return false; }
     virtual VIP_RETURN query_system_management(VIP_ULONG info_type, VIP_PVOID out) = 0;
@@ -183,17 +178,17 @@ public:
     virtual VIP_RETURN alloc_mem(VIP_ULONG len, void *at, void **out);
     virtual VIP_RETURN free_mem(void *p); // VIP_INVALID_PARAMETER if not from alloc_mem
 
-    virtual int rank() const = 0;   // this NIC's address as an integer, or -1
+    virtual int rank() const = 0; // this NIC's address as an integer, or -1
     // Whether registering memory pins the pages mapped at the time (a real
     // NIC's registration) rather than naming an address range that cannot go
     // stale (VipxRegistrationPins).
     virtual bool registration_pins() const = 0;
-    virtual void progress() = 0;    // one non-blocking step (VipxProgress)
+    virtual void progress() = 0; // one non-blocking step (VipxProgress)
 };
 
 // How a provider makes itself known.
 struct ProviderInfo {
-    const char *name;                      // "nicfw", "verbs"
+    const char *name; // "nicfw", "verbs"
     // Does this provider own the device name?  ("nicfw0" -> nicfw, "rxe0" -> verbs)
     bool (*matches)(const char *device);
     // Open the named device (never NULL/empty here: the API layer resolves the default).
@@ -207,9 +202,9 @@ void register_provider(const ProviderInfo *p);
 } // namespace vipl::prov
 
 // Registers a provider at program start (the provider library is linked whole).
-#define VIPL_REGISTER_PROVIDER(info)                                                   \
-    namespace {                                                                        \
-    struct ViplProviderRegistrar_ {                                                    \
-        ViplProviderRegistrar_() { ::vipl::prov::register_provider(&(info)); }         \
-    } vipl_provider_registrar_;                                                        \
+#define VIPL_REGISTER_PROVIDER(info)                                                                                   \
+    namespace {                                                                                                        \
+    struct ViplProviderRegistrar_ {                                                                                    \
+        ViplProviderRegistrar_() { ::vipl::prov::register_provider(&(info)); }                                         \
+    } vipl_provider_registrar_;                                                                                        \
     }

@@ -53,9 +53,7 @@ namespace vipl_wait {
 
 enum class Mode : uint8_t { spin, yield, block };
 
-inline const char *mode_name(Mode m) {
-    return m == Mode::spin ? "spin" : m == Mode::yield ? "yield" : "block";
-}
+inline const char *mode_name(Mode m) { return m == Mode::spin ? "spin" : m == Mode::yield ? "yield" : "block"; }
 
 // The one message every layer prints for a bad value.
 inline constexpr const char *kAllowed = "spin, yield or block (unset: yield)";
@@ -122,11 +120,11 @@ inline uint64_t clock_ns() {
 
 struct WaitState {
     Mode mode = Mode::yield;
-    uint32_t idle = 0;              // idle polls since the last message or yield
-    uint32_t spin_limit = 4096;     // the window
+    uint32_t idle = 0;          // idle polls since the last message or yield
+    uint32_t spin_limit = 4096; // the window
     uint32_t spin_min = 8, spin_max = 4096;
     uint32_t polls_since_yield = 0;
-    uint64_t away_ns = 0;           // how long the CPU was away at the last give-up
+    uint64_t away_ns = 0; // how long the CPU was away at the last give-up
     bool yielded = false;
     bool adaptive = true;
 };
@@ -159,10 +157,8 @@ inline bool peer_needed_cpu(const WaitState &w) {
 inline void progress(WaitState &w) {
     w.idle = 0;
     if (w.yielded && w.adaptive) {
-        if (peer_needed_cpu(w))
-            w.spin_limit = w.spin_limit / 2 > w.spin_min ? w.spin_limit / 2 : w.spin_min;
-        else
-            w.spin_limit = w.spin_limit * 2 < w.spin_max ? w.spin_limit * 2 : w.spin_max;
+        if (peer_needed_cpu(w)) w.spin_limit = w.spin_limit / 2 > w.spin_min ? w.spin_limit / 2 : w.spin_min;
+        else w.spin_limit = w.spin_limit * 2 < w.spin_max ? w.spin_limit * 2 : w.spin_max;
     }
     w.yielded = false;
 }

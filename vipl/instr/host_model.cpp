@@ -33,27 +33,27 @@ namespace {
 
 struct Model {
     vipl_host_model m{};
-    double stretch = 0;            // slowdown - 1
-    uint64_t max_self = 0;         // cycles
-    uint64_t line_cycles = 0;      // one received line
-    double empty = 0, nest = 0;    // calibrated scope cost (cycles)
+    double stretch = 0;         // slowdown - 1
+    uint64_t max_self = 0;      // cycles
+    uint64_t line_cycles = 0;   // one received line
+    double empty = 0, nest = 0; // calibrated scope cost (cycles)
 };
 Model g_model;
 
 std::atomic<uint64_t> g_scopes{0}, g_stretch{0}, g_skipped{0}, g_lines{0}, g_line_cycles{0};
 
 struct Open {
-    uint64_t key;       // the scope's start on the overhead clock (what BEGIN returned)
-    uint64_t h0;        // its start on the model's clock
-    uint64_t nested0;   // t_nested when it began
-    uint32_t children;  // scopes that ended inside it
+    uint64_t key;      // the scope's start on the overhead clock (what BEGIN returned)
+    uint64_t h0;       // its start on the model's clock
+    uint64_t nested0;  // t_nested when it began
+    uint32_t children; // scopes that ended inside it
 };
 constexpr int kDepth = 32;
 __thread Open t_open[kDepth];
 __thread int t_depth = 0;
-__thread uint64_t t_nested = 0;      // model-clock time of the completed scopes at this level
+__thread uint64_t t_nested = 0;                                // model-clock time of the completed scopes at this level
 __thread uint32_t t_owe_lines_first = 0, t_owe_lines_rest = 0; // a received message not read yet
-__thread double t_last_raw = 0;      // the last closed scope's self time (calibration)
+__thread double t_last_raw = 0;                                // the last closed scope's self time (calibration)
 
 inline uint64_t now() {
     const vipl_host_model &m = g_model.m;
@@ -116,7 +116,7 @@ uint64_t vipl_host_begin(void) {
         std::memmove(t_open, t_open + kDepth / 2, sizeof(Open) * (kDepth / 2));
         t_depth = kDepth / 2;
     }
-    uint64_t key = tsc - vipl_instr_waited; // vipl_instr_clock() at tsc
+    uint64_t key = tsc - vipl_instr_waited;                                           // vipl_instr_clock() at tsc
     if (t_depth && t_open[t_depth - 1].key >= key) key = t_open[t_depth - 1].key + 1; // unique, increasing
     t_open[t_depth++] = Open{key, h0, t_nested, 0};
     return key;
@@ -169,8 +169,7 @@ int vipl_host_model_set(const vipl_host_model *m) {
         set_timing();
         return 0;
     }
-    if (!(m->slowdown >= 1.0) || !std::isfinite(m->slowdown) || (m->line_ns && !m->line_bytes) ||
-        !(m->max_self_ns > 0))
+    if (!(m->slowdown >= 1.0) || !std::isfinite(m->slowdown) || (m->line_ns && !m->line_bytes) || !(m->max_self_ns > 0))
         return -1;
     __atomic_store_n(&vipl_host_on, 0, __ATOMIC_RELAXED);
     Model g;

@@ -39,8 +39,8 @@ __thread uint64_t vipl_instr_offloaded = 0;
 
 namespace {
 
-std::mutex g_registry_mutex;               // guards g_head and linking
-vipl_instr_counter *g_head = nullptr;      // process list of registered counters
+std::mutex g_registry_mutex;          // guards g_head and linking
+vipl_instr_counter *g_head = nullptr; // process list of registered counters
 
 std::once_flag g_calibrate_once;
 double g_cycles_per_ns = 1.0;
@@ -116,7 +116,7 @@ double measure_cycles_per_ns() {
 }
 
 struct Merged {
-    const char *name;  // the first counter's own static string: outlives any snapshot
+    const char *name; // the first counter's own static string: outlives any snapshot
     int category;
     uint64_t count;
     uint64_t cycles;
@@ -143,7 +143,7 @@ std::vector<Merged> collect() {
 
 int env_rank() {
     const char *r = std::getenv("VIASTACK_RANK");
-    if (!r || !*r) return 0;  // a process started without a launcher is rank 0 of 1
+    if (!r || !*r) return 0; // a process started without a launcher is rank 0 of 1
     char *end = nullptr;
     long v = std::strtol(r, &end, 10);
     return (end != r && *end == '\0' && v >= 0) ? int(v) : 0;
@@ -179,14 +179,14 @@ struct StartUp {
     }
 } g_start_up;
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
 void vipl_instr_register(vipl_instr_counter *c) {
     if (!c) return;
     std::lock_guard<std::mutex> lock(g_registry_mutex);
-    if (__atomic_load_n(&c->registered, __ATOMIC_ACQUIRE)) return;  // another thread won
+    if (__atomic_load_n(&c->registered, __ATOMIC_ACQUIRE)) return; // another thread won
     c->next = g_head;
     g_head = c;
     __atomic_store_n(&c->registered, 1, __ATOMIC_RELEASE);
@@ -338,8 +338,8 @@ void vipl_instr_print_table(FILE *f) {
         if (m.category != VIPL_INSTR_FIRMWARE && m.category != VIPL_INSTR_WAIT) host_cycles += m.cycles;
     std::string s = fmt::format("viastack instrumentation (rank {}, TSC {:.3f} GHz{})\n", env_rank(), rate,
                                 vipl_instr_enabled() ? "" : ", switch off");
-    s += fmt::format("  {:<34} {:>10} {:>14} {:>10} {:>10} {:>7}\n", "primitive", "count", "total ns",
-                     "mean ns", "mean cyc", "% host");
+    s += fmt::format("  {:<34} {:>10} {:>14} {:>10} {:>10} {:>7}\n", "primitive", "count", "total ns", "mean ns",
+                     "mean cyc", "% host");
     int cat = -1;
     for (const Merged &m : all) {
         if (m.category != cat) {
@@ -351,8 +351,8 @@ void vipl_instr_print_table(FILE *f) {
         }
         double mean_cyc = m.count ? double(m.cycles) / double(m.count) : 0.0;
         std::string pct = (m.category == VIPL_INSTR_FIRMWARE || m.category == VIPL_INSTR_WAIT || host_cycles == 0)
-                              ? std::string("-")
-                              : fmt::format("{:.1f}", 100.0 * double(m.cycles) / double(host_cycles));
+            ? std::string("-")
+            : fmt::format("{:.1f}", 100.0 * double(m.cycles) / double(host_cycles));
         s += fmt::format("  {:<34} {:>10} {:>14.0f} {:>10.1f} {:>10.1f} {:>7}\n", m.name, m.count,
                          double(m.cycles) / rate, mean_cyc / rate, mean_cyc, pct);
     }
@@ -385,7 +385,7 @@ int vipl_instr_dump_json(const char *path) {
     doc["counters"] = std::move(counters);
     std::string file = expand_rank(path);
     std::ofstream out(file, std::ios::trunc);
-    if (!out) return -1;  // errno from open()
+    if (!out) return -1; // errno from open()
     out << doc.dump(2) << '\n';
     out.flush();
     if (!out) {
@@ -395,4 +395,4 @@ int vipl_instr_dump_json(const char *path) {
     return 0;
 }
 
-}  // extern "C"
+} // extern "C"

@@ -23,7 +23,7 @@
 namespace viastack::log {
 namespace detail {
 std::atomic<unsigned char> threshold[VIASTACK_LOG_NLAYERS] = {};
-}  // namespace detail
+} // namespace detail
 
 namespace {
 
@@ -31,10 +31,10 @@ constexpr int kLayers = VIASTACK_LOG_NLAYERS;
 // Logger names ($VIASTACK_LOG's LAYER=LEVEL) and each layer's established
 // tag, the start of its lines ("viastack AM: ...").  The boot layer's lines
 // carry their own "vipl_boot[rank R]" tag; the launcher is no rank.
-constexpr std::array<const char *, kLayers> kNames = {"vipl",     "nicfw", "verbs",  "boot", "launcher",
-                                                      "am",       "splitc", "logp",  "fm",   "bip"};
-constexpr std::array<const char *, kLayers> kTags = {"viastack",    "viastack nicfw", "vipl verbs",  "",
-                                                     "vipl-run",    "viastack AM",    "splitc",      "logp",
+constexpr std::array<const char *, kLayers> kNames = {"vipl", "nicfw",  "verbs", "boot", "launcher",
+                                                      "am",   "splitc", "logp",  "fm",   "bip"};
+constexpr std::array<const char *, kLayers> kTags = {"viastack",    "viastack nicfw", "vipl verbs", "",
+                                                     "vipl-run",    "viastack AM",    "splitc",     "logp",
                                                      "viastack FM", "viastack BIP"};
 constexpr std::array<bool, kLayers> kRankPrefix = {true, true, true, false, false, true, true, true, true, true};
 constexpr std::array<const char *, 6> kLevels = {"trace", "debug", "info", "warn", "error", "off"};
@@ -43,7 +43,7 @@ constexpr Level kDefault = Level::warn;
 // stderr, one write(2) per formatted line (retrying EINTR and short writes):
 // no stdio buffer to flush, and lines from several processes stay whole.
 class StderrLineSink final : public spdlog::sinks::base_sink<std::mutex> {
- protected:
+protected:
     void sink_it_(const spdlog::details::log_msg &msg) override {
         spdlog::memory_buf_t buf;
         formatter_->format(msg, buf);
@@ -62,12 +62,12 @@ class StderrLineSink final : public spdlog::sinks::base_sink<std::mutex> {
 
 spdlog::level::level_enum to_spdlog(Level l) {
     switch (l) {
-        case Level::trace: return spdlog::level::trace;
-        case Level::debug: return spdlog::level::debug;
-        case Level::info: return spdlog::level::info;
-        case Level::warn: return spdlog::level::warn;
-        case Level::error: return spdlog::level::err;
-        case Level::off: break;
+    case Level::trace: return spdlog::level::trace;
+    case Level::debug: return spdlog::level::debug;
+    case Level::info: return spdlog::level::info;
+    case Level::warn: return spdlog::level::warn;
+    case Level::error: return spdlog::level::err;
+    case Level::off: break;
     }
     return spdlog::level::off;
 }
@@ -174,7 +174,7 @@ State &state() {
     return *s;
 }
 
-}  // namespace
+} // namespace
 
 namespace detail {
 void emit(Layer layer, Level level, std::string_view msg) {
@@ -188,7 +188,7 @@ void emit_format(Layer layer, Level level, fmt::string_view f, fmt::format_args 
     const std::string msg = fmt::vformat(f, args);
     emit(layer, level, msg);
 }
-}  // namespace detail
+} // namespace detail
 
 void vlogf(Layer layer, Level level, const char *fmt, va_list ap) {
     if (!enabled(layer, level)) return;
@@ -196,7 +196,7 @@ void vlogf(Layer layer, Level level, const char *fmt, va_list ap) {
     int n = std::vsnprintf(line, sizeof line, fmt, ap);
     if (n < 0) return;
     size_t len = size_t(n) < sizeof line ? size_t(n) : sizeof line - 1;
-    while (len > 0 && line[len - 1] == '\n') --len;  // the facility ends the line
+    while (len > 0 && line[len - 1] == '\n') --len; // the facility ends the line
     detail::emit(layer, level, std::string_view(line, len));
 }
 
@@ -219,7 +219,7 @@ void set_rank(int rank) {
     s.set_patterns();
 }
 
-}  // namespace viastack::log
+} // namespace viastack::log
 
 extern "C" {
 int viastack_log_enabled(int layer, int level) {

@@ -59,17 +59,20 @@ inline size_t bytes(log::Layer layer, const char *name, size_t dflt) {
     int shift = 0;
     if (end != v && *end && !end[1]) {
         switch (*end) {
-        case 'k': case 'K': shift = 10; break;
-        case 'm': case 'M': shift = 20; break;
-        case 'g': case 'G': shift = 30; break;
+        case 'k':
+        case 'K': shift = 10; break;
+        case 'm':
+        case 'M': shift = 20; break;
+        case 'g':
+        case 'G': shift = 30; break;
         default: shift = -1;
         }
     } else if (end == v || *end) {
         shift = -1;
     }
     if (shift < 0 || (shift && x > (~0ull >> shift))) {
-        log::warn(layer, "ignoring {}={} (expected a byte count with an optional K, M or G suffix); using {}", name,
-                  v, dflt);
+        log::warn(layer, "ignoring {}={} (expected a byte count with an optional K, M or G suffix); using {}", name, v,
+                  dflt);
         return dflt;
     }
     return size_t(x << shift);
@@ -87,8 +90,7 @@ inline int choice(log::Layer layer, const char *name, std::initializer_list<cons
         allowed += w;
         i++;
     }
-    log::warn(layer, "ignoring {}={} (expected {}); using {}", name, v, allowed,
-              words.begin()[dflt_index]);
+    log::warn(layer, "ignoring {}={} (expected {}); using {}", name, v, allowed, words.begin()[dflt_index]);
     return dflt_index;
 }
 

@@ -55,11 +55,11 @@ extern std::atomic<unsigned char> threshold[VIASTACK_LOG_NLAYERS];
 void emit(Layer layer, Level level, std::string_view msg);
 // The same, formatting inside libvipl (so libam/libsplitc need no libfmt).
 void emit_format(Layer layer, Level level, fmt::string_view f, fmt::format_args args);
-}  // namespace detail
+} // namespace detail
 
 inline bool enabled(Layer layer, Level level) {
     return static_cast<unsigned char>(level) >=
-           detail::threshold[static_cast<unsigned>(layer)].load(std::memory_order_relaxed);
+        detail::threshold[static_cast<unsigned>(layer)].load(std::memory_order_relaxed);
 }
 
 template <typename... A>
@@ -96,4 +96,4 @@ void vlog_failure(Layer layer, const char *verbose_env, const char *fn, const ch
 // The job rank for the "[rank R] " prefix; -1 removes it.
 void set_rank(int rank);
 
-}  // namespace viastack::log
+} // namespace viastack::log

@@ -41,7 +41,7 @@ inline std::string private_file_problem(int fd) {
     if (!S_ISREG(st.st_mode)) return "it is not a regular file";
     if (st.st_uid != ::geteuid())
         return "it belongs to uid " + std::to_string(st.st_uid) + ", not to this user (uid " +
-               std::to_string(::geteuid()) + ")";
+            std::to_string(::geteuid()) + ")";
     if (st.st_mode & 077) {
         char mode[8];
         std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
@@ -52,8 +52,9 @@ inline std::string private_file_problem(int fd) {
 }
 
 inline int open_job_file(const std::string &path, std::string *err) {
-    const std::string fix = " Remove it (rm -f " + path + ") if it is a stale file of yours, or give the job "
-                            "another id (vipl-run picks an unpredictable one unless --job is given).";
+    const std::string fix = " Remove it (rm -f " + path +
+        ") if it is a stale file of yours, or give the job "
+        "another id (vipl-run picks an unpredictable one unless --job is given).";
     int fd = -1;
     // A name that disappears between the two opens (a stale file being
     // removed) is simply created on the next round.
@@ -66,14 +67,16 @@ inline int open_job_file(const std::string &path, std::string *err) {
     if (fd < 0) {
         const int e = errno;
         if (e == ELOOP) {
-            *err = path + " is a symbolic link: refused (a viastack job never makes one, so someone may be "
-                          "redirecting the job's shared memory)." + fix;
+            *err = path +
+                " is a symbolic link: refused (a viastack job never makes one, so someone may be "
+                "redirecting the job's shared memory)." +
+                fix;
         } else if (e == EACCES || e == EPERM) {
             struct stat st {};
             const bool seen = ::lstat(path.c_str(), &st) == 0;
             *err = path + " exists and this user may not open it" +
-                   (seen ? " (owner uid " + std::to_string(st.st_uid) + ")" : std::string()) +
-                   ": it belongs to another user or job." + fix;
+                (seen ? " (owner uid " + std::to_string(st.st_uid) + ")" : std::string()) +
+                ": it belongs to another user or job." + fix;
         } else {
             *err = "cannot open " + path + ": " + std::strerror(e) + " (is /dev/shm mounted and writable?)";
         }

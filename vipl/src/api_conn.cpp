@@ -42,8 +42,7 @@ VIP_RETURN VipConnectWait(VIP_NIC_HANDLE NicHandle, VIP_NET_ADDRESS *LocalAddr, 
                                nullptr);
 }
 
-VIP_RETURN VipxConnectAcceptData(VIP_CONN_HANDLE ConnHandle, VIP_VI_HANDLE ViHandle, const void *Data,
-                                 VIP_ULONG Len) {
+VIP_RETURN VipxConnectAcceptData(VIP_CONN_HANDLE ConnHandle, VIP_VI_HANDLE ViHandle, const void *Data, VIP_ULONG Len) {
     NicEntry *ce = nullptr, *ve = nullptr;
     vipl::prov::Conn *c = conns().lookup(ConnHandle, &ce);
     const ViUse vi(vis(), ViHandle, &ve);

@@ -23,8 +23,7 @@ VIP_RETURN VipNSInit(VIP_NIC_HANDLE NicHandle, VIP_PVOID NSInitInfo) {
 
 // Names of the job's NICs follow vipl/src/names.hpp for every provider; the
 // provider only maps ranks to addresses (and may know other names).
-VIP_RETURN VipNSGetHostByName(VIP_NIC_HANDLE NicHandle, VIP_CHAR *Name, VIP_NET_ADDRESS *Address,
-                              VIP_ULONG NameIndex) {
+VIP_RETURN VipNSGetHostByName(VIP_NIC_HANDLE NicHandle, VIP_CHAR *Name, VIP_NET_ADDRESS *Address, VIP_ULONG NameIndex) {
     NicEntry *e = nics().lookup(NicHandle);
     if (!e || !Name || !Address) return VIP_INVALID_PARAMETER;
     const names::Job job = names::current_job(e->nic->rank(), e->nic->job_size());
@@ -34,16 +33,14 @@ VIP_RETURN VipNSGetHostByName(VIP_NIC_HANDLE NicHandle, VIP_CHAR *Name, VIP_NET_
 
 // A buffer too small gets VIP_INVALID_PARAMETER and the length it needs (the
 // terminating NUL included) in *NameLen; nothing is written to it.
-VIP_RETURN VipNSGetHostByAddr(VIP_NIC_HANDLE NicHandle, VIP_NET_ADDRESS *Address, VIP_CHAR *Name,
-                              VIP_ULONG *NameLen) {
+VIP_RETURN VipNSGetHostByAddr(VIP_NIC_HANDLE NicHandle, VIP_NET_ADDRESS *Address, VIP_CHAR *Name, VIP_ULONG *NameLen) {
     NicEntry *e = nics().lookup(NicHandle);
     if (!e || !Address || !Name || !NameLen) return VIP_INVALID_PARAMETER;
     if (Address->HostAddressLen > VIP_MAX_HOST_ADDRESS_LEN) return VIP_INVALID_PARAMETER;
     std::string text;
     if (const int r = e->nic->address_rank(Address); r >= 0)
         text = names::name_of(names::current_job(e->nic->rank(), e->nic->job_size()), r);
-    else if (!e->nic->ns_other_addr(Address, &text))
-        return VIP_ERROR_NAMESERVICE;
+    else if (!e->nic->ns_other_addr(Address, &text)) return VIP_ERROR_NAMESERVICE;
     if (*NameLen < text.size() + 1) {
         *NameLen = text.size() + 1;
         return VIP_INVALID_PARAMETER;

@@ -50,8 +50,8 @@ class HandleTable {
         std::atomic<uint32_t> gen{0};
         std::atomic<T *> obj{nullptr};
         std::atomic<NicEntry *> owner{nullptr};
-        std::atomic<uint32_t> uses{0};      // calls holding a Use of the object
-        std::atomic<bool> closing{false};   // close() .. remove()/reopen()
+        std::atomic<uint32_t> uses{0};    // calls holding a Use of the object
+        std::atomic<bool> closing{false}; // close() .. remove()/reopen()
     };
     // The slot a well-formed live-looking handle of this kind names, or nullptr.
     Slot *slot_of(const void *h) const {
@@ -177,7 +177,8 @@ public:
             for (;;) {
                 Slot *s = t.slot_of(h);
                 if (!s || s->gen.load(std::memory_order_acquire) != gen_of(h)) return;
-                while (s->closing.load(std::memory_order_acquire) && s->gen.load(std::memory_order_acquire) == gen_of(h))
+                while (s->closing.load(std::memory_order_acquire) &&
+                       s->gen.load(std::memory_order_acquire) == gen_of(h))
                     sched_yield();
                 InCallRecord *r = g_in_calls.enroll();
                 if (r && r->depth < InCallRecord::kDepth) {
@@ -256,8 +257,8 @@ public:
 
 private:
     void *encode(uint32_t idx, uint32_t gen) const {
-        return reinterpret_cast<void *>((static_cast<uint64_t>(kind_) << 56) |
-                                        (static_cast<uint64_t>(gen) << 24) | idx);
+        return reinterpret_cast<void *>((static_cast<uint64_t>(kind_) << 56) | (static_cast<uint64_t>(gen) << 24) |
+                                        idx);
     }
 
     Kind kind_;

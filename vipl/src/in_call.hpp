@@ -25,7 +25,7 @@ struct InCallRecord {
     std::atomic<const void *> slot[kDepth] = {}; // written by the owning thread only
     int depth = 0;                               // the owning thread's alone
     std::atomic<bool> taken{false};
-    InCallRecord *next = nullptr;                // set before the record is published
+    InCallRecord *next = nullptr; // set before the record is published
 };
 
 class InCallRegistry {
@@ -47,7 +47,9 @@ public:
     }
 
 private:
-    struct Leaver { ~Leaver(); }; // gives the record back at thread exit
+    struct Leaver {
+        ~Leaver();
+    }; // gives the record back at thread exit
     static inline thread_local InCallRecord *t_record __attribute__((tls_model("initial-exec"))) = nullptr;
     static inline thread_local bool t_exiting __attribute__((tls_model("initial-exec"))) = false;
     std::atomic<InCallRecord *> head_{nullptr};

@@ -30,8 +30,7 @@ bool same_host(std::string_view a, std::string_view b) {
 
 bool is_loopback(std::string_view n) {
     const std::string l = lower(n);
-    return l == "localhost" || l == "localhost.localdomain" || l == "127.0.0.1" || l == "::1" ||
-           l == "ip6-localhost";
+    return l == "localhost" || l == "localhost.localdomain" || l == "127.0.0.1" || l == "::1" || l == "ip6-localhost";
 }
 
 // A decimal rank in [0, size), the whole of s.

@@ -30,10 +30,10 @@
 namespace vipl::api::names {
 
 struct Job {
-    int rank = 0;                    // this process (0 outside a job)
+    int rank = 0; // this process (0 outside a job)
     int size = 1;
-    std::string self_host;           // gethostname()
-    std::vector<std::string> hosts;  // size entries; "" = unknown
+    std::string self_host;          // gethostname()
+    std::vector<std::string> hosts; // size entries; "" = unknown
 };
 
 // The job as this process sees it: rank and size from the provider, the hosts

@@ -43,7 +43,7 @@ bool is_legacy_name(std::string_view d) {
         return starts(p) && d.find_first_not_of("0123456789", p.size()) == std::string_view::npos;
     };
     return starts("/dev/via_") || starts("via_") || digits_after("/dev/clanvi") || digits_after("clanvi") ||
-           digits_after("nic");
+        digits_after("nic");
 }
 
 std::string_view trim(std::string_view s) {
@@ -68,8 +68,8 @@ bool mapped(std::string_view device, std::string *to) {
         if (eq == std::string_view::npos) continue;
         const std::string_view from = trim(item.substr(0, eq)), dest = trim(item.substr(eq + 1));
         const bool hit = (!from.empty() && from.back() == '*')
-                             ? device.substr(0, from.size() - 1) == from.substr(0, from.size() - 1)
-                             : device == from;
+            ? device.substr(0, from.size() - 1) == from.substr(0, from.size() - 1)
+            : device == from;
         if (hit) {
             *to = std::string(dest);
             return true;

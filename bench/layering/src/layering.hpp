@@ -18,13 +18,13 @@ namespace layering {
 struct Options {
     std::vector<size_t> sizes;
     int rounds = 5;
-    double mbytes = 8;  // bytes per measurement (in MB): sets the message count
+    double mbytes = 8; // bytes per measurement (in MB): sets the message count
 };
 
 inline double now_ns() {
-    return double(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
+    return double(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
 }
 
 // Every wait loop of the benchmark polls through this: a window of polls,
@@ -51,9 +51,9 @@ inline void print_row(const char *layer, size_t n, int round, int count, double 
     std::fflush(stdout);
 }
 
-int run_fm(const Options &o);   // fm, mp-fm1, mp-fm2
-int run_bip(const Options &o);  // bip
-int run_vi(const Options &o);   // vi-send, vi-rdma
-int run_am(const Options &o);   // am-medium, am-long
+int run_fm(const Options &o);  // fm, mp-fm1, mp-fm2
+int run_bip(const Options &o); // bip
+int run_vi(const Options &o);  // vi-send, vi-rdma
+int run_am(const Options &o);  // am-medium, am-long
 
-}  // namespace layering
+} // namespace layering

@@ -19,13 +19,13 @@ volatile int g_got = 0, g_signal = 0;
 std::vector<uint8_t> g_sink;
 
 void medium_handler(void *, void *buf, size_t nbytes) {
-    std::memcpy(g_sink.data(), buf, nbytes);  // what a layer above does with a medium payload
+    std::memcpy(g_sink.data(), buf, nbytes); // what a layer above does with a medium payload
     g_got = g_got + 1;
 }
 void long_handler(void *, void *, size_t) { g_got = g_got + 1; }
 void signal_handler(void *) { g_signal = g_signal + 1; }
 
-}  // namespace
+} // namespace
 
 int run_am(const Options &o) {
     const size_t seglen = AM_MaxLong();
@@ -80,4 +80,4 @@ int run_am(const Options &o) {
     return 0;
 }
 
-}  // namespace layering
+} // namespace layering

@@ -48,4 +48,4 @@ int run_bip(const Options &o) {
     return bip_finalize() == BIP_OK ? 0 : 1;
 }
 
-}  // namespace layering
+} // namespace layering

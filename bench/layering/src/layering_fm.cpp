@@ -12,12 +12,12 @@
 namespace layering {
 namespace {
 
-volatile int g_count = 0;   // messages the raw-FM handler consumed
-volatile int g_signal = 0;  // go / ack signals
+volatile int g_count = 0;  // messages the raw-FM handler consumed
+volatile int g_signal = 0; // go / ack signals
 unsigned g_len = 0;
 std::vector<uint8_t> g_sink;
 
-constexpr int kWindow = 8;  // receives the layers keep posted (buffers the messages rotate through)
+constexpr int kWindow = 8; // receives the layers keep posted (buffers the messages rotate through)
 
 // FM's own bandwidth: the receiving handler FM_receive's the message into
 // the same rotation of buffers the layers' posted receives use (so the two
@@ -35,7 +35,7 @@ void wait_signal(int want) {
         if (FM_extract(FM_EXTRACT_ALL) == 0) idle();
 }
 
-}  // namespace
+} // namespace
 
 int run_fm(const Options &o) {
     mp::register_handlers();
@@ -50,9 +50,9 @@ int run_fm(const Options &o) {
     const size_t maxsz = *std::max_element(o.sizes.begin(), o.sizes.end());
     std::vector<uint8_t> src(maxsz, 0x5a);
     g_sink.resize(maxsz * kWindow);
-    std::vector<uint8_t> &dst = g_sink;  // the layers' receive buffers: the same rotation
+    std::vector<uint8_t> &dst = g_sink; // the layers' receive buffers: the same rotation
     int signals = 0;
-    const mp::Layer *layers[] = {nullptr, &mp::fm1(), &mp::fm2()};  // null: FM itself
+    const mp::Layer *layers[] = {nullptr, &mp::fm1(), &mp::fm2()}; // null: FM itself
     const char *names[] = {"fm", "mp-fm1", "mp-fm2"};
     for (size_t n : o.sizes) {
         const int count = messages_for(n);
@@ -73,7 +73,8 @@ int run_fm(const Options &o) {
                     if (L) {
                         for (int i = 0; i < count; i++) {
                             const int w = i % kWindow;
-                            if (L->wait(req[w]) != n) std::printf("ERROR: %s message of %zu bytes short\n", names[v], n);
+                            if (L->wait(req[w]) != n)
+                                std::printf("ERROR: %s message of %zu bytes short\n", names[v], n);
                             if (i + kWindow < count) req[w] = L->irecv(7, dst.data() + n * size_t(w), unsigned(n));
                         }
                     } else {
@@ -107,4 +108,4 @@ int run_fm(const Options &o) {
     return FM_finalize() == FM_OK ? 0 : 1;
 }
 
-}  // namespace layering
+} // namespace layering

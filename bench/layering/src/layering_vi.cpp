@@ -23,13 +23,13 @@
 namespace layering {
 namespace {
 
-constexpr int W = 16;      // acknowledgement every W messages; 2W posted
-constexpr int kAcks = 8;   // receive descriptors rank 0 keeps for acknowledgements
+constexpr int W = 16;    // acknowledgement every W messages; 2W posted
+constexpr int kAcks = 8; // receive descriptors rank 0 keeps for acknowledgements
 
 struct Peer {
     uint16_t addr_len;
     uint8_t addr[64];
-    uint64_t target;  // rank 1's RDMA target buffer
+    uint64_t target; // rank 1's RDMA target buffer
     uint32_t target_mh;
 };
 
@@ -38,11 +38,11 @@ struct Vi {
     VIP_PROTECTION_HANDLE ptag = nullptr;
     VIP_VI_HANDLE vi = nullptr;
     VIP_MEM_HANDLE dmh = 0, smh = 0, rmh = 0, tmh = 0;
-    VIP_DESCRIPTOR *sd = nullptr, *rd = nullptr;  // 2W send, 2W + kAcks receive descriptors
+    VIP_DESCRIPTOR *sd = nullptr, *rd = nullptr; // 2W send, 2W + kAcks receive descriptors
     uint8_t *sbuf = nullptr, *rbuf = nullptr, *target = nullptr;
-    size_t slot = 0;                               // bytes per receive buffer
+    size_t slot = 0; // bytes per receive buffer
     uint32_t max_transfer = 0;
-    int sent_out = 0, next_sd = 0, reaped_sd = 0;  // send descriptors in flight (ring)
+    int sent_out = 0, next_sd = 0, reaped_sd = 0; // send descriptors in flight (ring)
 };
 
 void *alloc(size_t n) {
@@ -123,7 +123,7 @@ void drain_sends(Vi &v) {
     }
 }
 
-}  // namespace
+} // namespace
 
 int run_vi(const Options &o) {
     if (vipl_boot_init() != VIPL_BOOT_OK || vipl_boot_size() != 2) {
@@ -197,25 +197,25 @@ int run_vi(const Options &o) {
         const int count = messages_for(n);
         for (int round = 0; round < o.rounds; round++)
             for (int kind = 0; kind < 2; kind++) {
-                if (kind == 0 && n > v.max_transfer) continue;  // one send is one message
+                if (kind == 0 && n > v.max_transfer) continue; // one send is one message
                 if (me == 1) {
-                    send_msg(v, 0);  // go
+                    send_msg(v, 0); // go
                     if (kind == 0) {
                         for (int i = 0; i < count; i++) {
                             VIP_DESCRIPTOR *d = recv_one(v);
-                            if (d->CS.Length != n) std::printf("ERROR: vi-send got %u bytes, not %zu\n", d->CS.Length, n);
+                            if (d->CS.Length != n)
+                                std::printf("ERROR: vi-send got %u bytes, not %zu\n", d->CS.Length, n);
                             post_recv(v, index_of(v, d), uint32_t(v.slot));
                             if ((i + 1) % W == 0 || i + 1 == count) send_msg(v, 0);
                         }
                     } else {
-                        VIP_DESCRIPTOR *d = recv_one(v);  // the immediate data of the last write
+                        VIP_DESCRIPTOR *d = recv_one(v); // the immediate data of the last write
                         post_recv(v, index_of(v, d), uint32_t(v.slot));
                         send_msg(v, 0);
                     }
                     drain_sends(v);
                 } else {
-                    while (!take_ack()) {
-                    }
+                    while (!take_ack()) {}
                     const double t0 = now_ns();
                     if (kind == 0) {
                         int acks = 0;
@@ -231,8 +231,7 @@ int run_vi(const Options &o) {
                                 const uint32_t c = uint32_t(std::min<size_t>(v.max_transfer, n - off));
                                 write_msg(v, peer, uint32_t(off), c, i + 1 == count && off + c == n);
                             }
-                        while (!take_ack()) {
-                        }
+                        while (!take_ack()) {}
                     }
                     print_row(kind == 0 ? "vi-send" : "vi-rdma", n, round, count, now_ns() - t0);
                     drain_sends(v);
@@ -245,4 +244,4 @@ int run_vi(const Options &o) {
     return 0;
 }
 
-}  // namespace layering
+} // namespace layering

@@ -99,4 +99,4 @@ private:
     std::deque<Staged> unexpected_;
 };
 
-}  // namespace mp
+} // namespace mp

@@ -13,17 +13,15 @@ namespace mp {
 namespace {
 
 Matcher g_m;
-std::vector<uint8_t> g_tx, g_rx;  // the send assembly and the receive staging buffers
+std::vector<uint8_t> g_tx, g_rx; // the send assembly and the receive staging buffers
 
 // The layer's part once the whole message is in one buffer.
 void deliver(const uint8_t *msg, unsigned size) {
     Header h;
     std::memcpy(&h, msg, sizeof h);
     Matcher::Request *r = g_m.match(h.tag);
-    if (r)
-        Matcher::complete(*r, msg + sizeof h, h.len);  // the staging copy
-    else
-        std::memcpy(g_m.stage(h.tag, h.len), msg + sizeof h, h.len);
+    if (r) Matcher::complete(*r, msg + sizeof h, h.len); // the staging copy
+    else std::memcpy(g_m.stage(h.tag, h.len), msg + sizeof h, h.len);
 }
 
 // Short messages: FM 1.x's own buffer handler (FM's packet buffer is the staging buffer).
@@ -46,7 +44,7 @@ int send(unsigned dest, int tag, const void *buf, unsigned len) {
     if (g_tx.size() < total) g_tx.resize(total);
     const Header h{tag, len};
     std::memcpy(g_tx.data(), &h, sizeof h);
-    std::memcpy(g_tx.data() + sizeof h, buf, len);  // assembling the message: a copy
+    std::memcpy(g_tx.data() + sizeof h, buf, len); // assembling the message: a copy
     if (total <= FM_max_buffer_message()) return FM_send(dest, buffer_handler, g_tx.data(), total);
     FM_stream *s = FM_begin_message(dest, total, stream_handler);
     if (!s) return FM_last_error();
@@ -61,7 +59,7 @@ unsigned wait(int req) {
     Matcher::Request &r = g_m.request(req);
     unsigned idle = 0;
     while (!r.done)
-        if (FM_extract(FM_EXTRACT_ALL) == 0 && ++idle % 256 == 0) sched_yield();  // as layering.hpp's Idle
+        if (FM_extract(FM_EXTRACT_ALL) == 0 && ++idle % 256 == 0) sched_yield(); // as layering.hpp's Idle
     const unsigned len = r.len;
     g_m.release(req);
     return len;
@@ -69,7 +67,7 @@ unsigned wait(int req) {
 
 const Layer kLayer = {"mp-fm1", send, irecv, wait};
 
-}  // namespace
+} // namespace
 
 const Layer &fm1() { return kLayer; }
 
@@ -78,4 +76,4 @@ void register_fm1_handlers() {
     FM_set_handler(41, stream_handler);
 }
 
-}  // namespace mp
+} // namespace mp

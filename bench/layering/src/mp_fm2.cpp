@@ -22,7 +22,7 @@ int handler(FM_stream *s, unsigned) {
         return FM_CONTINUE;
     }
     r->len = h.len < r->maxlen ? h.len : r->maxlen;
-    FM_receive(r->buf, s, r->len);  // into the posted buffer
+    FM_receive(r->buf, s, r->len); // into the posted buffer
     r->done = true;
     return FM_CONTINUE;
 }
@@ -31,7 +31,7 @@ int send(unsigned dest, int tag, const void *buf, unsigned len) {
     const Header h{tag, len};
     FM_stream *s = FM_begin_message(dest, unsigned(sizeof h) + len, handler);
     if (!s) return FM_last_error();
-    int rc = FM_send_piece(s, &h, sizeof h);  // gather: header, then payload
+    int rc = FM_send_piece(s, &h, sizeof h); // gather: header, then payload
     if (rc == FM_OK) rc = FM_send_piece(s, buf, len);
     int rc2 = FM_end_message(s);
     return rc != FM_OK ? rc : rc2;
@@ -43,7 +43,7 @@ unsigned wait(int req) {
     Matcher::Request &r = g_m.request(req);
     unsigned idle = 0;
     while (!r.done)
-        if (FM_extract(FM_EXTRACT_ALL) == 0 && ++idle % 256 == 0) sched_yield();  // as layering.hpp's Idle
+        if (FM_extract(FM_EXTRACT_ALL) == 0 && ++idle % 256 == 0) sched_yield(); // as layering.hpp's Idle
     const unsigned len = r.len;
     g_m.release(req);
     return len;
@@ -51,7 +51,7 @@ unsigned wait(int req) {
 
 const Layer kLayer = {"mp-fm2", send, irecv, wait};
 
-}  // namespace
+} // namespace
 
 const Layer &fm2() { return kLayer; }
 
@@ -63,4 +63,4 @@ void register_handlers() {
     register_fm2_handlers();
 }
 
-}  // namespace mp
+} // namespace mp

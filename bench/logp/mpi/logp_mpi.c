@@ -64,7 +64,8 @@ static double spread_of(const double *sorted, long n) {
 }
 
 static void print_metric_spread(const char *metric, size_t bytes, double value, double spread) {
-    if (me == 0) printf("{\"metric\":\"%s\",\"bytes\":%zu,\"median\":%.5f,\"spread\":%.4f}\n", metric, bytes, value, spread);
+    if (me == 0)
+        printf("{\"metric\":\"%s\",\"bytes\":%zu,\"median\":%.5f,\"spread\":%.4f}\n", metric, bytes, value, spread);
 }
 
 static void print_metric(const char *metric, size_t bytes, double value) {
@@ -150,8 +151,8 @@ static double burst_slope_ns(char *buf, const int *sizes, int nsizes, long reps,
  * flags[1]: rank 0 is about to send it (i + 1).  Rank 1 computes for delay_ns
  * after the second, so the message has arrived when it calls MPI_Recv; rank
  * 0's single MPI_Send is timed too.  Fills os[i] (rank 0) / orr[i] (rank 1). */
-static void recv_probe(char *buf, volatile uint64_t *flags, long iters, double delay_ns, double clock_ns,
-                       double *os, double *orr) {
+static void recv_probe(char *buf, volatile uint64_t *flags, long iters, double delay_ns, double clock_ns, double *os,
+                       double *orr) {
     MPI_Barrier(MPI_COMM_WORLD);
     for (long i = 0; i < iters; i++) {
         if (me == 0) {
@@ -179,16 +180,12 @@ static double stream_us(char *buf, size_t bytes, int window, long windows) {
     uint64_t t0 = vipl_instr_now();
     for (long w = 0; w < windows; w++) {
         for (int i = 0; i < window; i++) {
-            if (me == 0)
-                MPI_Isend(buf + (size_t)i * bytes, (int)bytes, MPI_BYTE, 1, kTag, MPI_COMM_WORLD, &req[i]);
-            else
-                MPI_Irecv(buf + (size_t)i * bytes, (int)bytes, MPI_BYTE, 0, kTag, MPI_COMM_WORLD, &req[i]);
+            if (me == 0) MPI_Isend(buf + (size_t)i * bytes, (int)bytes, MPI_BYTE, 1, kTag, MPI_COMM_WORLD, &req[i]);
+            else MPI_Irecv(buf + (size_t)i * bytes, (int)bytes, MPI_BYTE, 0, kTag, MPI_COMM_WORLD, &req[i]);
         }
         MPI_Waitall(window, req, MPI_STATUSES_IGNORE);
-        if (me == 0)
-            MPI_Recv(NULL, 0, MPI_BYTE, 1, kAckTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        else
-            MPI_Send(NULL, 0, MPI_BYTE, 0, kAckTag, MPI_COMM_WORLD);
+        if (me == 0) MPI_Recv(NULL, 0, MPI_BYTE, 1, kAckTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        else MPI_Send(NULL, 0, MPI_BYTE, 0, kAckTag, MPI_COMM_WORLD);
     }
     return ns_since(t0) / 1e3 / ((double)windows * window);
 }
@@ -216,9 +213,9 @@ static int counters_json(char *out, size_t cap) {
     if (n > kMaxCounters) n = kMaxCounters;
     int len = 0;
     for (size_t i = 0; i < n && (size_t)len < cap; i++)
-        len += snprintf(out + len, cap - (size_t)len, "%s{\"name\":\"%s\",\"category\":\"%s\",\"count\":%llu,\"ns\":%.1f}",
-                        i ? "," : "", s[i].name, vipl_instr_category_name(s[i].category),
-                        (unsigned long long)s[i].count, s[i].ns);
+        len += snprintf(out + len, cap - (size_t)len,
+                        "%s{\"name\":\"%s\",\"category\":\"%s\",\"count\":%llu,\"ns\":%.1f}", i ? "," : "", s[i].name,
+                        vipl_instr_category_name(s[i].category), (unsigned long long)s[i].count, s[i].ns);
     return (size_t)len < cap ? len : -1;
 }
 
@@ -283,7 +280,8 @@ static volatile uint64_t *map_flags(void) {
     MPI_Barrier(MPI_COMM_WORLD);
     if (me == 0) shm_unlink(name);
     if (p == MAP_FAILED) {
-        fprintf(stderr, "logp_mpi: rank %d cannot map the shared flags %s (both ranks must be on one host)\n", me, name);
+        fprintf(stderr, "logp_mpi: rank %d cannot map the shared flags %s (both ranks must be on one host)\n", me,
+                name);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     return (volatile uint64_t *)p;
@@ -291,7 +289,8 @@ static volatile uint64_t *map_flags(void) {
 
 static int usage(const char *why) {
     if (me == 0)
-        fprintf(stderr, "logp_mpi: %s; usage: logp_mpi [--iters N (>= 10)] [--bulk-mb M (>= 1)] [--round], 2 ranks\n", why);
+        fprintf(stderr, "logp_mpi: %s; usage: logp_mpi [--iters N (>= 10)] [--bulk-mb M (>= 1)] [--round], 2 ranks\n",
+                why);
     MPI_Finalize();
     return 2;
 }

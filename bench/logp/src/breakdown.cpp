@@ -13,7 +13,7 @@ namespace logp {
 
 std::vector<CounterTotal> local_counters() {
     std::size_t n = vipl_instr_snapshot(nullptr, 0);
-    std::vector<vipl_instr_sample> s(n + 16);  // room for counters registered meanwhile
+    std::vector<vipl_instr_sample> s(n + 16); // room for counters registered meanwhile
     n = std::min(vipl_instr_snapshot(s.data(), s.size()), s.size());
     std::vector<CounterTotal> out;
     for (std::size_t i = 0; i < n; ++i) out.push_back({s[i].name, s[i].category, s[i].count, s[i].cycles});
@@ -21,7 +21,7 @@ std::vector<CounterTotal> local_counters() {
 }
 
 double send_path_ns() {
-    static const char *const kSendPath[] = {"VipPostSend", "Build send descriptors", "Send bookkeeping",
+    static const char *const kSendPath[] = {"VipPostSend", "Build send descriptors",  "Send bookkeeping",
                                             "VipSendDone", "Recycle send descriptor", "VipCQDone (Send)"};
     std::uint64_t cycles = 0;
     for (const CounterTotal &c : local_counters()) {
@@ -45,7 +45,8 @@ std::vector<CounterTotal> job_counters(const Job &job) {
         std::string text = job.bcast_string(j.dump(), r);
         if (job.rank() != 0) continue;
         for (const auto &x : nlohmann::json::parse(text)) {
-            CounterTotal c{x[0].get<std::string>(), x[1].get<int>(), x[2].get<std::uint64_t>(), x[3].get<std::uint64_t>()};
+            CounterTotal c{x[0].get<std::string>(), x[1].get<int>(), x[2].get<std::uint64_t>(),
+                           x[3].get<std::uint64_t>()};
             auto [it, fresh] = sum.try_emplace(c.name, c);
             if (!fresh) {
                 it->second.count += c.count;
@@ -84,7 +85,7 @@ Breakdown make_breakdown(const std::string &name, const std::string &layer, cons
         it.cycles = cyc;
         it.ns = cyc / cycles_per_ns;
         if (c.category == VIPL_INSTR_FIRMWARE) b.firmware_ns += it.ns;
-        if (c.category == VIPL_INSTR_WAIT) {  // latency, not overhead: excluded from every interval
+        if (c.category == VIPL_INSTR_WAIT) { // latency, not overhead: excluded from every interval
             b.wait_ns += it.ns;
             continue;
         }
@@ -101,8 +102,9 @@ Breakdown make_breakdown(const std::string &name, const std::string &layer, cons
         b.host_ns += it.ns;
     }
     if (b.items.empty()) {
-        b.status = {"failed", "no instrumented primitive ran: is the layer built with VIASTACK_INSTR=ON and "
-                              "does it time its primitives?"};
+        b.status = {"failed",
+                    "no instrumented primitive ran: is the layer built with VIASTACK_INSTR=ON and "
+                    "does it time its primitives?"};
         return b;
     }
     // Paper percentages, matched by category name and by normalized operation name.
@@ -154,4 +156,4 @@ double measure_instr_scope_ns() {
     return median_of(per);
 }
 
-}  // namespace logp
+} // namespace logp

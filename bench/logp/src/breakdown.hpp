@@ -43,4 +43,4 @@ double send_path_ns();
 // Cost of one timed scope with the instrumentation on (ns), measured now.
 double measure_instr_scope_ns();
 
-}  // namespace logp
+} // namespace logp

@@ -12,15 +12,17 @@ namespace logp {
 namespace {
 void check(int rc, const char *what) {
     if (rc != VIPL_BOOT_OK)
-        throw std::runtime_error(fmt::format("{} failed (vipl_boot error {}): is the peer process still alive?", what, rc));
+        throw std::runtime_error(
+            fmt::format("{} failed (vipl_boot error {}): is the peer process still alive?", what, rc));
 }
-}  // namespace
+} // namespace
 
 Job Job::join() {
     int rc = vipl_boot_init();
     if (rc != VIPL_BOOT_OK)
         throw std::runtime_error(fmt::format("vipl_boot_init failed ({}); start logp with `vipl-run -n 2 logp ...` "
-                                             "or just `logp`, which does that itself", rc));
+                                             "or just `logp`, which does that itself",
+                                             rc));
     return Job(vipl_boot_rank(), vipl_boot_size(), true);
 }
 
@@ -69,4 +71,4 @@ std::string Job::bcast_string(const std::string &s, int root) const {
     return out;
 }
 
-}  // namespace logp
+} // namespace logp

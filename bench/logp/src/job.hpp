@@ -34,4 +34,4 @@ private:
     bool boot_ = false;
 };
 
-}  // namespace logp
+} // namespace logp

@@ -17,8 +17,8 @@ namespace logp {
 class Layer {
 public:
     virtual ~Layer() = default;
-    virtual std::string id() const = 0;           // "vi", "am-v3", "am-v1", "fm", "bip", "splitc", "synthetic"
-    virtual std::string description() const = 0;  // one line for the report
+    virtual std::string id() const = 0;          // "vi", "am-v3", "am-v1", "fm", "bip", "splitc", "synthetic"
+    virtual std::string description() const = 0; // one line for the report
     virtual bool single_process() const { return false; }
 
     // Burst sizes: up to short_burst_max() sends never stall the sender; from
@@ -75,4 +75,4 @@ public:
     virtual void breakdown_server_series(int n) {}
 };
 
-}  // namespace logp
+} // namespace logp

@@ -31,9 +31,9 @@ namespace logp {
 namespace {
 
 constexpr handler_t kSink = 1, kEchoRequest = 2, kEchoReply = 3, kXfer = 4, kConfirm = 5, kSinkAck = 6;
-constexpr std::size_t kBulkMax = 1 << 20;  // largest bulk message
+constexpr std::size_t kBulkMax = 1 << 20; // largest bulk message
 constexpr std::size_t kSegBytes = kBulkMax;
-constexpr int kPeer = 0;  // translation-table index of the other rank
+constexpr int kPeer = 0; // translation-table index of the other rank
 
 // Handlers see no user context: the one live AM layer's counters are globals.
 volatile long g_sunk = 0, g_echoed = 0, g_replies = 0, g_xfers = 0, g_confirms = 0;
@@ -77,7 +77,7 @@ public:
     std::string description() const override {
         return fmt::format("AM-2 over VIA, AMVIAv{} layout (AM_Request4, 16-byte arguments)", layout_);
     }
-    int short_burst_max() const override { return 4; }  // half the k = 8 request credits
+    int short_burst_max() const override { return 4; } // half the k = 8 request credits
     int long_burst_min() const override { return 32; }
     int max_burst() const override { return 128; }
 
@@ -115,7 +115,7 @@ public:
         const double deadline = timeout_ns();
         for (;;) {
             long sw = context_switches();
-            const double sent0 = instr ? send_path_ns() : 0;  // the implicit reply is sent inside AM_Poll
+            const double sent0 = instr ? send_path_ns() : 0; // the implicit reply is sent inside AM_Poll
             std::uint64_t t0 = ticks();
             check(AM_Poll(eb_), "AM_Poll");
             std::uint64_t t1 = ticks();
@@ -188,7 +188,7 @@ private:
     ep_t ep_ = nullptr;
     bool init_ = false;
     std::vector<char> seg_;
-    char *src_ = nullptr;          // AMVIA_AllocMem memory, else src_plain_
+    char *src_ = nullptr; // AMVIA_AllocMem memory, else src_plain_
     // LOGP_AM_BLOCKING_XFER=1: the bulk stream uses the blocking AM_RequestXfer4
     // (each transfer waits until the target's NIC has read the source).
     bool blocking_xfer_ = [] {
@@ -198,11 +198,11 @@ private:
     bool src_allocated_ = false;
     std::vector<char> src_plain_;
     long confirms_ = 0, sunk_ = 0, xfers_ = 0;
-    double reply_ns_ = 0;  // send path inside the last timed probe receive (instrumented series)
+    double reply_ns_ = 0; // send path inside the last timed probe receive (instrumented series)
 };
 
 AmLayer::AmLayer(const Job &job, const LayerOptions &opt, int layout) : layout_(layout), seg_(kSegBytes) {
-    if (!opt.device.empty()) setenv("VIASTACK_AM_NIC", opt.device.c_str(), 0);  // the NIC AM_Init opens
+    if (!opt.device.empty()) setenv("VIASTACK_AM_NIC", opt.device.c_str(), 0); // the NIC AM_Init opens
     g_sunk = 0;
     g_echoed = 0;
     g_replies = 0;
@@ -227,7 +227,7 @@ AmLayer::AmLayer(const Job &job, const LayerOptions &opt, int layout) : layout_(
             src_ = src_plain_.data();
         }
         std::memset(src_, 'x', kBulkMax);
-        const tag_t tag = 0x6c6f6770 + tag_t(layout);  // "logp"
+        const tag_t tag = 0x6c6f6770 + tag_t(layout); // "logp"
         check(AM_SetTag(ep_, tag), "AM_SetTag");
         check(AM_SetHandler(ep_, kSink, sink_handler), "AM_SetHandler");
         check(AM_SetHandler(ep_, kEchoRequest, echo_request_handler), "AM_SetHandler");
@@ -259,10 +259,10 @@ AmLayer::~AmLayer() {
     init_ = false;
 }
 
-}  // namespace
+} // namespace
 
 std::unique_ptr<Layer> make_am_layer(const Job &job, const LayerOptions &opt, int layout) {
     return std::make_unique<AmLayer>(job, opt, layout);
 }
 
-}  // namespace logp
+} // namespace logp

@@ -27,7 +27,7 @@ namespace logp {
 namespace {
 
 constexpr int kTagEcho = 1, kTagReply = 2, kTagSink = 3, kTagConfirm = 4, kTagBulk = 5;
-constexpr std::size_t kShort = 16;  // the short message (as AM's 16 bytes of arguments)
+constexpr std::size_t kShort = 16; // the short message (as AM's 16 bytes of arguments)
 constexpr std::size_t kBulkMax = 1 << 20;
 
 double timeout_ns() {
@@ -48,9 +48,10 @@ public:
 
     std::string id() const override { return "bip"; }
     std::string description() const override {
-        return fmt::format("BIP over VIA (bip_send/bip_recv, 16 bytes; copied up to {} B, rendezvous + RDMA above)", eager_max_);
+        return fmt::format("BIP over VIA (bip_send/bip_recv, 16 bytes; copied up to {} B, rendezvous + RDMA above)",
+                           eager_max_);
     }
-    int short_burst_max() const override { return 4; }  // half BIP's default 8 small buffers per sender
+    int short_burst_max() const override { return 4; } // half BIP's default 8 small buffers per sender
     int long_burst_min() const override { return 32; }
     int max_burst() const override { return 128; }
 
@@ -68,7 +69,9 @@ public:
     }
 
     void burst_send_one() override { check(bip_send(peer_, kTagSink, small_out_, kShort), "bip_send"); }
-    void burst_sender_finish(int) override { check(bip_recv(kTagConfirm, small_in_, sizeof small_in_, nullptr), "bip_recv (confirm)"); }
+    void burst_sender_finish(int) override {
+        check(bip_recv(kTagConfirm, small_in_, sizeof small_in_, nullptr), "bip_recv (confirm)");
+    }
     void burst_receive(int m) override {
         for (int i = 0; i < m; ++i) check(bip_recv(kTagSink, small_in_, sizeof small_in_, nullptr), "bip_recv");
         confirm();
@@ -142,7 +145,7 @@ private:
 };
 
 BipLayer::BipLayer(const Job &job, const LayerOptions &opt) : src_(kBulkMax, 'x'), dst_(kBulkMax) {
-    if (!opt.device.empty()) setenv("VIASTACK_BIP_NIC", opt.device.c_str(), 0);  // the NIC bip_init opens
+    if (!opt.device.empty()) setenv("VIASTACK_BIP_NIC", opt.device.c_str(), 0); // the NIC bip_init opens
     try {
         check(bip_init(), "bip_init");
         init_ = true;
@@ -153,13 +156,15 @@ BipLayer::BipLayer(const Job &job, const LayerOptions &opt) : src_(kBulkMax, 'x'
         eager_max_ = check(int(bip_eager_max(peer_)), "bip_eager_max");
         job.barrier();
     } catch (...) {
-        close();  // the destructor does not run for a constructor that throws
+        close(); // the destructor does not run for a constructor that throws
         throw;
     }
 }
 
-}  // namespace
+} // namespace
 
-std::unique_ptr<Layer> make_bip_layer(const Job &job, const LayerOptions &opt) { return std::make_unique<BipLayer>(job, opt); }
+std::unique_ptr<Layer> make_bip_layer(const Job &job, const LayerOptions &opt) {
+    return std::make_unique<BipLayer>(job, opt);
+}
 
-}  // namespace logp
+} // namespace logp

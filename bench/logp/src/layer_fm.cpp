@@ -25,14 +25,14 @@
 namespace logp {
 namespace {
 
-constexpr unsigned kSink = 1, kEcho = 2, kReply = 3, kConfirm = 4, kBulk = 5;  // handler ids
+constexpr unsigned kSink = 1, kEcho = 2, kReply = 3, kConfirm = 4, kBulk = 5; // handler ids
 constexpr std::size_t kBulkMax = 1 << 20;
 
 // Handlers see no user context: the one live FM layer's state is global.
 volatile long g_sunk = 0, g_echoed = 0, g_replies = 0, g_confirms = 0, g_bulk = 0;
 std::vector<char> *g_bulk_buf = nullptr;
 std::size_t g_bulk_len = 0;  // the length of the bulk messages of the current stream
-int g_handler_error = FM_OK;  // an FM call that failed inside a handler
+int g_handler_error = FM_OK; // an FM call that failed inside a handler
 
 void sink_handler(void *, unsigned, unsigned) { g_sunk = g_sunk + 1; }
 void reply_handler(void *, unsigned, unsigned) { g_replies = g_replies + 1; }
@@ -71,7 +71,7 @@ public:
     std::string description() const override {
         return "Fast Messages 2.x over VIA (FM_send_4, 16 bytes; bulk: FM_begin_message/FM_send_piece/FM_receive)";
     }
-    int short_burst_max() const override { return 4; }  // half FM's default 8 credits
+    int short_burst_max() const override { return 4; } // half FM's default 8 credits
     int long_burst_min() const override { return 32; }
     int max_burst() const override { return 128; }
 
@@ -166,7 +166,7 @@ private:
 };
 
 FmLayer::FmLayer(const Job &job, const LayerOptions &opt) : src_(kBulkMax, 'x'), dst_(kBulkMax) {
-    if (!opt.device.empty()) setenv("VIASTACK_FM_NIC", opt.device.c_str(), 0);  // the NIC FM_initialize opens
+    if (!opt.device.empty()) setenv("VIASTACK_FM_NIC", opt.device.c_str(), 0); // the NIC FM_initialize opens
     g_sunk = 0;
     g_echoed = 0;
     g_replies = 0;
@@ -188,7 +188,7 @@ FmLayer::FmLayer(const Job &job, const LayerOptions &opt) : src_(kBulkMax, 'x'),
         peer_ = job.size() > 1 ? unsigned(1 - job.rank()) : 0;
         job.barrier();
     } catch (...) {
-        close();  // the destructor does not run for a constructor that throws
+        close(); // the destructor does not run for a constructor that throws
         throw;
     }
 }
@@ -201,8 +201,10 @@ void FmLayer::close() {
     g_bulk_buf = nullptr;
 }
 
-}  // namespace
+} // namespace
 
-std::unique_ptr<Layer> make_fm_layer(const Job &job, const LayerOptions &opt) { return std::make_unique<FmLayer>(job, opt); }
+std::unique_ptr<Layer> make_fm_layer(const Job &job, const LayerOptions &opt) {
+    return std::make_unique<FmLayer>(job, opt);
+}
 
-}  // namespace logp
+} // namespace logp

@@ -22,7 +22,7 @@ namespace {
 
 // The vipl-run job's variables: inherited by mpirun's ranks they would make
 // the provider's VIPL join logp's job instead of booting from PMIx.
-const char *const kJobVariables[] = {"VIASTACK_JOB", "VIASTACK_RANK", "VIASTACK_SIZE",
+const char *const kJobVariables[] = {"VIASTACK_JOB",  "VIASTACK_RANK",  "VIASTACK_SIZE",
                                      "VIASTACK_BOOT", "VIASTACK_HOSTS", "VIASTACK_JOB_CPUS"};
 
 std::set<std::string> pmix_wire_files() {
@@ -37,13 +37,14 @@ std::vector<std::string> transport_args(MpiTransport t) {
     switch (t) {
     case MpiTransport::viastack:
         return {"--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", "viastack"};
-    case MpiTransport::vader:
-        return {"--mca", "pml", "ob1", "--mca", "btl", "self,vader"};
+    case MpiTransport::vader: return {"--mca", "pml", "ob1", "--mca", "btl", "self,vader"};
     case MpiTransport::shm:
         // LD_PRELOAD (run_logp_mpi) lets mtl:ofi take shm (mpi/mtl_ofi_shm.c).
-        return {"--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", "shm", "-x", "FI_PROVIDER=shm"};
+        return {"--mca",          "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", "shm", "-x",
+                "FI_PROVIDER=shm"};
     case MpiTransport::tcp:
-        return {"--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", "tcp", "-x", "FI_PROVIDER=tcp"};
+        return {"--mca",          "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", "tcp", "-x",
+                "FI_PROVIDER=tcp"};
     }
     return {};
 }
@@ -77,13 +78,13 @@ SideCost side_cost(const nlohmann::json &counters, const std::string &side, doub
             s.vipl.push_back(it);
         } else {
             it.category = category;
-            s.inner.push_back(it);  // the firmware inside VIPL's calls: already in them
+            s.inner.push_back(it); // the firmware inside VIPL's calls: already in them
         }
     }
     return s;
 }
 
-}  // namespace
+} // namespace
 
 std::string mpi_transport_name(MpiTransport t) {
     switch (t) {
@@ -105,7 +106,8 @@ bool parse_mpi_peers(const std::string &list, std::vector<MpiTransport> *out, st
     bool any = false;
     while (std::getline(ss, item, ',')) {
         any = true;
-        const auto *k = std::find_if(std::begin(known), std::end(known), [&](const auto &p) { return item == p.first; });
+        const auto *k =
+            std::find_if(std::begin(known), std::end(known), [&](const auto &p) { return item == p.first; });
         if (k == std::end(known)) {
             *error = fmt::format("unknown MPI peer '{}' in --mpi-peers (known: vader, shm, tcp; or none)", item);
             return false;
@@ -158,22 +160,26 @@ MpiRun run_logp_mpi(MpiTransport t, const MpiPlan &plan) {
     MpiRun run;
     const std::string bin = find_logp_mpi(), mpirun = find_on_path("mpirun"), env = find_on_path("env");
     if (bin.empty() || mpirun.empty()) {
-        run.status = {"not installed", bin.empty() ? "logp_mpi not built (Debian: apt-get install libopenmpi-dev, then rebuild)"
-                                                   : "mpirun not found on PATH (Debian: apt-get install openmpi-bin)"};
+        run.status = {"not installed",
+                      bin.empty() ? "logp_mpi not built (Debian: apt-get install libopenmpi-dev, then rebuild)"
+                                  : "mpirun not found on PATH (Debian: apt-get install openmpi-bin)"};
         return run;
     }
     const char *fi_path = std::getenv("FI_PROVIDER_PATH");
     if (t == MpiTransport::viastack && (!fi_path || !*fi_path) &&
         !fs::exists("/usr/lib/x86_64-linux-gnu/libfabric/libviastack-fi.so")) {
-        run.status = {"not installed", "libviastack-fi.so not found: FI_PROVIDER_PATH is unset (vipl-run sets it to a "
-                                       "build tree's ofi/) and the provider is not installed"};
+        run.status = {"not installed",
+                      "libviastack-fi.so not found: FI_PROVIDER_PATH is unset (vipl-run sets it to a "
+                      "build tree's ofi/) and the provider is not installed"};
         return run;
     }
     std::string shim;
     if (t == MpiTransport::shm) {
         shim = find_peer_program(kShmShim);
         if (shim.empty()) {
-            run.status = {"not installed", fmt::format("{} not built (it needs libfabric-dev when this build was configured)", kShmShim)};
+            run.status = {
+                "not installed",
+                fmt::format("{} not built (it needs libfabric-dev when this build was configured)", kShmShim)};
             return run;
         }
     }
@@ -186,9 +192,12 @@ MpiRun run_logp_mpi(MpiTransport t, const MpiPlan &plan) {
     if (t == MpiTransport::viastack && fi_path && *fi_path) argv.insert(argv.end(), {"-x", "FI_PROVIDER_PATH"});
     // Bound as logp's ranks are (peer_shm.cpp does the same for mpi_shm_bench).
     const std::vector<int> cpus = job_cpus();
-    if (cpus.size() >= 2) argv.insert(argv.end(), {"--bind-to", "cpu-list:ordered", "--cpu-list", fmt::format("{},{}", cpus[0], cpus[1])});
+    if (cpus.size() >= 2)
+        argv.insert(argv.end(),
+                    {"--bind-to", "cpu-list:ordered", "--cpu-list", fmt::format("{},{}", cpus[0], cpus[1])});
     else argv.insert(argv.end(), {"--bind-to", "none"});
-    argv.insert(argv.end(), {bin, "--iters", std::to_string(plan.iterations), "--bulk-mb", std::to_string(plan.bulk_mb)});
+    argv.insert(argv.end(),
+                {bin, "--iters", std::to_string(plan.iterations), "--bulk-mb", std::to_string(plan.bulk_mb)});
     if (plan.round) argv.push_back("--round");
 
     const std::set<std::string> before = pmix_wire_files();
@@ -199,13 +208,17 @@ MpiRun run_logp_mpi(MpiTransport t, const MpiPlan &plan) {
             if (!before.count(f)) fs::remove(f, ec);
     }
     if (r.timed_out) {
-        run.status = {"failed", fmt::format("logp_mpi over {} timed out after {:.0f} s", mpi_transport_name(t), plan.timeout_s)};
+        run.status = {"failed",
+                      fmt::format("logp_mpi over {} timed out after {:.0f} s", mpi_transport_name(t), plan.timeout_s)};
         return run;
     }
     MpiRun parsed = parse_logp_mpi_output(r.output);
-    const bool complete = parsed.metrics.count("rtt_half_us") && parsed.metrics.count("g_us") && !parsed.bandwidth.empty();
+    const bool complete =
+        parsed.metrics.count("rtt_half_us") && parsed.metrics.count("g_us") && !parsed.bandwidth.empty();
     if (r.exit_code != 0 || !complete) {
-        run.status = {"failed", fmt::format("logp_mpi over {} exit {}: {}", mpi_transport_name(t), r.exit_code, last_line(r.output))};
+        run.status = {
+            "failed",
+            fmt::format("logp_mpi over {} exit {}: {}", mpi_transport_name(t), r.exit_code, last_line(r.output))};
         return run;
     }
     parsed.status = {"measured", "Open MPI over " + mpi_transport_name(t)};
@@ -222,7 +235,7 @@ LogPRow mpi_logp_row(const MpiRun &run, double vi_rtt_half_us) {
     row.o_s_us = get("o_s_us");
     row.o_r_us = get("o_r_us");
     row.o_r_cold_us = row.o_r_us;
-    row.o_r_reply_us = 0;  // MPI_Recv of an eager message answers nothing
+    row.o_r_reply_us = 0; // MPI_Recv of an eager message answers nothing
     row.g_us = get("g_us");
     row.delta_us = row.rtt_half_us - vi_rtt_half_us;
     if (run.spreads.count("rtt_half_us")) row.spread_rtt = run.spreads.at("rtt_half_us");
@@ -246,7 +259,7 @@ BandwidthCurve mpi_bandwidth_curve(const MpiRun &run) {
     c.method = "MPI_Isend stream, windows of 64 (<= 1 KB) or 16, over " + mpi_transport_name(MpiTransport::viastack);
     c.status = run.status;
     c.points = run.bandwidth;
-    if (run.status.measured()) fit_curve(c);  // FM's t0 / r_inf / n_1/2, as for every curve
+    if (run.status.measured()) fit_curve(c); // FM's t0 / r_inf / n_1/2, as for every curve
     return c;
 }
 
@@ -259,7 +272,8 @@ Breakdown mpi_breakdown(const MpiRun &run) {
         bd.status = run.status.measured() ? Status{"failed", "logp_mpi printed no breakdown"} : run.status;
         return bd;
     }
-    const double messages = j.value("messages", 0.0), send_ns = j.value("send_ns", 0.0), recv_ns = j.value("recv_ns", 0.0);
+    const double messages = j.value("messages", 0.0), send_ns = j.value("send_ns", 0.0),
+                 recv_ns = j.value("recv_ns", 0.0);
     bd.operations = std::uint64_t(messages);
     const SideCost s = side_cost(j["sender"], "send", messages), r = side_cost(j["receiver"], "recv", messages);
     bd.host_ns = send_ns + recv_ns;
@@ -269,10 +283,10 @@ Breakdown mpi_breakdown(const MpiRun &run) {
     bd.categories = {{"MPI + rxm + provider", rest, 0, pct(rest), kNaN},
                      {"VIPL (below the provider)", vipl, 0, pct(vipl), kNaN},
                      {"VIPL polls that found nothing", polls, 0, pct(polls), kNaN}};
-    bd.items.push_back({"send: in MPI_Send, less VIPL", "MPI + rxm + provider", 1, send_ns - s.vipl_ns - s.empty_polls_ns, 0,
-                        pct(send_ns - s.vipl_ns - s.empty_polls_ns), kNaN});
-    bd.items.push_back({"recv: in MPI_Recv, less VIPL", "MPI + rxm + provider", 1, recv_ns - r.vipl_ns - r.empty_polls_ns, 0,
-                        pct(recv_ns - r.vipl_ns - r.empty_polls_ns), kNaN});
+    bd.items.push_back({"send: in MPI_Send, less VIPL", "MPI + rxm + provider", 1,
+                        send_ns - s.vipl_ns - s.empty_polls_ns, 0, pct(send_ns - s.vipl_ns - s.empty_polls_ns), kNaN});
+    bd.items.push_back({"recv: in MPI_Recv, less VIPL", "MPI + rxm + provider", 1,
+                        recv_ns - r.vipl_ns - r.empty_polls_ns, 0, pct(recv_ns - r.vipl_ns - r.empty_polls_ns), kNaN});
     for (const SideCost *side : {&s, &r}) {
         for (BreakdownItem it : side->vipl) {
             it.percent = pct(it.ns);
@@ -287,8 +301,9 @@ Breakdown mpi_breakdown(const MpiRun &run) {
         chunks = fmt::format("; the chunk with the median total of {} chunks of {} messages, totals {:.0f}-{:.0f} ns",
                              j.value("chunks", 0), bd.operations, j.value("chunk_total_min_ns", 0.0),
                              j.value("chunk_total_max_ns", 0.0));
-    bd.status = {"measured", fmt::format("o_s side {:.0f} ns, o_r side {:.0f} ns per message, instrumentation on{}",
-                                         send_ns, recv_ns, chunks)};
+    bd.status = {"measured",
+                 fmt::format("o_s side {:.0f} ns, o_r side {:.0f} ns per message, instrumentation on{}", send_ns,
+                             recv_ns, chunks)};
     return bd;
 }
 
@@ -305,15 +320,16 @@ PeerResult mpi_peer_result(MpiTransport t, const MpiRun &run) {
     PeerResult p;
     p.tool = mpi_peer_tool(t);
     p.transport = t == MpiTransport::vader ? "Open MPI pml ob1, btl self,vader"
-                  : t == MpiTransport::shm ? "Open MPI pml cm, mtl:ofi, libfabric shm (FI_PROVIDER=shm, mtl_ofi_shm.so preloaded)"
-                                           : "Open MPI pml cm, mtl:ofi, " + mpi_transport_name(t) + " (FI_PROVIDER=tcp)";
+        : t == MpiTransport::shm ? "Open MPI pml cm, mtl:ofi, libfabric shm (FI_PROVIDER=shm, mtl_ofi_shm.so preloaded)"
+                                 : "Open MPI pml cm, mtl:ofi, " + mpi_transport_name(t) + " (FI_PROVIDER=tcp)";
     p.status = run.status;
     if (!run.status.measured()) return p;
     for (const char *m : {"rtt_half_us", "g_us"})
         if (run.metrics.count(m)) p.metrics.push_back({m, "MPI_Send", "", 16, run.metrics.at(m), kNaN, kNaN});
     for (const auto &b : run.bandwidth)
-        p.metrics.push_back({std::string("bandwidth_mb_s:") + kMpiStreamTest, kMpiStreamTest, "", b.bytes, b.mb_s, kNaN, kNaN});
+        p.metrics.push_back(
+            {std::string("bandwidth_mb_s:") + kMpiStreamTest, kMpiStreamTest, "", b.bytes, b.mb_s, kNaN, kNaN});
     return p;
 }
 
-}  // namespace logp
+} // namespace logp

@@ -31,18 +31,18 @@ bool parse_mpi_peers(const std::string &list, std::vector<MpiTransport> *out, st
 
 struct MpiPlan {
     long iterations = 20000;
-    long bulk_mb = 64;       // payload per bandwidth stream
-    bool round = false;      // RTT/2, g and the comparison sizes only (logp_mpi --round)
+    long bulk_mb = 64;  // payload per bandwidth stream
+    bool round = false; // RTT/2, g and the comparison sizes only (logp_mpi --round)
     double timeout_s = 180;
 };
 
 // What one run of logp_mpi printed.
 struct MpiRun {
     Status status;
-    std::map<std::string, double> metrics;  // "rtt_half_us", "o_s_us", "o_r_us", "g_us", "o_s_single_us" (16 B)
-    std::map<std::string, double> spreads;  // relative IQR where printed (rtt_half_us, o_r_us)
-    std::vector<BandwidthPoint> bandwidth;  // bw_MBps per size
-    std::string breakdown_line;             // the "breakdown" JSON object, as printed
+    std::map<std::string, double> metrics; // "rtt_half_us", "o_s_us", "o_r_us", "g_us", "o_s_single_us" (16 B)
+    std::map<std::string, double> spreads; // relative IQR where printed (rtt_half_us, o_r_us)
+    std::vector<BandwidthPoint> bandwidth; // bw_MBps per size
+    std::string breakdown_line;            // the "breakdown" JSON object, as printed
 };
 
 // Where logp_mpi is (find_peer_program's places); "" when not built.
@@ -72,4 +72,4 @@ PeerResult mpi_peer_result(MpiTransport t, const MpiRun &run);
 // The peer tool name of a transport in the interleaved table ("logp_mpi vader").
 std::string mpi_peer_tool(MpiTransport t);
 
-}  // namespace logp
+} // namespace logp

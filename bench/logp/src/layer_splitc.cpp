@@ -32,9 +32,9 @@ namespace logp {
 namespace {
 
 constexpr std::size_t kScalar = 0, kFlag = 64, kBulk = 4096;
-constexpr std::size_t kBulkMax = 1 << 20;           // largest bulk_put (the runtime fragments it)
-constexpr std::size_t kBlock = kBulk + kBulkMax;    // this rank's part of the spread region
-constexpr int kBatch = 64;                 // operations per timed batch (Figure 2 get/put/store)
+constexpr std::size_t kBulkMax = 1 << 20;        // largest bulk_put (the runtime fragments it)
+constexpr std::size_t kBlock = kBulk + kBulkMax; // this rank's part of the spread region
+constexpr int kBatch = 64;                       // operations per timed batch (Figure 2 get/put/store)
 
 std::string g_last_error;
 void remember_error(splitc_error_t code, const char *message, void *) {
@@ -66,7 +66,7 @@ public:
     void rtt_server_series(std::size_t, int) override { serve_until_released(); }
 
     void burst_send_one() override { splitc_store_4(remote(kScalar), 7); }
-    void burst_sender_finish(int) override { splitc_store_sync(4); }  // the target's confirmation store
+    void burst_sender_finish(int) override { splitc_store_sync(4); } // the target's confirmation store
     void burst_receive(int m) override {
         splitc_store_sync(4 * std::size_t(m));
         splitc_store_4(remote(kScalar), 1);
@@ -83,7 +83,7 @@ public:
         const double deadline = timeout_ns();
         for (;;) {
             long sw = context_switches();
-            const double sent0 = instr ? send_path_ns() : 0;  // acknowledgements and credits go out inside the poll
+            const double sent0 = instr ? send_path_ns() : 0; // acknowledgements and credits go out inside the poll
             std::uint64_t t0 = ticks();
             splitc_poll();
             std::uint64_t t1 = ticks();
@@ -148,7 +148,7 @@ private:
     std::uint32_t epoch_ = 0;
     std::uint32_t got_ = 0;
     std::uint64_t sink_ = 0;
-    double reply_ns_ = 0;  // send path inside the last timed probe receive (instrumented series)
+    double reply_ns_ = 0; // send path inside the last timed probe receive (instrumented series)
 };
 
 SplitcLayer::SplitcLayer(const Job &job, const LayerOptions &opt) {
@@ -158,20 +158,20 @@ SplitcLayer::SplitcLayer(const Job &job, const LayerOptions &opt) {
     // VIP_INVALID_PARAMETER.  So the device picks its provider here (nicfw* is
     // the emulator, any other name an RDMA device), and Split-C runs on that
     // provider's default device (see the note in docs/logp.md).
-    if (!opt.device.empty())
-        setenv("VIPL_PROVIDER", opt.device.rfind("nicfw", 0) == 0 ? "nicfw" : "verbs", 0);
+    if (!opt.device.empty()) setenv("VIPL_PROVIDER", opt.device.rfind("nicfw", 0) == 0 ? "nicfw" : "verbs", 0);
     splitc_set_error_handler(remember_error, nullptr);
     int argc = 0;
     char **argv = nullptr;
     if (splitc_init(&argc, &argv) != 0)
-        throw std::runtime_error("splitc: splitc_init failed: " + (g_last_error.empty() ? std::string("see stderr") : g_last_error));
+        throw std::runtime_error("splitc: splitc_init failed: " +
+                                 (g_last_error.empty() ? std::string("see stderr") : g_last_error));
     if (splitc_procs() != job.size() || splitc_myproc() != job.rank())
         throw std::runtime_error("splitc: the runtime's processors do not match the job");
-    splitc_set_error_handler(nullptr, nullptr);  // from here on, errors end the job loudly
+    splitc_set_error_handler(nullptr, nullptr); // from here on, errors end the job loudly
     peer_ = 1 - job.rank();
     splitc_sptr_t s = splitc_all_spread_malloc(std::size_t(job.size()), kBlock);
     base_ = static_cast<char *>(splitc_sptr_addr(s));
-    std::memset(base_ + kBulk, 'x', kBulkMax);  // the bulk source (touched once, not timed)
+    std::memset(base_ + kBulk, 'x', kBulkMax); // the bulk source (touched once, not timed)
     std::memset(base_, 0, kBlock);
     splitc_barrier();
 }
@@ -193,7 +193,8 @@ SplitcOp SplitcLayer::time_op(const char *name, bool is_root, int reps, int warm
         Summary s = summarize(per_op);
         out.us = s.median;
         out.spread = s.spread();
-        out.status = {"measured", batch > 1 ? fmt::format("batches of {} + completion", batch) : "one synchronous operation"};
+        out.status = {"measured",
+                      batch > 1 ? fmt::format("batches of {} + completion", batch) : "one synchronous operation"};
     }
     return out;
 }
@@ -215,10 +216,10 @@ std::vector<SplitcOp> SplitcLayer::measure_ops(const Job &job, int iterations, i
             for (int i = 0; i < kBatch; ++i) splitc_put_4(g, 5);
             splitc_sync();
         }));
-        release_peer();  // end of the served part
+        release_peer(); // end of the served part
         ops.push_back(time_op("store", true, batches, bwarm, kBatch, [&] {
             for (int i = 0; i < kBatch; ++i) splitc_store_4(g, 9);
-            splitc_store_sync(4);  // the target's confirmation
+            splitc_store_sync(4); // the target's confirmation
         }));
     } else {
         serve_until_released();
@@ -231,10 +232,10 @@ std::vector<SplitcOp> SplitcLayer::measure_ops(const Job &job, int iterations, i
     return ops;
 }
 
-}  // namespace
+} // namespace
 
 std::unique_ptr<Layer> make_splitc_layer(const Job &job, const LayerOptions &opt) {
     return std::make_unique<SplitcLayer>(job, opt);
 }
 
-}  // namespace logp
+} // namespace logp

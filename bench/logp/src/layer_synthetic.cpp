@@ -43,16 +43,17 @@ SyntheticParams parse_synthetic(const std::string &spec) {
 }
 
 std::string format_synthetic(const SyntheticParams &p) {
-    return fmt::format("o_s={},o_r={},g={},L={},window={},t0={},r_inf={}", p.o_s_us, p.o_r_us, p.g_us, p.L_us,
-                       p.window, p.t0_us, p.r_inf_mb_s);
+    return fmt::format("o_s={},o_r={},g={},L={},window={},t0={},r_inf={}", p.o_s_us, p.o_r_us, p.g_us, p.L_us, p.window,
+                       p.t0_us, p.r_inf_mb_s);
 }
 
 namespace {
 std::uint64_t us_to_ticks(double us) { return std::uint64_t(us * 1e3 / ns_per_cycle()); }
-}  // namespace
+} // namespace
 
 SyntheticLayer::SyntheticLayer(const SyntheticParams &p)
-    : p_(p), o_s_(us_to_ticks(p.o_s_us)), o_r_(us_to_ticks(p.o_r_us)), g_(us_to_ticks(p.g_us)), L_(us_to_ticks(p.L_us)) {}
+    : p_(p), o_s_(us_to_ticks(p.o_s_us)), o_r_(us_to_ticks(p.o_r_us)), g_(us_to_ticks(p.g_us)),
+      L_(us_to_ticks(p.L_us)) {}
 
 std::string SyntheticLayer::description() const {
     return "synthetic LogP machine with known parameters (" + format_synthetic(p_) + ")";
@@ -67,15 +68,15 @@ void SyntheticLayer::wait_until(std::uint64_t tick) const {
 }
 
 void SyntheticLayer::rtt_client(std::size_t) {
-    wait_until(ticks() + o_s_);                 // our send
-    std::uint64_t echo = ticks() + L_ + o_r_ + o_s_ + L_;  // the peer receives and answers
+    wait_until(ticks() + o_s_);                           // our send
+    std::uint64_t echo = ticks() + L_ + o_r_ + o_s_ + L_; // the peer receives and answers
     wait_until(echo);
-    wait_until(ticks() + o_r_);                 // our receive
+    wait_until(ticks() + o_r_); // our receive
 }
 
 void SyntheticLayer::burst_send_one() {
     while (!departures_.empty() && std::int64_t(ticks() - departures_.front()) >= 0) departures_.pop_front();
-    if (departures_.size() >= std::size_t(p_.window)) {  // NIC queue full: wait for the oldest to leave
+    if (departures_.size() >= std::size_t(p_.window)) { // NIC queue full: wait for the oldest to leave
         wait_until(departures_.front());
         departures_.pop_front();
     }
@@ -86,7 +87,7 @@ void SyntheticLayer::burst_send_one() {
 }
 
 void SyntheticLayer::burst_sender_finish(int) {
-    if (!departures_.empty()) wait_until(departures_.back() + L_);  // the receiver has all of them
+    if (!departures_.empty()) wait_until(departures_.back() + L_); // the receiver has all of them
     departures_.clear();
 }
 
@@ -100,7 +101,7 @@ double SyntheticLayer::recv_probe_receive(double settle_ns) {
     for (;;) {
         long sw = context_switches();
         std::uint64_t t0 = ticks();
-        if (std::int64_t(t0 - probe_arrival_) >= 0) {  // the message is there: take it
+        if (std::int64_t(t0 - probe_arrival_) >= 0) { // the message is there: take it
             wait_until(t0 + o_r_);
             double ns = ticks_to_ns(ticks() - t0);
             return context_switches() == sw ? ns : -ns;
@@ -111,8 +112,8 @@ double SyntheticLayer::recv_probe_receive(double settle_ns) {
 double SyntheticLayer::bulk_stream_client(std::size_t bytes, int count) {
     std::uint64_t per = us_to_ticks(p_.t0_us + double(bytes) / p_.r_inf_mb_s);
     std::uint64_t t0 = ticks(), next = t0;
-    for (int i = 0; i < count; ++i) wait_until(next += per);  // an absolute schedule: no drift from the loop
+    for (int i = 0; i < count; ++i) wait_until(next += per); // an absolute schedule: no drift from the loop
     return ticks_to_ns(ticks() - t0);
 }
 
-}  // namespace logp
+} // namespace logp

@@ -15,9 +15,9 @@ namespace logp {
 
 struct SyntheticParams {
     double o_s_us = 2.0, o_r_us = 3.0, g_us = 8.0, L_us = 10.0;
-    int window = 8;               // messages the NIC queues before a send blocks
-    double t0_us = 4.0;           // bulk: per-message start-up cost
-    double r_inf_mb_s = 200.0;    // bulk: asymptotic bandwidth (bytes/us)
+    int window = 8;            // messages the NIC queues before a send blocks
+    double t0_us = 4.0;        // bulk: per-message start-up cost
+    double r_inf_mb_s = 200.0; // bulk: asymptotic bandwidth (bytes/us)
 };
 
 // Parses "o_s=2,o_r=3,g=8,L=10,window=8,t0=4,r_inf=200" (times in us, any
@@ -59,4 +59,4 @@ private:
     std::uint64_t probe_arrival_ = 0;
 };
 
-}  // namespace logp
+} // namespace logp

@@ -29,11 +29,11 @@
 namespace logp {
 namespace {
 
-constexpr int kSend = 64;            // send descriptors (ring)
-constexpr int kRecv = 256;           // pre-posted receives
-constexpr std::size_t kSmall = 64;   // small-message buffer
+constexpr int kSend = 64;              // send descriptors (ring)
+constexpr int kRecv = 256;             // pre-posted receives
+constexpr std::size_t kSmall = 64;     // small-message buffer
 constexpr std::size_t kBulk = 1 << 20; // largest bulk message (several descriptors above MaxTransferSize)
-constexpr std::size_t kDescSlot = 128;  // room for control + address + data segment, aligned
+constexpr std::size_t kDescSlot = 128; // room for control + address + data segment, aligned
 
 // Message kinds in the first byte of a small message, so a stray message is caught.
 enum : unsigned char { kData = 1, kEcho = 2, kConfirm = 3, kDone = 4 };
@@ -48,7 +48,7 @@ void check(VIP_RETURN rc, const char *what) {
     if (rc != VIP_SUCCESS) throw std::runtime_error(fmt::format("vi: {} failed: {}", what, VipxReturnString(rc)));
 }
 
-struct PeerInfo {  // exchanged through the job bootstrap
+struct PeerInfo { // exchanged through the job bootstrap
     VIP_UINT16 addr_len;
     VIP_UINT8 addr[VIP_MAX_HOST_ADDRESS_LEN];
     VIP_UINT64 rdma_addr;
@@ -89,7 +89,7 @@ public:
 
     void burst_send_one() override { post_small(kData, 16); }
     void burst_sender_finish(int) override {
-        repost(wait_recv());  // the receiver's confirmation
+        repost(wait_recv()); // the receiver's confirmation
         reap_sends(true);
     }
     void burst_receive(int m) override {
@@ -122,7 +122,8 @@ public:
                 return ns;
             }
             if (rc != VIP_NOT_DONE) check(rc, "VipRecvDone");
-            if (ticks_to_ns(ticks() - start) > deadline) throw std::runtime_error("vi: the probe message never arrived");
+            if (ticks_to_ns(ticks() - start) > deadline)
+                throw std::runtime_error("vi: the probe message never arrived");
         }
     }
 
@@ -136,8 +137,8 @@ public:
         std::uint64_t t0 = ticks();
         for (int i = 0; i < count; ++i)
             for (std::size_t off = 0; off < bytes; off += chunk_) post_rdma(off, std::min(chunk_, bytes - off));
-        post_small(kDone, 16);   // reliable delivery, in order: it lands after the writes
-        repost(wait_recv());     // the receiver saw it
+        post_small(kDone, 16); // reliable delivery, in order: it lands after the writes
+        repost(wait_recv());   // the receiver saw it
         double ns = ticks_to_ns(ticks() - t0);
         reap_sends(true);
         return ns;
@@ -150,7 +151,9 @@ public:
 
 private:
     VIP_DESCRIPTOR *send_desc(int i) { return reinterpret_cast<VIP_DESCRIPTOR *>(base_ + std::size_t(i) * kDescSlot); }
-    VIP_DESCRIPTOR *recv_desc(int i) { return reinterpret_cast<VIP_DESCRIPTOR *>(base_ + std::size_t(kSend + i) * kDescSlot); }
+    VIP_DESCRIPTOR *recv_desc(int i) {
+        return reinterpret_cast<VIP_DESCRIPTOR *>(base_ + std::size_t(kSend + i) * kDescSlot);
+    }
     char *send_buf(int i) { return base_ + std::size_t(kSend + kRecv) * kDescSlot + std::size_t(i) * kSmall; }
     char *recv_buf(int i) { return send_buf(kSend) + std::size_t(i) * kSmall; }
     char *bulk_src() { return recv_buf(kRecv); }
@@ -183,7 +186,7 @@ private:
         VIP_DESCRIPTOR *d = next_send_desc();
         std::memset(&d->CS, 0, sizeof d->CS);
         d->CS.Control = VIP_CONTROL_OP_RDMAWRITE;
-        d->CS.SegCount = 2;  // the address segment and one data segment
+        d->CS.SegCount = 2; // the address segment and one data segment
         d->CS.Length = VIP_UINT32(bytes);
         d->DS[0].Remote.Data.AddressBits = peer_.rdma_addr + off;
         d->DS[0].Remote.Handle = peer_.rdma_handle;
@@ -254,14 +257,15 @@ private:
     VIP_MEM_HANDLE mh_ = 0;
     bool registered_ = false, connected_ = false;
     char *base_ = nullptr;
-    bool nic_mem_ = false;  // base_ is VipxAllocMem memory (freed with VipxFreeMem)
+    bool nic_mem_ = false; // base_ is VipxAllocMem memory (freed with VipxFreeMem)
     // How a wait gives the CPU away (VIASTACK_WAIT, the policy AM and Split-C
     // use): a window of polls, then sched_yield, so that two ranks that share a
     // CPU on a busy machine take turns instead of each spinning out its slice.
     vipl_wait::WaitState wait_;
     int next_send_ = 0, outstanding_ = 0;
-    VIP_DESCRIPTOR *rtt_unposted_ = nullptr; // the client's last round trip's receive, reposted in the next (rtt_client)
-    std::size_t chunk_ = kBulk;  // bytes per RDMA-write descriptor: min(NIC MaxTransferSize, kBulk)
+    VIP_DESCRIPTOR *rtt_unposted_ =
+        nullptr;                // the client's last round trip's receive, reposted in the next (rtt_client)
+    std::size_t chunk_ = kBulk; // bytes per RDMA-write descriptor: min(NIC MaxTransferSize, kBulk)
     PeerInfo peer_{};
     std::string nic_name_;
 };
@@ -277,7 +281,8 @@ ViLayer::ViLayer(const Job &job, const LayerOptions &opt) {
                                                  na.MaxTransferSize, kSmall));
         chunk_ = std::min<std::size_t>(na.MaxTransferSize, kBulk);
         if (na.MaxDescriptorsPerQueue < VIP_ULONG(kRecv))
-            throw std::runtime_error(fmt::format("vi: the NIC allows {} descriptors per queue, logp needs {}", na.MaxDescriptorsPerQueue, kRecv));
+            throw std::runtime_error(fmt::format("vi: the NIC allows {} descriptors per queue, logp needs {}",
+                                                 na.MaxDescriptorsPerQueue, kRecv));
         vipl_wait::Mode mode;
         if (!vipl_wait::mode_from_env(&mode))
             throw std::runtime_error(fmt::format("vi: VIASTACK_WAIT must be {}", vipl_wait::kAllowed));
@@ -292,8 +297,7 @@ ViLayer::ViLayer(const Job &job, const LayerOptions &opt) {
         VIP_PVOID mem = nullptr;
         if ((!plain || std::strcmp(plain, "1") != 0) && VipxAllocMem(nic_, VIP_ULONG(bytes), &mem) == VIP_SUCCESS)
             nic_mem_ = true;
-        else
-            mem = std::aligned_alloc(4096, bytes);
+        else mem = std::aligned_alloc(4096, bytes);
         base_ = static_cast<char *>(mem);
         if (!base_) throw std::runtime_error("vi: out of memory for the registered region");
         std::memset(base_, 0, region_bytes());
@@ -321,7 +325,8 @@ ViLayer::ViLayer(const Job &job, const LayerOptions &opt) {
         static const char kDisc[] = "logp-vi";
         const std::size_t dlen = sizeof kDisc - 1;
         std::vector<unsigned char> local_buf(VIP_NET_ADDRESS_SIZE(mine.addr_len, dlen));
-        std::vector<unsigned char> remote_buf(VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, VIP_MAX_DISCRIMINATOR_LEN));
+        std::vector<unsigned char> remote_buf(
+            VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, VIP_MAX_DISCRIMINATOR_LEN));
         auto *local = reinterpret_cast<VIP_NET_ADDRESS *>(local_buf.data());
         auto *remote = reinterpret_cast<VIP_NET_ADDRESS *>(remote_buf.data());
         local->HostAddressLen = mine.addr_len;
@@ -329,7 +334,7 @@ ViLayer::ViLayer(const Job &job, const LayerOptions &opt) {
         std::memcpy(local->HostAddress, mine.addr, mine.addr_len);
         std::memcpy(local->HostAddress + mine.addr_len, kDisc, dlen);
         VIP_VI_ATTRIBUTES remote_attr{};
-        if (job.rank() == 1) {  // server
+        if (job.rank() == 1) { // server
             VIP_CONN_HANDLE conn = nullptr;
             check(VipConnectWait(nic_, local, 20000, remote, &remote_attr, &conn), "VipConnectWait");
             check(VipConnectAccept(conn, vi_), "VipConnectAccept");
@@ -341,7 +346,7 @@ ViLayer::ViLayer(const Job &job, const LayerOptions &opt) {
             check(VipConnectRequest(vi_, local, remote, 20000, &remote_attr), "VipConnectRequest");
         }
         connected_ = true;
-        job.barrier();  // both ends connected before the first message
+        job.barrier(); // both ends connected before the first message
     } catch (...) {
         this->~ViLayer();
         throw;
@@ -353,12 +358,11 @@ ViLayer::~ViLayer() {
         if (connected_) {
             try {
                 reap_sends(true);
-            } catch (...) {
-            }
+            } catch (...) {}
             VipDisconnect(vi_);
         }
         VIP_DESCRIPTOR *d = nullptr;
-        while (VipRecvDone(vi_, &d) == VIP_SUCCESS) {  // flushed receives
+        while (VipRecvDone(vi_, &d) == VIP_SUCCESS) { // flushed receives
         }
         VipDestroyVi(vi_);
         vi_ = nullptr;
@@ -374,16 +378,19 @@ ViLayer::~ViLayer() {
     nic_ = nullptr;
 }
 
-}  // namespace
+} // namespace
 
-std::unique_ptr<Layer> make_vi_layer(const Job &job, const LayerOptions &opt) { return std::make_unique<ViLayer>(job, opt); }
+std::unique_ptr<Layer> make_vi_layer(const Job &job, const LayerOptions &opt) {
+    return std::make_unique<ViLayer>(job, opt);
+}
 
 ProviderFacts query_vipl_provider(const LayerOptions &opt) {
     ProviderFacts f;
     VIP_NIC_HANDLE nic = nullptr;
     VIP_RETURN rc = VipOpenNic(opt.device.empty() ? nullptr : opt.device.c_str(), &nic);
     if (rc != VIP_SUCCESS) {
-        f.error = fmt::format("VipOpenNic({}) failed: {}", opt.device.empty() ? "default" : opt.device, VipxReturnString(rc));
+        f.error =
+            fmt::format("VipOpenNic({}) failed: {}", opt.device.empty() ? "default" : opt.device, VipxReturnString(rc));
         return f;
     }
     VIP_NIC_ATTRIBUTES na{};
@@ -395,4 +402,4 @@ ProviderFacts query_vipl_provider(const LayerOptions &opt) {
     return f;
 }
 
-}  // namespace logp
+} // namespace logp

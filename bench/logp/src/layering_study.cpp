@@ -51,7 +51,7 @@ std::string below_for(const LayeringStudy &s, const std::string &layer, const st
     return bytes <= switch_point ? "vi-send" : "vi-rdma";
 }
 
-}  // namespace
+} // namespace
 
 std::string find_layering_bw(const std::string &logp_exe) {
     if (const char *e = std::getenv("LOGP_LAYERING_BW"); e && *e) return find_on_path(e);
@@ -74,7 +74,7 @@ bool parse_layering_rows(const std::string &output, int round, LayeringStudy &st
         std::istringstream f(line);
         LayeringRow row;
         int count = 0;
-        if (!(f >> row.layer >> row.bytes >> row.round >> count >> row.mb_s)) continue;  // launcher or other chatter
+        if (!(f >> row.layer >> row.bytes >> row.round >> count >> row.mb_s)) continue; // launcher or other chatter
         if (round >= 0) row.round = round;
         study.rows.push_back(row);
     }
@@ -109,7 +109,7 @@ void tabulate_layering(LayeringStudy &s) {
                 if (std::isfinite(b)) lo.push_back(b);
                 if (std::isfinite(a) && std::isfinite(b) && b > 0) ratio.push_back(a / b);
             }
-            if (up.empty()) continue;  // this layer does not go to this size (AM past its maximum)
+            if (up.empty()) continue; // this layer does not go to this size (AM past its maximum)
             pair.bytes.push_back(n);
             pair.below_used.push_back(below);
             pair.layer_mb_s.push_back(finite_median(up));
@@ -130,19 +130,21 @@ void run_layering_phase(const Job &job, const LayeringPlan &plan, Report &r, Pro
         s.status = {"not built", "layering_bw (bench/layering) was not found next to logp nor on PATH"};
         return;
     }
-    job.barrier();  // rank 1 waits in the next barrier while rank 0 runs the jobs
+    job.barrier(); // rank 1 waits in the next barrier while rank 0 runs the jobs
     if (job.is_root()) {
         const std::string mb = fmt::format("{}", plan.mbytes);
         auto run = [&](const std::string &mode, int rounds, int as_round) -> bool {
-            ProcessResult res = run_process({plan.vipl_run, "-n", "2", "--timeout", fmt::format("{}", int(plan.timeout_s)),
-                                             plan.layering_bw, mode, "-r", std::to_string(rounds), "-m", mb},
-                                            {}, plan.timeout_s + 30);
+            ProcessResult res =
+                run_process({plan.vipl_run, "-n", "2", "--timeout", fmt::format("{}", int(plan.timeout_s)),
+                             plan.layering_bw, mode, "-r", std::to_string(rounds), "-m", mb},
+                            {}, plan.timeout_s + 30);
             std::string why;
             if (!res.started || res.timed_out || res.exit_code != 0) {
-                s.status = {"failed", fmt::format("layering_bw {}: {}", mode,
-                                                  !res.started ? res.error
-                                                  : res.timed_out ? std::string("timed out")
-                                                                  : last_line(res.output))};
+                s.status = {"failed",
+                            fmt::format("layering_bw {}: {}", mode,
+                                        !res.started        ? res.error
+                                            : res.timed_out ? std::string("timed out")
+                                                            : last_line(res.output))};
                 return false;
             }
             if (!parse_layering_rows(res.output, as_round, s, &why)) {
@@ -185,7 +187,8 @@ Table layering_table(const Report &r) {
     std::set<std::size_t> sizes;
     for (const auto &p : s.pairs) sizes.insert(p.bytes.begin(), p.bytes.end());
     t.columns = {{"pairing", Align::left, 30}};
-    for (std::size_t n : sizes) t.columns.push_back({n >= 1024 ? fmt::format("{}K", n / 1024) : fmt::format("{}", n), Align::right, 7});
+    for (std::size_t n : sizes)
+        t.columns.push_back({n >= 1024 ? fmt::format("{}K", n / 1024) : fmt::format("{}", n), Align::right, 7});
     for (const auto &p : s.pairs) {
         Row pct{RowKind::ours, 0, {Cell::label(p.layer + " / " + p.below + " (%)")}, ""};
         Row up{RowKind::detail, 1, {Cell::label(p.layer + " MB/s")}, ""};
@@ -244,7 +247,8 @@ std::string layering_plot_body(const LayeringStudy &s) {
     plot += ", \\\n     90 with lines lc rgb 'gray40' dt 2 title '90%'";
     return "set title '% of the layer below delivered upward (one-way streaming)'\nset logscale x 2\n"
            "set xlabel 'message size (bytes)'\nset ylabel '% of the layer below'\nset yrange [0:*]\n"
-           "set key left top\nset grid\n" + plot;
+           "set key left top\nset grid\n" +
+        plot;
 }
 
 nlohmann::json layering_to_json(const LayeringStudy &s) {
@@ -254,11 +258,13 @@ nlohmann::json layering_to_json(const LayeringStudy &s) {
     for (const auto &p : s.pairs) {
         nlohmann::json pts = nlohmann::json::array();
         for (std::size_t i = 0; i < p.bytes.size(); i++)
-            pts.push_back({{"bytes", p.bytes[i]}, {"below", p.below_used[i]},
-                           {"layer_mb_s", std::isfinite(p.layer_mb_s[i]) ? nlohmann::json(p.layer_mb_s[i]) : nlohmann::json()},
-                           {"below_mb_s", std::isfinite(p.below_mb_s[i]) ? nlohmann::json(p.below_mb_s[i]) : nlohmann::json()},
-                           {"fraction", std::isfinite(p.fraction[i]) ? nlohmann::json(p.fraction[i]) : nlohmann::json()},
-                           {"rounds", p.rounds[i]}});
+            pts.push_back(
+                {{"bytes", p.bytes[i]},
+                 {"below", p.below_used[i]},
+                 {"layer_mb_s", std::isfinite(p.layer_mb_s[i]) ? nlohmann::json(p.layer_mb_s[i]) : nlohmann::json()},
+                 {"below_mb_s", std::isfinite(p.below_mb_s[i]) ? nlohmann::json(p.below_mb_s[i]) : nlohmann::json()},
+                 {"fraction", std::isfinite(p.fraction[i]) ? nlohmann::json(p.fraction[i]) : nlohmann::json()},
+                 {"rounds", p.rounds[i]}});
         pairs.push_back({{"layer", p.layer}, {"below", p.below}, {"points", pts}});
     }
     return {{"status", {{"state", s.status.state}, {"note", s.status.note}}},
@@ -280,8 +286,8 @@ LayeringStudy layering_from_json(const nlohmann::json &j) {
     for (const auto &r : j.value("rows", nlohmann::json::array()))
         if (r.is_array() && r.size() == 4 && r[3].is_number())
             s.rows.push_back({r[0].get<std::string>(), r[1].get<std::size_t>(), r[2].get<int>(), r[3].get<double>()});
-    tabulate_layering(s);  // the pairs are derived from the rows
+    tabulate_layering(s); // the pairs are derived from the rows
     return s;
 }
 
-}  // namespace logp
+} // namespace logp

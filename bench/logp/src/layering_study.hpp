@@ -27,11 +27,11 @@ class Job;
 class Progress;
 
 struct LayeringPlan {
-    std::string vipl_run;     // the launcher
-    std::string layering_bw;  // the benchmark ("" when not built)
+    std::string vipl_run;    // the launcher
+    std::string layering_bw; // the benchmark ("" when not built)
     int rounds = 5;
-    double mbytes = 4;        // bytes per measurement, MB (sets the message count)
-    std::size_t bip_eager = 16384;  // BIP's switch point (VIASTACK_BIP_EAGER)
+    double mbytes = 4;             // bytes per measurement, MB (sets the message count)
+    std::size_t bip_eager = 16384; // BIP's switch point (VIASTACK_BIP_EAGER)
     double timeout_s = 900;
 };
 
@@ -57,4 +57,4 @@ std::string layering_plot_body(const LayeringStudy &s);
 nlohmann::json layering_to_json(const LayeringStudy &s);
 LayeringStudy layering_from_json(const nlohmann::json &j);
 
-}  // namespace logp
+} // namespace logp

@@ -69,4 +69,4 @@ ProviderFacts query_provider(const LayerOptions &opt) {
 #endif
 }
 
-}  // namespace logp
+} // namespace logp

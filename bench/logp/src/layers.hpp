@@ -15,13 +15,13 @@
 namespace logp {
 
 struct LayerOptions {
-    std::string device;  // VIPL NIC name; "" = $VIPL_PROVIDER / the default provider
+    std::string device; // VIPL NIC name; "" = $VIPL_PROVIDER / the default provider
 };
 
 struct LayerFactory {
-    std::string id;         // "vi", "am-v3", "am-v1", "fm", "bip", "splitc"
+    std::string id; // "vi", "am-v3", "am-v1", "fm", "bip", "splitc"
     bool built = false;
-    std::string not_built;  // why, when !built
+    std::string not_built; // why, when !built
     // Collective (both ranks); throws std::runtime_error naming the problem.
     std::function<std::unique_ptr<Layer>(const Job &, const LayerOptions &)> make;
 };
@@ -43,4 +43,4 @@ public:
     virtual std::vector<SplitcOp> measure_ops(const Job &job, int iterations, int warmup) = 0;
 };
 
-}  // namespace logp
+} // namespace logp

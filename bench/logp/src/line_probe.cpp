@@ -41,7 +41,7 @@ inline void relax() {
 
 std::string line_path() { return std::string("/dev/shm/viastack-") + vipl_boot_job() + "-logp-line"; }
 
-}  // namespace
+} // namespace
 
 LineProbe::LineProbe(const Job &job) : job_(job) {
     if (job.size() < 2) return;
@@ -52,7 +52,8 @@ LineProbe::LineProbe(const Job &job) : job_(job) {
         fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
         if (fd < 0 || ftruncate(fd, kPage) != 0) error = path + ": " + std::strerror(errno);
     }
-    if (!job.all(error.empty())) throw std::runtime_error("line probe: cannot create " + (error.empty() ? path : error));
+    if (!job.all(error.empty()))
+        throw std::runtime_error("line probe: cannot create " + (error.empty() ? path : error));
     if (!job.is_root() && (fd = open(path.c_str(), O_RDWR)) < 0) error = path + ": " + std::strerror(errno);
     if (fd >= 0) {
         void *p = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -61,7 +62,7 @@ LineProbe::LineProbe(const Job &job) : job_(job) {
         close(fd);
     }
     const bool ok = job.all(error.empty());
-    if (job.is_root()) unlink(path.c_str());  // both have it mapped (or failed): the name is not needed
+    if (job.is_root()) unlink(path.c_str()); // both have it mapped (or failed): the name is not needed
     if (!ok) {
         if (page_) munmap(page_, kPage);
         page_ = nullptr;
@@ -81,7 +82,7 @@ double LineProbe::measure(int blocks, int per_block) {
     // without reading the line (rank 0 may already have pinged).
     std::vector<double> block_ns;
     std::uint64_t &k = seq_;
-    for (int b = 0; b <= blocks; ++b) {  // block 0 warms up
+    for (int b = 0; b <= blocks; ++b) { // block 0 warms up
         const std::uint64_t t0 = ticks();
         for (int i = 0; i < per_block; ++i) {
             const std::uint64_t ping = k + 1, pong = k + 2;
@@ -115,4 +116,4 @@ void LineProbe::wait_yielding(std::uint64_t v, double timeout_s) {
     }
 }
 
-}  // namespace logp
+} // namespace logp

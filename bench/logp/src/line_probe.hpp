@@ -41,7 +41,7 @@ public:
 private:
     const Job &job_;
     void *page_ = nullptr;
-    std::uint64_t seq_ = 0;  // the line's value after the last exchange (2 per round trip)
+    std::uint64_t seq_ = 0; // the line's value after the last exchange (2 per round trip)
 };
 
-}  // namespace logp
+} // namespace logp

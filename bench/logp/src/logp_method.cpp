@@ -13,8 +13,8 @@ namespace {
 
 // Per-M medians of T for the bursts selected by keep(); also the worst spread.
 struct Series {
-    std::vector<double> m, t;  // M and median T(M)
-    std::vector<double> iqr;   // IQR of T(M)
+    std::vector<double> m, t; // M and median T(M)
+    std::vector<double> iqr;  // IQR of T(M)
     double worst_spread = 0;
 };
 
@@ -51,7 +51,7 @@ double iqr_of(const std::vector<double> &v) {
     return s.p75 - s.p25;
 }
 
-}  // namespace
+} // namespace
 
 const char *latency_state_name(LatencyState s) {
     switch (s) {
@@ -69,7 +69,8 @@ LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
         throw std::invalid_argument("LogP: need 1 <= short_max_m < long_min_m");
 
     LogPEstimate e;
-    Series shorts = series_of(in.bursts, [&](const BurstSample &b) { return b.delay_ns == 0 && b.m <= in.short_max_m; });
+    Series shorts =
+        series_of(in.bursts, [&](const BurstSample &b) { return b.delay_ns == 0 && b.m <= in.short_max_m; });
     Series longs = series_of(in.bursts, [&](const BurstSample &b) { return b.delay_ns == 0 && b.m >= in.long_min_m; });
     if (shorts.m.empty()) throw std::invalid_argument("LogP: no short bursts without delay (o_s)");
     if (longs.m.empty()) throw std::invalid_argument("LogP: no long bursts without delay (g)");
@@ -82,9 +83,10 @@ LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
     e.o_r_total_ns = std::max(0.0, e.recv.median - in.timer_ns);
     e.o_r_reply_ns = in.recv_reply_ns.empty() ? 0.0 : std::max(0.0, median_of(in.recv_reply_ns));
     if (e.o_r_reply_ns > e.o_r_total_ns) {
-        e.warnings.push_back(fmt::format("o_r(reply) {:.3f} us exceeds the whole receive {:.3f} us (measured in separate "
-                                         "series): o_r(request) is reported as 0",
-                                         e.o_r_reply_ns / 1e3, e.o_r_total_ns / 1e3));
+        e.warnings.push_back(
+            fmt::format("o_r(reply) {:.3f} us exceeds the whole receive {:.3f} us (measured in separate "
+                        "series): o_r(request) is reported as 0",
+                        e.o_r_reply_ns / 1e3, e.o_r_total_ns / 1e3));
         e.o_r_reply_ns = e.o_r_total_ns;
     }
     e.o_r_ns = e.o_r_total_ns - e.o_r_reply_ns;
@@ -115,14 +117,14 @@ LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
     for (const BurstSample &b : in.bursts)
         if (b.m >= in.long_min_m) max_delay = std::max(max_delay, b.delay_ns);
     if (max_delay > 0) {
-        Series delayed = series_of(in.bursts, [&](const BurstSample &b) {
-            return b.delay_ns == max_delay && b.m >= in.long_min_m;
-        });
+        Series delayed =
+            series_of(in.bursts, [&](const BurstSample &b) { return b.delay_ns == max_delay && b.m >= in.long_min_m; });
         e.delay_used_ns = max_delay;
         e.o_s_delay_ns = per_message_slope(delayed, nullptr) - max_delay;
         if (max_delay + e.o_s_ns < e.g_ns)
             e.warnings.push_back(fmt::format("o_s cross-check: delay {:.2f} us is shorter than g - o_s; "
-                                             "the delayed bursts still see the gap", max_delay / 1e3));
+                                             "the delayed bursts still see the gap",
+                                             max_delay / 1e3));
         else if (std::fabs(e.o_s_delay_ns - e.o_s_ns) > std::max(0.25 * e.o_s_ns, 100.0))
             e.warnings.push_back(fmt::format("o_s from short bursts ({:.3f} us) and from delayed long bursts "
                                              "({:.3f} us) disagree by more than 25%",
@@ -171,12 +173,12 @@ LogPEstimate extract_logp(const LogPInputs &in, const SpreadPolicy &policy) {
 double simulate_burst_ns(const LogPMachine &mach, int m, double delay_ns) {
     if (m <= 0) return 0;
     int w = std::max(1, mach.window);
-    std::vector<double> departure(std::size_t(m), 0.0);  // when message i has left the NIC
-    double end = 0;       // when the previous send call returned (plus its delay)
-    double last_dep = 0;  // when the NIC finished the previous message
+    std::vector<double> departure(std::size_t(m), 0.0); // when message i has left the NIC
+    double end = 0;                                     // when the previous send call returned (plus its delay)
+    double last_dep = 0;                                // when the NIC finished the previous message
     for (int i = 0; i < m; ++i) {
         double start = end;
-        if (i >= w) start = std::max(start, departure[std::size_t(i - w)]);  // queue full: wait for a slot
+        if (i >= w) start = std::max(start, departure[std::size_t(i - w)]); // queue full: wait for a slot
         double handed = start + mach.o_s_ns;
         last_dep = std::max(handed, last_dep) + mach.g_ns;
         departure[std::size_t(i)] = last_dep;
@@ -187,4 +189,4 @@ double simulate_burst_ns(const LogPMachine &mach, int m, double delay_ns) {
 
 double simulate_rtt_ns(const LogPMachine &mach) { return 2 * (mach.o_s_ns + mach.L_ns + mach.o_r_ns); }
 
-}  // namespace logp
+} // namespace logp

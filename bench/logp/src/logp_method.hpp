@@ -47,16 +47,16 @@ namespace logp {
 
 // One timed burst at the sender.
 struct BurstSample {
-    int m = 0;               // messages in the burst
-    double delay_ns = 0;     // computation inserted after each send
-    double total_ns = 0;     // time from before the first send to after the last delay
+    int m = 0;           // messages in the burst
+    double delay_ns = 0; // computation inserted after each send
+    double total_ns = 0; // time from before the first send to after the last delay
 };
 
 struct LogPInputs {
     std::vector<BurstSample> bursts;
-    std::vector<double> rtt_ns;   // ping-pong round trips
-    std::vector<double> recv_ns;  // timed receive operations (o_r, request and reply together)
-    std::vector<double> recv_reply_ns;  // of those, the time in the send path (empty: the receive sends nothing)
+    std::vector<double> rtt_ns;        // ping-pong round trips
+    std::vector<double> recv_ns;       // timed receive operations (o_r, request and reply together)
+    std::vector<double> recv_reply_ns; // of those, the time in the send path (empty: the receive sends nothing)
     // The part of the timed receive that pulls the message from the sender's
     // CPU: on shared memory the receiver's first read of the packet moves its
     // cache line across, and that transfer is the wire.  When given (the
@@ -66,8 +66,8 @@ struct LogPInputs {
     // scatter (added to L's resolution).
     double recv_lines_ns = std::numeric_limits<double>::quiet_NaN();
     double recv_lines_iqr_ns = 0;
-    int short_max_m = 4;          // bursts up to this size never stall the sender
-    int long_min_m = 32;          // bursts from this size on are in steady state
+    int short_max_m = 4; // bursts up to this size never stall the sender
+    int long_min_m = 32; // bursts from this size on are in steady state
     // The clock's own cost: a timed interval with nothing in it (two back-to-back
     // reads).  A single timed operation (a round trip, the one receive of an o_r
     // probe) carries it once; burst slopes do not (it is in their constant).
@@ -94,20 +94,20 @@ const char *latency_state_name(LatencyState s);
 
 struct LogPEstimate {
     double rtt_half_ns = 0, o_s_ns = 0, g_ns = 0;
-    double L_ns = 0;              // never negative; NaN when inconsistent (see LatencyState)
-    double L_raw_ns = 0;          // RTT/2 - o_s - o_r(request) as computed
-    double L_resolution_ns = 0;   // the scatter that bounds it
+    double L_ns = 0;            // never negative; NaN when inconsistent (see LatencyState)
+    double L_raw_ns = 0;        // RTT/2 - o_s - o_r(request) as computed
+    double L_resolution_ns = 0; // the scatter that bounds it
     LatencyState L_state = LatencyState::measured;
-    double o_r_ns = 0;        // o_r(request): the receive minus what it spends sending back
-    double o_r_reply_ns = 0;  // o_r(reply+credit): the send path inside the receive
-    double o_r_total_ns = 0;  // the timed receive operation as a whole (without the lines' transfer when given)
-    bool o_r_lines_local = false;  // the lines' transfer was measured and taken out of o_r (recv_lines_ns)
-    double o_r_cold_ns = 0;   // o_r(request) of the cold receive (recv_ns): lines pulled from the sender's CPU
-    double o_r_lines_ns = 0;  // cold - local: the transfer of the message's lines, counted in L
+    double o_r_ns = 0;            // o_r(request): the receive minus what it spends sending back
+    double o_r_reply_ns = 0;      // o_r(reply+credit): the send path inside the receive
+    double o_r_total_ns = 0;      // the timed receive operation as a whole (without the lines' transfer when given)
+    bool o_r_lines_local = false; // the lines' transfer was measured and taken out of o_r (recv_lines_ns)
+    double o_r_cold_ns = 0;       // o_r(request) of the cold receive (recv_ns): lines pulled from the sender's CPU
+    double o_r_lines_ns = 0;      // cold - local: the transfer of the message's lines, counted in L
     double o_s_delay_ns = -1;     // cross-check from delayed long bursts; -1 = not measured
     double delay_used_ns = 0;     // the dt of that cross-check
     Summary rtt, recv;            // raw summaries (ns)
-    double o_s_spread = 0, g_spread = 0;  // worst relative IQR among the bursts used
+    double o_s_spread = 0, g_spread = 0; // worst relative IQR among the bursts used
     double g_fit_r2 = 0;
     std::vector<std::string> warnings;
 };
@@ -129,4 +129,4 @@ double simulate_burst_ns(const LogPMachine &mach, int m, double delay_ns);
 // Round trip of one message and its echo: 2 * (o_s + L + o_r).
 double simulate_rtt_ns(const LogPMachine &mach);
 
-}  // namespace logp
+} // namespace logp

@@ -54,11 +54,11 @@ struct Options {
     std::string json_path;
     std::string layers = "vi,am-v3,am-v1,fm,bip,splitc,mpi";
     std::string synthetic;
-    std::string profile;   // --profile: VIPL_NICFW_PROFILE for the job
+    std::string profile; // --profile: VIPL_NICFW_PROFILE for the job
     int iterations = 0, warmup = 0;
     bool no_peers = false;
-    bool no_layering = false;  // the layering study runs when fm is in --layers
-    int rounds = 0;  // interleaved comparison rounds (0: 5, quick 3)
+    bool no_layering = false; // the layering study runs when fm is in --layers
+    int rounds = 0;           // interleaved comparison rounds (0: 5, quick 3)
     std::string device;
     double max_spread = 0.25;
     bool no_launch = false;
@@ -66,7 +66,7 @@ struct Options {
     std::string vipl_run;
     int job_timeout = 0;
     std::string bind = "core";
-    std::string mpi_peers = kMpiPeersDefault;  // the mpi layer's interleaved peers
+    std::string mpi_peers = kMpiPeersDefault; // the mpi layer's interleaved peers
     std::string command_line;
 };
 
@@ -102,7 +102,7 @@ MeasureConfig config_of(const Options &o) {
     MeasureConfig c = o.quick ? quick_config() : full_config();
     if (o.iterations > 0) c.iterations = o.iterations;
     if (o.warmup > 0) c.warmup = o.warmup;
-    if (o.iterations > 0 && o.iterations < 100) {  // tiny runs (smoke tests): shrink everything
+    if (o.iterations > 0 && o.iterations < 100) { // tiny runs (smoke tests): shrink everything
         c.burst_reps = std::max(3, o.iterations / 4);
         c.recv_probes = std::max(5, o.iterations / 2);
         c.bw_reps = 2;
@@ -138,7 +138,7 @@ struct ClockCheck {
     void finish(Report &r) const {
         const double mono = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - m0).count();
         const double tsc = ticks_to_ns(ticks() - t0);
-        if (mono < 1e8) return;  // under 0.1 s says nothing
+        if (mono < 1e8) return; // under 0.1 s says nothing
         r.run.tsc_vs_monotonic = tsc / mono;
         if (std::abs(r.run.tsc_vs_monotonic - 1) > 0.02)
             r.warnings.push_back(fmt::format("clock: over the run the TSC at its calibrated {:.3f} GHz counted {:.3f}x "
@@ -205,10 +205,9 @@ std::vector<OurFigure> measure_our_round(const Job &job, const std::vector<const
         std::string error;
         try {
             layer = f->make(job, lopt);
-        } catch (const std::exception &e) {
-            error = e.what();
-        }
-        if (!job.all(error.empty())) throw std::runtime_error(f->id + " could not be reopened for the comparison: " + error);
+        } catch (const std::exception &e) { error = e.what(); }
+        if (!job.all(error.empty()))
+            throw std::runtime_error(f->id + " could not be reopened for the comparison: " + error);
         auto v = measure_round(*layer, job, rc, comparison_sizes());
         figures.insert(figures.end(), v.begin(), v.end());
         job.barrier();
@@ -222,13 +221,14 @@ std::vector<OurFigure> measure_our_round(const Job &job, const std::vector<const
 // line, then rank 0 runs the peer while rank 1 sleeps in a barrier (the
 // peers' processes are bound to the ranks' CPUs, subprocess.hpp).
 struct PeerRunners {
-    std::vector<std::function<PeerResult()>> run;  // rank 0 only
+    std::vector<std::function<PeerResult()>> run; // rank 0 only
     std::vector<std::vector<PeerResult>> results;
     std::vector<bool> absent;
 };
 
-void run_peers_round(const Job &job, int round, const std::vector<OurFigure> &figures, double line_ours, LineProbe &line,
-                     PeerRunners &peers, Interleaved &x, Progress &progress, const std::string &round_label) {
+void run_peers_round(const Job &job, int round, const std::vector<OurFigure> &figures, double line_ours,
+                     LineProbe &line, PeerRunners &peers, Interleaved &x, Progress &progress,
+                     const std::string &round_label) {
     const int n = int(job.bcast_double(double(peers.run.size()), 0));
     for (int i = 0; i < n; ++i) {
         if (job.bcast_double(job.is_root() && !peers.absent[std::size_t(i)] ? 1 : 0, 0) == 0) continue;
@@ -258,14 +258,14 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
     for (const auto &f : factories) {
         if (f.id != "vi" && f.id != "am-v3" && f.id != "splitc") continue;
         bool measured = false;
-        for (const auto &l : r.layers) measured |= l.layer == f.id && l.status.measured();  // known on rank 0
+        for (const auto &l : r.layers) measured |= l.layer == f.id && l.status.measured(); // known on rank 0
         if (job.bcast_double(measured ? 1 : 0, 0) != 0) ours.push_back(&f);
     }
     if (ours.empty() && !mpi) {
         x.status = {"skipped", "none of vi, am-v3, splitc and mpi was measured in this run"};
         return;
     }
-    MeasureConfig rc = cfg;  // a round is about a tenth of a full series
+    MeasureConfig rc = cfg; // a round is about a tenth of a full series
     rc.iterations = std::max(100, cfg.iterations / 10);
     rc.warmup = std::max(20, cfg.warmup / 10);
     rc.burst_reps = std::max(5, cfg.burst_reps / 4);
@@ -277,7 +277,7 @@ void run_comparison(const Job &job, const Options &o, const MeasureConfig &cfg, 
     LineProbe line(job);
     std::vector<MpiTransport> mpi_peer_list;
     std::string error;
-    if (!parse_mpi_peers(o.mpi_peers, &mpi_peer_list, &error)) throw std::runtime_error(error);  // checked in main
+    if (!parse_mpi_peers(o.mpi_peers, &mpi_peer_list, &error)) throw std::runtime_error(error); // checked in main
     std::vector<std::vector<PeerResult>> mpi_peers(mpi_peer_list.size());
     progress.begin("peers, interleaved",
                    rounds * int(ours.size() + peers.run.size() + (mpi ? 1 + mpi_peer_list.size() : 0)));
@@ -353,10 +353,10 @@ int run_synthetic(const Options &o) {
 
 // ---- the job ----------------------------------------------------------------------
 [[noreturn]] void fail_job(const Job &job, const std::string &why) {
-    viastack::log::set_rank(job.rank());  // "[rank R] logp: ..."
+    viastack::log::set_rank(job.rank()); // "[rank R] logp: ..."
     viastack::log::error(viastack::log::Layer::logp, "{}", why);
     vipl_boot_abort(3, why.c_str());
-    std::_Exit(3);  // vipl_boot_abort does not return; this keeps [[noreturn]] honest if it ever did
+    std::_Exit(3); // vipl_boot_abort does not return; this keeps [[noreturn]] honest if it ever did
 }
 
 std::string find_vipl_run(const Options &o);
@@ -405,7 +405,9 @@ void compare_with_peers(Job &job, const Options &o, const MeasureConfig &cfg, co
         progress.clear();
         if (job.is_root()) {
             r.interleaved.status = {"failed", e.what()};
-            try { emit(r, o, measure_memcpy_us(1024)); } catch (...) {}
+            try {
+                emit(r, o, measure_memcpy_us(1024));
+            } catch (...) {}
         }
         fail_job(job, std::string("peer comparison failed: ") + e.what());
     }
@@ -430,9 +432,7 @@ LogPRow measure_layer(const LayerFactory &f, int index, Job &job, const Options 
         layer = f.make(job, lopt);
         // LogP and bandwidth sweeps, and the breakdown where the layer has one.
         progress.layer(index, f.id, layer->breakdown_name().empty() ? 2 : 3);
-    } catch (const std::exception &e) {
-        error = e.what();
-    }
+    } catch (const std::exception &e) { error = e.what(); }
     if (!job.all(error.empty())) {
         row.status = {"failed", error.empty() ? "the peer could not bring the layer up" : error};
         progress.clear();
@@ -465,7 +465,9 @@ LogPRow measure_layer(const LayerFactory &f, int index, Job &job, const Options 
             row.status = {"failed", e.what()};
             r.logp.push_back(row);
             r.warnings.push_back(f.id + " failed: " + e.what() + " (skip it with --layers)");
-            try { emit(r, o, measure_memcpy_us(1024)); } catch (...) {}
+            try {
+                emit(r, o, measure_memcpy_us(1024));
+            } catch (...) {}
         }
         fail_job(job, f.id + " failed: " + e.what() + " (skip it with --layers)");
     }
@@ -489,7 +491,7 @@ int run_job(const Options &o) {
     r.run = run_info(o, cfg);
     const ClockCheck clock_check;
     describe_provider(query_provider(lopt), r);
-    cfg.shared_memory_wire = r.provider.name == "nicfw";  // L on one host (measure.hpp)
+    cfg.shared_memory_wire = r.provider.name == "nicfw"; // L on one host (measure.hpp)
 
     const std::vector<std::string> wanted = split_list(o.layers);
     auto is_asked = [&](const LayerFactory &f) {
@@ -501,12 +503,9 @@ int run_job(const Options &o) {
     for (const auto &f : layer_factories()) {
         LogPRow row;
         row.layer = f.id;
-        if (!f.built)
-            row.status = {"not built", f.not_built};
-        else if (!is_asked(f))
-            row.status = {"skipped", "not in --layers"};
-        else
-            row = measure_layer(f, ++measuring, job, o, cfg, lopt, r, progress);
+        if (!f.built) row.status = {"not built", f.not_built};
+        else if (!is_asked(f)) row.status = {"skipped", "not in --layers"};
+        else row = measure_layer(f, ++measuring, job, o, cfg, lopt, r, progress);
         r.layers.push_back({f.id, row.status});
         r.logp.push_back(row);
         if (f.id == "vi" && !row.status.measured()) r.vi_baseline.status = row.status;
@@ -556,7 +555,7 @@ int launch(const Options &o, int argc, char **argv) {
         args.push_back("--timeout");
         args.push_back(std::to_string(o.job_timeout));
     }
-    args.push_back("--");  // everything after it belongs to logp, not to vipl-run
+    args.push_back("--"); // everything after it belongs to logp, not to vipl-run
     args.push_back(self_exe());
     for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
     // On a terminal the job's progress line says it all.
@@ -575,12 +574,11 @@ int launch(const Options &o, int argc, char **argv) {
         _exit(127);
     }
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     Options o;
@@ -590,21 +588,27 @@ int main(int argc, char **argv) {
     app.add_flag("--quick", o.quick, "short run (about 10x fewer iterations)");
     app.add_option("--out", o.out_dir, "report directory (report.md, plots, logp.json)")->capture_default_str();
     app.add_option("--json", o.json_path, "also write the JSON report here");
-    app.add_option("--layers", o.layers, "comma-separated layers to measure: vi, am-v3, am-v1, fm, bip, splitc, mpi")->capture_default_str();
+    app.add_option("--layers", o.layers, "comma-separated layers to measure: vi, am-v3, am-v1, fm, bip, splitc, mpi")
+        ->capture_default_str();
     app.add_option("--synthetic", o.synthetic,
                    "measure only a synthetic LogP machine with known parameters, in one process: "
                    "'default' or o_s=US,o_r=US,g=US,L=US,window=N,t0=US,r_inf=MBPS");
     app.add_option("--profile", o.profile,
                    "nicfw timing profile for the job (sets VIPL_NICFW_PROFILE): none, lanai4, lanai7, file:PATH "
                    "(the cost model, docs/cost-model.md) or synthetic:os=NS,or=NS,L=NS,g=NS");
-    app.add_option("--iterations", o.iterations, "timed round trips per series (default 20000, quick 200)")->check(CLI::Range(1, 10000000));
+    app.add_option("--iterations", o.iterations, "timed round trips per series (default 20000, quick 200)")
+        ->check(CLI::Range(1, 10000000));
     app.add_option("--warmup", o.warmup, "untimed iterations before each series")->check(CLI::Range(1, 1000000));
-    app.add_flag("--no-peers", o.no_peers, "do not run the peers (ucx_perftest, fi_shm_bench, mpi_shm_bench; perftest over verbs)");
-    app.add_flag("--no-layering", o.no_layering, "do not run the layering study (bench/layering's jobs; run when fm is in --layers)");
+    app.add_flag("--no-peers", o.no_peers,
+                 "do not run the peers (ucx_perftest, fi_shm_bench, mpi_shm_bench; perftest over verbs)");
+    app.add_flag("--no-layering", o.no_layering,
+                 "do not run the layering study (bench/layering's jobs; run when fm is in --layers)");
     app.add_option("--rounds", o.rounds, "rounds of the interleaved comparison with the peers (default 5, quick 3)")
         ->check(CLI::Range(1, 100));
     app.add_option("--device", o.device, "VIPL NIC name (default: $VIPL_PROVIDER / nicfw)");
-    app.add_option("--max-spread", o.max_spread, "relative IQR above which a number gets a warning")->check(CLI::Range(0.01, 10.0))->capture_default_str();
+    app.add_option("--max-spread", o.max_spread, "relative IQR above which a number gets a warning")
+        ->check(CLI::Range(0.01, 10.0))
+        ->capture_default_str();
     app.add_flag("--no-launch", o.no_launch, "do not start vipl-run (measure only what a single process can)");
     app.add_option("--from-json", o.from_json, "re-render the report and plots from an earlier --json file");
     app.add_option("--vipl-run", o.vipl_run, "path of the vipl-run launcher");
@@ -622,7 +626,8 @@ int main(int argc, char **argv) {
     try {
         if (!o.from_json.empty()) {
             Report r = read_json_file(o.from_json);
-            finalize_report(r, r.bulk_difference.components.empty() ? measure_memcpy_us(1024) : r.bulk_difference.components[0].us);
+            finalize_report(
+                r, r.bulk_difference.components.empty() ? measure_memcpy_us(1024) : r.bulk_difference.components[0].us);
             print_report(r, stdout);
             ReportFiles files = write_report_files(r, o.out_dir);
             for (const auto &p : files.problems) viastack::log::warn(viastack::log::Layer::logp, "{}", p);
@@ -630,7 +635,7 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (!o.synthetic.empty()) return run_synthetic(o);
-        if (!o.profile.empty()) {  // the job (and vipl-run) inherit it; nicfw refuses a bad one at VipOpenNic
+        if (!o.profile.empty()) { // the job (and vipl-run) inherit it; nicfw refuses a bad one at VipOpenNic
             setenv("VIPL_NICFW_PROFILE", o.profile.c_str(), 1);
             setenv("LOGP_PROFILE_SOURCE", "--profile", 1);
             // Against the paper under the cost model, Split-C/VI reaps through
@@ -657,7 +662,8 @@ int main(int argc, char **argv) {
             for (const auto &f : layer_factories()) known |= f.id == l;
             known |= l == "mpi";
             if (!known) {
-                fmt::print(stderr, "logp: unknown layer '{}' in --layers (known: vi, am-v3, am-v1, fm, bip, splitc, mpi)\n", l);
+                fmt::print(stderr,
+                           "logp: unknown layer '{}' in --layers (known: vi, am-v3, am-v1, fm, bip, splitc, mpi)\n", l);
                 return 2;
             }
         }

@@ -18,7 +18,9 @@ namespace {
 
 bool is_sender(const Layer &layer, const Job &job) { return layer.single_process() || job.rank() == 0; }
 bool is_receiver(const Layer &layer, const Job &job) { return layer.single_process() || job.rank() == 1; }
-bool takes_part(const Layer &layer, const Job &job) { return layer.single_process() ? job.rank() == 0 : job.rank() < 2; }
+bool takes_part(const Layer &layer, const Job &job) {
+    return layer.single_process() ? job.rank() == 0 : job.rank() < 2;
+}
 
 // Sends rank `from`'s summary to rank 0 (a POD copy through the boot broadcast).
 Summary share_summary(const Job &job, Summary s, int from) {
@@ -33,7 +35,7 @@ std::vector<int> burst_sizes(const Layer &layer) {
     ms.push_back(layer.short_burst_max());
     int top = std::max(layer.long_burst_min(), layer.max_burst());
     for (int m = layer.long_burst_min(); m <= top; m *= 2) ms.push_back(m);
-    if (ms.back() != top) ms.push_back(top);  // at least two long sizes for the slope
+    if (ms.back() != top) ms.push_back(top); // at least two long sizes for the slope
     std::sort(ms.begin(), ms.end());
     ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
     return ms;
@@ -65,7 +67,7 @@ double timed_burst(Layer &layer, const MeasureConfig &cfg, int m, double delay_n
         }
     }
     std::uint64_t t1 = ticks();
-    if (stall_ns > 0) worst = std::max(worst, t1 - prev);  // the sends after the last read
+    if (stall_ns > 0) worst = std::max(worst, t1 - prev); // the sends after the last read
     *preempted = preemptions(cfg) != sw || (stall_ns > 0 && ticks_to_ns(worst) > stall_ns);
     layer.burst_sender_finish(m);
     return ticks_to_ns(t1 - t0);
@@ -111,7 +113,7 @@ void run_bursts(Layer &layer, const Job &job, const MeasureConfig &cfg, const st
             // The delayed series needs only two long sizes for its slope; the
             // shortest long ones keep each timed burst brief (less exposed to preemption).
             if (long_only && (m < layer.long_burst_min() || m > 2 * layer.long_burst_min())) continue;
-            double fastest = 0;  // of the preempted tries: a stall only adds time
+            double fastest = 0; // of the preempted tries: a stall only adds time
             for (int attempt = 0;; ++attempt) {
                 bool pre = false;
                 double t = 0;
@@ -137,7 +139,7 @@ void run_bursts(Layer &layer, const Job &job, const MeasureConfig &cfg, const st
     }
 }
 
-}  // namespace
+} // namespace
 
 MeasureConfig full_config() { return MeasureConfig{}; }
 
@@ -211,7 +213,7 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
     // 1. Round trips of a 16-byte message (the paper's minimal AM message).
     LogPInputs in;
     Summary rtt = measure_rtt(layer, job, cfg, 16);
-    if (is_sender(layer, job)) in.rtt_ns.assign(1, rtt.median);  // the summary carries the spread
+    if (is_sender(layer, job)) in.rtt_ns.assign(1, rtt.median); // the summary carries the spread
     progress.step("round trips");
     double rtt_ns = layer.single_process() ? rtt.median : job.bcast_double(rtt.median, 0);
     // A send in a steady-state burst waits at most about a round trip (for a
@@ -222,7 +224,8 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
     in.short_max_m = layer.short_burst_max();
     in.long_min_m = layer.long_burst_min();
     std::vector<bool> preempted;
-    run_bursts(layer, job, cfg, ms, burst_warm, cfg.burst_reps, 0.0, stall_ns, false, in.bursts, preempted, progress, "bursts");
+    run_bursts(layer, job, cfg, ms, burst_warm, cfg.burst_reps, 0.0, stall_ns, false, in.bursts, preempted, progress,
+               "bursts");
 
     // 3. Long bursts with a delay that hides the gap: o_s + dt per message.
     //    dt is chosen on the sender from the provisional g (only rank 0 times).
@@ -239,7 +242,8 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
         // 4.7 us for 2), so half the round trip bounds it from below too.
         delay = std::max({1.5 * e.g_ns, 0.5 * rtt_ns, 1000.0});
     }
-    run_bursts(layer, job, cfg, ms, burst_warm, cfg.burst_reps, delay, stall_ns + kStallStride * delay, true, in.bursts, preempted, progress, "delayed bursts");
+    run_bursts(layer, job, cfg, ms, burst_warm, cfg.burst_reps, delay, stall_ns + kStallStride * delay, true, in.bursts,
+               preempted, progress, "delayed bursts");
     const std::size_t bursts_timed = in.bursts.size();
     const int dropped = keep_clean(in.bursts, preempted);
 
@@ -252,7 +256,7 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
             double t = layer.recv_probe_receive(settle);
             if (i < cfg.warmup / 10) continue;
             recv.push_back(std::fabs(t));
-            if (t > 0) recv_clean.push_back(t);  // negative: the receiver lost the CPU inside the call
+            if (t > 0) recv_clean.push_back(t); // negative: the receiver lost the CPU inside the call
         }
     }
     // 4b. o_r(reply): the same probes with the instrumentation on at the
@@ -266,7 +270,8 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
         if (is_receiver(layer, job)) vipl_instr_enable(1);
         for (int i = 0; i < n; ++i) {
             if (is_sender(layer, job)) layer.recv_probe_send();
-            if (is_receiver(layer, job) && layer.recv_probe_receive(settle) > 0) reply.push_back(layer.recv_probe_reply_ns());
+            if (is_receiver(layer, job) && layer.recv_probe_receive(settle) > 0)
+                reply.push_back(layer.recv_probe_reply_ns());
         }
         if (is_receiver(layer, job)) vipl_instr_enable(was);
         reply_ns = job.bcast_double(reply.empty() ? 0.0 : median_of(reply), 1);
@@ -277,7 +282,8 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
     if (cfg.shared_memory_wire && !layer.single_process() && job.size() == 2) line_ns = LineProbe(job).measure();
     progress.step("receive overhead");
     Summary recv_sum;
-    if (!recv.empty()) recv_sum = summarize(recv_clean.size() >= std::max<std::size_t>(5, recv.size() / 4) ? recv_clean : recv);
+    if (!recv.empty())
+        recv_sum = summarize(recv_clean.size() >= std::max<std::size_t>(5, recv.size() / 4) ? recv_clean : recv);
     if (!layer.single_process()) recv_sum = share_summary(job, recv_sum, 1);
     progress.step("done");
     progress.end();
@@ -292,14 +298,16 @@ LogPRow measure_logp(Layer &layer, const Job &job, const MeasureConfig &cfg, Pro
     if (std::isfinite(line_ns)) in.recv_lines_ns = line_ns;
     in.timer_ns = timer_cost_ns();
     LogPEstimate e = extract_logp(in, cfg.policy);
-    e.warnings.erase(std::remove_if(e.warnings.begin(), e.warnings.end(),
-                                    [](const std::string &w) { return w.rfind("RTT:", 0) == 0 || w.rfind("o_r:", 0) == 0; }),
-                     e.warnings.end());
+    e.warnings.erase(
+        std::remove_if(e.warnings.begin(), e.warnings.end(),
+                       [](const std::string &w) { return w.rfind("RTT:", 0) == 0 || w.rfind("o_r:", 0) == 0; }),
+        e.warnings.end());
     if (auto w = spread_warning(rtt, cfg.policy, "RTT")) e.warnings.push_back(*w);
     if (auto w = spread_warning(recv_sum, cfg.policy, "o_r")) e.warnings.push_back(*w);
     if (dropped > int(bursts_timed / 5))
         e.warnings.push_back(fmt::format("the OS preempted the sender during {} of {} bursts (dropped); the machine "
-                                         "is busy", dropped, bursts_timed));
+                                         "is busy",
+                                         dropped, bursts_timed));
 
     fill_row(row, e, rtt, recv_sum);
     return row;
@@ -335,7 +343,8 @@ void fit_curve(BandwidthCurve &curve) {
             curve.status.note = "per-message time does not grow with size up to the largest message (latency/credit "
                                 "bound): t0 is its median; r_inf and n_1/2 lie beyond the measured sizes";
         }
-        for (const auto &p : curve.points) curve.r_peak_mb_s = std::isfinite(curve.r_peak_mb_s) ? std::max(curve.r_peak_mb_s, p.mb_s) : p.mb_s;
+        for (const auto &p : curve.points)
+            curve.r_peak_mb_s = std::isfinite(curve.r_peak_mb_s) ? std::max(curve.r_peak_mb_s, p.mb_s) : p.mb_s;
     }
 }
 
@@ -355,7 +364,7 @@ BandwidthCurve measure_bandwidth(Layer &layer, const Job &job, const MeasureConf
         int count = int(std::clamp<std::size_t>(cfg.bw_stream_bytes / bytes, std::size_t(cfg.bw_min_count),
                                                 std::size_t(cfg.bw_max_count)));
         std::vector<double> per_msg_us, clean_us;
-        for (int r = 0; r < cfg.bw_reps + 1; ++r) {  // the first stream warms up
+        for (int r = 0; r < cfg.bw_reps + 1; ++r) { // the first stream warms up
             // A stream is clean when neither rank lost its CPU meanwhile (the
             // receiver's count comes over with one broadcast, after the stream).
             long sw = involuntary_switches();
@@ -386,7 +395,7 @@ BandwidthCurve measure_bandwidth(Layer &layer, const Job &job, const MeasureConf
     return curve;
 }
 
-}  // namespace logp
+} // namespace logp
 
 #include "breakdown.hpp"
 #include "paper.hpp"
@@ -420,7 +429,7 @@ Breakdown measure_breakdown(Layer &layer, const Job &job, const MeasureConfig &c
     };
     progress.begin(layer.id() + ": breakdown", blocks + 1);
     int was = vipl_instr_on;
-    series(cfg.warmup);  // untimed, instrumentation as it was
+    series(cfg.warmup); // untimed, instrumentation as it was
     progress.step("warm-up");
     std::map<std::string, std::vector<double>> cycles_per_op, count_per_op;
     std::map<std::string, int> category;
@@ -444,7 +453,7 @@ Breakdown measure_breakdown(Layer &layer, const Job &job, const MeasureConfig &c
     const std::uint64_t n = std::uint64_t(blocks) * std::uint64_t(per_block);
     std::vector<CounterTotal> counters;
     for (auto &[name, cyc] : cycles_per_op) {
-        cyc.resize(std::size_t(blocks), 0.0);  // a counter absent from a block ran 0 times there
+        cyc.resize(std::size_t(blocks), 0.0); // a counter absent from a block ran 0 times there
         auto &cnt = count_per_op[name];
         cnt.resize(std::size_t(blocks), 0.0);
         counters.push_back({name, category[name], std::uint64_t(median_of(cnt) * double(n) + 0.5),
@@ -456,7 +465,7 @@ Breakdown measure_breakdown(Layer &layer, const Job &job, const MeasureConfig &c
     return make_breakdown(b.name, b.layer, counters, n, vipl_instr_cycles_per_ns(), paper, prefix);
 }
 
-}  // namespace logp
+} // namespace logp
 
 namespace logp {
 
@@ -471,7 +480,7 @@ std::vector<OurFigure> measure_round(Layer &layer, const Job &job, const Measure
     // g: two steady-state burst sizes, alternated so drift falls on both.
     const int m1 = layer.long_burst_min(), m2 = std::max(layer.max_burst(), 2 * m1);
     std::vector<double> t1, t2;
-    for (int r = 0; r < cfg.burst_reps + 1; ++r)  // the first pair warms up
+    for (int r = 0; r < cfg.burst_reps + 1; ++r) // the first pair warms up
         for (int m : {m1, m2}) {
             if (is_sender(layer, job)) {
                 bool preempted = false;
@@ -501,4 +510,4 @@ std::vector<OurFigure> measure_round(Layer &layer, const Job &job, const Measure
     return out;
 }
 
-}  // namespace logp
+} // namespace logp

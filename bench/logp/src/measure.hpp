@@ -17,11 +17,11 @@
 namespace logp {
 
 struct MeasureConfig {
-    int warmup = 2000;         // untimed round trips / bursts before each series
-    int iterations = 20000;    // timed round trips
-    int burst_reps = 200;      // timed bursts per burst size
-    int recv_probes = 3000;    // timed receives for o_r
-    int bw_reps = 15;          // timed streams per message size
+    int warmup = 2000;      // untimed round trips / bursts before each series
+    int iterations = 20000; // timed round trips
+    int burst_reps = 200;   // timed bursts per burst size
+    int recv_probes = 3000; // timed receives for o_r
+    int bw_reps = 15;       // timed streams per message size
     // 4 B ... 32 KB are the paper's Figure 5; 64 KB ... 1 MB go beside the peers'
     // curves and fill the interleaved 256 KB and 1 MB rows.
     std::size_t bw_min_bytes = 4, bw_max_bytes = 1 << 20;
@@ -93,11 +93,11 @@ RateSweep measure_rate_sweep(Layer &layer, const Job &job, const MeasureConfig &
 // Fills the FM metrics of a curve from its points (status "failed" with the reason if the fit is impossible).
 void fit_curve(BandwidthCurve &curve);
 
-}  // namespace logp
+} // namespace logp
 
 namespace logp {
 // Host-overhead breakdown of the layer's breakdown operation (both ranks'
 // instrumentation counters, per operation).  Status "skipped" when the layer
 // has none, "failed" when no instrumented primitive ran.
 Breakdown measure_breakdown(Layer &layer, const Job &job, const MeasureConfig &cfg, Progress &progress);
-}  // namespace logp
+} // namespace logp

@@ -43,9 +43,9 @@ RateSweep measure_rate_sweep(Layer &layer, const Job &job, const MeasureConfig &
         sweep.status = {"skipped", "the layer takes no burst"};
         return sweep;
     }
-    std::map<int, std::vector<double>> all, clean;  // us per message, per window
+    std::map<int, std::vector<double>> all, clean; // us per message, per window
     progress.begin(layer.id() + ": message rate", cfg.bw_reps);
-    for (int r = 0; r < cfg.bw_reps + 1; ++r) {  // the first round warms up
+    for (int r = 0; r < cfg.bw_reps + 1; ++r) { // the first round warms up
         for (int w : windows) {
             // At most 64 windows per stream: at W = 1 a stream of thousands of
             // round trips outlasts a scheduler slice on a busy machine, and a
@@ -88,4 +88,4 @@ RateSweep measure_rate_sweep(Layer &layer, const Job &job, const MeasureConfig &
     return sweep;
 }
 
-}  // namespace logp
+} // namespace logp

@@ -69,4 +69,4 @@ void run_mpi_round(const Job &job, const MpiPlan &plan, const std::vector<MpiTra
     }
 }
 
-}  // namespace logp
+} // namespace logp

@@ -34,4 +34,4 @@ void run_mpi_round(const Job &job, const MpiPlan &plan, const std::vector<MpiTra
                    LineProbe &line, std::vector<std::vector<PeerResult>> &peer_results, Interleaved &x,
                    Progress &progress, const std::string &label);
 
-}  // namespace logp
+} // namespace logp

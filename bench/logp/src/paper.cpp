@@ -46,7 +46,7 @@ std::string paper_row_label(const nlohmann::json &row) {
 const nlohmann::json *paper_logp_row(const std::string &layer) {
     const nlohmann::json *best = nullptr;
     for (const auto &row : paper_figures()["table2_logp"])
-        if (row.value("layer", "") == layer) best = &row;  // the last row of a layer is its LANai 7 figure
+        if (row.value("layer", "") == layer) best = &row; // the last row of a layer is its LANai 7 figure
     return best;
 }
 
@@ -82,4 +82,4 @@ double relative_error_pct(double ours, double paper) {
     return 100.0 * (ours - paper) / paper;
 }
 
-}  // namespace logp
+} // namespace logp

@@ -13,7 +13,7 @@
 namespace logp {
 
 const nlohmann::json &paper_figures();
-std::string paper_citation();     // one line naming the paper
+std::string paper_citation(); // one line naming the paper
 std::string fm_citation();
 std::string bip_citation();
 
@@ -37,4 +37,4 @@ double relative_error_pct(double ours, double paper);
 // Names compared case- and punctuation-insensitively, "receive" == "recv".
 std::string normalize_operation(const std::string &name);
 
-}  // namespace logp
+} // namespace logp

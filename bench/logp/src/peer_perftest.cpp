@@ -40,7 +40,8 @@ int free_port() {
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
     int port = 18515;
-    if (bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 && getsockname(s, reinterpret_cast<sockaddr *>(&a), &len) == 0)
+    if (bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
+        getsockname(s, reinterpret_cast<sockaddr *>(&a), &len) == 0)
         port = ntohs(a.sin_port);
     close(s);
     return port;
@@ -50,7 +51,8 @@ PerftestMeasurement run_one(const std::string &bin, const std::string &device, s
                             double timeout_s) {
     PerftestMeasurement m;
     std::string port = std::to_string(free_port());
-    std::vector<std::string> common = {"-d", device, "-s", std::to_string(bytes), "-n", std::to_string(iters), "-F", "-p", port};
+    std::vector<std::string> common = {"-d", device, "-s", std::to_string(bytes), "-n", std::to_string(iters),
+                                       "-F", "-p",   port};
     std::vector<std::string> server = {bin};
     server.insert(server.end(), common.begin(), common.end());
     BackgroundProcess srv(server, {});
@@ -74,7 +76,7 @@ PerftestMeasurement run_one(const std::string &bin, const std::string &device, s
     return parse_perftest_output(r.output);
 }
 
-}  // namespace
+} // namespace
 
 PerftestMeasurement parse_perftest_output(const std::string &output) {
     PerftestMeasurement m;
@@ -133,9 +135,11 @@ PeerResult run_perftest_peer(const PerftestPlan &plan, const std::function<void(
         p.metrics.push_back({"bandwidth_mb_s:ib_write_bw", "ib_write_bw", "", bytes, b.bw_avg_mb_s, kNaN, kNaN});
         p.bandwidth.push_back({bytes, double(bytes) / b.bw_avg_mb_s, b.bw_avg_mb_s, 0});
     }
-    p.status = {"measured", failures.empty() ? "" : fmt::format("{} bandwidth points failed; first: {}", failures.size(),
-                                                                 failures.front())};
+    p.status = {"measured",
+                failures.empty()
+                    ? ""
+                    : fmt::format("{} bandwidth points failed; first: {}", failures.size(), failures.front())};
     return p;
 }
 
-}  // namespace logp
+} // namespace logp

@@ -15,8 +15,8 @@ namespace logp {
 struct PerftestMeasurement {
     bool ok = false;
     std::string error;
-    double lat_typical_us = kNaN;  // ib_*_lat: t_typical[usec]
-    double bw_avg_mb_s = kNaN;     // ib_*_bw: BW average[MB/sec], as perftest prints it
+    double lat_typical_us = kNaN; // ib_*_lat: t_typical[usec]
+    double bw_avg_mb_s = kNaN;    // ib_*_bw: BW average[MB/sec], as perftest prints it
 };
 
 // Parses perftest's result table: the header line starting with "#bytes"
@@ -24,7 +24,7 @@ struct PerftestMeasurement {
 PerftestMeasurement parse_perftest_output(const std::string &output);
 
 struct PerftestPlan {
-    std::string device;  // RDMA device, e.g. rxe0
+    std::string device; // RDMA device, e.g. rxe0
     long iterations = 5000;
     std::vector<std::size_t> bw_sizes;
     double timeout_s = 60;
@@ -32,4 +32,4 @@ struct PerftestPlan {
 
 PeerResult run_perftest_peer(const PerftestPlan &plan, const std::function<void(const std::string &)> &step = {});
 
-}  // namespace logp
+} // namespace logp

@@ -16,10 +16,12 @@ bool finite(double v) { return std::isfinite(v); }
 // "bandwidth_mb_s:ucp_put_bw" -> "bandwidth_mb_s"
 std::string base_metric(const std::string &metric) { return metric.substr(0, metric.find(':')); }
 
-RoundComparison &comparison_for(Interleaved &cmp, const std::string &peer, const PeerMetric &m, const std::string &layer) {
+RoundComparison &comparison_for(Interleaved &cmp, const std::string &peer, const PeerMetric &m,
+                                const std::string &layer) {
     const std::string metric = base_metric(m.metric);
     for (auto &c : cmp.comparisons)
-        if (c.peer == peer && c.metric == metric && c.test == m.test && c.layer == layer && c.bytes == m.bytes) return c;
+        if (c.peer == peer && c.metric == metric && c.test == m.test && c.layer == layer && c.bytes == m.bytes)
+            return c;
     RoundComparison c;
     c.peer = peer;
     c.metric = metric;
@@ -50,7 +52,7 @@ void set_at(std::vector<double> &v, int round, double x) {
     v[std::size_t(round)] = x;
 }
 
-}  // namespace
+} // namespace
 
 const std::vector<std::size_t> &comparison_sizes() {
     static const std::vector<std::size_t> sizes = {4096, 32768, 262144, 1048576};
@@ -72,7 +74,7 @@ bool compares_bandwidth(const std::string &test, const std::string &layer) {
 void add_round(Interleaved &cmp, int round, const std::vector<OurFigure> &ours, const std::string &peer_tool,
                const std::vector<PeerMetric> &peer_metrics, double line_ours_ns, double line_peer_ns) {
     for (const PeerMetric &m : peer_metrics) {
-        if (!m.compared_with.empty()) continue;  // a derived metric, not the peer's own
+        if (!m.compared_with.empty()) continue; // a derived metric, not the peer's own
         const std::string metric = base_metric(m.metric);
         const bool bandwidth = metric == "bandwidth_mb_s";
         if (!bandwidth && metric != "rtt_half_us" && metric != "g_us") continue;
@@ -181,4 +183,4 @@ PeerResult merge_peer_rounds(const std::vector<PeerResult> &rounds) {
     return out;
 }
 
-}  // namespace logp
+} // namespace logp

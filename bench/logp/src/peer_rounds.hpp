@@ -15,8 +15,8 @@ namespace logp {
 
 // One figure of ours in one round.
 struct OurFigure {
-    std::string layer;   // "vi", "am-v3"
-    std::string metric;  // "rtt_half_us", "g_us", "bandwidth_mb_s"
+    std::string layer;  // "vi", "am-v3"
+    std::string metric; // "rtt_half_us", "g_us", "bandwidth_mb_s"
     std::size_t bytes = 0;
     double value = kNaN;
 };
@@ -69,4 +69,4 @@ double line_threshold(std::vector<double> line_ns, std::string *source);
 // measured (or of the last round when none did).
 PeerResult merge_peer_rounds(const std::vector<PeerResult> &rounds);
 
-}  // namespace logp
+} // namespace logp

@@ -22,14 +22,15 @@ namespace {
 
 struct Spec {
     const char *program, *tool, *transport, *package;
-    const char *send_test, *bw_test;  // what its message and bandwidth tests are called in the report
+    const char *send_test, *bw_test; // what its message and bandwidth tests are called in the report
 };
 
 Spec spec_of(ShmPeer which) {
     if (which == ShmPeer::libfabric)
-        return {"fi_shm_bench", "fi_shm_bench", "libfabric shm provider (FI_EP_RDM)", "libfabric-dev", "fi_send", "fi_write"};
-    return {"mpi_shm_bench", "mpi_shm_bench", "Open MPI, --mca btl self,vader", "libopenmpi-dev openmpi-bin", "MPI_Send",
-            "MPI_Isend"};
+        return {"fi_shm_bench",  "fi_shm_bench", "libfabric shm provider (FI_EP_RDM)",
+                "libfabric-dev", "fi_send",      "fi_write"};
+    return {"mpi_shm_bench", "mpi_shm_bench", "Open MPI, --mca btl self,vader", "libopenmpi-dev openmpi-bin",
+            "MPI_Send",      "MPI_Isend"};
 }
 
 bool executable(const fs::path &p) {
@@ -37,7 +38,7 @@ bool executable(const fs::path &p) {
     return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
 }
 
-}  // namespace
+} // namespace
 
 std::string find_peer_program(const std::string &name) {
     std::vector<fs::path> dirs;
@@ -83,10 +84,11 @@ PeerResult run_shm_peer(ShmPeer which, long iterations, double timeout_s) {
     p.transport = s.transport;
     std::string bin = find_peer_program(s.program);
     if (bin.empty()) {
-        p.status = {"not installed", fmt::format("{} not built (Debian: apt-get install {}, then rebuild; it is "
-                                                 "searched in $LOGP_PEER_DIR, beside logp, ../libexec/viastack, "
-                                                 "the build tree and PATH)",
-                                                 s.program, s.package)};
+        p.status = {"not installed",
+                    fmt::format("{} not built (Debian: apt-get install {}, then rebuild; it is "
+                                "searched in $LOGP_PEER_DIR, beside logp, ../libexec/viastack, "
+                                "the build tree and PATH)",
+                                s.program, s.package)};
         return p;
     }
     std::vector<std::string> argv;
@@ -108,7 +110,8 @@ PeerResult run_shm_peer(ShmPeer which, long iterations, double timeout_s) {
         else argv.insert(argv.end(), {"--bind-to", "cpu-list:ordered", "--cpu-list", cpu_list});
     }
     argv.push_back(bin);
-    for (std::string a : {std::string("--rounds"), std::string("1"), std::string("--iters"), std::to_string(iterations)})
+    for (std::string a :
+         {std::string("--rounds"), std::string("1"), std::string("--iters"), std::to_string(iterations)})
         argv.push_back(a);
     if (which == ShmPeer::libfabric && !cpu_list.empty()) {
         argv.push_back("--cpus");
@@ -131,4 +134,4 @@ PeerResult run_shm_peer(ShmPeer which, long iterations, double timeout_s) {
     return p;
 }
 
-}  // namespace logp
+} // namespace logp

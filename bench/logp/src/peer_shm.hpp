@@ -28,4 +28,4 @@ std::vector<PeerMetric> parse_shm_bench_output(ShmPeer which, const std::string 
 // mpirun) is missing, "failed" with the output's last line when it fails.
 PeerResult run_shm_peer(ShmPeer which, long iterations, double timeout_s = 120);
 
-}  // namespace logp
+} // namespace logp

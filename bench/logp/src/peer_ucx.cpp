@@ -34,7 +34,7 @@ int free_local_port() {
     return port;
 }
 
-}  // namespace
+} // namespace
 
 UcxMeasurement parse_ucx_perftest_csv(const std::string &output) {
     UcxMeasurement m;
@@ -91,9 +91,14 @@ UcxMeasurement run_ucx_perftest(const std::string &binary, const std::string &te
             m.error = "cannot start " + binary;
             return m;
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(150 + 250 * attempt));  // let it listen
-        std::vector<std::string> args = {binary, "localhost", "-p", port, "-t", test, "-s", std::to_string(bytes),
-                                         "-n", std::to_string(iterations), "-w", std::to_string(warmup), "-v"};
+        std::this_thread::sleep_for(std::chrono::milliseconds(150 + 250 * attempt)); // let it listen
+        std::vector<std::string> args = {binary, "localhost",
+                                         "-p",   port,
+                                         "-t",   test,
+                                         "-s",   std::to_string(bytes),
+                                         "-n",   std::to_string(iterations),
+                                         "-w",   std::to_string(warmup),
+                                         "-v"};
         args.insert(args.end(), client_cpu.begin(), client_cpu.end());
         args.insert(args.end(), extra.begin(), extra.end());
         ProcessResult client = run_process(args, {kTransport}, timeout_s);
@@ -135,13 +140,15 @@ PeerResult run_ucx_peer(const UcxPlan &plan, const std::function<void(const std:
     // The overall rate is the steady state LogP's g means.  (The per-message
     // percentiles of a bandwidth test time the non-blocking posts, not the
     // stream: the median can be 0.04 us while the mean is 137 us.)
-    if (rate.ok && rate.msg_rate > 0) p.metrics.push_back({"g_us", "ucp_am_bw", "", 16, 1e6 / rate.msg_rate, kNaN, kNaN});
+    if (rate.ok && rate.msg_rate > 0)
+        p.metrics.push_back({"g_us", "ucp_am_bw", "", 16, 1e6 / rate.msg_rate, kNaN, kNaN});
     std::vector<std::string> failures;
-    for (const auto &[test, sizes] : {std::pair{std::string("ucp_put_bw"), plan.put_sizes},
-                                      std::pair{std::string("ucp_am_bw"), plan.am_sizes}}) {
+    for (const auto &[test, sizes] :
+         {std::pair{std::string("ucp_put_bw"), plan.put_sizes}, std::pair{std::string("ucp_am_bw"), plan.am_sizes}}) {
         for (std::size_t bytes : sizes) {
             long iters = std::max<long>(200, std::min<long>(plan.iterations, long((256u << 20) / bytes)));
-            UcxMeasurement bw = run_ucx_perftest(bin, test, bytes, iters, std::min(plan.warmup, iters / 4), plan.timeout_s);
+            UcxMeasurement bw =
+                run_ucx_perftest(bin, test, bytes, iters, std::min(plan.warmup, iters / 4), plan.timeout_s);
             note(fmt::format("{} {} B", test, bytes));
             if (!bw.ok) {
                 failures.push_back(bw.error);
@@ -151,8 +158,10 @@ PeerResult run_ucx_peer(const UcxPlan &plan, const std::function<void(const std:
             if (test == "ucp_put_bw") p.bandwidth.push_back({bytes, double(bytes) / bw.bw_mb_s, bw.bw_mb_s, 0});
         }
     }
-    p.status = {"measured", failures.empty() ? "" : fmt::format("{} bandwidth points failed; first: {}",
-                                                                 failures.size(), failures.front())};
+    p.status = {"measured",
+                failures.empty()
+                    ? ""
+                    : fmt::format("{} bandwidth points failed; first: {}", failures.size(), failures.front())};
     return p;
 }
 
@@ -160,8 +169,9 @@ RateSweep run_ucx_rate_sweep(const UcxPlan &plan, const std::vector<int> &window
     RateSweep s;
     s.layer = "ucx_perftest ucp_am_bw";
     s.peer = true;
-    s.method = fmt::format("ucp_am_bw 16 B, -O W (at most W uncompleted sends), {} iterations, overall message rate; {}",
-                           plan.iterations, kTransport);
+    s.method =
+        fmt::format("ucp_am_bw 16 B, -O W (at most W uncompleted sends), {} iterations, overall message rate; {}",
+                    plan.iterations, kTransport);
     std::string bin = plan.binary.empty() ? find_on_path("ucx_perftest") : plan.binary;
     if (bin.empty()) {
         s.status = {"not installed", "ucx_perftest not found on PATH (Debian: apt-get install ucx-utils)"};
@@ -178,8 +188,11 @@ RateSweep run_ucx_rate_sweep(const UcxPlan &plan, const std::vector<int> &window
         s.points.push_back({w, 1e6 / m.msg_rate, m.msg_rate / 1e6, 0});
     }
     if (s.points.empty()) s.status = {"failed", failures.empty() ? "no window measured" : failures.front()};
-    else s.status = {"measured", failures.empty() ? "" : fmt::format("{} windows failed; first: {}", failures.size(), failures.front())};
+    else
+        s.status = {"measured",
+                    failures.empty() ? ""
+                                     : fmt::format("{} windows failed; first: {}", failures.size(), failures.front())};
     return s;
 }
 
-}  // namespace logp
+} // namespace logp

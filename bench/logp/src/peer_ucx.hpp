@@ -21,9 +21,9 @@ namespace logp {
 struct UcxMeasurement {
     bool ok = false;
     std::string error;
-    double lat_us = kNaN;      // median (50th percentile) latency
-    double bw_mb_s = kNaN;     // overall bandwidth, 10^6-byte MB
-    double msg_rate = kNaN;    // overall messages per second
+    double lat_us = kNaN;   // median (50th percentile) latency
+    double bw_mb_s = kNaN;  // overall bandwidth, 10^6-byte MB
+    double msg_rate = kNaN; // overall messages per second
 };
 
 // Parses the CSV lines `ucx_perftest -v` prints (header
@@ -31,9 +31,9 @@ struct UcxMeasurement {
 UcxMeasurement parse_ucx_perftest_csv(const std::string &output);
 
 struct UcxPlan {
-    std::string binary;                 // full path; empty = look on PATH
+    std::string binary; // full path; empty = look on PATH
     long iterations = 20000, warmup = 2000;
-    std::vector<std::size_t> put_sizes, am_sizes;  // bandwidth sweeps (may be empty)
+    std::vector<std::size_t> put_sizes, am_sizes; // bandwidth sweeps (may be empty)
     double timeout_s = 30;
 };
 
@@ -53,4 +53,4 @@ UcxMeasurement run_ucx_perftest(const std::string &binary, const std::string &te
 // "not installed" / "failed" as for run_ucx_peer.
 RateSweep run_ucx_rate_sweep(const UcxPlan &plan, const std::vector<int> &windows);
 
-}  // namespace logp
+} // namespace logp

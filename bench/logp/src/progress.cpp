@@ -19,7 +19,7 @@ std::size_t terminal_width() {
     if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10) return ws.ws_col;
     return 80;
 }
-}  // namespace
+} // namespace
 
 Progress::Progress(bool enabled)
     : enabled_(enabled), tty_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
@@ -54,9 +54,8 @@ std::string Progress::eta_text(double elapsed_s, double fraction) {
 
 void Progress::draw(const std::string &detail) {
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    std::string where = layers_ > 1 || !layer_id_.empty()
-                            ? fmt::format("[{}/{}] ", layer_index_ + 1, layers_)
-                            : std::string();
+    std::string where =
+        layers_ > 1 || !layer_id_.empty() ? fmt::format("[{}/{}] ", layer_index_ + 1, layers_) : std::string();
     std::string line = fmt::format("logp {}{}", where, what_.empty() ? layer_id_ : what_);
     if (steps_ > 0) line += fmt::format(" {}/{}", done_, steps_);
     if (!detail.empty()) line += " (" + detail + ")";
@@ -118,4 +117,4 @@ void Progress::clear() {
     }
 }
 
-}  // namespace logp
+} // namespace logp

@@ -27,9 +27,9 @@ public:
 
     // Starts a sweep of `steps` steps called `what` ("vi: bandwidth").
     void begin(const std::string &what, int steps);
-    void step(const std::string &detail);  // one step done
+    void step(const std::string &detail); // one step done
     void end();
-    void note(const std::string &line);   // a one-off event ("vi: connecting")
+    void note(const std::string &line); // a one-off event ("vi: connecting")
     // Erases the progress line (before printing something else on stderr).
     void clear();
 
@@ -50,4 +50,4 @@ private:
     std::chrono::steady_clock::time_point start_;
 };
 
-}  // namespace logp
+} // namespace logp

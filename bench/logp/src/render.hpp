@@ -27,4 +27,4 @@ nlohmann::json render_json(const Table &t);
 
 const char *row_kind_name(RowKind k);
 
-}  // namespace logp
+} // namespace logp

@@ -21,7 +21,8 @@ const char *row_kind_name(RowKind k) {
 nlohmann::json render_json(const Table &t) {
     using json = nlohmann::json;
     json columns = json::array();
-    for (const auto &c : t.columns) columns.push_back({{"header", c.header}, {"align", c.align == Align::left ? "left" : "right"}});
+    for (const auto &c : t.columns)
+        columns.push_back({{"header", c.header}, {"align", c.align == Align::left ? "left" : "right"}});
     json rows = json::array();
     for (const auto &row : t.rows) {
         json cells = json::array();
@@ -29,8 +30,8 @@ nlohmann::json render_json(const Table &t) {
             cells.push_back({{"text", c.text}, {"value", std::isfinite(c.value) ? json(c.value) : json(nullptr)}});
         rows.push_back({{"kind", row_kind_name(row.kind)}, {"level", row.level}, {"cells", cells}, {"span", row.span}});
     }
-    return {{"id", t.id},           {"title", t.title}, {"caption", t.caption}, {"status", t.status},
-            {"columns", columns},   {"rows", rows},     {"notes", t.notes},     {"plot", t.plot}};
+    return {{"id", t.id},         {"title", t.title}, {"caption", t.caption}, {"status", t.status},
+            {"columns", columns}, {"rows", rows},     {"notes", t.notes},     {"plot", t.plot}};
 }
 
 nlohmann::json render_json(const std::vector<Table> &tables) {
@@ -39,4 +40,4 @@ nlohmann::json render_json(const std::vector<Table> &tables) {
     return a;
 }
 
-}  // namespace logp
+} // namespace logp

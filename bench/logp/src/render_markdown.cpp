@@ -22,7 +22,7 @@ std::string md_row(const std::vector<std::string> &cells) {
     return l + "\n";
 }
 
-}  // namespace
+} // namespace
 
 std::string render_markdown(const Table &t, const std::vector<std::string> &drawn_plots) {
     std::string m = "## " + t.title + "\n\n";
@@ -46,7 +46,8 @@ std::string render_markdown(const Table &t, const std::vector<std::string> &draw
                 for (std::size_t i = 0; i < row.cells.size() && i < cells.size(); ++i) cells[i] = row.cells[i].text;
                 if (row.kind == RowKind::status && cells.size() > 1) cells[1] = row.span;
                 // A row of ours that heads indented detail rows is set in bold.
-                if (row.level == 0 && heads_details && row.kind == RowKind::ours && !cells[0].empty()) cells[0] = "**" + cells[0] + "**";
+                if (row.level == 0 && heads_details && row.kind == RowKind::ours && !cells[0].empty())
+                    cells[0] = "**" + cells[0] + "**";
                 if (row.level > 0 && !cells[0].empty()) cells[0] = "&nbsp;&nbsp;" + cells[0];
             }
             m += md_row(cells);
@@ -71,4 +72,4 @@ std::string render_markdown(const ReportDocument &doc, const std::vector<std::st
     return m;
 }
 
-}  // namespace logp
+} // namespace logp

@@ -27,7 +27,7 @@ void trim_right(std::string &s) {
     while (!s.empty() && s.back() == ' ') s.pop_back();
 }
 
-}  // namespace
+} // namespace
 
 std::string render_text(const Table &t) {
     std::string s = t.title + "\n" + std::string(100, '-') + "\n";
@@ -78,7 +78,8 @@ std::string render_text(const Table &t) {
         if (row.kind == RowKind::heading) {
             s += "  " + row.span + "\n";
         } else if (row.kind == RowKind::status) {
-            std::string l = "  " + (width.empty() ? first_cell(row) : pad(first_cell(row), width[0], Align::left)) + gap(1) + row.span;
+            std::string l = "  " + (width.empty() ? first_cell(row) : pad(first_cell(row), width[0], Align::left)) +
+                gap(1) + row.span;
             s += l + "\n";
         } else {
             std::vector<std::string> cells;
@@ -105,4 +106,4 @@ std::string render_text(const ReportDocument &doc) {
     return s;
 }
 
-}  // namespace logp
+} // namespace logp

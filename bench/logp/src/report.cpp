@@ -39,14 +39,17 @@ double point_at(const BandwidthCurve *c, std::size_t bytes) {
         if (p.bytes == bytes) return p.us_per_msg;
     return kNaN;
 }
-double ratio(double ours, double peer) { return (std::isfinite(ours) && std::isfinite(peer) && peer > 0) ? ours / peer : kNaN; }
+double ratio(double ours, double peer) {
+    return (std::isfinite(ours) && std::isfinite(peer) && peer > 0) ? ours / peer : kNaN;
+}
 
-}  // namespace
+} // namespace
 
 void finalize_report(Report &r, double memcpy_1k_us) {
     // Delta: increase of RTT/2 over native VI for the same 16-byte payload.
     const LogPRow *vi = find_row(r, "vi");
-    double vi16 = std::isfinite(r.vi_baseline.rtt_half_16_us) ? r.vi_baseline.rtt_half_16_us : (vi ? vi->rtt_half_us : kNaN);
+    double vi16 =
+        std::isfinite(r.vi_baseline.rtt_half_16_us) ? r.vi_baseline.rtt_half_16_us : (vi ? vi->rtt_half_us : kNaN);
     for (auto &row : r.logp)
         if (row.status.measured()) row.delta_us = row.layer == "synthetic" ? kNaN : row.rtt_half_us - vi16;
 
@@ -104,10 +107,10 @@ void finalize_report(Report &r, double memcpy_1k_us) {
         d.layer = "splitc";
     }
     d.components.clear();
-    d.per_msg_difference_us = d.components_total_us = kNaN;  // a report re-read from JSON may hold old ones
+    d.per_msg_difference_us = d.components_total_us = kNaN; // a report re-read from JSON may hold old ones
     if (vic && upper) {
         d.per_msg_difference_us = point_at(upper, 1024) - point_at(vic, 1024);
-        double short_recv = point_at(vic, 32);  // the paper's estimate: a 32-byte one-sided VI message
+        double short_recv = point_at(vic, 32); // the paper's estimate: a 32-byte one-sided VI message
         d.components.push_back({"Memory copy", memcpy_1k_us, 4.0});
         d.components.push_back({"Short network receive", short_recv, 14.5});
         for (auto &c : d.components)
@@ -115,7 +118,7 @@ void finalize_report(Report &r, double memcpy_1k_us) {
                 if (pc.value("component", "") == c.component) c.paper_us = paper_number(pc, "us");
         d.components_total_us = memcpy_1k_us + short_recv;
         d.status = std::isfinite(d.per_msg_difference_us) ? Status{"measured", ""}
-                                                           : Status{"failed", "no 1 KB point on both curves"};
+                                                          : Status{"failed", "no 1 KB point on both curves"};
     } else {
         d.layer.clear();
         d.status = {"not built", "needs the native VI curve and an AM or Split-C bulk curve"};
@@ -128,7 +131,8 @@ void finalize_report(Report &r, double memcpy_1k_us) {
         std::string line = fmt::format("{}: bandwidth: {} of {} message sizes have a spread above {:.0f}%; do not "
                                        "trust those points (rerun on an idle machine)",
                                        c.layer, wide, c.points.size(), 100 * r.run.max_spread);
-        if (wide && std::find(r.warnings.begin(), r.warnings.end(), line) == r.warnings.end()) r.warnings.push_back(line);
+        if (wide && std::find(r.warnings.begin(), r.warnings.end(), line) == r.warnings.end())
+            r.warnings.push_back(line);
     }
     // One summary warning per row whose numbers are not to be trusted.
     for (const auto &row : r.logp)
@@ -158,4 +162,4 @@ void print_report(const Report &r, std::FILE *out) {
     std::fflush(out);
 }
 
-}  // namespace logp
+} // namespace logp

@@ -35,4 +35,4 @@ double measure_memcpy_us(std::size_t bytes);
 // "1.234" or "-" for NaN.
 std::string fmt_num(double v, int precision = 2);
 
-}  // namespace logp
+} // namespace logp

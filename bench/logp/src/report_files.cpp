@@ -94,31 +94,38 @@ void plot_bandwidth(const Report &r, const fs::path &dir, const nlohmann::json &
         for (const auto &p : pts)
             if (std::isfinite(p.mb_s)) data += fmt::format("{} {}\n", p.bytes, p.mb_s);
         data += "\n\n";
-        plot += fmt::format("{}'bandwidth.dat' index {} with linespoints {} title {}", plot.empty() ? "plot " : ", \\\n     ",
-                            index++, style, gp_title(name));
+        plot += fmt::format("{}'bandwidth.dat' index {} with linespoints {} title {}",
+                            plot.empty() ? "plot " : ", \\\n     ", index++, style, gp_title(name));
     };
     for (const auto &c : r.bandwidth)
-        if (c.status.measured()) add_curve(c.layer + " (ours, " + layer_bulk_label(c.layer) + ")", c.points, "lw 2 pt 7");
+        if (c.status.measured())
+            add_curve(c.layer + " (ours, " + layer_bulk_label(c.layer) + ")", c.points, "lw 2 pt 7");
     // Every bandwidth test of every peer (ucp_put_bw, ucp_am_bw, fi_write,
     // MPI_Isend, ib_write_bw) as its own curve, from the peer's raw metrics.
     for (const auto &p : r.peers) {
         if (!p.status.measured()) continue;
         for (const auto &[test, pts] : peer_bandwidth_curves(p))
-            add_curve(p.tool + " " + test + (p.transport.empty() ? "" : " (" + p.transport + ")"), pts, "lw 1 dt 2 pt 6");
+            add_curve(p.tool + " " + test + (p.transport.empty() ? "" : " (" + p.transport + ")"), pts,
+                      "lw 1 dt 2 pt 6");
     }
     if (!plot.empty()) {
         double vi_peak = paper_number(paper["figure5_bandwidth"], "vi_peak_mb_s");
         double knee = paper_number(paper["figure5_bandwidth"], "am_splitc_knee_mb_s");
-        plot += fmt::format(", \\\n     {} with lines lc rgb 'dark-gray' lw 1.5 dt 3 title 'paper: VI peak {} MB/s (LANai 7)'", vi_peak, vi_peak);
-        plot += fmt::format(", \\\n     {} with lines lc rgb 'gray40' dt 4 title 'paper: AM/Split-C knee {} MB/s'", knee, knee);
+        plot += fmt::format(
+            ", \\\n     {} with lines lc rgb 'dark-gray' lw 1.5 dt 3 title 'paper: VI peak {} MB/s (LANai 7)'", vi_peak,
+            vi_peak);
+        plot += fmt::format(", \\\n     {} with lines lc rgb 'gray40' dt 4 title 'paper: AM/Split-C knee {} MB/s'",
+                            knee, knee);
         write_text(dir / "bandwidth.dat", data);
-        write_text(dir / "bandwidth.gp",
-                   two_terminals("bandwidth", "set title 'Bulk bandwidth (Figure 5 to 1 MB), ours and the peers'\nset logscale xy 2\n"
-                                              "set xlabel 'message size (bytes)'\nset ylabel 'MB/s (10^6 B/s)'\n"
-                                              "set key left top font ',9'\nset grid\nset xrange [2:2097152]\n"
-                                              "set xtics (\"4\" 4, \"32\" 32, \"256\" 256, \"2K\" 2048, \"16K\" 16384, "
-                                              "\"128K\" 131072, \"1M\" 1048576)\n" +
-                                                  plot));
+        write_text(
+            dir / "bandwidth.gp",
+            two_terminals("bandwidth",
+                          "set title 'Bulk bandwidth (Figure 5 to 1 MB), ours and the peers'\nset logscale xy 2\n"
+                          "set xlabel 'message size (bytes)'\nset ylabel 'MB/s (10^6 B/s)'\n"
+                          "set key left top font ',9'\nset grid\nset xrange [2:2097152]\n"
+                          "set xtics (\"4\" 4, \"32\" 32, \"256\" 256, \"2K\" 2048, \"16K\" 16384, "
+                          "\"128K\" 131072, \"1M\" 1048576)\n" +
+                              plot));
         plots.push_back({"bandwidth", "Bulk bandwidth (Figure 5 to 1 MB), ours beside the peers"});
     }
 }
@@ -135,16 +142,19 @@ void plot_rate(const Report &r, const fs::path &dir, std::vector<Plot> &plots) {
         for (const auto &p : s.points)
             if (std::isfinite(p.msg_rate_m_s)) data += fmt::format("{} {}\n", p.window, p.msg_rate_m_s);
         data += "\n\n";
-        plot += fmt::format("{}'rate.dat' index {} with linespoints {} title {}", plot.empty() ? "plot " : ", \\\n     ",
-                            index++, s.peer ? "lw 1 dt 2 pt 6" : "lw 2 pt 7", gp_title(name));
+        plot +=
+            fmt::format("{}'rate.dat' index {} with linespoints {} title {}", plot.empty() ? "plot " : ", \\\n     ",
+                        index++, s.peer ? "lw 1 dt 2 pt 6" : "lw 2 pt 7", gp_title(name));
     }
     if (!plot.empty()) {
         write_text(dir / "rate.dat", data);
         write_text(dir / "rate.gp",
-                   two_terminals("rate", "set title 'Message rate by window (16-byte messages)'\nset logscale x 2\n"
-                                         "set xlabel 'messages in flight (window W)'\n"
-                                         "set ylabel 'million messages / s'\nset yrange [0:*]\n"
-                                         "set key left top\nset grid\nset xrange [0.8:80]\n" + plot));
+                   two_terminals("rate",
+                                 "set title 'Message rate by window (16-byte messages)'\nset logscale x 2\n"
+                                 "set xlabel 'messages in flight (window W)'\n"
+                                 "set ylabel 'million messages / s'\nset yrange [0:*]\n"
+                                 "set key left top\nset grid\nset xrange [0.8:80]\n" +
+                                     plot));
         plots.push_back({"rate", "Message rate by window, ours beside ucp_am_bw"});
     }
 }
@@ -164,7 +174,8 @@ void plot_logp(const Report &r, const fs::path &dir, const nlohmann::json &paper
     int rows = 0;
     for (const auto &row : r.logp) {
         if (!row.status.measured()) continue;
-        data += fmt::format("{} {} {} {} {}\n", gp_quoted(row.layer + " ours"), row.L_us, row.o_s_us, row.o_r_us, row.g_us);
+        data +=
+            fmt::format("{} {} {} {} {}\n", gp_quoted(row.layer + " ours"), row.L_us, row.o_s_us, row.o_r_us, row.g_us);
         ++rows;
         if (const nlohmann::json *p = paper_logp_row(row.layer)) {
             data += fmt::format("{} {} {} {} {}\n", gp_quoted(row.layer + " paper"), paper_number(*p, "L_us"),
@@ -175,14 +186,15 @@ void plot_logp(const Report &r, const fs::path &dir, const nlohmann::json &paper
     if (rows) {
         write_text(dir / "logp.dat", data);
         write_text(dir / "logp.gp",
-                   two_terminals("logp", "set title 'LogP parameters (Table 2; log scale, values <= 0 not drawn)'\n"
-                                         // L not reported (n/a) is written as nan: a gap, not an error when it is the only row
-                                         "set datafile missing 'nan'\nset style data histograms\n"
-                                         "set style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
-                                         "set ylabel 'microseconds'\nset logscale y\nset grid ytics\nset key top left\n"
-                                         "set xtics rotate by -20\n"
-                                         "plot 'logp.dat' using 2:xtic(1) title 'L', '' using 3 title 'o_s', "
-                                         "'' using 4 title 'o_r', '' using 5 title 'g'"));
+                   two_terminals("logp",
+                                 "set title 'LogP parameters (Table 2; log scale, values <= 0 not drawn)'\n"
+                                 // L not reported (n/a) is written as nan: a gap, not an error when it is the only row
+                                 "set datafile missing 'nan'\nset style data histograms\n"
+                                 "set style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
+                                 "set ylabel 'microseconds'\nset logscale y\nset grid ytics\nset key top left\n"
+                                 "set xtics rotate by -20\n"
+                                 "plot 'logp.dat' using 2:xtic(1) title 'L', '' using 3 title 'o_s', "
+                                 "'' using 4 title 'o_r', '' using 5 title 'g'"));
         plots.push_back({"logp", "LogP parameters (Table 2), ours and the paper's"});
     }
 }
@@ -216,14 +228,15 @@ void plot_breakdown(const Report &r, const fs::path &dir, const nlohmann::json &
     if (rows) {
         write_text(dir / "breakdown.dat", data);
         write_text(dir / "breakdown.gp",
-                   two_terminals("breakdown", "set title 'Host overhead by category (Tables 3 and 4)'\n"
-                                              "set style data histograms\nset style histogram rowstacked\n"
-                                              "set style fill solid 0.85 border -1\nset boxwidth 0.6\n"
-                                              "set ylabel '% of host overhead'\nset yrange [0:100]\n"
-                                              "set key outside right\nset xtics rotate by -15\n"
-                                              "plot 'breakdown.dat' using 2:xtic(1) title 'Base VI', "
-                                              "'' using 3 title 'Event Notification', '' using 4 title 'Flow Control', "
-                                              "'' using 5 title 'Semantics', '' using 6 title 'Other'"));
+                   two_terminals("breakdown",
+                                 "set title 'Host overhead by category (Tables 3 and 4)'\n"
+                                 "set style data histograms\nset style histogram rowstacked\n"
+                                 "set style fill solid 0.85 border -1\nset boxwidth 0.6\n"
+                                 "set ylabel '% of host overhead'\nset yrange [0:100]\n"
+                                 "set key outside right\nset xtics rotate by -15\n"
+                                 "plot 'breakdown.dat' using 2:xtic(1) title 'Base VI', "
+                                 "'' using 3 title 'Event Notification', '' using 4 title 'Flow Control', "
+                                 "'' using 5 title 'Semantics', '' using 6 title 'Other'"));
         plots.push_back({"breakdown", "Host overhead breakdowns (Tables 3 and 4)"});
     }
 }
@@ -236,10 +249,11 @@ void plot_splitc(const Report &r, const fs::path &dir, std::vector<Plot> &plots)
     if (!data.empty()) {
         write_text(dir / "splitc.dat", data);
         write_text(dir / "splitc.gp",
-                   two_terminals("splitc", "set title 'Split-C single-sender short message times (Figure 2)'\n"
-                                           "set style data histograms\nset style fill solid 0.8 border -1\n"
-                                           "set ylabel 'microseconds per operation'\nset grid ytics\n"
-                                           "plot 'splitc.dat' using 2:xtic(1) notitle"));
+                   two_terminals("splitc",
+                                 "set title 'Split-C single-sender short message times (Figure 2)'\n"
+                                 "set style data histograms\nset style fill solid 0.8 border -1\n"
+                                 "set ylabel 'microseconds per operation'\nset grid ytics\n"
+                                 "plot 'splitc.dat' using 2:xtic(1) notitle"));
         plots.push_back({"splitc", "Split-C operation times (Figure 2)"});
     }
 }
@@ -257,7 +271,7 @@ std::vector<Plot> write_plot_sources(const Report &r, const fs::path &dir) {
     return plots;
 }
 
-}  // namespace
+} // namespace
 
 ReportFiles write_report_files(const Report &r, const std::string &dir_name) {
     ReportFiles out;
@@ -270,12 +284,15 @@ ReportFiles write_report_files(const Report &r, const std::string &dir_name) {
     std::vector<std::string> drawn;
     std::string gnuplot = find_on_path("gnuplot");
     if (gnuplot.empty() && !plots.empty())
-        out.problems.push_back("gnuplot not found: plots skipped (Debian: apt-get install gnuplot-nox); the .gp scripts are in " + dir_name);
+        out.problems.push_back(
+            "gnuplot not found: plots skipped (Debian: apt-get install gnuplot-nox); the .gp scripts are in " +
+            dir_name);
     for (const Plot &p : plots) {
         if (gnuplot.empty()) break;
         // gnuplot runs in the report directory so the scripts use plain file names.
         std::string abs = fs::absolute(dir).string();
-        ProcessResult res = run_process({gnuplot, "-e", "cd " + gp_quoted(abs), (fs::path(abs) / (p.stem + ".gp")).string()}, {}, 60);
+        ProcessResult res =
+            run_process({gnuplot, "-e", "cd " + gp_quoted(abs), (fs::path(abs) / (p.stem + ".gp")).string()}, {}, 60);
         if (res.exit_code == 0 && fs::exists(dir / (p.stem + ".svg")) && fs::exists(dir / (p.stem + ".png"))) {
             drawn.push_back(p.stem);
             out.images.push_back((dir / (p.stem + ".svg")).string());
@@ -289,4 +306,4 @@ ReportFiles write_report_files(const Report &r, const std::string &dir_name) {
     return out;
 }
 
-}  // namespace logp
+} // namespace logp

@@ -52,7 +52,8 @@ Status status_from(const json &j) {
 json points_json(const std::vector<BandwidthPoint> &pts) {
     json a = json::array();
     for (const auto &p : pts)
-        a.push_back({{"bytes", p.bytes}, {"us_per_msg", num(p.us_per_msg)}, {"mb_s", num(p.mb_s)}, {"spread", p.spread}});
+        a.push_back(
+            {{"bytes", p.bytes}, {"us_per_msg", num(p.us_per_msg)}, {"mb_s", num(p.mb_s)}, {"spread", p.spread}});
     return a;
 }
 std::vector<BandwidthPoint> points_from(const json &a) {
@@ -75,47 +76,64 @@ json nums_json(const std::vector<double> &v) {
 }
 std::vector<double> nums_from(const json &c, const char *key) {
     std::vector<double> v;
-    if (!c.contains(key)) return v;  // keys added later (line_ns) are absent in older reports
+    if (!c.contains(key)) return v; // keys added later (line_ns) are absent in older reports
     for (const auto &e : arr(c, key)) v.push_back(e.is_number() ? e.get<double>() : kNaN);
     return v;
 }
 
 json ratio_summary_json(const RatioSummary &s) {
-    return {{"rounds", s.rounds}, {"ratio_median", num(s.median)}, {"ratio_min", num(s.min)}, {"ratio_max", num(s.max)}};
+    return {
+        {"rounds", s.rounds}, {"ratio_median", num(s.median)}, {"ratio_min", num(s.min)}, {"ratio_max", num(s.max)}};
 }
 
 json comparison_json(const RoundComparison &c) {
-    return {{"peer", c.peer}, {"metric", c.metric}, {"test", c.test}, {"layer", c.layer}, {"bytes", c.bytes},
-            {"ours", nums_json(c.ours)}, {"peer_values", nums_json(c.peer_values)}, {"ratios", nums_json(c.ratios)},
-            {"rounds", c.rounds}, {"ratio_median", num(c.ratio_median)}, {"ratio_min", num(c.ratio_min)},
-            {"ratio_max", num(c.ratio_max)}, {"line_ns", nums_json(c.line_ns)}, {"line_ns_peer", nums_json(c.line_ns_peer)},
+    return {{"peer", c.peer},
+            {"metric", c.metric},
+            {"test", c.test},
+            {"layer", c.layer},
+            {"bytes", c.bytes},
+            {"ours", nums_json(c.ours)},
+            {"peer_values", nums_json(c.peer_values)},
+            {"ratios", nums_json(c.ratios)},
+            {"rounds", c.rounds},
+            {"ratio_median", num(c.ratio_median)},
+            {"ratio_min", num(c.ratio_min)},
+            {"ratio_max", num(c.ratio_max)},
+            {"line_ns", nums_json(c.line_ns)},
+            {"line_ns_peer", nums_json(c.line_ns_peer)},
             {"placement", c.placement},
-            {"by_placement", {{"fast", ratio_summary_json(c.fast)}, {"slow", ratio_summary_json(c.slow)},
-                              {"mixed_rounds", c.mixed_rounds}}}};
+            {"by_placement",
+             {{"fast", ratio_summary_json(c.fast)},
+              {"slow", ratio_summary_json(c.slow)},
+              {"mixed_rounds", c.mixed_rounds}}}};
 }
 
 json logp_row_json(const LogPRow &row) {
-    return {{"layer", row.layer},
-            {"status", status_json(row.status)},
-            {"rtt_half_us", num(row.rtt_half_us)},
-            {"delta_us", num(row.delta_us)},
-            {"L_us", num(row.L_us)},
-            {"o_s_us", num(row.o_s_us)},
-            {"o_r_us", num(row.o_r_us)},
-            {"o_r_reply_us", num(row.o_r_reply_us)},
-            {"o_r_lines_local", row.o_r_lines_local},
-            {"o_r_cold_us", num(row.o_r_cold_us)},
-            {"o_r_lines_us", num(row.o_r_lines_us)},
-            {"g_us", num(row.g_us)},
-            {"o_s_delay_us", num(row.o_s_delay_us)},
-            {"rtt_half_min_us", num(row.rtt_half_min_us)},
-            {"L_state", row.L_state},
-            {"L_raw_us", num(row.L_raw_us)},
-            {"L_resolution_us", num(row.L_resolution_us)},
-            {"spread", {{"rtt", row.spread_rtt}, {"o_s", row.spread_o_s}, {"o_r", row.spread_o_r}, {"g", row.spread_g}}},
-            {"expected", {{"L_us", num(row.expect_L_us)}, {"o_s_us", num(row.expect_o_s_us)},
-                          {"o_r_us", num(row.expect_o_r_us)}, {"g_us", num(row.expect_g_us)}}},
-            {"warnings", row.warnings}};
+    return {
+        {"layer", row.layer},
+        {"status", status_json(row.status)},
+        {"rtt_half_us", num(row.rtt_half_us)},
+        {"delta_us", num(row.delta_us)},
+        {"L_us", num(row.L_us)},
+        {"o_s_us", num(row.o_s_us)},
+        {"o_r_us", num(row.o_r_us)},
+        {"o_r_reply_us", num(row.o_r_reply_us)},
+        {"o_r_lines_local", row.o_r_lines_local},
+        {"o_r_cold_us", num(row.o_r_cold_us)},
+        {"o_r_lines_us", num(row.o_r_lines_us)},
+        {"g_us", num(row.g_us)},
+        {"o_s_delay_us", num(row.o_s_delay_us)},
+        {"rtt_half_min_us", num(row.rtt_half_min_us)},
+        {"L_state", row.L_state},
+        {"L_raw_us", num(row.L_raw_us)},
+        {"L_resolution_us", num(row.L_resolution_us)},
+        {"spread", {{"rtt", row.spread_rtt}, {"o_s", row.spread_o_s}, {"o_r", row.spread_o_r}, {"g", row.spread_g}}},
+        {"expected",
+         {{"L_us", num(row.expect_L_us)},
+          {"o_s_us", num(row.expect_o_s_us)},
+          {"o_r_us", num(row.expect_o_r_us)},
+          {"g_us", num(row.expect_g_us)}}},
+        {"warnings", row.warnings}};
 }
 
 LogPRow logp_row_from(const json &x) {
@@ -128,7 +146,7 @@ LogPRow logp_row_from(const json &x) {
     row.o_s_us = get_num(x, "o_s_us");
     row.o_r_us = get_num(x, "o_r_us");
     row.o_r_reply_us = get_num(x, "o_r_reply_us");
-    row.o_r_lines_local = get_or<bool>(x, "o_r_lines_local", false);  // these three are absent in older reports
+    row.o_r_lines_local = get_or<bool>(x, "o_r_lines_local", false); // these three are absent in older reports
     row.o_r_cold_us = x.contains("o_r_cold_us") ? get_num(x, "o_r_cold_us") : row.o_r_us;
     row.o_r_lines_us = x.contains("o_r_lines_us") ? get_num(x, "o_r_lines_us") : kNaN;
     row.g_us = get_num(x, "g_us");
@@ -154,10 +172,15 @@ LogPRow logp_row_from(const json &x) {
 json interleaved_to_json(const Interleaved &x) {
     json cmps = json::array();
     for (const auto &c : x.comparisons) cmps.push_back(comparison_json(c));
-    return {{"status", status_json(x.status)}, {"rounds", x.rounds}, {"comparisons", cmps},
-            {"placement", {{"line_threshold_ns", num(x.line_threshold_ns)}, {"threshold_source", x.line_threshold_source},
-                           {"rounds_fast", x.rounds_fast}, {"rounds_slow", x.rounds_slow},
-                           {"rounds_mixed", x.rounds_mixed}}}};
+    return {{"status", status_json(x.status)},
+            {"rounds", x.rounds},
+            {"comparisons", cmps},
+            {"placement",
+             {{"line_threshold_ns", num(x.line_threshold_ns)},
+              {"threshold_source", x.line_threshold_source},
+              {"rounds_fast", x.rounds_fast},
+              {"rounds_slow", x.rounds_slow},
+              {"rounds_mixed", x.rounds_mixed}}}};
 }
 
 // The measured keys; the placement classes and every summary are derived again.
@@ -183,17 +206,22 @@ Interleaved interleaved_from_json(const json &x) {
     return out;
 }
 
-}  // namespace
+} // namespace
 
 // One section of the report each, to JSON and back; the schema is in docs/logp.md.
 namespace {
 
 json run_json(const RunInfo &run) {
-    return {{"date_utc", run.date_utc},     {"host", run.host},
-            {"command", run.command},       {"quick", run.quick},
-            {"iterations", run.iterations}, {"warmup", run.warmup},
-            {"tsc_ghz", num(run.tsc_ghz)},  {"max_spread", run.max_spread},
-            {"instr_scope_ns", num(run.instr_scope_ns)}, {"timer_ns", num(run.timer_ns)},
+    return {{"date_utc", run.date_utc},
+            {"host", run.host},
+            {"command", run.command},
+            {"quick", run.quick},
+            {"iterations", run.iterations},
+            {"warmup", run.warmup},
+            {"tsc_ghz", num(run.tsc_ghz)},
+            {"max_spread", run.max_spread},
+            {"instr_scope_ns", num(run.instr_scope_ns)},
+            {"timer_ns", num(run.timer_ns)},
             {"tsc_vs_monotonic", num(run.tsc_vs_monotonic)}};
 }
 
@@ -227,9 +255,12 @@ ProviderInfo provider_from(const json &prov) {
 }
 
 json vi_baseline_json(const ViBaseline &b) {
-    return {{"status", status_json(b.status)},       {"min_bytes", b.min_bytes},
-            {"rtt_half_min_us", num(b.rtt_half_min_us)}, {"rtt_half_16_us", num(b.rtt_half_16_us)},
-            {"peak_mb_s", num(b.peak_mb_s)},         {"peak_at_bytes", b.peak_at_bytes},
+    return {{"status", status_json(b.status)},
+            {"min_bytes", b.min_bytes},
+            {"rtt_half_min_us", num(b.rtt_half_min_us)},
+            {"rtt_half_16_us", num(b.rtt_half_16_us)},
+            {"peak_mb_s", num(b.peak_mb_s)},
+            {"peak_at_bytes", b.peak_at_bytes},
             {"spread", b.spread}};
 }
 
@@ -250,13 +281,14 @@ json bandwidth_json(const BandwidthCurve &c) {
             {"method", c.method},
             {"status", status_json(c.status)},
             {"points", points_json(c.points)},
-            {"fm", {{"t0_us", num(c.t0_us)},
-                    {"r_inf_mb_s", num(c.r_inf_mb_s)},
-                    {"n_half_bytes", num(c.n_half_bytes)},
-                    {"n_half_model_bytes", num(c.n_half_model_bytes)},
-                    {"n_half_from_model", c.n_half_from_model},
-                    {"r_peak_mb_s", num(c.r_peak_mb_s)},
-                    {"fit_r2", num(c.fit_r2)}}}};
+            {"fm",
+             {{"t0_us", num(c.t0_us)},
+              {"r_inf_mb_s", num(c.r_inf_mb_s)},
+              {"n_half_bytes", num(c.n_half_bytes)},
+              {"n_half_model_bytes", num(c.n_half_model_bytes)},
+              {"n_half_from_model", c.n_half_from_model},
+              {"r_peak_mb_s", num(c.r_peak_mb_s)},
+              {"fit_r2", num(c.fit_r2)}}}};
 }
 
 BandwidthCurve bandwidth_from(const json &x) {
@@ -279,10 +311,12 @@ BandwidthCurve bandwidth_from(const json &x) {
 json rate_sweep_json(const RateSweep &s) {
     json pts = json::array();
     for (const auto &p : s.points)
-        pts.push_back({{"window", p.window}, {"us_per_msg", num(p.us_per_msg)}, {"msg_rate_m_s", num(p.msg_rate_m_s)},
+        pts.push_back({{"window", p.window},
+                       {"us_per_msg", num(p.us_per_msg)},
+                       {"msg_rate_m_s", num(p.msg_rate_m_s)},
                        {"spread", p.spread}});
-    return {{"layer", s.layer}, {"method", s.method}, {"peer", s.peer}, {"status", status_json(s.status)},
-            {"points", pts}};
+    return {
+        {"layer", s.layer}, {"method", s.method}, {"peer", s.peer}, {"status", status_json(s.status)}, {"points", pts}};
 }
 
 RateSweep rate_sweep_from(const json &x) {
@@ -300,18 +334,36 @@ RateSweep rate_sweep_from(const json &x) {
 json breakdown_json(const Breakdown &x) {
     json cats = json::array(), items = json::array(), inner = json::array();
     for (const auto &c : x.categories)
-        cats.push_back({{"category", c.category}, {"ns", c.ns}, {"cycles", c.cycles}, {"percent", c.percent},
+        cats.push_back({{"category", c.category},
+                        {"ns", c.ns},
+                        {"cycles", c.cycles},
+                        {"percent", c.percent},
                         {"paper_percent", num(c.paper_percent)}});
     for (const auto &i : x.items)
-        items.push_back({{"operation", i.operation}, {"category", i.category}, {"count_per_op", i.count_per_op},
-                         {"ns", i.ns}, {"cycles", i.cycles}, {"percent", i.percent},
+        items.push_back({{"operation", i.operation},
+                         {"category", i.category},
+                         {"count_per_op", i.count_per_op},
+                         {"ns", i.ns},
+                         {"cycles", i.cycles},
+                         {"percent", i.percent},
                          {"paper_percent", num(i.paper_percent)}});
     for (const auto &i : x.inner)
-        inner.push_back({{"operation", i.operation}, {"category", i.category}, {"count_per_op", i.count_per_op},
-                         {"ns", i.ns}, {"cycles", i.cycles}});
-    return {{"name", x.name}, {"layer", x.layer}, {"status", status_json(x.status)},
-            {"operations", x.operations}, {"host_ns", x.host_ns}, {"host_cycles", x.host_cycles},
-            {"firmware_ns", x.firmware_ns}, {"wait_ns", x.wait_ns}, {"categories", cats}, {"items", items}, {"inner", inner}};
+        inner.push_back({{"operation", i.operation},
+                         {"category", i.category},
+                         {"count_per_op", i.count_per_op},
+                         {"ns", i.ns},
+                         {"cycles", i.cycles}});
+    return {{"name", x.name},
+            {"layer", x.layer},
+            {"status", status_json(x.status)},
+            {"operations", x.operations},
+            {"host_ns", x.host_ns},
+            {"host_cycles", x.host_cycles},
+            {"firmware_ns", x.firmware_ns},
+            {"wait_ns", x.wait_ns},
+            {"categories", cats},
+            {"items", items},
+            {"inner", inner}};
 }
 
 Breakdown breakdown_from(const json &x) {
@@ -369,10 +421,18 @@ BulkDifference bulk_difference_from(const json &d) {
 json peer_json(const PeerResult &p) {
     json ms = json::array();
     for (const auto &m : p.metrics)
-        ms.push_back({{"metric", m.metric}, {"test", m.test}, {"compared_with", m.compared_with},
-                      {"bytes", m.bytes}, {"peer", num(m.peer)}, {"ours", num(m.ours)}, {"ratio", num(m.ratio)}});
-    return {{"tool", p.tool}, {"status", status_json(p.status)}, {"transport", p.transport},
-            {"metrics", ms}, {"bandwidth", points_json(p.bandwidth)}};
+        ms.push_back({{"metric", m.metric},
+                      {"test", m.test},
+                      {"compared_with", m.compared_with},
+                      {"bytes", m.bytes},
+                      {"peer", num(m.peer)},
+                      {"ours", num(m.ours)},
+                      {"ratio", num(m.ratio)}});
+    return {{"tool", p.tool},
+            {"status", status_json(p.status)},
+            {"transport", p.transport},
+            {"metrics", ms},
+            {"bandwidth", points_json(p.bandwidth)}};
 }
 
 PeerResult peer_from(const json &x) {
@@ -396,7 +456,7 @@ json array_of(const List &list, F f) {
     return a;
 }
 
-}  // namespace
+} // namespace
 
 json to_json(const Report &r) {
     json j;
@@ -429,20 +489,22 @@ Report report_from_json(const json &j) {
     Report r;
     r.run = run_from(obj(j, "run"));
     r.provider = provider_from(obj(j, "provider"));
-    for (const auto &l : arr(j, "layers")) r.layers.push_back({get_or<std::string>(l, "layer", ""), status_from(obj(l, "status"))});
+    for (const auto &l : arr(j, "layers"))
+        r.layers.push_back({get_or<std::string>(l, "layer", ""), status_from(obj(l, "status"))});
     r.vi_baseline = vi_baseline_from(obj(j, "vi_baseline"));
     for (const auto &x : arr(j, "logp")) r.logp.push_back(logp_row_from(x));
     for (const auto &x : arr(j, "splitc_ops"))
         r.splitc_ops.push_back({get_or<std::string>(x, "op", ""), status_from(obj(x, "status")), get_num(x, "us"),
                                 get_or<double>(x, "spread", 0)});
     for (const auto &x : arr(j, "bandwidth")) r.bandwidth.push_back(bandwidth_from(x));
-    if (j.contains("rate_sweep"))  // absent from reports written before the sweep
+    if (j.contains("rate_sweep")) // absent from reports written before the sweep
         for (const auto &x : arr(j, "rate_sweep")) r.rate_sweep.push_back(rate_sweep_from(x));
     for (const auto &x : arr(j, "breakdown")) r.breakdown.push_back(breakdown_from(x));
     r.bulk_difference = bulk_difference_from(obj(j, "bulk_difference"));
     for (const auto &x : arr(j, "peers")) r.peers.push_back(peer_from(x));
-    if (j.contains("interleaved")) r.interleaved = interleaved_from_json(obj(j, "interleaved"));  // absent in older reports
-    if (j.contains("layering")) r.layering = layering_from_json(j["layering"]);  // absent before the layering study
+    if (j.contains("interleaved"))
+        r.interleaved = interleaved_from_json(obj(j, "interleaved"));           // absent in older reports
+    if (j.contains("layering")) r.layering = layering_from_json(j["layering"]); // absent before the layering study
     r.warnings = get_or<std::vector<std::string>>(j, "warnings", {});
     return r;
 }
@@ -456,7 +518,7 @@ json report_json(const Report &r) {
 void write_json_file(const Report &r, const std::string &path) {
     std::error_code ec;
     std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // a failure shows up just below
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec); // a failure shows up just below
     std::ofstream out(path, std::ios::trunc);
     if (!out) throw std::runtime_error("cannot write " + path + ": check that its directory exists and is writable");
     out << report_json(r).dump(2) << '\n';
@@ -469,10 +531,8 @@ Report read_json_file(const std::string &path) {
     json j;
     try {
         j = json::parse(in);
-    } catch (const json::exception &e) {
-        throw std::runtime_error(path + " is not valid JSON: " + e.what());
-    }
+    } catch (const json::exception &e) { throw std::runtime_error(path + " is not valid JSON: " + e.what()); }
     return report_from_json(j);
 }
 
-}  // namespace logp
+} // namespace logp

@@ -23,4 +23,4 @@ Report report_from_json(const nlohmann::json &j);
 void write_json_file(const Report &r, const std::string &path);
 Report read_json_file(const std::string &path);
 
-}  // namespace logp
+} // namespace logp

@@ -54,8 +54,7 @@ Summary summarize(std::span<const double> samples) {
 
 std::optional<std::string> spread_warning(const Summary &s, const SpreadPolicy &p, const std::string &what) {
     if (s.n < p.min_samples)
-        return fmt::format("{}: only {} samples (want >= {}); raise the iteration count", what, s.n,
-                           p.min_samples);
+        return fmt::format("{}: only {} samples (want >= {}); raise the iteration count", what, s.n, p.min_samples);
     if (s.spread() > p.max_spread)
         return fmt::format("{}: spread {:.0f}% (IQR/median) exceeds {:.0f}%; the machine is noisy, "
                            "do not trust this number (rerun on an idle machine or with more iterations)",
@@ -63,4 +62,4 @@ std::optional<std::string> spread_warning(const Summary &s, const SpreadPolicy &
     return std::nullopt;
 }
 
-}  // namespace logp
+} // namespace logp

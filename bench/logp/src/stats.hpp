@@ -17,10 +17,10 @@
 namespace logp {
 
 struct Summary {
-    std::size_t n = 0;  // samples summarized (warm-up already discarded)
+    std::size_t n = 0; // samples summarized (warm-up already discarded)
     double min = 0, p25 = 0, median = 0, p75 = 0, max = 0;
     double mean = 0, stdev = 0;
-    double mad = 0;     // median absolute deviation
+    double mad = 0; // median absolute deviation
 
     // Interquartile range relative to the median (0 when the median is 0).
     double spread() const { return median != 0 ? (p75 - p25) / median : 0.0; }
@@ -34,8 +34,8 @@ double quantile_sorted(std::span<const double> sorted, double q);
 double median_of(std::vector<double> v);
 
 struct SpreadPolicy {
-    double max_spread = 0.25;      // relative IQR above which a number is not trusted
-    std::size_t min_samples = 5;   // fewer samples than this: not trusted either
+    double max_spread = 0.25;    // relative IQR above which a number is not trusted
+    std::size_t min_samples = 5; // fewer samples than this: not trusted either
 };
 
 // A one-line warning naming `what` when the summary is too wide or too thin; nullopt when fine.
@@ -43,8 +43,8 @@ std::optional<std::string> spread_warning(const Summary &s, const SpreadPolicy &
 
 // Least-squares line y = intercept + slope * x, optionally weighted
 // (vipl/instr/include/viastack/line_fit.hpp, shared with the measuring programs).
-using viastack::LineFit;
 using viastack::fit_line;
+using viastack::LineFit;
 
 // Runs fn() warmup times (discarded), then iters times, and returns the iters samples.
 template <class Fn>
@@ -56,4 +56,4 @@ std::vector<double> collect_samples(int warmup, int iters, Fn &&fn) {
     return out;
 }
 
-}  // namespace logp
+} // namespace logp

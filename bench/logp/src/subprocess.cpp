@@ -61,7 +61,8 @@ bool job_cpuset(cpu_set_t *set) {
 }
 
 // Spawns with stdout+stderr on a pipe; returns pid (or -1 with errno) and the read end.
-int spawn(const std::vector<std::string> &argv_in, const std::vector<std::string> &env_add, int *read_fd, std::string *err) {
+int spawn(const std::vector<std::string> &argv_in, const std::vector<std::string> &env_add, int *read_fd,
+          std::string *err) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         *err = std::string("pipe: ") + std::strerror(errno);
@@ -81,7 +82,7 @@ int spawn(const std::vector<std::string> &argv_in, const std::vector<std::string
     // through posix_spawn, so it is widened around the call.
     cpu_set_t mine, job;
     const bool widen = job_cpuset(&job) && sched_getaffinity(0, sizeof mine, &mine) == 0 &&
-                       sched_setaffinity(0, sizeof job, &job) == 0;
+        sched_setaffinity(0, sizeof job, &job) == 0;
     int rc = posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), cenv.data());
     if (widen) sched_setaffinity(0, sizeof mine, &mine);
     posix_spawn_file_actions_destroy(&fa);
@@ -130,7 +131,7 @@ int reap(int pid, Clock::time_point deadline, bool *killed) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-}  // namespace
+} // namespace
 
 std::vector<int> job_cpus() {
     std::vector<int> out;
@@ -168,7 +169,8 @@ std::string find_on_path(const std::string &name) {
     return "";
 }
 
-ProcessResult run_process(const std::vector<std::string> &argv, const std::vector<std::string> &env_add, double timeout_s) {
+ProcessResult run_process(const std::vector<std::string> &argv, const std::vector<std::string> &env_add,
+                          double timeout_s) {
     ProcessResult r;
     int fd = -1;
     int pid = spawn(argv, env_add, &fd, &r.error);
@@ -211,4 +213,4 @@ ProcessResult BackgroundProcess::finish(double timeout_s) {
     return r;
 }
 
-}  // namespace logp
+} // namespace logp

@@ -10,9 +10,9 @@ namespace logp {
 struct ProcessResult {
     bool started = false;
     bool timed_out = false;
-    int exit_code = -1;     // -1 when killed by a signal or not started
-    std::string output;     // stdout and stderr, interleaved
-    std::string error;      // why it did not start
+    int exit_code = -1; // -1 when killed by a signal or not started
+    std::string output; // stdout and stderr, interleaved
+    std::string error;  // why it did not start
 };
 
 class BackgroundProcess;
@@ -30,13 +30,14 @@ std::vector<int> job_cpus();
 std::string find_on_path(const std::string &name);
 
 // Runs argv (argv[0] a path) with extra environment entries ("K=V"), waits at most timeout_s.
-ProcessResult run_process(const std::vector<std::string> &argv, const std::vector<std::string> &env_add, double timeout_s);
+ProcessResult run_process(const std::vector<std::string> &argv, const std::vector<std::string> &env_add,
+                          double timeout_s);
 
 // A process left running while another one talks to it (a peer server).
 class BackgroundProcess {
 public:
     BackgroundProcess(const std::vector<std::string> &argv, const std::vector<std::string> &env_add);
-    ~BackgroundProcess();  // kills it if still running
+    ~BackgroundProcess(); // kills it if still running
     BackgroundProcess(const BackgroundProcess &) = delete;
     BackgroundProcess &operator=(const BackgroundProcess &) = delete;
     bool started() const { return pid_ > 0; }
@@ -49,4 +50,4 @@ private:
     std::string output_;
 };
 
-}  // namespace logp
+} // namespace logp

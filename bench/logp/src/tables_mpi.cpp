@@ -18,17 +18,21 @@ Table mpi_breakdown_table(const Report &r) {
     t.id = "mpi_breakdown";
     t.title = "MPI over viastack: where a 16-byte message's o_s and o_r go";
     t.caption = "time in MPI_Send and in MPI_Recv of an arrived message, per message, with VIPL's instrumentation on";
-    t.columns = {{"part", Align::left, 40}, {"ns/msg", Align::right, 9}, {"% of o_s + o_r", Align::right, 14},
+    t.columns = {{"part", Align::left, 40},
+                 {"ns/msg", Align::right, 9},
+                 {"% of o_s + o_r", Align::right, 14},
                  {"count/msg", Align::right, 9}};
     if (!bd || !bd->status.measured()) {
         t.status = bd ? status_text(bd->status) : "not measured (--layers mpi)";
         return t;
     }
     for (const auto &c : bd->categories) {
-        t.rows.push_back({RowKind::ours, 0, {Cell::label(c.category), Cell::number(c.ns, 0), Cell::number(c.percent, 1)}, ""});
+        t.rows.push_back(
+            {RowKind::ours, 0, {Cell::label(c.category), Cell::number(c.ns, 0), Cell::number(c.percent, 1)}, ""});
         for (const auto &it : bd->items)
             if (it.category == c.category)
-                t.rows.push_back({RowKind::detail, 1,
+                t.rows.push_back({RowKind::detail,
+                                  1,
                                   {Cell::label(it.operation), Cell::number(it.ns, 0), Cell::number(it.percent, 1),
                                    Cell::number(it.count_per_op, 2)},
                                   ""});
@@ -36,15 +40,18 @@ Table mpi_breakdown_table(const Report &r) {
     if (!bd->inner.empty()) {
         t.rows.push_back({RowKind::heading, 0, {}, "inside VIPL's calls (already included above, not added):"});
         for (const auto &it : bd->inner)
-            t.rows.push_back({RowKind::detail, 1,
-                              {Cell::label(it.operation), Cell::number(it.ns, 0), Cell::blank(), Cell::number(it.count_per_op, 2)},
-                              ""});
+            t.rows.push_back(
+                {RowKind::detail,
+                 1,
+                 {Cell::label(it.operation), Cell::number(it.ns, 0), Cell::blank(), Cell::number(it.count_per_op, 2)},
+                 ""});
     }
-    t.notes.push_back(fmt::format("o_s + o_r = {} ns per message over {} messages ({}); the rest, MPI + rxm + provider, "
-                                  "is that total less VIPL's calls and VIPL's polls that found nothing; each timed VIPL "
-                                  "call adds ~{} ns of instrumentation, counted in VIPL's part",
-                                  fmt_num(bd->host_ns, 0), bd->operations, bd->status.note, fmt_num(r.run.instr_scope_ns, 0)));
+    t.notes.push_back(
+        fmt::format("o_s + o_r = {} ns per message over {} messages ({}); the rest, MPI + rxm + provider, "
+                    "is that total less VIPL's calls and VIPL's polls that found nothing; each timed VIPL "
+                    "call adds ~{} ns of instrumentation, counted in VIPL's part",
+                    fmt_num(bd->host_ns, 0), bd->operations, bd->status.note, fmt_num(r.run.instr_scope_ns, 0)));
     return t;
 }
 
-}  // namespace logp
+} // namespace logp

@@ -40,7 +40,8 @@ std::vector<std::string> placement_notes(const Interleaved &x) {
         x.line_threshold_ns,
         x.line_threshold_source == "gap"
             ? fmt::format("from this run's own line times: the geometric mean of the widest gap between them, at "
-                          "least {:.0f}x", kPlacementGap)
+                          "least {:.0f}x",
+                          kPlacementGap)
             : fmt::format("fixed: this run's line times show no gap of {:.0f}x or more, so they are one class",
                           kPlacementGap)));
     notes.push_back(fmt::format("rounds: {} fast, {} slow, {} mixed (a round is mixed when any of its line times "
@@ -48,14 +49,14 @@ std::vector<std::string> placement_notes(const Interleaved &x) {
                                 x.rounds_fast, x.rounds_slow, x.rounds_mixed));
     const int total = x.rounds_fast + x.rounds_slow + x.rounds_mixed;
     if (x.rounds_fast == total || x.rounds_slow == total)
-        notes.push_back(fmt::format("All {} rounds of this run fell in the {} placement: its ratios say nothing about the "
-                                    "{} one.",
-                                    total, x.rounds_fast == total ? "fast" : "slow",
-                                    x.rounds_fast == total ? "slow" : "fast"));
+        notes.push_back(
+            fmt::format("All {} rounds of this run fell in the {} placement: its ratios say nothing about the "
+                        "{} one.",
+                        total, x.rounds_fast == total ? "fast" : "slow", x.rounds_fast == total ? "slow" : "fast"));
     return notes;
 }
 
-}  // namespace
+} // namespace
 
 Table interleaved_table(const Report &r) {
     const Interleaved &x = r.interleaved;
@@ -63,16 +64,17 @@ Table interleaved_table(const Report &r) {
     t.id = "interleaved";
     t.title = fmt::format("Ours against the peers, interleaved: ratio ours/peer per round, {} round{}", x.rounds,
                           x.rounds == 1 ? "" : "s");
-    t.caption = "Each round measures our layer, then every peer, on the same machine state; the ratio of a round is "
-                "ours divided by the peer's figure of that round.  For RTT/2 and g below 1 means ours is faster; for "
-                "bandwidth above 1 means ours moves more.  median, min and max are over the rounds in which both "
-                "were measured (column 'rounds'); 'fast' and 'slow' split them by the placement of the VM's vCPUs the round "
-                "saw (see the notes).";
+    t.caption =
+        "Each round measures our layer, then every peer, on the same machine state; the ratio of a round is "
+        "ours divided by the peer's figure of that round.  For RTT/2 and g below 1 means ours is faster; for "
+        "bandwidth above 1 means ours moves more.  median, min and max are over the rounds in which both "
+        "were measured (column 'rounds'); 'fast' and 'slow' split them by the placement of the VM's vCPUs the round "
+        "saw (see the notes).";
     if (!x.status.measured()) t.status = status_text(x.status);
-    t.columns = {{"peer", Align::left, 13},  {"metric", Align::left, 16}, {"size", Align::right, 6},
-                 {"test", Align::left, 10},  {"ours", Align::left, 5},    {"rounds", Align::right, 6},
-                 {"median", Align::right, 7}, {"min", Align::right, 7},   {"max", Align::right, 7},
-                 {"spread", Align::right, 6}, {"fast", Align::right, 6},  {"n", Align::right, 2},
+    t.columns = {{"peer", Align::left, 13},   {"metric", Align::left, 16}, {"size", Align::right, 6},
+                 {"test", Align::left, 10},   {"ours", Align::left, 5},    {"rounds", Align::right, 6},
+                 {"median", Align::right, 7}, {"min", Align::right, 7},    {"max", Align::right, 7},
+                 {"spread", Align::right, 6}, {"fast", Align::right, 6},   {"n", Align::right, 2},
                  {"slow", Align::right, 6},   {"n", Align::right, 2}};
     bool beyond_bulk = false;
     for (const RoundComparison &c : x.comparisons) {
@@ -103,4 +105,4 @@ Table interleaved_table(const Report &r) {
     return t;
 }
 
-}  // namespace logp
+} // namespace logp

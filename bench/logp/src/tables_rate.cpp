@@ -52,7 +52,7 @@ Table rate_table(const Report &r) {
         t.rows.push_back(us);
     }
     if (wide) t.notes.push_back(fmt::format("(* = spread above {:.0f}%: not to be trusted)", 100 * r.run.max_spread));
-    std::vector<std::string> methods;  // one note per distinct method
+    std::vector<std::string> methods; // one note per distinct method
     for (const auto &s : r.rate_sweep) {
         if (!s.status.measured() || s.method.empty()) continue;
         const std::string note = (s.peer ? s.layer : std::string("ours")) + ": " + s.method;
@@ -63,4 +63,4 @@ Table rate_table(const Report &r) {
     return t;
 }
 
-}  // namespace logp
+} // namespace logp

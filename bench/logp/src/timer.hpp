@@ -60,4 +60,4 @@ inline long context_switches() {
     return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw + ru.ru_nvcsw : 0;
 }
 
-}  // namespace logp
+} // namespace logp

@@ -30,14 +30,14 @@ namespace viastack::channel {
 // Begel et al.): each layer has its own ("am.VipPostSend",
 // "splitc.VipPostSend", ...).  A null entry is not timed.
 struct Instr {
-    vipl_instr_counter *post_send;     // VipPostSend
-    vipl_instr_counter *send_done;     // VipSendDone
-    vipl_instr_counter *cq_send;       // VipCQDone on the send CQ
-    vipl_instr_counter *recycle_send;  // reaped send slot back on the free list
-    vipl_instr_counter *recv_done;     // VipRecvDone
-    vipl_instr_counter *cq_recv;       // VipCQDone on the receive CQ
-    vipl_instr_counter *recycle_recv;  // receive descriptor reset for reposting
-    vipl_instr_counter *post_recv;     // VipPostRecv
+    vipl_instr_counter *post_send;    // VipPostSend
+    vipl_instr_counter *send_done;    // VipSendDone
+    vipl_instr_counter *cq_send;      // VipCQDone on the send CQ
+    vipl_instr_counter *recycle_send; // reaped send slot back on the free list
+    vipl_instr_counter *recv_done;    // VipRecvDone
+    vipl_instr_counter *cq_recv;      // VipCQDone on the receive CQ
+    vipl_instr_counter *recycle_recv; // receive descriptor reset for reposting
+    vipl_instr_counter *post_recv;    // VipPostRecv
 };
 
 // The one way a layer declares its channel counters: named "<layer>.VipPostSend",
@@ -47,35 +47,40 @@ struct Instr {
 // VipCQDone (Send) untimed, for a layer that reaps sends from the send queue.
 //   VIASTACK_CHANNEL_INSTR(kInstr, "fm", false);   (in the layer's namespace;
 // inline variables, so a header may hold it and every file shares the counters)
-#define VIASTACK_CHANNEL_INSTR(instr, layer, send_cq)                                                          \
-    namespace instr##_counters {                                                                               \
-    inline vipl_instr_counter post_send = {layer ".VipPostSend", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};              \
-    inline vipl_instr_counter send_done = {layer ".VipSendDone", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};              \
-    inline vipl_instr_counter cq_send = {layer ".VipCQDone (Send)", VIPL_INSTR_EVENT, 0, 0, 0, 0};             \
-    inline vipl_instr_counter recycle_send = {layer ".Recycle send descriptor", VIPL_INSTR_BASE_VI, 0, 0, 0, 0}; \
-    inline vipl_instr_counter recv_done = {layer ".VipRecvDone", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};              \
-    inline vipl_instr_counter cq_recv = {layer ".VipCQDone (Receive)", VIPL_INSTR_EVENT, 0, 0, 0, 0};          \
-    inline vipl_instr_counter recycle_recv = {layer ".Recycle receive descriptor", VIPL_INSTR_BASE_VI,         \
-                                              0, 0, 0, 0};                                                     \
-    inline vipl_instr_counter post_recv = {layer ".VipPostRecv", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};              \
-    }                                                                                                          \
-    inline constexpr ::viastack::channel::Instr instr = {                                                      \
-        &instr##_counters::post_send,    &instr##_counters::send_done,                                         \
-        (send_cq) ? &instr##_counters::cq_send : nullptr, &instr##_counters::recycle_send,                     \
-        &instr##_counters::recv_done,    &instr##_counters::cq_recv,                                           \
-        &instr##_counters::recycle_recv, &instr##_counters::post_recv}
+#define VIASTACK_CHANNEL_INSTR(instr, layer, send_cq)                                                                  \
+    namespace instr##_counters {                                                                                       \
+        inline vipl_instr_counter post_send = {layer ".VipPostSend", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};                  \
+        inline vipl_instr_counter send_done = {layer ".VipSendDone", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};                  \
+        inline vipl_instr_counter cq_send = {layer ".VipCQDone (Send)", VIPL_INSTR_EVENT, 0, 0, 0, 0};                 \
+        inline vipl_instr_counter recycle_send = {layer ".Recycle send descriptor", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};   \
+        inline vipl_instr_counter recv_done = {layer ".VipRecvDone", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};                  \
+        inline vipl_instr_counter cq_recv = {layer ".VipCQDone (Receive)", VIPL_INSTR_EVENT, 0, 0, 0, 0};              \
+        inline vipl_instr_counter recycle_recv = {                                                                     \
+            layer ".Recycle receive descriptor", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};                                      \
+        inline vipl_instr_counter post_recv = {layer ".VipPostRecv", VIPL_INSTR_BASE_VI, 0, 0, 0, 0};                  \
+    }                                                                                                                  \
+    inline constexpr ::viastack::channel::Instr instr = {&instr##_counters::post_send,                                 \
+                                                         &instr##_counters::send_done,                                 \
+                                                         (send_cq) ? &instr##_counters::cq_send : nullptr,             \
+                                                         &instr##_counters::recycle_send,                              \
+                                                         &instr##_counters::recv_done,                                 \
+                                                         &instr##_counters::cq_recv,                                   \
+                                                         &instr##_counters::recycle_recv,                              \
+                                                         &instr##_counters::post_recv}
 
 // Times a step on one of the Instr counters (a null one is not counted); free
 // when instrumentation and the host-CPU model are off.  The _IF form counts the
 // step only if `counted` (a poll that found nothing), but always closes the
 // scope, so that the host-CPU model (vipl_instr.h) sees its time as nested.
 #if VIASTACK_INSTR_COMPILED
-#define VIASTACK_CHANNEL_TIME_END_IF(ctr, t, counted)                                            \
-    do {                                                                                         \
-        if (__builtin_expect(vipl_instr_timing, 0)) vipl_instr_end_((ctr), (t), (counted), VIPL_SCOPE_LAYER); \
+#define VIASTACK_CHANNEL_TIME_END_IF(ctr, t, counted)                                                                  \
+    do {                                                                                                               \
+        if (__builtin_expect(vipl_instr_timing, 0)) vipl_instr_end_((ctr), (t), (counted), VIPL_SCOPE_LAYER);          \
     } while (0)
 #else
-#define VIASTACK_CHANNEL_TIME_END_IF(ctr, t, counted) do {} while (0)
+#define VIASTACK_CHANNEL_TIME_END_IF(ctr, t, counted)                                                                  \
+    do {                                                                                                               \
+    } while (0)
 #endif
 #define VIASTACK_CHANNEL_TIME_END(ctr, t) VIASTACK_CHANNEL_TIME_END_IF(ctr, t, 1)
 
@@ -90,7 +95,7 @@ struct Layout {
     uint32_t credits = 8;
     uint32_t nsend = 16;
     uint32_t nrecv = 17;
-    uint32_t bufsize = 4096;  // bytes per message buffer
+    uint32_t bufsize = 4096; // bytes per message buffer
 };
 constexpr Layout layout_for(uint32_t credits, uint32_t bufsize, uint32_t extra_send = 0) {
     return Layout{credits, 2 * credits + extra_send, 2 * credits + 1, bufsize};
@@ -123,10 +128,10 @@ inline VIP_DATA_SEGMENT *rdma_descriptor(VIP_DESCRIPTOR *d, VIP_UINT32 op, uint6
 // the Slot*.
 struct alignas(64) Slot {
     VIP_DESCRIPTOR desc;
-    Channel *ch;        // the channel owning the slot
-    uint8_t *buf;       // its message buffer (in the registered region)
-    int32_t pin;        // a registration the layer holds while the descriptor is out, or -1
-    uint8_t rdma;       // posted as something other than a plain send (reset when reaped)
+    Channel *ch;  // the channel owning the slot
+    uint8_t *buf; // its message buffer (in the registered region)
+    int32_t pin;  // a registration the layer holds while the descriptor is out, or -1
+    uint8_t rdma; // posted as something other than a plain send (reset when reaped)
 };
 static_assert(offsetof(Slot, desc) == 0, "the descriptor is the slot");
 
@@ -236,7 +241,7 @@ public:
         s->desc.DS[1].Local.Data.Address = const_cast<void *>(payload);
         s->desc.DS[1].Local.Handle = mh;
         s->desc.DS[1].Local.Length = len;
-        s->rdma = 1;  // DS[1] must not outlive the send: reset when reaped
+        s->rdma = 1; // DS[1] must not outlive the send: reset when reaped
     }
     // Hands a built send descriptor to the NIC.
     VIP_RETURN post_send(Slot *s, const Instr &in) {
@@ -367,8 +372,8 @@ private:
     int credits_ = 0;
     uint32_t owed_ = 0;
     uint32_t nfree_send_ = 0;
-    Slot **free_send_ = nullptr;  // stack of free send slots (in the region)
-    Slot *slots_ = nullptr;       // nsend send slots, then nrecv receive slots
+    Slot **free_send_ = nullptr; // stack of free send slots (in the region)
+    Slot *slots_ = nullptr;      // nsend send slots, then nrecv receive slots
 };
 
 template <class F>
@@ -381,8 +386,7 @@ void Channel::drain(F &&on_send) {
         if (s->rdma) restore_plain(s);
         free_send_[nfree_send_++] = s;
     }
-    while (VipRecvDone(vi_, &d) == VIP_SUCCESS) {
-    }
+    while (VipRecvDone(vi_, &d) == VIP_SUCCESS) {}
 }
 
-}  // namespace viastack::channel
+} // namespace viastack::channel

@@ -69,12 +69,12 @@ bool exchange_addresses(const VIP_NIC_ATTRIBUTES &nic, const void *payload, size
 // What every VI of one layer in one process has in common.
 struct PeerViConfig {
     VIP_NIC_HANDLE nic = nullptr;
-    const VIP_NIC_ATTRIBUTES *attr = nullptr;  // the NIC's limits (MaxTransferSize, MaxDiscriminatorLen)
+    const VIP_NIC_ATTRIBUTES *attr = nullptr; // the NIC's limits (MaxTransferSize, MaxDiscriminatorLen)
     VIP_PROTECTION_HANDLE ptag = nullptr;
-    VIP_CQ_HANDLE send_cq = nullptr;           // sends complete here (nullptr: reaped from the VI)
-    VIP_CQ_HANDLE recv_cq = nullptr;           // receives complete here (nullptr: none)
-    VIP_ULONG max_transfer = 0;                // MaxTransferSize wanted (at most the NIC's)
-    bool rdma_read = false;                    // RDMA write is always enabled; read on request
+    VIP_CQ_HANDLE send_cq = nullptr; // sends complete here (nullptr: reaped from the VI)
+    VIP_CQ_HANDLE recv_cq = nullptr; // receives complete here (nullptr: none)
+    VIP_ULONG max_transfer = 0;      // MaxTransferSize wanted (at most the NIC's)
+    bool rdma_read = false;          // RDMA write is always enabled; read on request
     VIP_ULONG connect_timeout_ms = 60000;
 };
 
@@ -106,8 +106,7 @@ uint64_t connect_deadline(VIP_ULONG timeout_ms);
 // and starts its connection from `local` to `remote`.  On failure returns
 // false and fills *err; a VI already created stays with ch (close_vi), none
 // is created when a limit is exceeded.
-bool start_peer_vi(const PeerViConfig &c, Channel &ch, const PeerEnd &local, const PeerEnd &remote,
-                   SetupError *err);
+bool start_peer_vi(const PeerViConfig &c, Channel &ch, const PeerEnd &local, const PeerEnd &remote, SetupError *err);
 
 // start_peer_vi for a layer with one VI per (rank, rank, side) - FM, BIP, the
 // Split-C runtime: from rank `me` to rank `peer`, at the NIC addresses
@@ -122,8 +121,7 @@ bool start_rank_vi(const PeerViConfig &c, Channel &ch, const char tag[2], const 
 // start_rank_vi.  On failure returns false and *why says what failed; what
 // was made stays with ch and region (close_peer_vi).
 bool start_rank_link(const PeerViConfig &c, Channel &ch, Region &region, const Layout &lay, const char tag[2],
-                     const std::vector<NicAddress> &addrs, unsigned me, unsigned peer, uint8_t side,
-                     std::string *why);
+                     const std::vector<NicAddress> &addrs, unsigned me, unsigned peer, uint8_t side, std::string *why);
 
 // One look at the connection start_peer_vi began: VIP_NOT_DONE while pending
 // and before deadline_ns, VIP_TIMEOUT after it, else VIP_SUCCESS or the error.
@@ -150,4 +148,4 @@ VIP_RETURN close_vi(Channel &ch, F &&on_send) {
 // could not be destroyed) and detaches ch.
 void close_peer_vi(Channel &ch, Region &region);
 
-}  // namespace viastack::channel
+} // namespace viastack::channel

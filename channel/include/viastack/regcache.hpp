@@ -79,7 +79,7 @@ private:
 
     struct Entry {
         uintptr_t base = 0;
-        size_t len = 0;  // 0: free
+        size_t len = 0; // 0: free
         VIP_MEM_HANDLE mh = 0;
         int pins = 0;
         uint64_t last_use = 0;
@@ -91,4 +91,4 @@ private:
     char last_error_[200] = "registration cache error";
 };
 
-}  // namespace viastack::channel
+} // namespace viastack::channel

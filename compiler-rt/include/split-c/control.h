@@ -28,13 +28,13 @@
 #define for_my_1d(i, n) for ((i) = MYPROC; (i) < (n); (i) += PROCS)
 
 /* Walks s = MYPROC, MYPROC + PROCS, ... by carrying j's overflow into i. */
-#define for_my_2d(i, j, l, m)                                                                    \
-    for ((i) = (m) > 0 ? MYPROC / (m) : (l), (j) = (m) > 0 ? MYPROC % (m) : 0; (i) < (l);         \
+#define for_my_2d(i, j, l, m)                                                                                          \
+    for ((i) = (m) > 0 ? MYPROC / (m) : (l), (j) = (m) > 0 ? MYPROC % (m) : 0; (i) < (l);                              \
          (j) += PROCS, (i) += (j) / (m), (j) %= (m))
 
-#define for_my_3d(i, j, k, l, m, n)                                                              \
-    for ((i) = (m) > 0 && (n) > 0 ? MYPROC / ((m) * (n)) : (l),                                   \
-        (j) = (m) > 0 && (n) > 0 ? MYPROC / (n) % (m) : 0, (k) = (n) > 0 ? MYPROC % (n) : 0;     \
+#define for_my_3d(i, j, k, l, m, n)                                                                                    \
+    for ((i) = (m) > 0 && (n) > 0 ? MYPROC / ((m) * (n)) : (l), (j) = (m) > 0 && (n) > 0 ? MYPROC / (n) % (m) : 0,     \
+        (k) = (n) > 0 ? MYPROC % (n) : 0;                                                                              \
          (i) < (l); (k) += PROCS, (j) += (k) / (n), (k) %= (n), (i) += (j) / (m), (j) %= (m))
 
 #ifndef on_one

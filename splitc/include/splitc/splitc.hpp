@@ -30,26 +30,48 @@ inline int myproc() { return splitc_myproc(); }
 inline int procslog() { return splitc_procslog(); }
 inline bool on_one() { return splitc_on_one() != 0; }
 
-template <class T> class global_ref;
+template <class T>
+class global_ref;
 
 namespace detail {
 template <class T>
-constexpr bool scalar_v = std::is_trivially_copyable_v<T> && (sizeof(T) == 1 || sizeof(T) == 2 ||
-                          sizeof(T) == 4 || sizeof(T) == 8) && alignof(T) >= sizeof(T);
-template <size_t N> struct uint_of;
-template <> struct uint_of<1> { using type = uint8_t; };
-template <> struct uint_of<2> { using type = uint16_t; };
-template <> struct uint_of<4> { using type = uint32_t; };
-template <> struct uint_of<8> { using type = uint64_t; };
-template <class T> using bits_t = typename uint_of<sizeof(T)>::type;
-template <class T> bits_t<T> to_bits(const T &v) { return std::bit_cast<bits_t<T>>(v); }
-template <class T> T from_bits(bits_t<T> b) { return std::bit_cast<T>(b); }
-}  // namespace detail
+constexpr bool scalar_v = std::is_trivially_copyable_v<T> &&
+    (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) && alignof(T) >= sizeof(T);
+template <size_t N>
+struct uint_of;
+template <>
+struct uint_of<1> {
+    using type = uint8_t;
+};
+template <>
+struct uint_of<2> {
+    using type = uint16_t;
+};
+template <>
+struct uint_of<4> {
+    using type = uint32_t;
+};
+template <>
+struct uint_of<8> {
+    using type = uint64_t;
+};
+template <class T>
+using bits_t = typename uint_of<sizeof(T)>::type;
+template <class T>
+bits_t<T> to_bits(const T &v) {
+    return std::bit_cast<bits_t<T>>(v);
+}
+template <class T>
+T from_bits(bits_t<T> b) {
+    return std::bit_cast<T>(b);
+}
+} // namespace detail
 
 // ---- global pointers -------------------------------------------------------------
 template <class T>
 class global_ptr {
     static_assert(std::is_trivially_copyable_v<T>, "global memory holds trivially copyable types");
+
 public:
     using element_type = T;
     global_ptr() : g_{0} {}
@@ -66,11 +88,17 @@ public:
 
     global_ptr operator+(ptrdiff_t n) const { return global_ptr(splitc_gptr_add(g_, n * ptrdiff_t(sizeof(T)))); }
     global_ptr operator-(ptrdiff_t n) const { return *this + (-n); }
-    ptrdiff_t operator-(const global_ptr &o) const { return ptrdiff_t(splitc_gptr_diff(g_, o.g_) / ptrdiff_t(sizeof(T))); }
+    ptrdiff_t operator-(const global_ptr &o) const {
+        return ptrdiff_t(splitc_gptr_diff(g_, o.g_) / ptrdiff_t(sizeof(T)));
+    }
     global_ptr &operator+=(ptrdiff_t n) { return *this = *this + n; }
     global_ptr &operator-=(ptrdiff_t n) { return *this = *this - n; }
     global_ptr &operator++() { return *this += 1; }
-    global_ptr operator++(int) { global_ptr t = *this; *this += 1; return t; }
+    global_ptr operator++(int) {
+        global_ptr t = *this;
+        *this += 1;
+        return t;
+    }
     global_ptr &operator--() { return *this -= 1; }
     bool operator==(const global_ptr &o) const { return g_.bits == o.g_.bits; }
     bool operator!=(const global_ptr &o) const { return g_.bits != o.g_.bits; }
@@ -85,15 +113,26 @@ public:
         return global_ptr<M>(splitc_gptr_add(g_, int64_t(off)));
     }
     template <class U>
-    global_ptr<U> reinterpret() const { return global_ptr<U>(g_); }
+    global_ptr<U> reinterpret() const {
+        return global_ptr<U>(g_);
+    }
 
 private:
     splitc_gptr_t g_;
 };
 
-template <class T> global_ptr<T> toglobal(int proc, T *p) { return global_ptr<T>(proc, p); }
-template <class T> T *tolocal(global_ptr<T> p) { return p.local(); }
-template <class T> int toproc(global_ptr<T> p) { return p.where(); }
+template <class T>
+global_ptr<T> toglobal(int proc, T *p) {
+    return global_ptr<T>(proc, p);
+}
+template <class T>
+T *tolocal(global_ptr<T> p) {
+    return p.local();
+}
+template <class T>
+int toproc(global_ptr<T> p) {
+    return p.where();
+}
 
 // ---- the memory operations -------------------------------------------------------
 template <class T>
@@ -163,11 +202,26 @@ void store(global_ptr<T> p, const T &v) {
 }
 
 // Bulk forms; counts are in elements of T.
-template <class T> void bulk_read(T *dst, global_ptr<T> src, size_t n) { splitc_bulk_read(dst, src.raw(), n * sizeof(T)); }
-template <class T> void bulk_write(global_ptr<T> dst, const T *src, size_t n) { splitc_bulk_write(dst.raw(), src, n * sizeof(T)); }
-template <class T> void bulk_get(T *dst, global_ptr<T> src, size_t n) { splitc_bulk_get(dst, src.raw(), n * sizeof(T)); }
-template <class T> void bulk_put(global_ptr<T> dst, const T *src, size_t n) { splitc_bulk_put(dst.raw(), src, n * sizeof(T)); }
-template <class T> void bulk_store(global_ptr<T> dst, const T *src, size_t n) { splitc_bulk_store(dst.raw(), src, n * sizeof(T)); }
+template <class T>
+void bulk_read(T *dst, global_ptr<T> src, size_t n) {
+    splitc_bulk_read(dst, src.raw(), n * sizeof(T));
+}
+template <class T>
+void bulk_write(global_ptr<T> dst, const T *src, size_t n) {
+    splitc_bulk_write(dst.raw(), src, n * sizeof(T));
+}
+template <class T>
+void bulk_get(T *dst, global_ptr<T> src, size_t n) {
+    splitc_bulk_get(dst, src.raw(), n * sizeof(T));
+}
+template <class T>
+void bulk_put(global_ptr<T> dst, const T *src, size_t n) {
+    splitc_bulk_put(dst.raw(), src, n * sizeof(T));
+}
+template <class T>
+void bulk_store(global_ptr<T> dst, const T *src, size_t n) {
+    splitc_bulk_store(dst.raw(), src, n * sizeof(T));
+}
 
 // Call it splitc::sync(): with `using namespace splitc` a bare sync() is
 // ambiguous with POSIX sync(2) from <unistd.h>.
@@ -185,11 +239,24 @@ class global_ref {
 public:
     explicit global_ref(global_ptr<T> p) : p_(p) {}
     operator T() const { return read(p_); }
-    const global_ref &operator=(const T &v) const { write(p_, v); return *this; }
-    const global_ref &operator=(const global_ref &o) const { write(p_, T(o)); return *this; }
-    const global_ref &operator+=(const T &v) const { write(p_, T(read(p_) + v)); return *this; }
-    const global_ref &operator-=(const T &v) const { write(p_, T(read(p_) - v)); return *this; }
+    const global_ref &operator=(const T &v) const {
+        write(p_, v);
+        return *this;
+    }
+    const global_ref &operator=(const global_ref &o) const {
+        write(p_, T(o));
+        return *this;
+    }
+    const global_ref &operator+=(const T &v) const {
+        write(p_, T(read(p_) + v));
+        return *this;
+    }
+    const global_ref &operator-=(const T &v) const {
+        write(p_, T(read(p_) - v));
+        return *this;
+    }
     global_ptr<T> operator&() const { return p_; }
+
 private:
     global_ptr<T> p_;
 };
@@ -215,7 +282,11 @@ public:
     ptrdiff_t operator-(const spread_ptr &o) const { return ptrdiff_t(splitc_sptr_diff(s_, o.s_, stride_)); }
     spread_ptr &operator+=(ptrdiff_t n) { return *this = *this + n; }
     spread_ptr &operator++() { return *this += 1; }
-    spread_ptr operator++(int) { spread_ptr t = *this; *this += 1; return t; }
+    spread_ptr operator++(int) {
+        spread_ptr t = *this;
+        *this += 1;
+        return t;
+    }
     bool operator==(const spread_ptr &o) const { return s_.bits == o.s_.bits; }
     bool operator!=(const spread_ptr &o) const { return s_.bits != o.s_.bits; }
 
@@ -232,7 +303,10 @@ template <class T>
 spread_ptr<T> all_spread_malloc(size_t nblocks, size_t elems_per_block = 1) {
     return spread_ptr<T>(splitc_all_spread_malloc(nblocks, elems_per_block * sizeof(T)), elems_per_block * sizeof(T));
 }
-template <class T> void all_spread_free(spread_ptr<T> p) { splitc_all_spread_free(p.raw()); }
+template <class T>
+void all_spread_free(spread_ptr<T> p) {
+    splitc_all_spread_free(p.raw());
+}
 
 // ---- spread arrays -------------------------------------------------------------------
 // T a[d0]..[dk-1]::[t0]..[tm-1] in Split-C: the spread index (row-major over
@@ -295,7 +369,9 @@ public:
         return (base_ + ptrdiff_t(s)).to_global() + ptrdiff_t(b);
     }
     template <class... I>
-    global_ref<T> operator()(I... idx) const { return global_ref<T>(ptr(idx...)); }
+    global_ref<T> operator()(I... idx) const {
+        return global_ref<T>(ptr(idx...));
+    }
     // Owner of a spread index.
     int owner_of_block(size_t s) const { return int(s % size_t(procs())); }
 
@@ -333,8 +409,9 @@ public:
     bool ok() const { return ok_; }
     session(const session &) = delete;
     session &operator=(const session &) = delete;
+
 private:
     bool ok_;
 };
 
-}  // namespace splitc
+} // namespace splitc

@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
         EXPECT_RC(AM_GetTranslationName(eps[1], j, &name), AM_OK);
         EXPECT(outside_same_name(&name, &peer_names[j]));
     }
-    EXPECT_RC(AM_GetTranslationTag(eps[1], 7, &t), AM_ERR_RESOURCE); /* unused entry */
+    EXPECT_RC(AM_GetTranslationTag(eps[1], 7, &t), AM_ERR_RESOURCE);            /* unused entry */
     EXPECT_RC(AM_Map(eps[0], 0, peer_names[1], peer_tags[1]), AM_ERR_RESOURCE); /* in use */
     EXPECT_RC(AM_Map(eps[0], -1, peer_names[1], peer_tags[1]), AM_ERR_BAD_ARG);
     EXPECT_RC(AM_Map(eps[0], n, peer_names[1], peer_tags[1]), AM_ERR_BAD_ARG);
@@ -197,7 +197,7 @@ int main(int argc, char **argv) {
     EXPECT_RC(AM_AllocateBundle(AM_SEQ, &c_bundle), AM_OK);
     EXPECT_RC(AM_AllocateEndpoint(A, &c, &name), AM_OK);
     EXPECT_RC(AM_MoveEndpoint(c, A, c_bundle), AM_OK);
-    EXPECT(AM_MoveEndpoint(c, A, c_bundle) != AM_OK); /* c is no longer in A */
+    EXPECT(AM_MoveEndpoint(c, A, c_bundle) != AM_OK);          /* c is no longer in A */
     EXPECT_RC(AM_MoveEndpoint(eps[0], A, B), AM_ERR_RESOURCE); /* has MAP connections */
     EXPECT_RC(AM_FreeEndpoint(c), AM_OK);
     EXPECT_RC(AM_FreeEndpoint(c), AM_ERR_BAD_ARG);

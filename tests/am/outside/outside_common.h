@@ -19,24 +19,22 @@ static int outside_errors;
 #endif
 static int outside_rank;
 
-#define EXPECT_RC(call, want)                                                              \
-    do {                                                                                   \
-        int rc_ = (call);                                                                  \
-        if (rc_ != (want)) {                                                               \
-            fprintf(stderr, "rank %d: FAILED %s:%d: %s returned %s (%d), expected %s\n",  \
-                    outside_rank, __FILE__, __LINE__, #call, AMVIA_ErrorName(rc_), rc_,     \
-                    #want);                                                                \
-            outside_errors++;                                                              \
-        }                                                                                  \
+#define EXPECT_RC(call, want)                                                                                          \
+    do {                                                                                                               \
+        int rc_ = (call);                                                                                              \
+        if (rc_ != (want)) {                                                                                           \
+            fprintf(stderr, "rank %d: FAILED %s:%d: %s returned %s (%d), expected %s\n", outside_rank, __FILE__,       \
+                    __LINE__, #call, AMVIA_ErrorName(rc_), rc_, #want);                                                \
+            outside_errors++;                                                                                          \
+        }                                                                                                              \
     } while (0)
 
-#define EXPECT(cond)                                                                       \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "rank %d: FAILED %s:%d: %s\n", outside_rank, __FILE__,        \
-                    __LINE__, #cond);                                                      \
-            outside_errors++;                                                              \
-        }                                                                                  \
+#define EXPECT(cond)                                                                                                   \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "rank %d: FAILED %s:%d: %s\n", outside_rank, __FILE__, __LINE__, #cond);                   \
+            outside_errors++;                                                                                          \
+        }                                                                                                              \
     } while (0)
 
 static OUTSIDE_UNUSED double outside_now(void) {
@@ -47,15 +45,14 @@ static OUTSIDE_UNUSED double outside_now(void) {
 
 /* Polls the bundles until *counter reaches value; gives up after 10 s (a
  * failure, not a hang). */
-static OUTSIDE_UNUSED void outside_poll_until(eb_t a, eb_t b, volatile int *counter, int value,
-                               const char *what) {
+static OUTSIDE_UNUSED void outside_poll_until(eb_t a, eb_t b, volatile int *counter, int value, const char *what) {
     double end = outside_now() + 10.0;
     while (*counter < value) {
         if (a) AM_Poll(a);
         if (b) AM_Poll(b);
         if (outside_now() > end) {
-            fprintf(stderr, "rank %d: FAILED waiting for %s: %d of %d after 10 s\n",
-                    outside_rank, what, *counter, value);
+            fprintf(stderr, "rank %d: FAILED waiting for %s: %d of %d after 10 s\n", outside_rank, what, *counter,
+                    value);
             outside_errors++;
             return;
         }
@@ -69,8 +66,7 @@ static OUTSIDE_UNUSED void outside_poll_for(eb_t eb, int ms) {
 }
 
 static OUTSIDE_UNUSED int outside_same_name(const en_t *x, const en_t *y) {
-    return x->id == y->id && x->addr_len == y->addr_len &&
-           memcmp(x->addr, y->addr, x->addr_len) == 0;
+    return x->id == y->id && x->addr_len == y->addr_len && memcmp(x->addr, y->addr, x->addr_len) == 0;
 }
 
 /* Sums the errors over the job, prints one line from rank 0, exits. */

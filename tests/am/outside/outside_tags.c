@@ -16,13 +16,13 @@
  *    token kept after its handler returned is refused. */
 #include "outside_common.h"
 
-#define H_REQ 20   /* short request, replies with H_REP */
-#define H_MED 21   /* medium request */
-#define H_LONG 22  /* long request */
-#define H_REP 23   /* reply handler: checks that replying from it is refused */
-#define H_RULES 24 /* request handler that tries the forbidden things */
+#define H_REQ 20    /* short request, replies with H_REP */
+#define H_MED 21    /* medium request */
+#define H_LONG 22   /* long request */
+#define H_REP 23    /* reply handler: checks that replying from it is refused */
+#define H_RULES 24  /* request handler that tries the forbidden things */
 #define H_BADREP 25 /* request handler replying to a handler unset at the requester */
-#define H_UNSET 77 /* never set anywhere */
+#define H_UNSET 77  /* never set anywhere */
 
 static ep_t ep;
 static eb_t eb;

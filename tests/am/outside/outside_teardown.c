@@ -72,8 +72,7 @@ static void burst(ep_t e) {
     for (i = 0; i < BURST; i++) {
         EXPECT_RC(AM_Request1(e, 0, H_REQ, i), AM_OK);
         EXPECT_RC(AM_RequestI1(e, 0, H_MED, data, sizeof data, i), AM_OK);
-        EXPECT_RC(AM_RequestXfer1(e, 0, (uintptr_t)(i % 8) * sizeof data, H_LONG, data, sizeof data, i),
-                  AM_OK);
+        EXPECT_RC(AM_RequestXfer1(e, 0, (uintptr_t)(i % 8) * sizeof data, H_LONG, data, sizeof data, i), AM_OK);
     }
 }
 

@@ -54,9 +54,9 @@ static void returned(int status, op_t opcode, void *token) {
 }
 
 /* a short request with AM_MaxShort() arguments: a[i] == i * 1000 - 7 */
-static void h_short(void *token, int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4,
-                    int32_t a5, int32_t a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10,
-                    int32_t a11, int32_t a12, int32_t a13, int32_t a14, int32_t a15) {
+static void h_short(void *token, int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6,
+                    int32_t a7, int32_t a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, int32_t a13, int32_t a14,
+                    int32_t a15) {
     int32_t v[16] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15};
     int i;
     for (i = 0; i < 16; i++) EXPECT(v[i] == i * 1000 - 7);
@@ -75,8 +75,7 @@ static void h_med(void *token, void *buf, size_t nbytes, int32_t from, int32_t w
 
 /* a long request: buf must be segment + offset; answer with a long reply into
  * the requester's segment at reply_off */
-static void h_long(void *token, void *buf, size_t nbytes, int32_t from, int32_t off,
-                   int32_t want, int32_t reply_off) {
+static void h_long(void *token, void *buf, size_t nbytes, int32_t from, int32_t off, int32_t want, int32_t reply_off) {
     uint8_t echo[64];
     size_t n = nbytes < sizeof echo ? nbytes : sizeof echo;
     EXPECT((size_t)want == nbytes);
@@ -116,8 +115,7 @@ static void wait_replies(int n, const char *what) { outside_poll_until(eb, NULL,
 static int xfer_async_retry(uintptr_t off, size_t n, int32_t a1, int32_t a2, int32_t a3) {
     double end = outside_now() + 10.0;
     int rc;
-    while ((rc = AM_RequestXferAsync4(ep, peer, off, H_LONG, src, n, me, a1, a2, a3)) ==
-               AM_ERR_IN_USE &&
+    while ((rc = AM_RequestXferAsync4(ep, peer, off, H_LONG, src, n, me, a1, a2, a3)) == AM_ERR_IN_USE &&
            outside_now() < end)
         AM_Poll(eb);
     return rc;
@@ -138,8 +136,7 @@ static void long_at(int sender, int async, uintptr_t off, size_t n, uintptr_t re
         rc = xfer_async_retry(off, n, (int32_t)off, (int32_t)n, (int32_t)reply_off);
         EXPECT_RC(rc, AM_OK);
     } else {
-        EXPECT_RC(AM_RequestXfer4(ep, peer, off, H_LONG, src, n, me, (int32_t)off, (int32_t)n,
-                                  (int32_t)reply_off),
+        EXPECT_RC(AM_RequestXfer4(ep, peer, off, H_LONG, src, n, me, (int32_t)off, (int32_t)n, (int32_t)reply_off),
                   AM_OK);
     }
     wait_replies(base + 1, "long reply");
@@ -191,8 +188,8 @@ int main(int argc, char **argv) {
     AM_SPMDBarrier();
 
     /* ---- shorts: AM_MaxShort() arguments, and one more ---- */
-    EXPECT_RC(AM_Request16(ep, peer, H_SHORT, -7, 993, 1993, 2993, 3993, 4993, 5993, 6993, 7993,
-                           8993, 9993, 10993, 11993, 12993, 13993, 14993),
+    EXPECT_RC(AM_Request16(ep, peer, H_SHORT, -7, 993, 1993, 2993, 3993, 4993, 5993, 6993, 7993, 8993, 9993, 10993,
+                           11993, 12993, 13993, 14993),
               AM_OK);
     wait_replies(1, "short reply");
     for (i = 0; i < 17; i++) args17[i] = (int32_t)i;
@@ -216,12 +213,11 @@ int main(int argc, char **argv) {
         long_at(sender, 0, 12345, 1000, 777);
         long_at(sender, 1, 4097, 5000, 1);
         long_at(sender, 0, SEGLEN - 4096, 4096, SEGLEN - 100); /* up to the last byte */
-        long_at(sender, 1, 3, maxlong, 100003);               /* AM_MaxLong() bytes, async */
+        long_at(sender, 1, 3, maxlong, 100003);                /* AM_MaxLong() bytes, async */
         long_at(sender, 0, SEGLEN - maxlong, maxlong, 4096);
     }
     EXPECT_RC(AM_RequestXfer4(ep, peer, 0, H_LONG, src, maxlong + 1, me, 0, 0, 0), AM_ERR_BAD_ARG);
-    EXPECT_RC(AM_RequestXferAsync4(ep, peer, 0, H_LONG, src, maxlong + 1, me, 0, 0, 0),
-              AM_ERR_BAD_ARG);
+    EXPECT_RC(AM_RequestXferAsync4(ep, peer, 0, H_LONG, src, maxlong + 1, me, 0, 0, 0), AM_ERR_BAD_ARG);
     EXPECT_RC(AM_RequestXfer4(ep, peer, 0, H_LONG, NULL, 100, me, 0, 0, 0), AM_ERR_BAD_ARG);
 
     /* a zero-byte long: the handler runs with buf = segment + offset */

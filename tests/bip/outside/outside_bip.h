@@ -12,24 +12,23 @@
 
 static int me = -1, n;
 
-#define FAIL(...)                                                    \
-    do {                                                             \
-        fprintf(stderr, "rank %d: %s:%d: ", me, __FILE__, __LINE__); \
-        fprintf(stderr, __VA_ARGS__);                                \
-        fputc('\n', stderr);                                         \
-        exit(1);                                                     \
+#define FAIL(...)                                                                                                      \
+    do {                                                                                                               \
+        fprintf(stderr, "rank %d: %s:%d: ", me, __FILE__, __LINE__);                                                   \
+        fprintf(stderr, __VA_ARGS__);                                                                                  \
+        fputc('\n', stderr);                                                                                           \
+        exit(1);                                                                                                       \
     } while (0)
 
-#define EXPECT(call, want)                                                                      \
-    do {                                                                                        \
-        long rc_ = (long)(call);                                                                \
-        if (rc_ != (long)(want))                                                                \
-            FAIL("%s returned %ld (%s), expected %s", #call, rc_, bip_error_name((int)rc_), #want); \
+#define EXPECT(call, want)                                                                                             \
+    do {                                                                                                               \
+        long rc_ = (long)(call);                                                                                       \
+        if (rc_ != (long)(want))                                                                                       \
+            FAIL("%s returned %ld (%s), expected %s", #call, rc_, bip_error_name((int)rc_), #want);                    \
     } while (0)
 
 /* bip_init, then this rank and the job's size; exits 1 if BIP cannot start. */
-static void outside_bip_start(void)
-{
+static void outside_bip_start(void) {
     int rc = bip_init();
     if (rc != BIP_OK) {
         fprintf(stderr, "bip_init: %s\n", bip_error_name(rc));

@@ -15,8 +15,7 @@
 
 #include "outside_bip.h"
 
-int main(void)
-{
+int main(void) {
     char buf[64] = "hello";
     size_t len = 0;
 

@@ -23,24 +23,21 @@
 
 #include "outside_bip.h"
 
-#define OK(call)                                                                    \
-    do {                                                                            \
-        int rc_ = (call);                                                           \
-        if (rc_ < 0) FAIL("%s: %d (%s)", #call, rc_, bip_error_name(rc_));          \
+#define OK(call)                                                                                                       \
+    do {                                                                                                               \
+        int rc_ = (call);                                                                                              \
+        if (rc_ < 0) FAIL("%s: %d (%s)", #call, rc_, bip_error_name(rc_));                                             \
     } while (0)
 
-static unsigned char pat(int src, int tag, int round, size_t i)
-{
+static unsigned char pat(int src, int tag, int round, size_t i) {
     return (unsigned char)(src * 17 + tag * 5 + round * 3 + i * 7 + (i >> 9));
 }
 
-static void fill(unsigned char *b, size_t len, int src, int tag, int round)
-{
+static void fill(unsigned char *b, size_t len, int src, int tag, int round) {
     for (size_t i = 0; i < len; i++) b[i] = pat(src, tag, round, i);
 }
 
-static void check(const unsigned char *b, size_t len, int src, int tag, int round)
-{
+static void check(const unsigned char *b, size_t len, int src, int tag, int round) {
     for (size_t i = 0; i < len; i++)
         if (b[i] != pat(src, tag, round, i))
             FAIL("tag %d round %d from %d: byte %zu is %u, expected %u", tag, round, src, i, b[i],
@@ -48,8 +45,7 @@ static void check(const unsigned char *b, size_t len, int src, int tag, int roun
 }
 
 /* Blocking receive on tag that must come from `from` with `len` bytes. */
-static void recv_check(int tag, unsigned char *b, size_t maxlen, int from, size_t len, int round)
-{
+static void recv_check(int tag, unsigned char *b, size_t maxlen, int from, size_t len, int round) {
     size_t got = 0;
     int src = bip_recv(tag, b, maxlen, &got);
     if (src < 0) FAIL("bip_recv(tag %d): %s", tag, bip_error_name(src));
@@ -57,8 +53,7 @@ static void recv_check(int tag, unsigned char *b, size_t maxlen, int from, size_
     check(b, len, src, tag, round);
 }
 
-int main(void)
-{
+int main(void) {
     outside_bip_start();
     int rc;
     int right = (me + 1) % n, left = (me + n - 1) % n;
@@ -69,8 +64,10 @@ int main(void)
     unsigned char *sbuf = malloc(long_len), *rbuf = malloc(long_len + 64);
     if (!sbuf || !rbuf) FAIL("malloc");
 
-    static const struct { int tag; size_t len; } smalls[] = {
-        {5, 1}, {3, 0}, {9, 1000}, {11, 333}, {12, 4}};
+    static const struct {
+        int tag;
+        size_t len;
+    } smalls[] = {{5, 1}, {3, 0}, {9, 1000}, {11, 333}, {12, 4}};
     static const int recv_order[] = {9, 3, 5, 12};
 
     for (int round = 0; round < 3; round++) {
@@ -153,8 +150,7 @@ int main(void)
             OK(bip_irecv(13, rbuf, L + 64));
             int src = -1;
             size_t len = 0;
-            while ((rc = bip_rtest(&src, &len)) == 0) {
-            }
+            while ((rc = bip_rtest(&src, &len)) == 0) {}
             if (rc != 1) FAIL("bip_rtest(long): %s", bip_error_name(rc));
             if (src != peer || len != L) FAIL("long: from %d len %zu", src, len);
             check(rbuf, L, peer, 13, 9);

@@ -21,15 +21,14 @@
 #include "outside_fm.h"
 
 static int hops = 100, balls = 120;
-static int ended;            /* "ball ended" notices received */
-static unsigned char *seen;  /* per ball (origin * balls + id): ended once */
+static int ended;           /* "ball ended" notices received */
+static unsigned char *seen; /* per ball (origin * balls + id): ended once */
 static long passed;
 
 static void ended_handler(void *buf, unsigned size, unsigned sender);
 
 /* words: origin, ball id, hops so far, a check word */
-static void ball_handler(void *buf, unsigned size, unsigned sender)
-{
+static void ball_handler(void *buf, unsigned size, unsigned sender) {
     int w[4];
     if (size != 16) FAIL("ball of %u bytes", size);
     memcpy(w, buf, 16);
@@ -52,8 +51,7 @@ static void ball_handler(void *buf, unsigned size, unsigned sender)
     if (rc != FM_OK) FAIL("FM_send_4 in a handler: %s", FM_error_name(rc));
 }
 
-static void ended_handler(void *buf, unsigned size, unsigned sender)
-{
+static void ended_handler(void *buf, unsigned size, unsigned sender) {
     int w[4];
     (void)sender;
     if (size != 16) FAIL("notice of %u bytes", size);
@@ -64,8 +62,7 @@ static void ended_handler(void *buf, unsigned size, unsigned sender)
     ended++;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc > 1) hops = atoi(argv[1]);
     if (argc > 2) balls = atoi(argv[2]);
     outside_fm_start();
@@ -86,7 +83,8 @@ int main(int argc, char **argv)
     }
     rc = FM_finalize();
     if (rc != FM_OK) FAIL("FM_finalize: %s", FM_error_name(rc));
-    if (me == 0) printf("outside_fm_bounce: %d balls x %d hops on %u nodes, %ld passed here\n", balls, hops, nodes, passed);
+    if (me == 0)
+        printf("outside_fm_bounce: %d balls x %d hops on %u nodes, %ld passed here\n", balls, hops, nodes, passed);
     free(seen);
     return 0;
 }

@@ -22,14 +22,12 @@ static int handler_checks;
 static unsigned burst_got;
 static unsigned burst_bytes;
 
-static void never_registered(void *buf, unsigned size, unsigned sender)
-{
+static void never_registered(void *buf, unsigned size, unsigned sender) {
     (void)buf, (void)size, (void)sender;
     FAIL("an unregistered handler ran");
 }
 
-static int check_handler(FM_stream *s, unsigned sender)
-{
+static int check_handler(FM_stream *s, unsigned sender) {
     char b[8];
     (void)sender;
     EXPECT(FM_receive(NULL, s, 4), FM_ERR_BAD_ARG);
@@ -46,8 +44,7 @@ static int check_handler(FM_stream *s, unsigned sender)
 }
 
 static int zero_got;
-static int zero_handler(FM_stream *s, unsigned sender)
-{
+static int zero_handler(FM_stream *s, unsigned sender) {
     char b;
     (void)sender;
     EXPECT(FM_receive(&b, s, 0), FM_OK);
@@ -56,8 +53,7 @@ static int zero_handler(FM_stream *s, unsigned sender)
     return FM_CONTINUE;
 }
 
-static void burst_handler(void *buf, unsigned size, unsigned sender)
-{
+static void burst_handler(void *buf, unsigned size, unsigned sender) {
     const unsigned char *p = buf;
     if (sender != 0 || size != 1500) FAIL("burst message of %u bytes from %u", size, sender);
     for (unsigned i = 0; i < size; i++)
@@ -66,8 +62,7 @@ static void burst_handler(void *buf, unsigned size, unsigned sender)
     burst_bytes += size;
 }
 
-int main(void)
-{
+int main(void) {
     char buf[16] = "12345678";
 
     /* Before FM_initialize. */

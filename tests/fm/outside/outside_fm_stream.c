@@ -21,8 +21,7 @@
 #define NMSG 12
 static const unsigned body_len[NMSG] = {0, 1, 7, 2031, 2032, 2033, 4099, 9999, 70001, 3, 16411, 100};
 
-static unsigned char pattern(unsigned sender, unsigned seq, unsigned i)
-{
+static unsigned char pattern(unsigned sender, unsigned seq, unsigned i) {
     return (unsigned char)(sender * 31u + seq * 7u + i * 13u + (i >> 8));
 }
 
@@ -44,8 +43,7 @@ static unsigned long long ack_sum;
 static void ack_handler(void *buf, unsigned size, unsigned sender);
 static int long_ack_handler(FM_stream *s, unsigned sender);
 
-static int data_handler(FM_stream *s, unsigned sender)
-{
+static int data_handler(FM_stream *s, unsigned sender) {
     struct hdr h;
     char marker[3];
     char trailer[5];
@@ -105,15 +103,13 @@ static int data_handler(FM_stream *s, unsigned sender)
     return FM_CONTINUE;
 }
 
-static unsigned long long expected_sum(unsigned seq)
-{
+static unsigned long long expected_sum(unsigned seq) {
     unsigned long long sum = 0;
     for (unsigned i = 0; i < body_len[seq % NMSG]; i++) sum += pattern(me, seq, i);
     return sum & 0x7fffffff;
 }
 
-static void ack_handler(void *buf, unsigned size, unsigned sender)
-{
+static void ack_handler(void *buf, unsigned size, unsigned sender) {
     int w[4];
     if (size != 16) FAIL("FM_send_4 handler got %u bytes", size);
     if (sender != 0) FAIL("ack from %u", sender);
@@ -125,8 +121,7 @@ static void ack_handler(void *buf, unsigned size, unsigned sender)
     acks++;
 }
 
-static int long_ack_handler(FM_stream *s, unsigned sender)
-{
+static int long_ack_handler(FM_stream *s, unsigned sender) {
     uint32_t w[3];
     char z;
     if (sender != 0) FAIL("long ack from %u", sender);
@@ -138,8 +133,7 @@ static int long_ack_handler(FM_stream *s, unsigned sender)
     return FM_CONTINUE;
 }
 
-static void send_message(unsigned seq, const unsigned char *body)
-{
+static void send_message(unsigned seq, const unsigned char *body) {
     unsigned len = body_len[seq % NMSG];
     struct hdr h = {seq, len};
     unsigned total = sizeof h + 3 + len + 5;
@@ -167,8 +161,7 @@ static void send_message(unsigned seq, const unsigned char *body)
     if (FM_end_message(s) != FM_OK) FAIL("FM_end_message");
 }
 
-int main(void)
-{
+int main(void) {
     outside_fm_start();
     int rc;
     if (nodes > 64) FAIL("too many nodes");

@@ -18,26 +18,24 @@
 
 static int g_rank = -1;
 
-#define FAIL(...)                                                                     \
-    do {                                                                              \
-        fprintf(stderr, "rank %d: %s:%d: ", g_rank, __FILE__, __LINE__);              \
-        fprintf(stderr, __VA_ARGS__);                                                 \
-        fputc('\n', stderr);                                                          \
-        vipl_boot_abort(1, "check failed");                                           \
+#define FAIL(...)                                                                                                      \
+    do {                                                                                                               \
+        fprintf(stderr, "rank %d: %s:%d: ", g_rank, __FILE__, __LINE__);                                               \
+        fprintf(stderr, __VA_ARGS__);                                                                                  \
+        fputc('\n', stderr);                                                                                           \
+        vipl_boot_abort(1, "check failed");                                                                            \
     } while (0)
 
 /* A call that must return `want`. */
-#define EXPECT_RC(call, want)                                                         \
-    do {                                                                              \
-        VIP_RETURN rc_ = (call);                                                      \
-        if (rc_ != (want))                                                            \
-            FAIL("%s returned %s, spec expects %s", #call, VipxReturnString(rc_),     \
-                 VipxReturnString(want));                                             \
+#define EXPECT_RC(call, want)                                                                                          \
+    do {                                                                                                               \
+        VIP_RETURN rc_ = (call);                                                                                       \
+        if (rc_ != (want))                                                                                             \
+            FAIL("%s returned %s, spec expects %s", #call, VipxReturnString(rc_), VipxReturnString(want));             \
     } while (0)
 #define CHECK(call) EXPECT_RC(call, VIP_SUCCESS)
 
-static inline int outside_join(const char *prog)
-{
+static inline int outside_join(const char *prog) {
     if (vipl_boot_init() != VIPL_BOOT_OK || vipl_boot_size() != 2) {
         fprintf(stderr, "%s needs two processes: vipl-run -n 2 %s\n", prog, prog);
         exit(2);
@@ -46,15 +44,13 @@ static inline int outside_join(const char *prog)
     return g_rank;
 }
 
-static inline const char *status_str(VIP_UINT32 s)
-{
+static inline const char *status_str(VIP_UINT32 s) {
     static char buf[256];
     return VipxStatusString(s, buf, sizeof buf);
 }
 
 /* Status must be DONE, no error bits, and the given operation. */
-static inline void expect_ok(const VIP_DESCRIPTOR *d, VIP_UINT32 op, const char *what)
-{
+static inline void expect_ok(const VIP_DESCRIPTOR *d, VIP_UINT32 op, const char *what) {
     VIP_UINT32 s = d->CS.Status;
     if (!(s & VIP_STATUS_DONE) || (s & VIP_STATUS_ERROR_MASK) || (s & VIP_STATUS_OP_MASK) != op)
         FAIL("%s: status %s", what, status_str(s));
@@ -68,49 +64,40 @@ struct arena {
     VIP_MEM_HANDLE mh;
 };
 
-static inline void arena_init(struct arena *a, VIP_NIC_HANDLE nic, size_t size,
-                              VIP_MEM_ATTRIBUTES *attrs)
-{
+static inline void arena_init(struct arena *a, VIP_NIC_HANDLE nic, size_t size, VIP_MEM_ATTRIBUTES *attrs) {
     a->nic = nic;
     a->size = size;
     a->used = 0;
-    if (posix_memalign((void **)&a->base, 4096, size))
-        FAIL("out of memory");
+    if (posix_memalign((void **)&a->base, 4096, size)) FAIL("out of memory");
     memset(a->base, 0, size);
     CHECK(VipRegisterMem(nic, a->base, size, attrs, &a->mh));
 }
 
-static inline void *arena_get(struct arena *a, size_t len)
-{
+static inline void *arena_get(struct arena *a, size_t len) {
     size_t at = (a->used + 63) & ~(size_t)63;
-    if (at + len > a->size)
-        FAIL("arena full");
+    if (at + len > a->size) FAIL("arena full");
     a->used = at + len;
     return a->base + at;
 }
 
 /* A descriptor with room for nseg segments (VIP_DESCRIPTOR declares two). */
-static inline VIP_DESCRIPTOR *arena_desc(struct arena *a, int nseg)
-{
+static inline VIP_DESCRIPTOR *arena_desc(struct arena *a, int nseg) {
     size_t len = sizeof(VIP_CONTROL_SEGMENT) + (size_t)(nseg < 2 ? 2 : nseg) * sizeof(VIP_DESCRIPTOR_SEGMENT);
     return (VIP_DESCRIPTOR *)arena_get(a, len);
 }
 
-static inline void arena_free(struct arena *a)
-{
+static inline void arena_free(struct arena *a) {
     CHECK(VipDeregisterMem(a->nic, a->base, a->mh));
     free(a->base);
 }
 
 /* Segment i of a descriptor allocated with room for it (DS is declared [2]:
  * index through a pointer, as -Warray-bounds wants). */
-static inline VIP_DESCRIPTOR_SEGMENT *seg(VIP_DESCRIPTOR *d, int i)
-{
+static inline VIP_DESCRIPTOR_SEGMENT *seg(VIP_DESCRIPTOR *d, int i) {
     return (VIP_DESCRIPTOR_SEGMENT *)((char *)d + sizeof(VIP_CONTROL_SEGMENT)) + i;
 }
 
-static inline void set_seg(VIP_DESCRIPTOR *d, int i, void *p, VIP_UINT32 len, VIP_MEM_HANDLE h)
-{
+static inline void set_seg(VIP_DESCRIPTOR *d, int i, void *p, VIP_UINT32 len, VIP_MEM_HANDLE h) {
     seg(d, i)->Local.Data.Address = p;
     seg(d, i)->Local.Handle = h;
     seg(d, i)->Local.Length = len;
@@ -119,23 +106,19 @@ static inline void set_seg(VIP_DESCRIPTOR *d, int i, void *p, VIP_UINT32 len, VI
 /* Room for any address with a discriminator. */
 #define ADDR_BYTES VIP_NET_ADDRESS_SIZE(VIP_MAX_HOST_ADDRESS_LEN, VIP_MAX_DISCRIMINATOR_LEN)
 
-static inline VIP_NET_ADDRESS *new_addr(void)
-{
+static inline VIP_NET_ADDRESS *new_addr(void) {
     VIP_NET_ADDRESS *a = (VIP_NET_ADDRESS *)calloc(1, ADDR_BYTES);
-    if (!a)
-        FAIL("out of memory");
+    if (!a) FAIL("out of memory");
     return a;
 }
 
-static inline void set_disc(VIP_NET_ADDRESS *a, const char *disc)
-{
+static inline void set_disc(VIP_NET_ADDRESS *a, const char *disc) {
     a->DiscriminatorLen = (VIP_UINT16)strlen(disc);
     memcpy(a->HostAddress + a->HostAddressLen, disc, a->DiscriminatorLen);
 }
 
 /* This NIC's address (VipQueryNic) with a discriminator. */
-static inline VIP_NET_ADDRESS *local_addr(VIP_NIC_HANDLE nic, const char *disc)
-{
+static inline VIP_NET_ADDRESS *local_addr(VIP_NIC_HANDLE nic, const char *disc) {
     VIP_NIC_ATTRIBUTES na;
     CHECK(VipQueryNic(nic, &na));
     VIP_NET_ADDRESS *a = new_addr();
@@ -146,8 +129,7 @@ static inline VIP_NET_ADDRESS *local_addr(VIP_NIC_HANDLE nic, const char *disc)
 }
 
 /* The peer's address through the name service ("node<r>"), with a discriminator. */
-static inline VIP_NET_ADDRESS *peer_addr(VIP_NIC_HANDLE nic, int rank, const char *disc)
-{
+static inline VIP_NET_ADDRESS *peer_addr(VIP_NIC_HANDLE nic, int rank, const char *disc) {
     char name[32];
     snprintf(name, sizeof name, "node%d", rank);
     VIP_NET_ADDRESS *a = new_addr();
@@ -156,35 +138,28 @@ static inline VIP_NET_ADDRESS *peer_addr(VIP_NIC_HANDLE nic, int rank, const cha
     return a;
 }
 
-static inline void fill(void *p, size_t n, unsigned seed)
-{
+static inline void fill(void *p, size_t n, unsigned seed) {
     unsigned char *b = (unsigned char *)p;
-    for (size_t i = 0; i < n; i++)
-        b[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 8));
+    for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 8));
 }
 
-static inline int check_fill(const void *p, size_t n, unsigned seed, size_t from)
-{
+static inline int check_fill(const void *p, size_t n, unsigned seed, size_t from) {
     const unsigned char *b = (const unsigned char *)p;
     for (size_t i = 0; i < n; i++) {
         size_t j = from + i;
-        if (b[i] != (unsigned char)(seed * 131u + j * 7u + (j >> 8)))
-            return 0;
+        if (b[i] != (unsigned char)(seed * 131u + j * 7u + (j >> 8))) return 0;
     }
     return 1;
 }
 
-static inline double now_ms(void)
-{
+static inline double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static inline void barrier(void)
-{
-    if (vipl_boot_barrier() != VIPL_BOOT_OK)
-        FAIL("barrier failed");
+static inline void barrier(void) {
+    if (vipl_boot_barrier() != VIPL_BOOT_OK) FAIL("barrier failed");
 }
 
 #endif

@@ -18,8 +18,7 @@
 
 #define MSG 64
 
-static VIP_VI_ATTRIBUTES vi_attrs(VIP_PROTECTION_HANDLE ptag)
-{
+static VIP_VI_ATTRIBUTES vi_attrs(VIP_PROTECTION_HANDLE ptag) {
     VIP_VI_ATTRIBUTES a;
     memset(&a, 0, sizeof a);
     a.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
@@ -28,29 +27,23 @@ static VIP_VI_ATTRIBUTES vi_attrs(VIP_PROTECTION_HANDLE ptag)
     return a;
 }
 
-static void expect_state(VIP_VI_HANDLE vi, VIP_VI_STATE want, int sq_empty, int rq_empty)
-{
+static void expect_state(VIP_VI_HANDLE vi, VIP_VI_STATE want, int sq_empty, int rq_empty) {
     VIP_VI_STATE st;
     VIP_VI_ATTRIBUTES at;
     VIP_BOOLEAN sqe, rqe;
     CHECK(VipQueryVi(vi, &st, &at, &sqe, &rqe));
-    if (st != want)
-        FAIL("VipQueryVi state %d, expected %d", (int)st, (int)want);
-    if (sq_empty >= 0 && !!sqe != sq_empty)
-        FAIL("VipQueryVi SendQEmpty %d, expected %d", (int)sqe, sq_empty);
-    if (rq_empty >= 0 && !!rqe != rq_empty)
-        FAIL("VipQueryVi RecvQEmpty %d, expected %d", (int)rqe, rq_empty);
+    if (st != want) FAIL("VipQueryVi state %d, expected %d", (int)st, (int)want);
+    if (sq_empty >= 0 && !!sqe != sq_empty) FAIL("VipQueryVi SendQEmpty %d, expected %d", (int)sqe, sq_empty);
+    if (rq_empty >= 0 && !!rqe != rq_empty) FAIL("VipQueryVi RecvQEmpty %d, expected %d", (int)rqe, rq_empty);
 }
 
-int main(void)
-{
+int main(void) {
     int rank = outside_join("outside_connect");
     VIP_NIC_HANDLE nic;
     CHECK(VipOpenNic(NULL, &nic));
     VIP_NIC_ATTRIBUTES na;
     CHECK(VipQueryNic(nic, &na));
-    if (!(na.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY))
-        FAIL("NIC lacks reliable delivery");
+    if (!(na.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY)) FAIL("NIC lacks reliable delivery");
 
     VIP_PROTECTION_HANDLE ptag;
     CHECK(VipCreatePtag(nic, &ptag));
@@ -80,8 +73,7 @@ int main(void)
         /* Nobody connects yet: the wait times out. */
         double t0 = now_ms();
         EXPECT_RC(VipConnectWait(nic, local, 50, remote, &remote_attrs, &conn), VIP_TIMEOUT);
-        if (now_ms() - t0 < 40)
-            FAIL("VipConnectWait(50 ms) returned after %.1f ms", now_ms() - t0);
+        if (now_ms() - t0 < 40) FAIL("VipConnectWait(50 ms) returned after %.1f ms", now_ms() - t0);
         barrier(); /* B1: the client's unmatched request is over */
         barrier(); /* B2 */
 
@@ -113,11 +105,9 @@ int main(void)
 
         VIP_DESCRIPTOR *done;
         CHECK(VipRecvWait(vi, 10000, &done));
-        if (done != rd)
-            FAIL("VipRecvWait returned %p, posted %p", (void *)done, (void *)rd);
+        if (done != rd) FAIL("VipRecvWait returned %p, posted %p", (void *)done, (void *)rd);
         expect_ok(rd, VIP_STATUS_OP_RECEIVE, "receive posted before the connection");
-        if (rd->CS.Length != 6 || strcmp(rbuf, "hello"))
-            FAIL("got %u bytes '%.*s'", rd->CS.Length, MSG, rbuf);
+        if (rd->CS.Length != 6 || strcmp(rbuf, "hello")) FAIL("got %u bytes '%.*s'", rd->CS.Length, MSG, rbuf);
 
         memset(rd2, 0, sizeof *rd2);
         rd2->CS.SegCount = 1;
@@ -139,8 +129,7 @@ int main(void)
 
         /* The client disconnects: our posted receive comes back in error. */
         CHECK(VipRecvWait(vi, 10000, &done));
-        if (done != rd2)
-            FAIL("wrong descriptor back after the peer's disconnect");
+        if (done != rd2) FAIL("wrong descriptor back after the peer's disconnect");
         if (!(rd2->CS.Status & VIP_STATUS_DONE) || !(rd2->CS.Status & VIP_STATUS_ERROR_MASK))
             FAIL("receive pending at the peer's disconnect: status %s", status_str(rd2->CS.Status));
         VIP_VI_STATE st;
@@ -183,8 +172,7 @@ int main(void)
         expect_ok(sd, VIP_STATUS_OP_SEND, "hello");
         CHECK(VipRecvWait(vi, 10000, &done));
         expect_ok(rd, VIP_STATUS_OP_RECEIVE, "reply");
-        if (strcmp(rbuf, "welcome"))
-            FAIL("reply '%.*s'", MSG, rbuf);
+        if (strcmp(rbuf, "welcome")) FAIL("reply '%.*s'", MSG, rbuf);
         barrier(); /* B3: the server's reply completed */
 
         /* A receive still posted when we disconnect is flushed back to us. */
@@ -196,8 +184,7 @@ int main(void)
         CHECK(VipDisconnect(vi));
         expect_state(vi, VIP_STATE_IDLE, -1, -1);
         rc = VipRecvDone(vi, &done);
-        if (rc != VIP_SUCCESS || done != rd2)
-            FAIL("VipRecvDone after VipDisconnect: %s", VipxReturnString(rc));
+        if (rc != VIP_SUCCESS || done != rd2) FAIL("VipRecvDone after VipDisconnect: %s", VipxReturnString(rc));
         if (!(rd2->CS.Status & VIP_STATUS_DESC_FLUSHED_ERROR))
             FAIL("receive flushed by VipDisconnect: status %s", status_str(rd2->CS.Status));
         expect_state(vi, VIP_STATE_IDLE, 1, 1);

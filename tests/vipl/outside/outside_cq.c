@@ -15,20 +15,18 @@
 
 #define NVI 3
 #define ROUNDS 2
-static const VIP_UINT32 gather_len[3] = {1000, 7, 2000};  /* 3007 bytes */
-static const VIP_UINT32 scatter_len[3] = {5, 3000, 100};   /* room for 3105 */
+static const VIP_UINT32 gather_len[3] = {1000, 7, 2000}; /* 3007 bytes */
+static const VIP_UINT32 scatter_len[3] = {5, 3000, 100}; /* room for 3105 */
 #define TOTAL 3007u
 
-int main(void)
-{
+int main(void) {
     int rank = outside_join("outside_cq");
     int peer = 1 - rank;
     VIP_NIC_HANDLE nic;
     CHECK(VipOpenNic(NULL, &nic));
     VIP_NIC_ATTRIBUTES na;
     CHECK(VipQueryNic(nic, &na));
-    if (na.MaxSegmentsPerDesc < 3)
-        FAIL("MaxSegmentsPerDesc %lu < 3", (unsigned long)na.MaxSegmentsPerDesc);
+    if (na.MaxSegmentsPerDesc < 3) FAIL("MaxSegmentsPerDesc %lu < 3", (unsigned long)na.MaxSegmentsPerDesc);
 
     VIP_PROTECTION_HANDLE ptag;
     CHECK(VipCreatePtag(nic, &ptag));
@@ -45,8 +43,7 @@ int main(void)
     attrs.MaxTransferSize = 8192;
     attrs.Ptag = ptag;
     VIP_VI_HANDLE vi[NVI];
-    for (int i = 0; i < NVI; i++)
-        CHECK(VipCreateVi(nic, &attrs, cq, cq, &vi[i]));
+    for (int i = 0; i < NVI; i++) CHECK(VipCreateVi(nic, &attrs, cq, cq, &vi[i]));
     EXPECT_RC(VipDestroyCQ(cq), VIP_INVALID_STATE);
 
     VIP_DESCRIPTOR *rd[NVI][ROUNDS], *sd[NVI][ROUNDS];
@@ -67,8 +64,7 @@ int main(void)
             VIP_DESCRIPTOR *d = rd[i][r];
             d->CS.SegCount = 3;
             d->CS.Length = 0;
-            for (int s = 0; s < 3; s++)
-                set_seg(d, s, rseg[i][r][s], scatter_len[s], ar.mh);
+            for (int s = 0; s < 3; s++) set_seg(d, s, rseg[i][r][s], scatter_len[s], ar.mh);
             CHECK(VipPostRecv(vi[i], d, ar.mh));
         }
 
@@ -113,10 +109,8 @@ int main(void)
         double deadline = now_ms() + 10000;
         for (;;) {
             int behind = 0;
-            for (int k = 0; k < NVI; k++)
-                behind += nrecv[k] <= r;
-            if (sends == NVI && !behind)
-                break;
+            for (int k = 0; k < NVI; k++) behind += nrecv[k] <= r;
+            if (sends == NVI && !behind) break;
             VIP_VI_HANDLE who;
             VIP_BOOLEAN is_recv;
             if (r == 0) {
@@ -124,35 +118,27 @@ int main(void)
             } else {
                 VIP_RETURN rc = VipCQDone(cq, &who, &is_recv);
                 if (rc == VIP_NOT_DONE) {
-                    if (now_ms() > deadline)
-                        FAIL("VipCQDone: no completion in 10 s (round %d: %d sends)", r, sends);
+                    if (now_ms() > deadline) FAIL("VipCQDone: no completion in 10 s (round %d: %d sends)", r, sends);
                     continue;
                 }
-                if (rc != VIP_SUCCESS)
-                    FAIL("VipCQDone returned %s", VipxReturnString(rc));
+                if (rc != VIP_SUCCESS) FAIL("VipCQDone returned %s", VipxReturnString(rc));
             }
             int i = -1;
             for (int k = 0; k < NVI; k++)
-                if (vi[k] == who)
-                    i = k;
-            if (i < 0)
-                FAIL("CQ names a VI handle that is not ours");
+                if (vi[k] == who) i = k;
+            if (i < 0) FAIL("CQ names a VI handle that is not ours");
             VIP_DESCRIPTOR *d;
             if (is_recv) {
                 int rr = nrecv[i]++;
-                if (rr >= ROUNDS)
-                    FAIL("VI %d: more receive completions than messages", i);
+                if (rr >= ROUNDS) FAIL("VI %d: more receive completions than messages", i);
                 CHECK(VipRecvDone(vi[i], &d));
-                if (d != rd[i][rr])
-                    FAIL("VI %d: receive %d completed out of order", i, rr);
+                if (d != rd[i][rr]) FAIL("VI %d: receive %d completed out of order", i, rr);
                 expect_ok(d, VIP_STATUS_OP_RECEIVE, "scattered receive");
                 if (!(d->CS.Status & VIP_STATUS_IMMEDIATE))
                     FAIL("receive lacks VIP_STATUS_IMMEDIATE: %s", status_str(d->CS.Status));
                 VIP_UINT32 want = 0xC0DE0000u | (unsigned)(peer << 8) | (unsigned)(i << 4) | (unsigned)rr;
-                if (d->CS.ImmediateData != want)
-                    FAIL("immediate 0x%x, expected 0x%x", d->CS.ImmediateData, want);
-                if (d->CS.Length != TOTAL)
-                    FAIL("received length %u, expected %u", d->CS.Length, TOTAL);
+                if (d->CS.ImmediateData != want) FAIL("immediate 0x%x, expected 0x%x", d->CS.ImmediateData, want);
+                if (d->CS.Length != TOTAL) FAIL("received length %u, expected %u", d->CS.Length, TOTAL);
                 size_t off = 0;
                 for (int s = 0; s < 3 && off < TOTAL; s++) {
                     size_t n = TOTAL - off < scatter_len[s] ? TOTAL - off : scatter_len[s];
@@ -162,8 +148,7 @@ int main(void)
                 }
             } else {
                 CHECK(VipSendDone(vi[i], &d));
-                if (d != sd[i][r])
-                    FAIL("VI %d round %d: wrong send descriptor", i, r);
+                if (d != sd[i][r]) FAIL("VI %d round %d: wrong send descriptor", i, r);
                 expect_ok(d, VIP_STATUS_OP_SEND, "gathered send");
                 sends++;
             }

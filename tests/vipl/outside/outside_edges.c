@@ -25,27 +25,23 @@ static atomic_int g_got;
 static VIP_UINT32 g_imm[BATCHES * PER_BATCH];
 static atomic_int g_handler_errors;
 
-static void on_recv(VIP_PVOID ctx, VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d)
-{
+static void on_recv(VIP_PVOID ctx, VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d) {
     (void)ctx;
     (void)nic;
     int n = atomic_load(&g_got);
     if (!(d->CS.Status & VIP_STATUS_DONE) || (d->CS.Status & VIP_STATUS_ERROR_MASK) ||
         !(d->CS.Status & VIP_STATUS_IMMEDIATE) || d->CS.Length != 0 || n >= BATCHES * PER_BATCH)
         atomic_fetch_add(&g_handler_errors, 1);
-    else
-        g_imm[n] = d->CS.ImmediateData;
+    else g_imm[n] = d->CS.ImmediateData;
     /* Re-post the descriptor and re-arm, from inside the handler. */
     memset(d, 0, sizeof(VIP_CONTROL_SEGMENT));
-    if (VipPostRecv(vi, d, g_mh) != VIP_SUCCESS)
-        atomic_fetch_add(&g_handler_errors, 1);
+    if (VipPostRecv(vi, d, g_mh) != VIP_SUCCESS) atomic_fetch_add(&g_handler_errors, 1);
     if (n + 1 < BATCHES * PER_BATCH && VipRecvNotify(vi, ctx, on_recv) != VIP_SUCCESS)
         atomic_fetch_add(&g_handler_errors, 1);
     atomic_store(&g_got, n + 1);
 }
 
-static VIP_VI_STATE state_of(VIP_VI_HANDLE vi)
-{
+static VIP_VI_STATE state_of(VIP_VI_HANDLE vi) {
     VIP_VI_STATE st;
     VIP_VI_ATTRIBUTES a;
     VIP_BOOLEAN s, r;
@@ -53,8 +49,7 @@ static VIP_VI_STATE state_of(VIP_VI_HANDLE vi)
     return st;
 }
 
-int main(void)
-{
+int main(void) {
     int rank = outside_join("outside_edges");
     int peer = 1 - rank;
     VIP_NIC_HANDLE nic;
@@ -98,8 +93,7 @@ int main(void)
         /* Whatever it returned, the VI may not stay Connected to an idle peer. */
         double deadline = now_ms() + 3000;
         while (state_of(late) == VIP_STATE_CONNECTED) {
-            if (now_ms() > deadline)
-                FAIL("VI Connected to a peer VI that is idle (half-open connection)");
+            if (now_ms() > deadline) FAIL("VI Connected to a peer VI that is idle (half-open connection)");
             usleep(1000);
         }
         if (rc == VIP_INVALID_STATE && state_of(late) != VIP_STATE_ERROR)
@@ -119,14 +113,13 @@ int main(void)
         VIP_CONN_HANDLE conn;
         barrier(); /* L0 */
         CHECK(VipConnectWait(nic, l, 10000, from, &ra, &conn));
-        barrier(); /* L1: the client's request timed out */
+        barrier();         /* L1: the client's request timed out */
         usleep(50 * 1000); /* (thread mode: its cancel is taken in) */
         VIP_RETURN rc = VipConnectAccept(conn, vi);
         printf("outside_edges: accept after the client timed out: %s\n", VipxReturnString(rc));
         if (rc == VIP_SUCCESS)
             FAIL("VipConnectAccept succeeded for a request its client abandoned (half-open connection)");
-        if (state_of(vi) != VIP_STATE_IDLE)
-            FAIL("server VI left in state %d by the failed accept", (int)state_of(vi));
+        if (state_of(vi) != VIP_STATE_IDLE) FAIL("server VI left in state %d by the failed accept", (int)state_of(vi));
         /* A failed accept leaves the request to the caller: accepting again says
          * the same, rejecting it frees it. */
         EXPECT_RC(VipConnectAccept(conn, vi), rc);
@@ -153,12 +146,10 @@ int main(void)
         free(l);
         free(srv);
     }
-    if (state_of(vi) != VIP_STATE_CONNECTED)
-        FAIL("not connected after the second request");
+    if (state_of(vi) != VIP_STATE_CONNECTED) FAIL("not connected after the second request");
 
     /* ---- receive loop in a notify handler ------------------------------------ */
-    if (rank == 1)
-        CHECK(VipRecvNotify(vi, NULL, on_recv));
+    if (rank == 1) CHECK(VipRecvNotify(vi, NULL, on_recv));
     barrier(); /* B2 */
     VIP_DESCRIPTOR *sd = arena_desc(&ar, 0);
     for (int b = 0; b < BATCHES; b++) {
@@ -176,8 +167,7 @@ int main(void)
             double deadline = now_ms() + 10000;
             while (atomic_load(&g_got) < (b + 1) * PER_BATCH) {
                 if (now_ms() > deadline)
-                    FAIL("batch %d: handler saw %d of %d messages", b, atomic_load(&g_got),
-                         (b + 1) * PER_BATCH);
+                    FAIL("batch %d: handler saw %d of %d messages", b, atomic_load(&g_got), (b + 1) * PER_BATCH);
                 usleep(100);
             }
         }
@@ -187,13 +177,11 @@ int main(void)
         if (atomic_load(&g_handler_errors))
             FAIL("%d errors inside the receive handler", atomic_load(&g_handler_errors));
         for (int i = 0; i < BATCHES * PER_BATCH; i++)
-            if (g_imm[i] != 0xA000u + (VIP_UINT32)i)
-                FAIL("message %d carried immediate 0x%x", i, g_imm[i]);
+            if (g_imm[i] != 0xA000u + (VIP_UINT32)i) FAIL("message %d carried immediate 0x%x", i, g_imm[i]);
         VIP_BOOLEAN s, r;
         VIP_VI_STATE st;
         CHECK(VipQueryVi(vi, &st, &ra, &s, &r));
-        if (r)
-            FAIL("the handler's re-posted receives are missing from the queue");
+        if (r) FAIL("the handler's re-posted receives are missing from the queue");
     }
     barrier();
     CHECK(VipDisconnect(vi));
@@ -215,8 +203,7 @@ int main(void)
     double took = now_ms() - t0;
     if (rc != VIP_TIMEOUT && rc != VIP_NO_MATCH)
         FAIL("unmatched peer request: VipConnectPeerWait returned %s", VipxReturnString(rc));
-    if (took < 100 || took > 5000)
-        FAIL("unmatched peer request (150 ms timeout) ended after %.0f ms", took);
+    if (took < 100 || took > 5000) FAIL("unmatched peer request (150 ms timeout) ended after %.0f ms", took);
     if (state_of(lonely) != VIP_STATE_IDLE)
         FAIL("VI in state %d after an unmatched peer request", (int)state_of(lonely));
     CHECK(VipDestroyVi(lonely));

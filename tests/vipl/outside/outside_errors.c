@@ -21,8 +21,7 @@
 static atomic_int async_errors;
 static VIP_ERROR_CODE last_async;
 
-static void on_error(VIP_PVOID ctx, VIP_ERROR_DESCRIPTOR *e)
-{
+static void on_error(VIP_PVOID ctx, VIP_ERROR_DESCRIPTOR *e) {
     (void)ctx;
     last_async = e->ErrorCode;
     atomic_fetch_add(&async_errors, 1);
@@ -31,9 +30,8 @@ static void on_error(VIP_PVOID ctx, VIP_ERROR_DESCRIPTOR *e)
 /* A send that must complete with one of the `want` error bits (or be refused
  * at post with VIP_INVALID_PARAMETER / VIP_DESCRIPTOR_ERROR when refusing is
  * allowed). */
-static void bad_send(VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE dmh, VIP_UINT32 want,
-                     int may_refuse, const char *what)
-{
+static void bad_send(VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE dmh, VIP_UINT32 want, int may_refuse,
+                     const char *what) {
     VIP_RETURN rc = VipPostSend(vi, d, dmh);
     if (rc != VIP_SUCCESS) {
         if (may_refuse && (rc == VIP_INVALID_PARAMETER || rc == VIP_DESCRIPTOR_ERROR)) {
@@ -44,25 +42,21 @@ static void bad_send(VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE dmh, VI
     }
     VIP_DESCRIPTOR *done = NULL;
     rc = VipSendWait(vi, 5000, &done);
-    if (rc != VIP_SUCCESS)
-        FAIL("%s: VipSendWait returned %s (descriptor never completed)", what, VipxReturnString(rc));
-    if (done != d)
-        FAIL("%s: another descriptor came back", what);
+    if (rc != VIP_SUCCESS) FAIL("%s: VipSendWait returned %s (descriptor never completed)", what, VipxReturnString(rc));
+    if (done != d) FAIL("%s: another descriptor came back", what);
     if (!(d->CS.Status & VIP_STATUS_DONE) || !(d->CS.Status & want))
         FAIL("%s: status %s", what, status_str(d->CS.Status));
     printf("outside_errors: %s: %s\n", what, status_str(d->CS.Status));
 }
 
-static void good_send_desc(VIP_DESCRIPTOR *d, char *buf, VIP_UINT32 len, VIP_MEM_HANDLE mh)
-{
+static void good_send_desc(VIP_DESCRIPTOR *d, char *buf, VIP_UINT32 len, VIP_MEM_HANDLE mh) {
     memset(d, 0, sizeof(VIP_CONTROL_SEGMENT));
     d->CS.SegCount = 1;
     d->CS.Length = len;
     set_seg(d, 0, buf, len, mh);
 }
 
-int main(void)
-{
+int main(void) {
     int rank = outside_join("outside_errors");
     int peer = 1 - rank;
     VIP_NIC_HANDLE nic;
@@ -137,8 +131,7 @@ int main(void)
             VIP_DESCRIPTOR *d;
             rc = VipSendWait(vi, 5000, &d);
             if (rc != VIP_SUCCESS || d != sd || !(sd->CS.Status & VIP_STATUS_ERROR_MASK))
-                FAIL("send posted on an Idle VI: %s, status %s", VipxReturnString(rc),
-                     status_str(sd->CS.Status));
+                FAIL("send posted on an Idle VI: %s, status %s", VipxReturnString(rc), status_str(sd->CS.Status));
             printf("outside_errors: send on an Idle VI: %s\n", status_str(sd->CS.Status));
         } else if (rc != VIP_INVALID_STATE) {
             FAIL("send posted on an Idle VI: VipPostSend returned %s", VipxReturnString(rc));
@@ -196,8 +189,7 @@ int main(void)
         memset(big, 0, sizeof(VIP_CONTROL_SEGMENT));
         big->CS.SegCount = (VIP_UINT16)n;
         big->CS.Length = (VIP_UINT32)n;
-        for (VIP_ULONG i = 0; i < n; i++)
-            set_seg(big, (int)i, sbuf + i, 1, ar.mh);
+        for (VIP_ULONG i = 0; i < n; i++) set_seg(big, (int)i, sbuf + i, 1, ar.mh);
         bad_send(vi, big, ar.mh, VIP_STATUS_FORMAT_ERROR, 1, "SegCount over MaxSegmentsPerDesc");
         /* Length is not the sum of the segments. */
         good_send_desc(sd, sbuf, 10, ar.mh);
@@ -205,8 +197,7 @@ int main(void)
         bad_send(vi, sd, ar.mh, VIP_STATUS_FORMAT_ERROR, 0, "Length != sum of segment lengths");
         /* Longer than the VI's MaxTransferSize (1024). */
         good_send_desc(sd, sbuf, 2048, ar.mh);
-        bad_send(vi, sd, ar.mh, VIP_STATUS_FORMAT_ERROR | VIP_STATUS_LENGTH_ERROR, 1,
-                 "send over MaxTransferSize");
+        bad_send(vi, sd, ar.mh, VIP_STATUS_FORMAT_ERROR | VIP_STATUS_LENGTH_ERROR, 1, "send over MaxTransferSize");
         /* The descriptor itself outside the region its handle names. */
         good_send_desc(sd, sbuf, 5, ar.mh);
         {
@@ -220,13 +211,12 @@ int main(void)
                     printf("outside_errors: descriptor outside its region: VIP_ERROR_POST_DESC\n");
                 else
                     FAIL("descriptor posted with a handle that does not cover it: wait %s, status %s, "
-                         "%d async errors", VipxReturnString(rc), status_str(sd->CS.Status),
-                         atomic_load(&async_errors));
+                         "%d async errors",
+                         VipxReturnString(rc), status_str(sd->CS.Status), atomic_load(&async_errors));
             } else if (rc != VIP_INVALID_PARAMETER) {
                 FAIL("descriptor posted with a handle that does not cover it: %s", VipxReturnString(rc));
             } else {
-                printf("outside_errors: descriptor outside its region: refused at post (%s)\n",
-                       VipxReturnString(rc));
+                printf("outside_errors: descriptor outside its region: refused at post (%s)\n", VipxReturnString(rc));
             }
         }
         /* None reached the peer: its first receive gets this one. */
@@ -250,8 +240,7 @@ int main(void)
     } else {
         VIP_DESCRIPTOR *d;
         CHECK(VipRecvWait(vi, 10000, &d));
-        if (d != rd[0])
-            FAIL("first receive back is not the first posted");
+        if (d != rd[0]) FAIL("first receive back is not the first posted");
         expect_ok(d, VIP_STATUS_OP_RECEIVE, "receive after the bad sends");
         if (d->CS.Length != 15 || strcmp(rbuf[0], "good after bad"))
             FAIL("first message: %u bytes '%.20s' (a bad send reached us?)", d->CS.Length, rbuf[0]);
@@ -264,27 +253,22 @@ int main(void)
         good_send_desc(rd[3], own, 1024, own_mh);
         CHECK(VipPostRecv(vi, rd[3], ar.mh));
         VIP_RETURN rc = VipDeregisterMem(nic, own, own_mh);
-        printf("outside_errors: VipDeregisterMem of a region a posted receive uses: %s\n",
-               VipxReturnString(rc));
+        printf("outside_errors: VipDeregisterMem of a region a posted receive uses: %s\n", VipxReturnString(rc));
         if (rc != VIP_SUCCESS && rc != VIP_INVALID_STATE)
             FAIL("VipDeregisterMem of memory in use returned %s", VipxReturnString(rc));
         barrier(); /* B1 */
         /* rd[1] (posted first) takes the next message, rd[3] the one after. */
         CHECK(VipRecvWait(vi, 10000, &d));
-        if (d != rd[1])
-            FAIL("second receive back is not rd[1]");
+        if (d != rd[1]) FAIL("second receive back is not rd[1]");
         expect_ok(d, VIP_STATUS_OP_RECEIVE, "second message");
-        if (strcmp(rbuf[1], "second"))
-            FAIL("second message '%.20s'", rbuf[1]);
+        if (strcmp(rbuf[1], "second")) FAIL("second message '%.20s'", rbuf[1]);
         CHECK(VipRecvWait(vi, 10000, &d));
-        if (d != rd[3])
-            FAIL("third receive back is not rd[3]");
+        if (d != rd[3]) FAIL("third receive back is not rd[3]");
         if (rc == VIP_SUCCESS) {
             /* Its memory handle is gone: the NIC may not write there. */
             if (!(d->CS.Status & VIP_STATUS_DONE) || !(d->CS.Status & VIP_STATUS_PROTECTION_ERROR))
                 FAIL("receive into deregistered memory: %s", status_str(d->CS.Status));
-            if (own[0] != 0)
-                FAIL("the NIC wrote into deregistered memory ('%.20s')", own);
+            if (own[0] != 0) FAIL("the NIC wrote into deregistered memory ('%.20s')", own);
             printf("outside_errors: receive into deregistered memory: %s\n", status_str(d->CS.Status));
         } else {
             expect_ok(d, VIP_STATUS_OP_RECEIVE, "receive into a region still registered");
@@ -309,8 +293,8 @@ int main(void)
     free(outside);
     free(l);
     free(p);
-    printf("outside_errors: rank %d ok (%d asynchronous errors, last code %d)\n", rank,
-           atomic_load(&async_errors), atomic_load(&async_errors) ? (int)last_async : -1);
+    printf("outside_errors: rank %d ok (%d asynchronous errors, last code %d)\n", rank, atomic_load(&async_errors),
+           atomic_load(&async_errors) ? (int)last_async : -1);
     vipl_boot_finalize();
     return 0;
 }

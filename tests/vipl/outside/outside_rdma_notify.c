@@ -32,8 +32,7 @@ struct notified {
     VIP_NIC_HANDLE nic;
 };
 
-static void on_done(VIP_PVOID ctx, VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d)
-{
+static void on_done(VIP_PVOID ctx, VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d) {
     struct notified *n = (struct notified *)ctx;
     n->desc = d;
     n->vi = vi;
@@ -41,29 +40,25 @@ static void on_done(VIP_PVOID ctx, VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi, VIP_DES
     atomic_fetch_add(&n->calls, 1);
 }
 
-static void wait_notified(struct notified *n, const char *what)
-{
+static void wait_notified(struct notified *n, const char *what) {
     double deadline = now_ms() + 10000;
     while (atomic_load(&n->calls) == 0) {
-        if (now_ms() > deadline)
-            FAIL("%s: notify handler not called within 10 s", what);
+        if (now_ms() > deadline) FAIL("%s: notify handler not called within 10 s", what);
         usleep(100);
     }
 }
 
-static void expect_mem(VIP_NIC_HANDLE nic, void *p, VIP_MEM_HANDLE mh, VIP_PROTECTION_HANDLE ptag,
-                       VIP_BOOLEAN w, VIP_BOOLEAN r)
-{
+static void expect_mem(VIP_NIC_HANDLE nic, void *p, VIP_MEM_HANDLE mh, VIP_PROTECTION_HANDLE ptag, VIP_BOOLEAN w,
+                       VIP_BOOLEAN r) {
     VIP_MEM_ATTRIBUTES q;
     memset(&q, 0, sizeof q);
     CHECK(VipQueryMem(nic, p, mh, &q));
     if (q.Ptag != ptag || !!q.EnableRdmaWrite != !!w || !!q.EnableRdmaRead != !!r)
-        FAIL("VipQueryMem: ptag %s, write %d, read %d (expected %d, %d)",
-             q.Ptag == ptag ? "ok" : "wrong", q.EnableRdmaWrite, q.EnableRdmaRead, w, r);
+        FAIL("VipQueryMem: ptag %s, write %d, read %d (expected %d, %d)", q.Ptag == ptag ? "ok" : "wrong",
+             q.EnableRdmaWrite, q.EnableRdmaRead, w, r);
 }
 
-int main(void)
-{
+int main(void) {
     int rank = outside_join("outside_rdma_notify");
     int peer = 1 - rank;
     VIP_NIC_HANDLE nic;
@@ -86,7 +81,7 @@ int main(void)
     CHECK(VipSetMemAttributes(nic, ar.base, ar.mh, &ma));
     expect_mem(nic, ar.base, ar.mh, ptag, VIP_TRUE, can_read);
 
-    char *area = arena_get(&ar, LEN);          /* RDMA target / source */
+    char *area = arena_get(&ar, LEN); /* RDMA target / source */
     char *a = arena_get(&ar, SPLIT), *b = arena_get(&ar, LEN - SPLIT);
     VIP_DESCRIPTOR *sd = arena_desc(&ar, 3), *rd = arena_desc(&ar, 2);
 
@@ -105,8 +100,8 @@ int main(void)
     attrs.MaxTransferSize = LEN * 2;
     CHECK(VipSetViAttributes(vi, &attrs));
     CHECK(VipQueryVi(vi, &st, &q, &sqe, &rqe));
-    if (st != VIP_STATE_IDLE || q.MaxTransferSize != LEN * 2 || q.Ptag != ptag ||
-        q.ReliabilityLevel != level || !q.EnableRdmaWrite || !!q.EnableRdmaRead != !!can_read)
+    if (st != VIP_STATE_IDLE || q.MaxTransferSize != LEN * 2 || q.Ptag != ptag || q.ReliabilityLevel != level ||
+        !q.EnableRdmaWrite || !!q.EnableRdmaRead != !!can_read)
         FAIL("VipQueryVi after VipSetViAttributes: state %d mts %lu rel %d w %d r %d", (int)st,
              (unsigned long)q.MaxTransferSize, q.ReliabilityLevel, q.EnableRdmaWrite, q.EnableRdmaRead);
 
@@ -123,12 +118,10 @@ int main(void)
     CHECK(VipConnectPeerRequest(vi, l, p, 10000));
     VIP_VI_ATTRIBUTES ra;
     CHECK(VipConnectPeerWait(vi, &ra));
-    if (!ra.EnableRdmaWrite)
-        FAIL("peer's attributes do not show RDMA write enabled");
+    if (!ra.EnableRdmaWrite) FAIL("peer's attributes do not show RDMA write enabled");
 
     struct target mine = {(VIP_UINT64)(uintptr_t)area, ar.mh, 0}, all[2];
-    if (vipl_boot_allgather(&mine, sizeof mine, all) != VIPL_BOOT_OK)
-        FAIL("allgather");
+    if (vipl_boot_allgather(&mine, sizeof mine, all) != VIPL_BOOT_OK) FAIL("allgather");
     struct target there = all[peer];
 
     if (rank == 0) {
@@ -163,13 +156,11 @@ int main(void)
         expect_ok(rd, VIP_STATUS_OP_REMOTE_RDMA_WRITE, "receive consumed by RDMA write");
         if (!(rd->CS.Status & VIP_STATUS_IMMEDIATE) || rd->CS.ImmediateData != 0x5EED1234u)
             FAIL("immediate data 0x%x, status %s", rd->CS.ImmediateData, status_str(rd->CS.Status));
-        if (!check_fill(area, LEN, 7, 0))
-            FAIL("RDMA-written bytes wrong");
+        if (!check_fill(area, LEN, 7, 0)) FAIL("RDMA-written bytes wrong");
         /* The handler took the descriptor off the queue: nothing left to take. */
         VIP_DESCRIPTOR *d;
         EXPECT_RC(VipRecvDone(vi, &d), VIP_NOT_DONE);
-        if (atomic_load(&recv_note.calls) != 1)
-            FAIL("recv handler called %d times", atomic_load(&recv_note.calls));
+        if (atomic_load(&recv_note.calls) != 1) FAIL("recv handler called %d times", atomic_load(&recv_note.calls));
         barrier(); /* B2 */
 
         if (can_read) {
@@ -185,11 +176,9 @@ int main(void)
             set_seg(sd, 2, b, LEN - SPLIT, ar.mh);
             CHECK(VipPostSend(vi, sd, ar.mh));
             CHECK(VipSendWait(vi, 10000, &d));
-            if (d != sd)
-                FAIL("VipSendWait returned another descriptor");
+            if (d != sd) FAIL("VipSendWait returned another descriptor");
             expect_ok(sd, VIP_STATUS_OP_RDMA_READ, "RDMA read");
-            if (!check_fill(a, SPLIT, 9, 0) || !check_fill(b, LEN - SPLIT, 9, SPLIT))
-                FAIL("RDMA-read bytes wrong");
+            if (!check_fill(a, SPLIT, 9, 0) || !check_fill(b, LEN - SPLIT, 9, SPLIT)) FAIL("RDMA-read bytes wrong");
         }
         barrier(); /* B3 */
     }

@@ -25,8 +25,7 @@ static char *g_rbuf[2][NMSG];
 static VIP_DESCRIPTOR *g_sd;
 static char *g_sbuf;
 
-static void post_receives(int v)
-{
+static void post_receives(int v) {
     for (int i = 0; i < NMSG; i++) {
         memset(g_rd[v][i], 0, sizeof(VIP_CONTROL_SEGMENT));
         g_rd[v][i]->CS.SegCount = 1;
@@ -37,8 +36,7 @@ static void post_receives(int v)
     }
 }
 
-static void send_msg(int v, const char *text)
-{
+static void send_msg(int v, const char *text) {
     strcpy(g_sbuf, text);
     memset(g_sd, 0, sizeof(VIP_CONTROL_SEGMENT));
     g_sd->CS.SegCount = 1;
@@ -50,20 +48,16 @@ static void send_msg(int v, const char *text)
     expect_ok(g_sd, VIP_STATUS_OP_SEND, text);
 }
 
-static void expect_msg(int v, int i, const char *text)
-{
+static void expect_msg(int v, int i, const char *text) {
     VIP_DESCRIPTOR *d;
     CHECK(VipRecvWait(g_vi[v], 10000, &d));
-    if (d != g_rd[v][i])
-        FAIL("VI %d: receive %d came back out of order", v, i);
+    if (d != g_rd[v][i]) FAIL("VI %d: receive %d came back out of order", v, i);
     expect_ok(d, VIP_STATUS_OP_RECEIVE, text);
-    if (strcmp(g_rbuf[v][i], text))
-        FAIL("VI %d receive %d: got '%.*s', expected '%s'", v, i, MSG, g_rbuf[v][i], text);
+    if (strcmp(g_rbuf[v][i], text)) FAIL("VI %d receive %d: got '%.*s', expected '%s'", v, i, MSG, g_rbuf[v][i], text);
 }
 
 /* Disconnect and take back every receive still posted (flushed). */
-static void disconnect_and_drain(int v)
-{
+static void disconnect_and_drain(int v) {
     CHECK(VipDisconnect(g_vi[v]));
     VIP_DESCRIPTOR *d;
     while (VipRecvDone(g_vi[v], &d) == VIP_SUCCESS)
@@ -72,8 +66,7 @@ static void disconnect_and_drain(int v)
                  (char *)d->DS[0].Local.Data.Address);
 }
 
-static void *request_thread(void *arg)
-{
+static void *request_thread(void *arg) {
     VIP_VI_ATTRIBUTES ra;
     VIP_NET_ADDRESS *l = local_addr(g_nic, "cli-0"), *srv = peer_addr(g_nic, 0, "outside-multi");
     VIP_RETURN rc = VipConnectRequest(g_vi[0], l, srv, 10000, &ra);
@@ -83,8 +76,7 @@ static void *request_thread(void *arg)
     return NULL;
 }
 
-int main(void)
-{
+int main(void) {
     int rank = outside_join("outside_reconnect");
     int peer = 1 - rank;
     CHECK(VipOpenNic(NULL, &g_nic));
@@ -122,11 +114,9 @@ int main(void)
                 FAIL("RemoteAddr discriminator '%.*s' is not the client's", from->DiscriminatorLen, disc);
             client_vi[k] = disc[4] - '0';
         }
-        if (client_vi[0] == client_vi[1])
-            FAIL("both requests name client VI %d", client_vi[0]);
+        if (client_vi[0] == client_vi[1]) FAIL("both requests name client VI %d", client_vi[0]);
         /* Server VI v takes client VI 1-v: accept in the opposite order of arrival. */
-        for (int k = 1; k >= 0; k--)
-            CHECK(VipConnectAccept(conn[k], g_vi[1 - client_vi[k]]));
+        for (int k = 1; k >= 0; k--) CHECK(VipConnectAccept(conn[k], g_vi[1 - client_vi[k]]));
         for (int v = 0; v < 2; v++) {
             snprintf(text, sizeof text, "server VI %d to client VI %d", v, 1 - v);
             send_msg(v, text);
@@ -140,13 +130,11 @@ int main(void)
     } else {
         VIP_RETURN rc0 = VIP_NOT_DONE;
         pthread_t t;
-        if (pthread_create(&t, NULL, request_thread, &rc0))
-            FAIL("pthread_create");
+        if (pthread_create(&t, NULL, request_thread, &rc0)) FAIL("pthread_create");
         VIP_NET_ADDRESS *l = local_addr(g_nic, "cli-1"), *srv = peer_addr(g_nic, 0, "outside-multi");
         CHECK(VipConnectRequest(g_vi[1], l, srv, 10000, &ra));
         pthread_join(t, NULL);
-        if (rc0 != VIP_SUCCESS)
-            FAIL("the first request (thread) returned %s", VipxReturnString(rc0));
+        if (rc0 != VIP_SUCCESS) FAIL("the first request (thread) returned %s", VipxReturnString(rc0));
         free(l);
         free(srv);
         /* client VI c is connected to server VI 1-c */
@@ -161,8 +149,7 @@ int main(void)
     }
     barrier();
     /* Each VI received one message; its other receives come back flushed. */
-    for (int v = 0; v < 2; v++)
-        disconnect_and_drain(v);
+    for (int v = 0; v < 2; v++) disconnect_and_drain(v);
     barrier();
 
     /* ---- the same VIs again, crosswise, peer to peer ----------------------- */
@@ -184,8 +171,7 @@ int main(void)
         free(l);
         free(p);
     }
-    for (int v = 0; v < 2; v++)
-        CHECK(VipConnectPeerWait(g_vi[v], &ra));
+    for (int v = 0; v < 2; v++) CHECK(VipConnectPeerWait(g_vi[v], &ra));
     for (int i = 0; i < NMSG; i++)
         for (int v = 0; v < 2; v++) {
             snprintf(text, sizeof text, "again %d from rank %d VI %d", i, rank, v);

@@ -19,8 +19,8 @@ namespace vipl::common {
 // "CONN_LOST" for VIP_ERROR_CONN_LOST, as the spec's names go; "?" for a code
 // outside the spec.
 inline const char *error_code_name(VIP_ERROR_CODE c) {
-    static const char *const names[] = {"POST_DESC",  "CONN_LOST",  "RECVQ_EMPTY",    "VI_OVERRUN",
-                                        "RDMAW_PROT", "RDMAW_DATA", "RDMAW_ABORT",    "RDMAR_PROT",
+    static const char *const names[] = {"POST_DESC",  "CONN_LOST",      "RECVQ_EMPTY", "VI_OVERRUN",
+                                        "RDMAW_PROT", "RDMAW_DATA",     "RDMAW_ABORT", "RDMAR_PROT",
                                         "COMP_PROT",  "RDMA_TRANSPORT", "CATASTROPHIC"};
     static_assert(sizeof names / sizeof names[0] == VIP_ERROR_CATASTROPHIC + 1);
     return (c >= 0 && c <= VIP_ERROR_CATASTROPHIC) ? names[c] : "?";
@@ -30,8 +30,7 @@ inline const char *error_code_name(VIP_ERROR_CODE c) {
 // CQ (either may be null).  The opcode is the descriptor's operation; the
 // NIC handle is the one the erring object was made through.
 inline VIP_ERROR_DESCRIPTOR make_error_descriptor(VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi, VIP_CQ_HANDLE cq,
-                                                  const VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc,
-                                                  VIP_ERROR_CODE ec) {
+                                                  const VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc, VIP_ERROR_CODE ec) {
     VIP_ERROR_DESCRIPTOR e{};
     e.NicHandle = nic;
     e.ViHandle = vi;
@@ -55,7 +54,10 @@ inline void deliver_error(VIP_ERROR_HANDLER handler, VIP_PVOID ctx, const VIP_ER
     }
     if (e.ErrorCode != VIP_ERROR_CONN_LOST)
         viastack::log::error(layer, "{}asynchronous error VIP_ERROR_{} on {} (register VipErrorCallback to handle it)",
-                             who, error_code_name(e.ErrorCode), e.ViHandle ? "a VI" : e.CQHandle ? "a CQ" : "the NIC");
+                             who, error_code_name(e.ErrorCode),
+                             e.ViHandle       ? "a VI"
+                                 : e.CQHandle ? "a CQ"
+                                              : "the NIC");
 }
 
 } // namespace vipl::common

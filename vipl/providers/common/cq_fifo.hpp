@@ -45,23 +45,19 @@ public:
     // Smallest power of two >= n (at least 1, at most 2^31).
     static uint32_t round_up(uint64_t n) {
         uint32_t p = 1;
-        while (p < n && p < (1u << 31))
-            p <<= 1;
+        while (p < n && p < (1u << 31)) p <<= 1;
         return p;
     }
 
     uint32_t capacity() const { return limit_; }
-    uint64_t size() const {
-        return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
-    }
+    uint64_t size() const { return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire); }
     bool empty() const { return size() == 0; }
 
     // Control path: room for exactly `entries` (1 .. 2^31), keeping the
     // entries held.  False (nothing changed) if they would not fit.
     bool resize(uint64_t entries) {
         SpinGuard g(pop_lock_);
-        if (entries < size() || entries == 0 || entries > (1u << 31))
-            return false;
+        if (entries < size() || entries == 0 || entries > (1u << 31)) return false;
         const uint32_t cap = round_up(entries);
         std::unique_ptr<Entry[]> next(new Entry[cap]);
         uint64_t n = 0;
@@ -78,8 +74,7 @@ public:
     // Producer.
     bool push(const Entry &e) {
         const uint64_t t = tail_.load(std::memory_order_relaxed);
-        if (t - head_.load(std::memory_order_acquire) >= limit_)
-            return false;
+        if (t - head_.load(std::memory_order_acquire) >= limit_) return false;
         ring_[t & mask_] = e;
         tail_.store(t + 1, std::memory_order_release);
         return true;
@@ -118,16 +113,13 @@ public:
         uint64_t out = h;
         for (uint64_t i = h; i != t; i++) {
             const Entry e = ring_[i & mask_];
-            if (!drop(e))
-                ring_[out++ & mask_] = e;
+            if (!drop(e)) ring_[out++ & mask_] = e;
         }
         tail_.store(out, std::memory_order_release);
     }
 
 private:
-    bool empty_hint() const {
-        return head_.load(std::memory_order_relaxed) == tail_.load(std::memory_order_acquire);
-    }
+    bool empty_hint() const { return head_.load(std::memory_order_relaxed) == tail_.load(std::memory_order_acquire); }
     std::unique_ptr<Entry[]> ring_{new Entry[1]};
     uint32_t mask_ = 0;
     uint32_t limit_ = 1;

@@ -92,8 +92,7 @@ inline uint32_t first_data_segment(uint16_t control) {
 // The control segment of a send-queue descriptor: FORMAT_ERROR or 0.
 inline uint32_t check_send_control(const VIP_CONTROL_SEGMENT &cs, const DescriptorRules &rules) {
     const uint16_t op = cs.Control & VIP_CONTROL_OP_MASK;
-    if (op == VIP_CONTROL_OP_RESERVED || (cs.Control & VIP_CONTROL_RESERVED))
-        return VIP_STATUS_FORMAT_ERROR;
+    if (op == VIP_CONTROL_OP_RESERVED || (cs.Control & VIP_CONTROL_RESERVED)) return VIP_STATUS_FORMAT_ERROR;
     const uint32_t first = first_data_segment(cs.Control);
     if (cs.SegCount < first || cs.SegCount > rules.max_seg_count ||
         uint32_t(cs.SegCount) - first > rules.max_data_segments)
@@ -119,8 +118,7 @@ inline uint32_t check_data_segments(const VIP_DESCRIPTOR_SEGMENT *ds, uint32_t n
     uint64_t sum = 0;
     for (uint32_t i = 0; i < n; i++) {
         const VIP_DATA_SEGMENT &s = ds[i].Local;
-        if (s.Length == 0)
-            continue;
+        if (s.Length == 0) continue;
         const auto *r = lookup(s.Handle);
         if (r == nullptr || !region_covers(*r, uintptr_t(s.Data.AddressBits), s.Length))
             return VIP_STATUS_PROTECTION_ERROR;
@@ -143,51 +141,41 @@ inline bool descriptor_registered(const VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, si
 // queue's rules (`control`: check_send_control or check_recv_control), and the
 // whole descriptor lies in the region.  Error bits or 0.
 template <class Lookup, class ControlCheck>
-inline uint32_t check_descriptor(const VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, Lookup &&lookup,
-                                 ControlCheck &&control) {
-    if (!descriptor_registered(d, mh, sizeof(VIP_CONTROL_SEGMENT), lookup))
-        return VIP_STATUS_PROTECTION_ERROR;
-    if (uint32_t e = control(d->CS))
-        return e;
-    if (!descriptor_registered(d, mh, descriptor_bytes(d->CS.SegCount), lookup))
-        return VIP_STATUS_PROTECTION_ERROR;
+inline uint32_t check_descriptor(const VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, Lookup &&lookup, ControlCheck &&control) {
+    if (!descriptor_registered(d, mh, sizeof(VIP_CONTROL_SEGMENT), lookup)) return VIP_STATUS_PROTECTION_ERROR;
+    if (uint32_t e = control(d->CS)) return e;
+    if (!descriptor_registered(d, mh, descriptor_bytes(d->CS.SegCount), lookup)) return VIP_STATUS_PROTECTION_ERROR;
     return 0;
 }
 
 // A descriptor posted on a send queue (VipPostSend).  Error bits or 0; on 0,
 // *total is its Length.
 template <class Lookup, class Sink = NoSegmentSink>
-inline uint32_t check_send(const VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, const DescriptorRules &rules,
-                           Lookup &&lookup, Sink &&sink = {}, uint64_t *total = nullptr) {
+inline uint32_t check_send(const VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, const DescriptorRules &rules, Lookup &&lookup,
+                           Sink &&sink = {}, uint64_t *total = nullptr) {
     if (uint32_t e = check_descriptor(d, mh, lookup,
                                       [&](const VIP_CONTROL_SEGMENT &cs) { return check_send_control(cs, rules); }))
         return e;
     const uint32_t first = first_data_segment(d->CS.Control);
     uint64_t sum = 0;
-    if (uint32_t e = check_data_segments(&d->DS[first], d->CS.SegCount - first, lookup, sink, &sum))
-        return e;
-    if (sum != d->CS.Length)
-        return VIP_STATUS_FORMAT_ERROR;
-    if (sum > rules.max_transfer)
-        return VIP_STATUS_LENGTH_ERROR;
-    if (total)
-        *total = sum;
+    if (uint32_t e = check_data_segments(&d->DS[first], d->CS.SegCount - first, lookup, sink, &sum)) return e;
+    if (sum != d->CS.Length) return VIP_STATUS_FORMAT_ERROR;
+    if (sum > rules.max_transfer) return VIP_STATUS_LENGTH_ERROR;
+    if (total) *total = sum;
     return 0;
 }
 
 // A descriptor posted on a receive queue (VipPostRecv).  Error bits or 0; on
 // 0, *capacity is the bytes its segments can hold.
 template <class Lookup, class Sink = NoSegmentSink>
-inline uint32_t check_recv(const VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, const DescriptorRules &rules,
-                           Lookup &&lookup, Sink &&sink = {}, uint64_t *capacity = nullptr) {
+inline uint32_t check_recv(const VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, const DescriptorRules &rules, Lookup &&lookup,
+                           Sink &&sink = {}, uint64_t *capacity = nullptr) {
     if (uint32_t e = check_descriptor(d, mh, lookup,
                                       [&](const VIP_CONTROL_SEGMENT &cs) { return check_recv_control(cs, rules); }))
         return e;
     uint64_t sum = 0;
-    if (uint32_t e = check_data_segments(&d->DS[0], d->CS.SegCount, lookup, sink, &sum))
-        return e;
-    if (capacity)
-        *capacity = sum;
+    if (uint32_t e = check_data_segments(&d->DS[0], d->CS.SegCount, lookup, sink, &sum)) return e;
+    if (capacity) *capacity = sum;
     return 0;
 }
 

@@ -26,8 +26,7 @@ std::string to_hex(const std::vector<uint8_t> &b) {
 }
 
 bool from_hex(const std::string &s, std::vector<uint8_t> *out) {
-    if (s.empty() || s.size() % 2)
-        return false;
+    if (s.empty() || s.size() % 2) return false;
     auto nibble = [](char c) -> int {
         if (c >= '0' && c <= '9') return c - '0';
         if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -36,8 +35,7 @@ bool from_hex(const std::string &s, std::vector<uint8_t> *out) {
     out->clear();
     for (size_t i = 0; i < s.size(); i += 2) {
         const int hi = nibble(s[i]), lo = nibble(s[i + 1]);
-        if (hi < 0 || lo < 0)
-            return false;
+        if (hi < 0 || lo < 0) return false;
         out->push_back(uint8_t(hi << 4 | lo));
     }
     return true;
@@ -45,12 +43,10 @@ bool from_hex(const std::string &s, std::vector<uint8_t> *out) {
 } // namespace
 
 bool put_host_address(VIP_NET_ADDRESS *out, const std::vector<uint8_t> &bytes) {
-    if (bytes.size() > VIP_MAX_HOST_ADDRESS_LEN)
-        return false;
+    if (bytes.size() > VIP_MAX_HOST_ADDRESS_LEN) return false;
     out->HostAddressLen = uint16_t(bytes.size());
     out->DiscriminatorLen = 0;
-    if (!bytes.empty())
-        std::memcpy(out->HostAddress, bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(out->HostAddress, bytes.data(), bytes.size());
     return true;
 }
 
@@ -66,22 +62,18 @@ void put_rank_number(int rank, VIP_NET_ADDRESS *out) {
 }
 
 int rank_number_of(const VIP_NET_ADDRESS *a, int size) {
-    if (a->HostAddressLen != 2)
-        return -1;
+    if (a->HostAddressLen != 2) return -1;
     const int r = a->HostAddress[0] | a->HostAddress[1] << 8;
     return r < size ? r : -1;
 }
 
 VIP_RETURN autodiscovery(VIP_AUTODISCOVERY_LIST *l, int size,
                          const std::function<VIP_RETURN(int, VIP_NET_ADDRESS *)> &address_of) {
-    if (l->NumAdAddrs && !l->ADAddrArray)
-        return VIP_INVALID_PARAMETER;
+    if (l->NumAdAddrs && !l->ADAddrArray) return VIP_INVALID_PARAMETER;
     const VIP_ULONG room = l->NumAdAddrs;
     for (VIP_ULONG i = 0; i < room && i < VIP_ULONG(size); ++i) {
-        if (!l->ADAddrArray[i])
-            return VIP_INVALID_PARAMETER;
-        if (VIP_RETURN rc = address_of(int(i), l->ADAddrArray[i]); rc != VIP_SUCCESS)
-            return rc;
+        if (!l->ADAddrArray[i]) return VIP_INVALID_PARAMETER;
+        if (VIP_RETURN rc = address_of(int(i), l->ADAddrArray[i]); rc != VIP_SUCCESS) return rc;
     }
     l->NumAdAddrs = VIP_ULONG(size);
     l->NumberOfHops = 1;
@@ -93,8 +85,7 @@ RankDirectory::RankDirectory(std::string_view provider, std::string_view device,
       job_(job) {}
 
 RankDirectory::~RankDirectory() {
-    if (!published_.empty())
-        std::remove(published_.c_str());
+    if (!published_.empty()) std::remove(published_.c_str());
 }
 
 std::string RankDirectory::path_of(int rank) const { return prefix_ + std::to_string(rank); }
@@ -107,22 +98,23 @@ std::string RankDirectory::path_of(int rank) const { return prefix_ + std::to_st
 // open -- is refused, as viastack::shm::open_job_file refuses such names.
 bool RankDirectory::publish(const std::vector<uint8_t> &address, std::string *err) {
     mine_ = address;
-    if (job_.id.empty())
-        return true; // a job of one: nobody else asks
+    if (job_.id.empty()) return true; // a job of one: nobody else asks
     const std::string path = path_of(job_.rank);
-    const std::string fix = " Remove it (rm -f " + path + ") if it is a stale file of yours, or give the job "
-                            "another id (vipl-run picks an unpredictable one unless --job is given).";
+    const std::string fix = " Remove it (rm -f " + path +
+        ") if it is a stale file of yours, or give the job "
+        "another id (vipl-run picks an unpredictable one unless --job is given).";
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
         if (S_ISLNK(st.st_mode)) {
-            *err = path + " is a symbolic link: refused (a viastack job never makes one, so someone may be "
-                          "redirecting the job's name service)." + fix;
+            *err = path +
+                " is a symbolic link: refused (a viastack job never makes one, so someone may be "
+                "redirecting the job's name service)." +
+                fix;
             return false;
         }
         const int old = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         const std::string why = old < 0 ? std::string(std::strerror(errno)) : viastack::shm::private_file_problem(old);
-        if (old >= 0)
-            ::close(old);
+        if (old >= 0) ::close(old);
         if (!why.empty()) {
             *err = path + " refused: " + why + "." + fix;
             return false;
@@ -142,7 +134,7 @@ bool RankDirectory::publish(const std::vector<uint8_t> &address, std::string *er
         const int e = written ? errno : werr;
         ::unlink(tmp.c_str());
         *err = "cannot publish this NIC's address as " + path + ": " + std::strerror(e) +
-               (e == EPERM || e == EACCES ? " (the name belongs to another user)." + fix : std::string());
+            (e == EPERM || e == EACCES ? " (the name belongs to another user)." + fix : std::string());
         return false;
     }
     published_ = path;
@@ -154,14 +146,14 @@ bool RankDirectory::find(int rank, std::vector<uint8_t> *address, std::string *e
         *address = mine_;
         return true;
     }
-    if (job_.id.empty() || rank < 0 || rank >= job_.size)
-        return false;
+    if (job_.id.empty() || rank < 0 || rank >= job_.size) return false;
     const std::string path = path_of(rank);
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         if (errno != ENOENT && err)
-            *err = path + (errno == ELOOP ? std::string(" is a symbolic link: refused (a viastack job never makes one)")
-                                          : std::string(": ") + std::strerror(errno));
+            *err = path +
+                (errno == ELOOP ? std::string(" is a symbolic link: refused (a viastack job never makes one)")
+                                : std::string(": ") + std::strerror(errno));
         return false; // ENOENT: not published (yet)
     }
     const std::string why = viastack::shm::private_file_problem(fd);
@@ -170,13 +162,14 @@ bool RankDirectory::find(int rank, std::vector<uint8_t> *address, std::string *e
     ::close(fd);
     if (!why.empty()) {
         if (err)
-            *err = path + " refused: " + why + ". Another user may be injecting addresses into the job's "
-                          "name service; remove it (rm -f " + path + ") if it is yours.";
+            *err = path + " refused: " + why +
+                ". Another user may be injecting addresses into the job's "
+                "name service; remove it (rm -f " +
+                path + ") if it is yours.";
         return false;
     }
     // A NIC's address is at most 64 bytes: anything longer is not an entry.
-    if (n <= 0 || size_t(n) == sizeof buf)
-        return false;
+    if (n <= 0 || size_t(n) == sizeof buf) return false;
     return from_hex(std::string(buf, size_t(n)), address);
 }
 
@@ -185,24 +178,20 @@ bool RankDirectory::wait_for(int rank, int wait_ms, std::vector<uint8_t> *addres
     std::string why;
     for (int waited = 0; !find(rank, address, &why); waited += 10) {
         if (!why.empty()) { // refused: waiting would not change it
-            if (err)
-                *err = why;
+            if (err) *err = why;
             return false;
         }
-        if (!in_job || waited >= wait_ms)
-            return false; // no such rank, or it never opened its NIC
+        if (!in_job || waited >= wait_ms) return false; // no such rank, or it never opened its NIC
         usleep(10000);
     }
     return true;
 }
 
 int RankDirectory::rank_of(const std::vector<uint8_t> &address) const {
-    if (!mine_.empty() && address == mine_)
-        return job_.rank;
+    if (!mine_.empty() && address == mine_) return job_.rank;
     std::vector<uint8_t> other;
     for (int r = 0; r < job_.size; r++) // a few small files: the name service is not the data path
-        if (r != job_.rank && find(r, &other) && other == address)
-            return r;
+        if (r != job_.rank && find(r, &other) && other == address) return r;
     return -1;
 }
 

@@ -74,8 +74,7 @@ inline void spin_pause(unsigned i) {
 class OwnerBias {
 public:
     // `owner` 0: the first thread that claim()s it.
-    explicit OwnerBias(uintptr_t owner = 0)
-        : owner_(owner), state_(membarrier_ready() ? kAlone : kShared) {}
+    explicit OwnerBias(uintptr_t owner = 0) : owner_(owner), state_(membarrier_ready() ? kAlone : kShared) {}
     OwnerBias(const OwnerBias &) = delete;
     OwnerBias &operator=(const OwnerBias &) = delete;
 

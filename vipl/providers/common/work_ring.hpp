@@ -62,9 +62,7 @@ public:
     }
 
     uint32_t depth() const { return mask_ + 1; }
-    uint64_t posted() const {
-        return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
-    }
+    uint64_t posted() const { return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire); }
     bool empty() const { return posted() == 0; }
     bool full() const { return posted() >= depth(); }
 
@@ -97,8 +95,7 @@ public:
     // the slot be posted again) while it is read; they use take().
     VIP_DESCRIPTOR *oldest() const {
         const uint64_t h = head_.load(std::memory_order_relaxed);
-        if (h == tail_.load(std::memory_order_acquire))
-            return nullptr;
+        if (h == tail_.load(std::memory_order_acquire)) return nullptr;
         return slots_[h & mask_].desc;
     }
 
@@ -108,8 +105,7 @@ public:
     bool all_complete() const {
         const uint64_t t = tail_.load(std::memory_order_acquire);
         for (uint64_t i = head_.load(std::memory_order_relaxed); i != t; i++)
-            if (!descriptor_done(slots_[i & mask_].desc))
-                return false;
+            if (!descriptor_done(slots_[i & mask_].desc)) return false;
         return true;
     }
 

@@ -88,9 +88,7 @@ VIP_RETURN FakeVi::client_result(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP
         state = ViState::Idle;
         prov::copy_cm_data(cm_data.data(), cm_data.size(), data, len);
         return VIP_REJECT;
-    case CmResult::Mismatch:
-        state = ViState::Idle;
-        return VIP_INVALID_RELIABILITY_LEVEL;
+    case CmResult::Mismatch: state = ViState::Idle; return VIP_INVALID_RELIABILITY_LEVEL;
     default: // no answer by the deadline
         state = ViState::Idle;
         cm = CmResult::None;
@@ -130,7 +128,8 @@ VIP_RETURN NicHandle::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeo
     remote->DiscriminatorLen = VIP_UINT16(got->client_disc.size());
     remote->HostAddress[0] = got->client->dev->addr[0];
     remote->HostAddress[1] = got->client->dev->addr[1];
-    if (!got->client_disc.empty()) std::memcpy(remote->HostAddress + 2, got->client_disc.data(), got->client_disc.size());
+    if (!got->client_disc.empty())
+        std::memcpy(remote->HostAddress + 2, got->client_disc.data(), got->client_disc.size());
     if (remote_attr) *remote_attr = got->attr;
     auto *c = new FakeConn;
     c->data_len = got->data.size();
@@ -256,7 +255,8 @@ VIP_RETURN FakeVi::peer_wait(VIP_VI_ATTRIBUTES *remote_attr) {
 VIP_RETURN FakeVi::disconnect() {
     Switchboard &b = board();
     std::lock_guard<std::mutex> g(b.mu);
-    if (state == ViState::Pending) std::erase_if(b.peer_requests, [this](const PeerRequest &r) { return r.vi == this; });
+    if (state == ViState::Pending)
+        std::erase_if(b.peer_requests, [this](const PeerRequest &r) { return r.vi == this; });
     if (cm_client) end_client_request(); // a client request abandoned: its server sees it no more
     if (state == ViState::Connected) {
         FakeVi *p = peer;

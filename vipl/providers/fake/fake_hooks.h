@@ -68,15 +68,15 @@ VIP_RETURN vipl_fake_break_connection(VIP_VI_HANDLE vi);
 
 /* What the switchboard has done since the process started (or the last reset). */
 typedef struct {
-    uint64_t messages;          /* sends and RDMA writes put on the wire */
-    uint64_t delivered;         /* placed at the target (receive or memory) */
-    uint64_t dropped;           /* by a drop fault */
+    uint64_t messages;             /* sends and RDMA writes put on the wire */
+    uint64_t delivered;            /* placed at the target (receive or memory) */
+    uint64_t dropped;              /* by a drop fault */
     uint64_t duplicates_discarded; /* second copies the target recognised */
-    uint64_t reordered;         /* held by a reorder fault */
-    uint64_t delayed;           /* held by a delay fault */
-    uint64_t checksum_failures; /* corrupted messages the target detected */
-    uint64_t no_receive;        /* sends that found no receive posted */
-    uint64_t connections_broken; /* by a fault, an error or vipl_fake_break_connection */
+    uint64_t reordered;            /* held by a reorder fault */
+    uint64_t delayed;              /* held by a delay fault */
+    uint64_t checksum_failures;    /* corrupted messages the target detected */
+    uint64_t no_receive;           /* sends that found no receive posted */
+    uint64_t connections_broken;   /* by a fault, an error or vipl_fake_break_connection */
 } vipl_fake_stats;
 
 void vipl_fake_get_stats(vipl_fake_stats *out);

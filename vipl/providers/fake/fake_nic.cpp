@@ -26,9 +26,9 @@ NicHandle::~NicHandle() {
 
 VIP_RETURN NicHandle::query(VIP_NIC_ATTRIBUTES *a) {
     // Thread safe: one mutex guards the switchboard.
-    vipl::common::fill_nic_attributes(a, {dev->name.c_str(), 0x4641 /* "FA": fake */, dev->addr, true, kMaxRegions,
-                                          kMaxVi, kQueueDepth, kMaxSegments, kMaxCq, kMaxCqEntries, kMaxTransfer,
-                                          kMaxPtags});
+    vipl::common::fill_nic_attributes(a,
+                                      {dev->name.c_str(), 0x4641 /* "FA": fake */, dev->addr, true, kMaxRegions, kMaxVi,
+                                       kQueueDepth, kMaxSegments, kMaxCq, kMaxCqEntries, kMaxTransfer, kMaxPtags});
     return VIP_SUCCESS;
 }
 
@@ -63,8 +63,7 @@ VIP_RETURN NicHandle::register_mem(void *addr, VIP_ULONG len, const prov::MemAtt
         Region &r = dev->regions[idx];
         if (r.handle != 0) continue;
         if (++dev->region_gen == 0 || dev->region_gen > 0xffff) dev->region_gen = 1;
-        r = Region{reinterpret_cast<uintptr_t>(addr), len, t, a.rdma_write, a.rdma_read,
-                   (dev->region_gen << 16) | idx};
+        r = Region{reinterpret_cast<uintptr_t>(addr), len, t, a.rdma_write, a.rdma_read, (dev->region_gen << 16) | idx};
         ++t->refs;
         dev->region_hint = idx % kMaxRegions + 1;
         *out = r.handle;
@@ -102,8 +101,7 @@ VIP_RETURN NicHandle::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pr
     if (!r || !common::range_covers(r->base, r->len, reinterpret_cast<uintptr_t>(addr), 1))
         return VIP_INVALID_PARAMETER;
     Region &w = dev->regions[mh & 0xffff];
-    if (VIP_RETURN rc = common::check_tag_change(w.moved, w.ptag != t, a.rdma_write || a.rdma_read);
-        rc != VIP_SUCCESS)
+    if (VIP_RETURN rc = common::check_tag_change(w.moved, w.ptag != t, a.rdma_write || a.rdma_read); rc != VIP_SUCCESS)
         return rc;
     w.moved = w.moved || w.ptag != t;
     --w.ptag->refs;
@@ -195,8 +193,7 @@ int NicHandle::address_rank(const VIP_NET_ADDRESS *a) { return common::rank_numb
 
 VIP_RETURN NicHandle::ns_other_name(const char *name, VIP_NET_ADDRESS *out, VIP_ULONG index) {
     int n = -1, used = 0;
-    if (index != 0 || std::sscanf(name, "fake%d%n", &n, &used) != 1 || name[used] != '\0' || n < 0 ||
-        n >= kMaxDevices)
+    if (index != 0 || std::sscanf(name, "fake%d%n", &n, &used) != 1 || name[used] != '\0' || n < 0 || n >= kMaxDevices)
         return VIP_ERROR_NAMESERVICE;
     out->HostAddressLen = 2;
     out->DiscriminatorLen = 0;

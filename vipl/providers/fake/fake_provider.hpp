@@ -28,11 +28,11 @@
 
 namespace vipl::fake {
 
-constexpr int kMaxDevices = 64;            // fake0 .. fake63
+constexpr int kMaxDevices = 64; // fake0 .. fake63
 constexpr uint32_t kMaxVi = 1024;
 constexpr uint32_t kMaxRegions = 65535;
-constexpr uint32_t kQueueDepth = 1024;     // descriptors per work queue (a power of two)
-constexpr uint32_t kMaxSegments = 252;     // data segments (SegCount <= 253 with the address segment)
+constexpr uint32_t kQueueDepth = 1024; // descriptors per work queue (a power of two)
+constexpr uint32_t kMaxSegments = 252; // data segments (SegCount <= 253 with the address segment)
 constexpr uint32_t kMaxTransfer = 64 * 1024;
 constexpr uint32_t kMaxCq = 1024;
 constexpr uint32_t kMaxCqEntries = 1u << 20;
@@ -101,7 +101,7 @@ public:
     void complete_send(VIP_DESCRIPTOR *d, uint32_t status);
     void complete_recv(VIP_DESCRIPTOR *d, uint32_t status);
     VIP_DESCRIPTOR *take_recv(uint64_t *capacity); // the next posted receive not yet complete
-    void flush();                                   // completes everything posted with DESC_FLUSHED_ERROR
+    void flush();                                  // completes everything posted with DESC_FLUSHED_ERROR
     void make_connected(FakeVi *peer_vi);
     void do_rdma_read(VIP_DESCRIPTOR *d);
 
@@ -212,7 +212,7 @@ public:
 struct FaultRule {
     FakeVi *vi = nullptr; // nullptr: every VI
     vipl_fake_fault fault = VIPL_FAKE_DROP;
-    unsigned count = 0;        // next-N rule: messages left; 0 with random
+    unsigned count = 0; // next-N rule: messages left; 0 with random
     bool random = false;
     double probability = 0;
     uint64_t rng = 0;
@@ -222,8 +222,8 @@ struct FaultRule {
 // A message a delay or a reorder holds back.
 struct Held {
     Message m;
-    unsigned posts_left = 0;   // delay: posts until it is released
-    bool after_next = false;   // reorder: released after the next message of its VI
+    unsigned posts_left = 0; // delay: posts until it is released
+    bool after_next = false; // reorder: released after the next message of its VI
 };
 
 // The process-wide switchboard: the devices, connection requests, held
@@ -246,10 +246,10 @@ public:
     std::vector<FakeCq *> notify_cqs;
 
     // ---- transfer (fake_wire.cpp); caller holds mu --------------------------
-    void send_message(Message &&m);    // applies faults, then delivers or holds
+    void send_message(Message &&m); // applies faults, then delivers or holds
     void deliver(Message &m);
-    void count_post();                 // a post happened: delays count down
-    void release_after(FakeVi *src);   // a message of src arrived: reorders behind it go
+    void count_post();               // a post happened: delays count down
+    void release_after(FakeVi *src); // a message of src arrived: reorders behind it go
     void release_ready();
     void break_connection(FakeVi *vi, VIP_ERROR_CODE mine, VIP_DESCRIPTOR *d, VIP_ERROR_CODE theirs);
     void set_error(FakeVi *vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *d);

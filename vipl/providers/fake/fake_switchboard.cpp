@@ -32,8 +32,7 @@ uint64_t checksum(const std::vector<uint8_t> &bytes) {
 }
 
 VIP_RETURN parse_address(const VIP_NET_ADDRESS *a, Device **out) {
-    if (!a || a->HostAddressLen != 2 || a->DiscriminatorLen > VIP_MAX_DISCRIMINATOR_LEN)
-        return VIP_INVALID_PARAMETER;
+    if (!a || a->HostAddressLen != 2 || a->DiscriminatorLen > VIP_MAX_DISCRIMINATOR_LEN) return VIP_INVALID_PARAMETER;
     const int idx = a->HostAddress[0] | (a->HostAddress[1] << 8);
     if (idx >= kMaxDevices) return VIP_INVALID_PARAMETER;
     *out = board().devices[idx]; // nullptr: a NIC nobody opened (requests to it time out)
@@ -90,8 +89,8 @@ void Switchboard::stop_agent() {
 void Switchboard::report(FakeVi *vi, FakeCq *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc, VIP_ERROR_CODE ec) {
     NicHandle *h = vi ? vi->owner : cq ? cq->owner : nullptr;
     if (!h) return;
-    const VIP_ERROR_DESCRIPTOR e = vipl::common::make_error_descriptor(
-        h->api_handle, vi ? vi->api_handle : nullptr, cq ? cq->api_handle : nullptr, d, rc, ec);
+    const VIP_ERROR_DESCRIPTOR e = vipl::common::make_error_descriptor(h->api_handle, vi ? vi->api_handle : nullptr,
+                                                                       cq ? cq->api_handle : nullptr, d, rc, ec);
     Device *dev = h->dev;
     run_on_agent([this, e, h, dev] {
         VIP_ERROR_HANDLER fn = nullptr;
@@ -120,9 +119,8 @@ void Switchboard::settle() {
             const VIP_RETURN rc = recv ? vi->rq.reap(&d, [] {}) : vi->sq.reap(&d, [] {});
             if (rc != VIP_SUCCESS) continue;
             n.armed = false;
-            run_on_agent([h = n.h, ctx = n.ctx, nic = vi->owner->api_handle, v = vi->api_handle, d] {
-                h(ctx, nic, v, d);
-            });
+            run_on_agent(
+                [h = n.h, ctx = n.ctx, nic = vi->owner->api_handle, v = vi->api_handle, d] { h(ctx, nic, v, d); });
         }
         if (!vi->notify_send.armed && !vi->notify_recv.armed) notify_vis.erase(notify_vis.begin() + long(i));
         else ++i;
@@ -132,8 +130,8 @@ void Switchboard::settle() {
         CqEntry e;
         if (cq->armed && cq->fifo.pop(&e)) {
             cq->armed = false;
-            run_on_agent([h = cq->notify_h, ctx = cq->notify_ctx, nic = cq->owner->api_handle,
-                          v = e.vi->api_handle, recv = e.recv] { h(ctx, nic, v, recv ? VIP_TRUE : VIP_FALSE); });
+            run_on_agent([h = cq->notify_h, ctx = cq->notify_ctx, nic = cq->owner->api_handle, v = e.vi->api_handle,
+                          recv = e.recv] { h(ctx, nic, v, recv ? VIP_TRUE : VIP_FALSE); });
         }
         if (!cq->armed) notify_cqs.erase(notify_cqs.begin() + long(i));
         else ++i;

@@ -131,8 +131,8 @@ VIP_RETURN FakeVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     rq.publish();
     ++rq_posted;
     uint64_t capacity = 0;
-    const uint32_t err = common::check_recv(d, mh, rules(), [this](VIP_MEM_HANDLE h) { return region(h); },
-                                            common::NoSegmentSink{}, &capacity);
+    const uint32_t err = common::check_recv(
+        d, mh, rules(), [this](VIP_MEM_HANDLE h) { return region(h); }, common::NoSegmentSink{}, &capacity);
     s.info.capacity = capacity;
     if (err) {
         complete_recv(d, VIP_STATUS_OP_RECEIVE | err);
@@ -190,8 +190,12 @@ VIP_RETURN arm(FakeVi *vi, DescNotify &n, VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_H
 }
 } // namespace
 
-VIP_RETURN FakeVi::send_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) { return arm(this, notify_send, ctx, h); }
-VIP_RETURN FakeVi::recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) { return arm(this, notify_recv, ctx, h); }
+VIP_RETURN FakeVi::send_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) {
+    return arm(this, notify_send, ctx, h);
+}
+VIP_RETURN FakeVi::recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) {
+    return arm(this, notify_recv, ctx, h);
+}
 
 VIP_RETURN FakeVi::query(VIP_VI_STATE *st, prov::ViAttr *a, bool *sq_empty, bool *rq_empty) {
     std::lock_guard<std::mutex> g(board().mu);

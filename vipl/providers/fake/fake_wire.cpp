@@ -121,8 +121,7 @@ void Switchboard::release_ready() {
             const Held &h = held[i];
             if (h.after_next || h.posts_left > 0) continue;
             const bool blocked = h.m.src->reliable() &&
-                                 std::any_of(held.begin(), held.begin() + long(i),
-                                             [&](const Held &x) { return x.m.src == h.m.src; });
+                std::any_of(held.begin(), held.begin() + long(i), [&](const Held &x) { return x.m.src == h.m.src; });
             if (blocked) continue;
             Message m = std::move(held[i].m);
             held.erase(held.begin() + long(i));
@@ -175,8 +174,7 @@ void Switchboard::deliver(Message &m) {
             if (reliable)
                 break_connection(dst, VIP_ERROR_RDMAW_PROT, nullptr,
                                  dst->rr() ? VIP_ERROR_RDMAW_PROT : VIP_ERROR_CONN_LOST);
-            else
-                report(dst, nullptr, nullptr, VIP_RESOURCE_VI, VIP_ERROR_RDMAW_PROT); // dropped, VI kept
+            else report(dst, nullptr, nullptr, VIP_RESOURCE_VI, VIP_ERROR_RDMAW_PROT); // dropped, VI kept
             return;
         }
         if (len) std::memcpy(reinterpret_cast<void *>(m.raddr), m.payload.data(), len);

@@ -23,12 +23,9 @@ std::vector<uint8_t> HostAddr::bytes() const {
 
 bool HostAddr::from_bytes(const uint8_t *p, size_t n, HostAddr *out) {
     HostAddr a;
-    if (n == 6)
-        a.family = AF_INET;
-    else if (n == 18)
-        a.family = AF_INET6;
-    else
-        return false;
+    if (n == 6) a.family = AF_INET;
+    else if (n == 18) a.family = AF_INET6;
+    else return false;
     std::memcpy(a.ip, p, n - 2);
     a.port = uint16_t(p[n - 2] << 8 | p[n - 1]);
     *out = a;
@@ -88,16 +85,13 @@ bool HostAddr::operator==(const HostAddr &o) const {
 int compare_net_addr(const VIP_NET_ADDRESS *a, const VIP_NET_ADDRESS *b) {
     size_t na = size_t(a->HostAddressLen) + a->DiscriminatorLen;
     size_t nb = size_t(b->HostAddressLen) + b->DiscriminatorLen;
-    if (a->HostAddressLen != b->HostAddressLen)
-        return a->HostAddressLen < b->HostAddressLen ? -1 : 1;
+    if (a->HostAddressLen != b->HostAddressLen) return a->HostAddressLen < b->HostAddressLen ? -1 : 1;
     int c = std::memcmp(a->HostAddress, b->HostAddress, std::min(na, nb));
-    if (c != 0)
-        return c;
+    if (c != 0) return c;
     return na == nb ? 0 : (na < nb ? -1 : 1);
 }
 
-bool resolve_name(const std::string &name, uint16_t default_port, std::vector<HostAddr> *out,
-                  std::string *why) {
+bool resolve_name(const std::string &name, uint16_t default_port, std::vector<HostAddr> *out, std::string *why) {
     std::string host = name, port_text;
     if (!host.empty() && host[0] == '[') { // [v6]:port
         size_t close = host.find(']');
@@ -105,8 +99,7 @@ bool resolve_name(const std::string &name, uint16_t default_port, std::vector<Ho
             *why = "unbalanced '[' in '" + name + "'";
             return false;
         }
-        if (close + 1 < host.size() && host[close + 1] == ':')
-            port_text = host.substr(close + 2);
+        if (close + 1 < host.size() && host[close + 1] == ':') port_text = host.substr(close + 2);
         host = host.substr(1, close - 1);
     } else if (std::count(host.begin(), host.end(), ':') == 1) { // host:port
         size_t colon = host.find(':');
@@ -137,12 +130,10 @@ bool resolve_name(const std::string &name, uint16_t default_port, std::vector<Ho
         return false;
     }
     for (addrinfo *ai = res; ai; ai = ai->ai_next) {
-        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
-            continue;
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
         HostAddr a = HostAddr::from_sockaddr(ai->ai_addr);
         a.port = port;
-        if (std::find(out->begin(), out->end(), a) == out->end())
-            out->push_back(a);
+        if (std::find(out->begin(), out->end(), a) == out->end()) out->push_back(a);
     }
     freeaddrinfo(res);
     if (out->empty()) {
@@ -157,12 +148,10 @@ namespace {
 // IPv4 address of a network interface, for InfiniBand devices (IPoIB).
 bool netdev_ip(const std::string &ifname, HostAddr *out) {
     ifaddrs *ifs = nullptr;
-    if (getifaddrs(&ifs) != 0)
-        return false;
+    if (getifaddrs(&ifs) != 0) return false;
     bool found = false;
     for (ifaddrs *i = ifs; i && !found; i = i->ifa_next) {
-        if (!i->ifa_addr || ifname != i->ifa_name)
-            continue;
+        if (!i->ifa_addr || ifname != i->ifa_name) continue;
         if (i->ifa_addr->sa_family == AF_INET) {
             *out = HostAddr::from_sockaddr(i->ifa_addr);
             found = true;
@@ -183,19 +172,16 @@ bool device_ip(ibv_context *ctx, uint8_t port, HostAddr *out, std::string *why) 
     HostAddr v6;
     for (int i = 0; i < pa.gid_tbl_len; i++) {
         ibv_gid gid{};
-        if (ibv_query_gid(ctx, port, i, &gid) != 0)
-            continue;
+        if (ibv_query_gid(ctx, port, i, &gid) != 0) continue;
         in6_addr a;
         std::memcpy(&a, gid.raw, 16);
-        if (IN6_IS_ADDR_UNSPECIFIED(&a))
-            continue;
+        if (IN6_IS_ADDR_UNSPECIFIED(&a)) continue;
         if (pa.link_layer == IBV_LINK_LAYER_ETHERNET && IN6_IS_ADDR_V4MAPPED(&a)) {
             out->family = AF_INET;
             std::memcpy(out->ip, a.s6_addr + 12, 4);
             return true; // IPv4 is preferred: rdma_cm resolves it most reliably
         }
-        if (pa.link_layer == IBV_LINK_LAYER_ETHERNET && !IN6_IS_ADDR_LINKLOCAL(&a) &&
-            v6.family == 0) {
+        if (pa.link_layer == IBV_LINK_LAYER_ETHERNET && !IN6_IS_ADDR_LINKLOCAL(&a) && v6.family == 0) {
             v6.family = AF_INET6;
             std::memcpy(v6.ip, a.s6_addr, 16);
         }
@@ -205,8 +191,7 @@ bool device_ip(ibv_context *ctx, uint8_t port, HostAddr *out, std::string *why) 
         return true;
     }
     // InfiniBand: GIDs are not IP addresses; use the IPoIB interface of the device.
-    std::string dir = std::string("/sys/class/infiniband/") + ibv_get_device_name(ctx->device) +
-                      "/device/net";
+    std::string dir = std::string("/sys/class/infiniband/") + ibv_get_device_name(ctx->device) + "/device/net";
     if (DIR *d = opendir(dir.c_str())) {
         while (dirent *e = readdir(d)) {
             if (e->d_name[0] != '.' && netdev_ip(e->d_name, out)) {

@@ -41,8 +41,7 @@ int compare_net_addr(const VIP_NET_ADDRESS *a, const VIP_NET_ADDRESS *b);
 
 // Resolves "host", "host:port", "[v6]:port" with getaddrinfo.  default_port is
 // used when the name has none (0: a port is required).  Returns all results.
-bool resolve_name(const std::string &name, uint16_t default_port, std::vector<HostAddr> *out,
-                  std::string *why);
+bool resolve_name(const std::string &name, uint16_t default_port, std::vector<HostAddr> *out, std::string *why);
 
 // The IP address bound to an RDMA device port, from its GID table (RoCE: IPv4-mapped
 // or global IPv6 GIDs) or, for InfiniBand, from the IPoIB interface of the device.

@@ -56,10 +56,10 @@ std::vector<uint8_t> digest_of(const std::vector<uint8_t> &d) {
 
 // Waits (pumping connection events) until pred() or the deadline.  The events
 // are pumped at least once, so a deadline already past (Timeout 0) polls.
-template <class Pred> bool pump_until(VerbsNic &nic, Clock::time_point deadline, Pred pred) {
+template <class Pred>
+bool pump_until(VerbsNic &nic, Clock::time_point deadline, Pred pred) {
     for (;;) {
-        if (pred())
-            return true;
+        if (pred()) return true;
         auto now = Clock::now();
         if (now >= deadline) {
             nic.pump_cm(0);
@@ -96,11 +96,9 @@ rdma_conn_param conn_param(VerbsVi &vi, const void *priv, size_t len) {
     return p;
 }
 
-
 // Checks a VIP_NET_ADDRESS given as "local": the host part (if any) must be ours.
 VIP_RETURN check_local(VerbsNic &nic, const VIP_NET_ADDRESS *a) {
-    if (a->DiscriminatorLen > kMaxDiscriminator)
-        return VIP_INVALID_PARAMETER;
+    if (a->DiscriminatorLen > kMaxDiscriminator) return VIP_INVALID_PARAMETER;
     if (a->HostAddressLen != 0 &&
         (a->HostAddressLen != nic.local_addr_bytes.size() ||
          std::memcmp(a->HostAddress, nic.local_addr_bytes.data(), a->HostAddressLen) != 0))
@@ -108,27 +106,22 @@ VIP_RETURN check_local(VerbsNic &nic, const VIP_NET_ADDRESS *a) {
     return VIP_SUCCESS;
 }
 
-
 Clock::time_point deadline_of(VIP_ULONG timeout_ms) {
-    if (timeout_ms == VIP_INFINITE)
-        return Clock::time_point::max();
+    if (timeout_ms == VIP_INFINITE) return Clock::time_point::max();
     return Clock::now() + std::chrono::milliseconds(timeout_ms);
 }
 
 EncodedDisc encode_disc(const std::vector<uint8_t> &d, size_t room) {
-    if (d.size() <= kRawDiscriminator && d.size() <= room)
-        return {d, false};
+    if (d.size() <= kRawDiscriminator && d.size() <= room) return {d, false};
     return {digest_of(d), true};
 }
 
 bool disc_matches(const uint8_t *p, size_t n, bool digest, const std::vector<uint8_t> &d) {
-    if (digest)
-        return n == kDigestLen && digest_of(d) == std::vector<uint8_t>(p, p + n);
+    if (digest) return n == kDigestLen && digest_of(d) == std::vector<uint8_t>(p, p + n);
     return n == d.size() && std::equal(d.begin(), d.end(), p);
 }
 
-ReplyPriv ReplyPriv::make(uint8_t kind, uint8_t a, uint8_t flags, uint32_t max_transfer, const void *d,
-                          size_t len) {
+ReplyPriv ReplyPriv::make(uint8_t kind, uint8_t a, uint8_t flags, uint32_t max_transfer, const void *d, size_t len) {
     ReplyPriv r{};
     r.magic = kPrivMagic;
     r.kind = kind;
@@ -136,8 +129,7 @@ ReplyPriv ReplyPriv::make(uint8_t kind, uint8_t a, uint8_t flags, uint32_t max_t
     r.flags = flags;
     r.max_transfer = max_transfer;
     r.data_len = uint8_t(len);
-    if (len)
-        std::memcpy(r.data, d, len);
+    if (len) std::memcpy(r.data, d, len);
     return r;
 }
 
@@ -181,11 +173,9 @@ void VerbsNic::pump_cm(int wait_ms) {
 // the event channel (it is reading them).
 void VerbsNic::idle_poll() {
     static thread_local uint32_t polls;
-    if ((++polls & 1023) != 0)
-        return;
+    if ((++polls & 1023) != 0) return;
     std::unique_lock<std::mutex> g(cm_mu, std::try_to_lock);
-    if (g.owns_lock())
-        dispatch_cm_locked();
+    if (g.owns_lock()) dispatch_cm_locked();
 }
 
 void VerbsNic::dispatch_cm_locked() {
@@ -198,7 +188,8 @@ void VerbsNic::dispatch_cm_locked() {
     while (rdma_get_cm_event(cm_channel, &e) == 0) {
         // Control path only: connection events, for diagnosing setups
         // (VIASTACK_LOG=verbs=debug, or VIPL_VERBS_DEBUG=1 at the default level).
-        viastack::log::log(viastack::log::Layer::verbs, debug ? viastack::log::Level::warn : viastack::log::Level::debug,
+        viastack::log::log(viastack::log::Layer::verbs,
+                           debug ? viastack::log::Level::warn : viastack::log::Level::debug,
                            "{} on id {} (ctx {}) status {} (pid {})", rdma_event_str(e->event), (void *)e->id,
                            e->id->context, e->status, int(getpid()));
         if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -224,15 +215,13 @@ void VerbsNic::dispatch_cm_locked() {
             owner->on_event(e);
         }
         rdma_ack_cm_event(e);
-        for (rdma_cm_id *id : doomed_)
-            rdma_destroy_id(id);
+        for (rdma_cm_id *id : doomed_) rdma_destroy_id(id);
         doomed_.clear();
     }
     // Requests whose requester gave up are dropped.
     for (auto it = pending.begin(); it != pending.end();) {
         if ((*it)->gone) {
-            if ((*it)->id)
-                rdma_destroy_id((*it)->id);
+            if ((*it)->id) rdma_destroy_id((*it)->id);
             delete *it;
             it = pending.erase(it);
         } else {
@@ -260,8 +249,10 @@ VIP_RETURN start_accept(VerbsVi &vi, PendingRequest &req, const void *data, size
         req.id = nullptr;
     };
     if (req.id->verbs != nic.ctx) {
-        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "a connection request arrived through another RDMA "
-                             "device than %s; refused", nic.name.c_str());
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR,
+                     "a connection request arrived through another RDMA "
+                     "device than %s; refused",
+                     nic.name.c_str());
         refuse(kRejectResource);
         return VIP_ERROR_RESOURCE;
     }
@@ -270,16 +261,13 @@ VIP_RETURN start_accept(VerbsVi &vi, PendingRequest &req, const void *data, size
         return VIP_INVALID_RELIABILITY_LEVEL;
     }
     if (vi.qp_needs_reset) {
-        if (!vi.sq.empty() || !vi.rq.empty())
-            return VIP_INVALID_STATE;
-        if (vi.reset_qp() != VIP_SUCCESS)
-            return VIP_ERROR_RESOURCE;
+        if (!vi.sq.empty() || !vi.rq.empty()) return VIP_INVALID_STATE;
+        if (vi.reset_qp() != VIP_SUCCESS) return VIP_ERROR_RESOURCE;
     }
     bool still_init = true;
     if (vi.bring_up(req.id, &still_init) != VIP_SUCCESS) {
         refuse(kRejectResource);
-        if (still_init)
-            return VIP_NOT_DONE; // the requester withdrew; the VI is as it was
+        if (still_init) return VIP_NOT_DONE; // the requester withdrew; the VI is as it was
         vi.qp_needs_reset = true;
         return VIP_ERROR_RESOURCE;
     }
@@ -313,8 +301,8 @@ namespace {
 PendingRequest *take_retry_of(VerbsNic &nic, const PendingRequest &req) {
     for (auto it = nic.pending.begin(); it != nic.pending.end(); ++it) {
         const RequestPriv &a = (*it)->req, &b = req.req;
-        if (!(*it)->gone && (*it)->from == req.from && a.kind == b.kind &&
-            a.dst_disc_len == b.dst_disc_len && a.src_disc_len == b.src_disc_len &&
+        if (!(*it)->gone && (*it)->from == req.from && a.kind == b.kind && a.dst_disc_len == b.dst_disc_len &&
+            a.src_disc_len == b.src_disc_len &&
             std::memcmp(a.bytes, b.bytes, size_t(a.dst_disc_len) + a.src_disc_len) == 0) {
             PendingRequest *r = *it;
             nic.pending.erase(it);
@@ -327,16 +315,14 @@ PendingRequest *take_retry_of(VerbsNic &nic, const PendingRequest &req) {
 
 VIP_RETURN PendingRequest::accept(prov::Vi *pvi, const void *data, VIP_ULONG len) {
     auto &vi = *static_cast<VerbsVi *>(pvi);
-    if (&vi.nic != &nic)
-        return VIP_INVALID_PARAMETER;
+    if (&vi.nic != &nic) return VIP_INVALID_PARAMETER;
     {
         std::lock_guard<std::mutex> g(nic.cm_mu);
-        if (VIP_RETURN rc = common::check_accept(
-                vi.attr, attrs_from(req.reliability, req.flags, ntohl(req.max_transfer)));
+        if (VIP_RETURN rc =
+                common::check_accept(vi.attr, attrs_from(req.reliability, req.flags, ntohl(req.max_transfer)));
             rc != VIP_SUCCESS)
             return rc; // the request stays: accept it with another VI or reject it
-        if (vi.state.load() != VIP_STATE_IDLE || vi.connector)
-            return VIP_INVALID_STATE;
+        if (vi.state.load() != VIP_STATE_IDLE || vi.connector) return VIP_INVALID_STATE;
     }
     // Under emulation a handshake can outlast a short requester timeout: the
     // requester withdraws and retries.  Accepting follows it to its retry for as
@@ -350,13 +336,11 @@ VIP_RETURN PendingRequest::accept(prov::Vi *pvi, const void *data, VIP_ULONG len
         nic.pump_cm(0); // learn about a withdrawal before touching the QP
         {
             std::lock_guard<std::mutex> g(nic.cm_mu);
-            if (cur->id && !cur->gone)
-                rc = start_accept(vi, *cur, data, len);
+            if (cur->id && !cur->gone) rc = start_accept(vi, *cur, data, len);
         }
         if (rc == VIP_SUCCESS) {
             bool ok = pump_until(nic, deadline, [&] { return vi.established || vi.link_failed; });
-            if (ok && vi.established)
-                return VIP_SUCCESS; // (the VI may be in the error state already if the peer left)
+            if (ok && vi.established) return VIP_SUCCESS; // (the VI may be in the error state already if the peer left)
             std::lock_guard<std::mutex> g(nic.cm_mu);
             if (vi.cm_id) {
                 rdma_destroy_id(vi.cm_id);
@@ -365,8 +349,7 @@ VIP_RETURN PendingRequest::accept(prov::Vi *pvi, const void *data, VIP_ULONG len
             vi.accepted = false;
             vi.state = VIP_STATE_IDLE;
             vi.qp_needs_reset = true;
-            if (!ok)
-                return VIP_TIMEOUT;
+            if (!ok) return VIP_TIMEOUT;
             if (!vi.sq.empty() || !vi.rq.empty())
                 return VIP_INVALID_STATE; // the QP moved on with descriptors posted on it
         } else if (rc != VIP_NOT_DONE) {
@@ -378,8 +361,7 @@ VIP_RETURN PendingRequest::accept(prov::Vi *pvi, const void *data, VIP_ULONG len
             std::lock_guard<std::mutex> g(nic.cm_mu);
             return (next = take_retry_of(nic, *cur)) != nullptr;
         });
-        if (!next)
-            return VIP_TIMEOUT; // the requester gave up (the request stays until rejected)
+        if (!next) return VIP_TIMEOUT; // the requester gave up (the request stays until rejected)
         retry.reset(next);
         cur = next;
     }
@@ -387,8 +369,7 @@ VIP_RETURN PendingRequest::accept(prov::Vi *pvi, const void *data, VIP_ULONG len
 
 VIP_RETURN PendingRequest::reject(const void *data, VIP_ULONG len) {
     std::lock_guard<std::mutex> g(nic.cm_mu);
-    if (!id)
-        return VIP_SUCCESS; // the requester withdrew: nobody to tell, the handle is freed
+    if (!id) return VIP_SUCCESS; // the requester withdrew: nobody to tell, the handle is freed
     ReplyPriv r = ReplyPriv::make(kKindReject, kRejectByUser, 0, 0, data, len);
     rdma_reject(id, &r, uint8_t(r.size()));
     rdma_destroy_id(id);
@@ -396,12 +377,10 @@ VIP_RETURN PendingRequest::reject(const void *data, VIP_ULONG len) {
     return VIP_SUCCESS;
 }
 
-VIP_RETURN VerbsNic::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms,
-                                  VIP_NET_ADDRESS *remote, VIP_VI_ATTRIBUTES *remote_attr,
-                                  prov::Conn **out) {
+VIP_RETURN VerbsNic::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms, VIP_NET_ADDRESS *remote,
+                                  VIP_VI_ATTRIBUTES *remote_attr, prov::Conn **out) {
     VIP_RETURN rc = check_local(*this, local);
-    if (rc != VIP_SUCCESS)
-        return rc;
+    if (rc != VIP_SUCCESS) return rc;
     const std::vector<uint8_t> want = disc_of(local);
     PendingRequest *found = nullptr;
     pump_until(*this, deadline_of(timeout_ms), [&] {
@@ -417,8 +396,7 @@ VIP_RETURN VerbsNic::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeou
         }
         return false;
     });
-    if (!found)
-        return VIP_TIMEOUT;
+    if (!found) return VIP_TIMEOUT;
     const RequestPriv &q = found->req;
     if (remote) {
         std::vector<uint8_t> h = found->from.bytes();
@@ -429,8 +407,7 @@ VIP_RETURN VerbsNic::connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeou
     }
     found->data_len = q.data_len;
     std::memcpy(found->data, q.data(), q.data_len);
-    if (remote_attr)
-        *remote_attr = attrs_from(q.reliability, q.flags, ntohl(q.max_transfer));
+    if (remote_attr) *remote_attr = attrs_from(q.reliability, q.flags, ntohl(q.max_transfer));
     *out = found;
     return VIP_SUCCESS;
 }
@@ -441,8 +418,7 @@ void ViLink::on_event(rdma_cm_event *e) {
     switch (e->event) {
     case RDMA_CM_EVENT_ESTABLISHED: {
         VIP_VI_STATE pending = VIP_STATE_CONNECT_PENDING;
-        if (vi->state.compare_exchange_strong(pending, VIP_STATE_CONNECTED))
-            vi->established = true;
+        if (vi->state.compare_exchange_strong(pending, VIP_STATE_CONNECTED)) vi->established = true;
         vi->accepted = false;
         break;
     }
@@ -467,8 +443,7 @@ void ViLink::on_event(rdma_cm_event *e) {
             vi->link_failed = true;
         }
         break;
-    default:
-        break;
+    default: break;
     }
 }
 

@@ -48,11 +48,11 @@ struct __attribute__((packed)) RequestPriv {
     uint8_t reliability; // VIP_SERVICE_*
     uint8_t flags;       // kFlag* below
     uint32_t max_transfer;
-    uint16_t src_port;   // the requester's listening port (network order)
+    uint16_t src_port; // the requester's listening port (network order)
     uint8_t dst_disc_len;
     uint8_t src_disc_len;
-    uint8_t data_len;    // the requester's private data
-    uint8_t bytes[43];   // destination, then source discriminator (encoded), then the private data
+    uint8_t data_len;  // the requester's private data
+    uint8_t bytes[43]; // destination, then source discriminator (encoded), then the private data
     size_t used() const { return size_t(dst_disc_len) + src_disc_len + data_len; }
     const uint8_t *src_disc() const { return bytes + dst_disc_len; }
     const uint8_t *data() const { return bytes + dst_disc_len + src_disc_len; }
@@ -76,7 +76,7 @@ constexpr size_t kRequestRoom = sizeof(RequestPriv::bytes);
 // Private data of an accept (REP) or reject (REJ).
 struct __attribute__((packed)) ReplyPriv {
     uint8_t magic;
-    uint8_t kind;   // kKindAccept or kKindReject
+    uint8_t kind; // kKindAccept or kKindReject
     uint8_t reliability_or_reason;
     uint8_t flags;
     uint32_t max_transfer;
@@ -101,9 +101,9 @@ struct PendingRequest final : prov::Conn, CmOwner {
     void on_event(rdma_cm_event *e) override;
 
     VerbsNic &nic;
-    rdma_cm_id *id;   // nullptr once handed to a VI or rejected
+    rdma_cm_id *id; // nullptr once handed to a VI or rejected
     RequestPriv req{};
-    HostAddr from;    // requester's IP + listening port
+    HostAddr from;     // requester's IP + listening port
     bool gone = false; // the requester gave up
 };
 
@@ -126,7 +126,7 @@ struct Connector final : CmOwner {
     Phase phase = Phase::Start;
     HostAddr remote;
     std::vector<uint8_t> local_disc, remote_disc;
-    RequestPriv request{};  // what the REQ carries (built when the request starts)
+    RequestPriv request{}; // what the REQ carries (built when the request starts)
     size_t request_len = 0;
     std::vector<uint8_t> reply_data; // the accept's or reject's private data
     rdma_cm_id *id = nullptr;
@@ -138,8 +138,8 @@ struct Connector final : CmOwner {
 };
 
 // Helpers shared by verbs_cm.cpp and verbs_connect.cpp.
-uint8_t flags_of(const prov::ViAttr &a);                  // kFlagRdmaWrite/Read
-using common::disc_of;                                    // the discriminator bytes
+uint8_t flags_of(const prov::ViAttr &a); // kFlagRdmaWrite/Read
+using common::disc_of;                   // the discriminator bytes
 rdma_conn_param conn_param(VerbsVi &vi, const void *priv, size_t len);
 VIP_RETURN check_local(VerbsNic &nic, const VIP_NET_ADDRESS *a); // "local" host part is ours
 std::chrono::steady_clock::time_point deadline_of(VIP_ULONG timeout_ms);

@@ -19,8 +19,7 @@ constexpr int kResolveMs = 2000; // address and route resolution
 // ---- active side and peer-to-peer -----------------------------------------------------
 
 Connector::~Connector() {
-    if (id)
-        rdma_destroy_id(id);
+    if (id) rdma_destroy_id(id);
 }
 
 void Connector::finish(VIP_RETURN rc) {
@@ -41,14 +40,12 @@ void Connector::retry_later() {
 
 void Connector::tick() {
     VerbsNic &nic = vi.nic;
-    if (phase == Phase::Done)
-        return;
+    if (phase == Phase::Done) return;
     if (Clock::now() >= deadline) {
         finish(VIP_TIMEOUT);
         return;
     }
-    if (phase == Phase::Retry && Clock::now() >= retry_at)
-        phase = Phase::Start;
+    if (phase == Phase::Retry && Clock::now() >= retry_at) phase = Phase::Start;
     if (phase == Phase::Start && role != Role::PeerPassive) {
         if (rdma_create_id(nic.cm_channel, &id, this, RDMA_PS_TCP) != 0) {
             finish(VIP_ERROR_RESOURCE);
@@ -58,13 +55,11 @@ void Connector::tick() {
         src.port = 0;
         sockaddr_storage s = src.sockaddr_of(), d = remote.sockaddr_of();
         phase = Phase::Resolving;
-        if (rdma_resolve_addr(id, reinterpret_cast<sockaddr *>(&s), reinterpret_cast<sockaddr *>(&d),
-                              kResolveMs) != 0)
+        if (rdma_resolve_addr(id, reinterpret_cast<sockaddr *>(&s), reinterpret_cast<sockaddr *>(&d), kResolveMs) != 0)
             retry_later();
         return;
     }
-    if (phase == Phase::Start && role == Role::PeerPassive)
-        phase = Phase::Waiting;
+    if (phase == Phase::Start && role == Role::PeerPassive) phase = Phase::Waiting;
     if (phase == Phase::Waiting) {
         for (auto it = nic.pending.begin(); it != nic.pending.end(); ++it) {
             PendingRequest &r = **it;
@@ -96,10 +91,8 @@ void Connector::tick() {
             vi.accepted = false;
             vi.state = VIP_STATE_CONNECT_PENDING;
             vi.qp_needs_reset = true;
-            if (!vi.sq.empty() || !vi.rq.empty())
-                finish(VIP_INVALID_STATE); // the QP moved on with descriptors posted
-            else
-                phase = Phase::Waiting;
+            if (!vi.sq.empty() || !vi.rq.empty()) finish(VIP_INVALID_STATE); // the QP moved on with descriptors posted
+            else phase = Phase::Waiting;
         }
     }
 }
@@ -108,8 +101,7 @@ void Connector::on_event(rdma_cm_event *e) {
     VerbsNic &nic = vi.nic;
     switch (e->event) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
-        if (rdma_resolve_route(id, kResolveMs) != 0)
-            retry_later();
+        if (rdma_resolve_route(id, kResolveMs) != 0) retry_later();
         return;
     case RDMA_CM_EVENT_ROUTE_RESOLVED: {
         if (id->verbs != nic.ctx) { // the route leaves through another RDMA device
@@ -122,8 +114,7 @@ void Connector::on_event(rdma_cm_event *e) {
         }
         rdma_conn_param p = conn_param(vi, &request, request_len);
         phase = Phase::Connecting;
-        if (rdma_connect(id, &p) != 0)
-            retry_later();
+        if (rdma_connect(id, &p) != 0) retry_later();
         return;
     }
     case RDMA_CM_EVENT_CONNECT_RESPONSE: {
@@ -159,12 +150,9 @@ void Connector::on_event(rdma_cm_event *e) {
         const ReplyPriv *r = nullptr;
         if (ReplyPriv::parse(e->param.conn.private_data, e->param.conn.private_data_len, kKindReject, &r)) {
             reply_data.assign(r->data, r->data + r->data_len);
-            if (r->reliability_or_reason == kRejectReliability)
-                finish(VIP_INVALID_RELIABILITY_LEVEL);
-            else if (r->reliability_or_reason == kRejectResource)
-                finish(VIP_ERROR_RESOURCE);
-            else
-                finish(VIP_REJECT);
+            if (r->reliability_or_reason == kRejectReliability) finish(VIP_INVALID_RELIABILITY_LEVEL);
+            else if (r->reliability_or_reason == kRejectResource) finish(VIP_ERROR_RESOURCE);
+            else finish(VIP_REJECT);
             return;
         }
         retry_later(); // no listener on that port (yet): the peer may still be starting
@@ -174,11 +162,8 @@ void Connector::on_event(rdma_cm_event *e) {
     case RDMA_CM_EVENT_ROUTE_ERROR:
     case RDMA_CM_EVENT_UNREACHABLE:
     case RDMA_CM_EVENT_CONNECT_ERROR:
-    case RDMA_CM_EVENT_DISCONNECTED:
-        retry_later();
-        return;
-    default:
-        return;
+    case RDMA_CM_EVENT_DISCONNECTED: retry_later(); return;
+    default: return;
     }
 }
 
@@ -197,29 +182,25 @@ bool build_request(Connector &c, const prov::ViAttr &attr, uint16_t port, const 
     q.src_port = htons(port);
     EncodedDisc dst = encode_disc(c.remote_disc, kRequestRoom);
     EncodedDisc src = encode_disc(c.local_disc, kRequestRoom - dst.bytes.size());
-    if (dst.bytes.size() + src.bytes.size() + len > kRequestRoom)
-        return false;
+    if (dst.bytes.size() + src.bytes.size() + len > kRequestRoom) return false;
     q.flags |= uint8_t((dst.digest ? kFlagDstDigest : 0) | (src.digest ? kFlagSrcDigest : 0));
     q.dst_disc_len = uint8_t(dst.bytes.size());
     q.src_disc_len = uint8_t(src.bytes.size());
     q.data_len = uint8_t(len);
     std::copy(dst.bytes.begin(), dst.bytes.end(), q.bytes);
     std::copy(src.bytes.begin(), src.bytes.end(), q.bytes + dst.bytes.size());
-    if (len)
-        std::memcpy(q.bytes + dst.bytes.size() + src.bytes.size(), data, len);
+    if (len) std::memcpy(q.bytes + dst.bytes.size() + src.bytes.size(), data, len);
     c.request_len = offsetof(RequestPriv, bytes) + q.used();
     return true;
 }
 
-VIP_RETURN begin_connect(VerbsVi &vi, Connector::Role role, const VIP_NET_ADDRESS *local,
-                         const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms, const void *data = nullptr,
-                         size_t len = 0) {
+VIP_RETURN begin_connect(VerbsVi &vi, Connector::Role role, const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
+                         VIP_ULONG timeout_ms, const void *data = nullptr, size_t len = 0) {
     VerbsNic &nic = vi.nic;
     if (check_local(nic, local) != VIP_SUCCESS || remote->DiscriminatorLen > kMaxDiscriminator)
         return VIP_INVALID_PARAMETER;
     HostAddr to;
-    if (!HostAddr::from_bytes(remote->HostAddress, remote->HostAddressLen, &to))
-        return VIP_INVALID_PARAMETER;
+    if (!HostAddr::from_bytes(remote->HostAddress, remote->HostAddressLen, &to)) return VIP_INVALID_PARAMETER;
     auto c = std::make_unique<Connector>(vi, role);
     c->remote = to;
     c->local_disc = disc_of(local);
@@ -234,8 +215,7 @@ VIP_RETURN begin_connect(VerbsVi &vi, Connector::Role role, const VIP_NET_ADDRES
         return VIP_INVALID_PARAMETER;
     }
     std::lock_guard<std::mutex> g(nic.cm_mu);
-    if (vi.state.load() != VIP_STATE_IDLE || vi.connector)
-        return VIP_INVALID_STATE;
+    if (vi.state.load() != VIP_STATE_IDLE || vi.connector) return VIP_INVALID_STATE;
     if (vi.qp_needs_reset && (!vi.sq.empty() || !vi.rq.empty()))
         return VIP_INVALID_STATE; // reap the descriptors of the last connection first
     vi.connector = std::move(c);
@@ -248,22 +228,18 @@ VIP_RETURN begin_connect(VerbsVi &vi, Connector::Role role, const VIP_NET_ADDRES
 // Polls a connection attempt once; VIP_NOT_DONE while it is in progress.  `client`:
 // the attempt is VipxConnectRequestStart's (else a peer-to-peer one); the
 // accept's or reject's private data goes to data/len.
-VIP_RETURN poll_connect(VerbsVi &vi, bool client, VIP_VI_ATTRIBUTES *remote_attr, int wait_ms,
-                        void *data = nullptr, VIP_ULONG *len = nullptr) {
+VIP_RETURN poll_connect(VerbsVi &vi, bool client, VIP_VI_ATTRIBUTES *remote_attr, int wait_ms, void *data = nullptr,
+                        VIP_ULONG *len = nullptr) {
     VerbsNic &nic = vi.nic;
     nic.pump_cm(wait_ms);
     std::lock_guard<std::mutex> g(nic.cm_mu);
-    if (!vi.connector || (vi.connector->role == Connector::Role::Client) != client)
-        return VIP_INVALID_STATE;
+    if (!vi.connector || (vi.connector->role == Connector::Role::Client) != client) return VIP_INVALID_STATE;
     vi.connector->tick();
     VIP_RETURN rc = vi.connector->result;
-    if (rc == VIP_NOT_DONE)
-        return rc;
-    if (client)
-        prov::copy_cm_data(vi.connector->reply_data.data(), vi.connector->reply_data.size(), data, len);
+    if (rc == VIP_NOT_DONE) return rc;
+    if (client) prov::copy_cm_data(vi.connector->reply_data.data(), vi.connector->reply_data.size(), data, len);
     if (rc == VIP_SUCCESS) {
-        if (remote_attr)
-            *remote_attr = vi.connector->peer_attr;
+        if (remote_attr) *remote_attr = vi.connector->peer_attr;
     } else {
         if (vi.cm_id) {
             rdma_destroy_id(vi.cm_id);
@@ -277,8 +253,8 @@ VIP_RETURN poll_connect(VerbsVi &vi, bool client, VIP_VI_ATTRIBUTES *remote_attr
 
 } // namespace
 
-VIP_RETURN VerbsVi::connect_start(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                                  VIP_ULONG timeout_ms, const void *data, VIP_ULONG len) {
+VIP_RETURN VerbsVi::connect_start(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms,
+                                  const void *data, VIP_ULONG len) {
     return begin_connect(*this, Connector::Role::Client, local, remote, timeout_ms, data, len);
 }
 
@@ -288,29 +264,23 @@ VIP_RETURN VerbsVi::connect_done(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP
 
 VIP_RETURN VerbsVi::connect_wait(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) {
     VIP_RETURN rc;
-    while ((rc = poll_connect(*this, true, remote_attr, 10, data, len)) == VIP_NOT_DONE) {
-    }
+    while ((rc = poll_connect(*this, true, remote_attr, 10, data, len)) == VIP_NOT_DONE) {}
     return rc;
 }
 
-VIP_RETURN VerbsVi::peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                                 VIP_ULONG timeout_ms) {
+VIP_RETURN VerbsVi::peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms) {
     int order = compare_net_addr(local, remote);
-    if (order == 0)
-        return VIP_INVALID_PARAMETER; // a VI cannot connect to itself
+    if (order == 0) return VIP_INVALID_PARAMETER; // a VI cannot connect to itself
     // The lower address waits for the higher one's request.
-    return begin_connect(*this, order < 0 ? Connector::Role::PeerPassive : Connector::Role::PeerActive,
-                         local, remote, timeout_ms);
+    return begin_connect(*this, order < 0 ? Connector::Role::PeerPassive : Connector::Role::PeerActive, local, remote,
+                         timeout_ms);
 }
 
-VIP_RETURN VerbsVi::peer_done(VIP_VI_ATTRIBUTES *remote_attr) {
-    return poll_connect(*this, false, remote_attr, 0);
-}
+VIP_RETURN VerbsVi::peer_done(VIP_VI_ATTRIBUTES *remote_attr) { return poll_connect(*this, false, remote_attr, 0); }
 
 VIP_RETURN VerbsVi::peer_wait(VIP_VI_ATTRIBUTES *remote_attr) {
     VIP_RETURN rc;
-    while ((rc = poll_connect(*this, false, remote_attr, 10)) == VIP_NOT_DONE) {
-    }
+    while ((rc = poll_connect(*this, false, remote_attr, 10)) == VIP_NOT_DONE) {}
     return rc;
 }
 
@@ -321,8 +291,7 @@ VIP_RETURN VerbsVi::disconnect() {
         // An idle VI has no connection: nothing to do (docs/vipl.md).  With
         // receives posted (before connecting) it still flushes them, below, so
         // the VI can be destroyed.
-        if (st == VIP_STATE_IDLE && !connector && sq.empty() && rq.empty())
-            return VIP_SUCCESS;
+        if (st == VIP_STATE_IDLE && !connector && sq.empty() && rq.empty()) return VIP_SUCCESS;
         connector.reset(); // an attempt in progress is abandoned (its id destroyed)
         if (cm_id) {
             rdma_disconnect(cm_id);

@@ -20,10 +20,8 @@
 namespace vipl::verbs {
 
 VerbsCq::~VerbsCq() {
-    if (cq)
-        ibv_destroy_cq(cq);
-    if (channel)
-        ibv_destroy_comp_channel(channel);
+    if (cq) ibv_destroy_cq(cq);
+    if (channel) ibv_destroy_comp_channel(channel);
 }
 
 // Room for `entries` rounded up to a power of two, so that binding queues
@@ -34,30 +32,24 @@ uint32_t VerbsCq::rounded_capacity(uint64_t entries) const {
 }
 
 VIP_RETURN VerbsCq::init(VIP_ULONG entries) {
-    if (entries == 0 || entries > VIP_ULONG(nic_.dev_attr.max_cqe))
-        return VIP_INVALID_PARAMETER;
+    if (entries == 0 || entries > VIP_ULONG(nic_.dev_attr.max_cqe)) return VIP_INVALID_PARAMETER;
     channel = ibv_create_comp_channel(nic_.ctx);
-    if (!channel)
-        return VIP_ERROR_RESOURCE;
+    if (!channel) return VIP_ERROR_RESOURCE;
     fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK);
     requested_ = uint32_t(entries);
     capacity_ = rounded_capacity(entries);
     cq = ibv_create_cq(nic_.ctx, int(capacity_), this, channel, 0);
-    if (!cq)
-        return VIP_ERROR_RESOURCE;
+    if (!cq) return VIP_ERROR_RESOURCE;
     fifo_.resize(capacity_);
     return VIP_SUCCESS;
 }
 
 VIP_RETURN VerbsCq::grow(uint32_t need) {
-    if (need <= capacity_)
-        return VIP_SUCCESS;
-    if (need > uint32_t(nic_.dev_attr.max_cqe))
-        return VIP_ERROR_RESOURCE;
+    if (need <= capacity_) return VIP_SUCCESS;
+    if (need > uint32_t(nic_.dev_attr.max_cqe)) return VIP_ERROR_RESOURCE;
     uint32_t cap = rounded_capacity(need);
     common::SpinGuard g(poll_lock); // no completion is moved meanwhile
-    if (ibv_resize_cq(cq, int(cap)) != 0)
-        return VIP_ERROR_RESOURCE;
+    if (ibv_resize_cq(cq, int(cap)) != 0) return VIP_ERROR_RESOURCE;
     fifo_.resize(cap); // keeps the entries not yet taken
     capacity_ = cap;
     return VIP_SUCCESS;
@@ -65,8 +57,7 @@ VIP_RETURN VerbsCq::grow(uint32_t need) {
 
 VIP_RETURN VerbsCq::bind(uint32_t depth) {
     VIP_RETURN rc = grow(std::max<uint64_t>(requested_, uint64_t(bound_depth_) + depth));
-    if (rc != VIP_SUCCESS)
-        return rc;
+    if (rc != VIP_SUCCESS) return rc;
     bound_depth_ += depth;
     bound_queues++;
     return VIP_SUCCESS;
@@ -78,11 +69,9 @@ void VerbsCq::unbind(uint32_t depth) {
 }
 
 VIP_RETURN VerbsCq::resize(VIP_ULONG entries) {
-    if (entries == 0 || entries > VIP_ULONG(nic_.dev_attr.max_cqe))
-        return VIP_INVALID_PARAMETER;
-    std::lock_guard<std::mutex> g(nic_.cm_mu); // as bind and unbind
-    if (entries < fifo_.size())
-        return VIP_INVALID_PARAMETER; // would drop entries not yet taken
+    if (entries == 0 || entries > VIP_ULONG(nic_.dev_attr.max_cqe)) return VIP_INVALID_PARAMETER;
+    std::lock_guard<std::mutex> g(nic_.cm_mu);                // as bind and unbind
+    if (entries < fifo_.size()) return VIP_INVALID_PARAMETER; // would drop entries not yet taken
     requested_ = uint32_t(entries);
     // Never below what the bound queues can have outstanding: that is what keeps
     // the ibv_cq from overflowing (an overflow is fatal for every bound QP).
@@ -96,10 +85,8 @@ VIP_RETURN VerbsCq::done(VIP_VI_HANDLE *vi, bool *recv_queue) {
         return true;
     };
     if (!fifo_.take(take)) {
-        if (poll() == 0)
-            nic_.idle_poll();
-        if (!fifo_.take(take))
-            return VIP_NOT_DONE;
+        if (poll() == 0) nic_.idle_poll();
+        if (!fifo_.take(take)) return VIP_NOT_DONE;
     }
     return VIP_SUCCESS;
 }
@@ -107,8 +94,7 @@ VIP_RETURN VerbsCq::done(VIP_VI_HANDLE *vi, bool *recv_queue) {
 VIP_RETURN VerbsCq::wait(VIP_ULONG timeout_ms, VIP_VI_HANDLE *vi, bool *recv_queue) {
     return block_on_cq(nic_, cq, channel, timeout_ms, [&] {
         VIP_RETURN rc = done(vi, recv_queue);
-        if (rc == VIP_NOT_DONE && closing())
-            rc = VIP_INVALID_STATE; // another thread is destroying the CQ
+        if (rc == VIP_NOT_DONE && closing()) rc = VIP_INVALID_STATE; // another thread is destroying the CQ
         return rc;
     });
 }
@@ -121,8 +107,7 @@ void VerbsCq::forget(VerbsVi *vi) {
 VIP_RETURN VerbsCq::notify(VIP_PVOID ctx, VIP_CQ_NOTIFY_HANDLER h) {
     {
         std::lock_guard<std::mutex> g(nic_.ctl_mu);
-        if (notify_fn)
-            return VIP_INVALID_STATE; // one notification at a time
+        if (notify_fn) return VIP_INVALID_STATE; // one notification at a time
         notify_ctx = ctx;
         notify_fn = h;
     }

@@ -49,7 +49,7 @@ struct Region {
     VIP_MEM_HANDLE handle = 0;
     ibv_mr *mr = nullptr;
     ibv_mw *mw = nullptr; // the window peers reach the region through (handle = its rkey)
-    uintptr_t base = 0; // (common::region_covers reads base and len)
+    uintptr_t base = 0;   // (common::region_covers reads base and len)
     size_t len = 0;
     VerbsPtag *ptag = nullptr;
     bool rdma_write = false;
@@ -65,25 +65,21 @@ public:
     static constexpr size_t kMaxRegions = kCapacity / 2; // keeps probes short
 
     MemTable() : slots_(new std::atomic<Region *>[kCapacity]) {
-        for (size_t i = 0; i < kCapacity; i++)
-            slots_[i].store(nullptr, std::memory_order_relaxed);
+        for (size_t i = 0; i < kCapacity; i++) slots_[i].store(nullptr, std::memory_order_relaxed);
     }
 
     // Data path: no lock, no allocation.
     Region *find(VIP_MEM_HANDLE h) const {
         for (size_t i = hash(h), n = 0; n < kCapacity; i = (i + 1) & (kCapacity - 1), n++) {
             Region *r = slots_[i].load(std::memory_order_acquire);
-            if (r == nullptr)
-                return nullptr;
-            if (r != tombstone() && r->handle == h)
-                return r;
+            if (r == nullptr) return nullptr;
+            if (r != tombstone() && r->handle == h) return r;
         }
         return nullptr;
     }
     // Control path (caller holds the NIC's control mutex).
     bool insert(Region *r) {
-        if (count_ >= kMaxRegions)
-            return false;
+        if (count_ >= kMaxRegions) return false;
         for (size_t i = hash(r->handle);; i = (i + 1) & (kCapacity - 1)) {
             Region *cur = slots_[i].load(std::memory_order_relaxed);
             if (cur == nullptr || cur == tombstone()) {
@@ -96,8 +92,7 @@ public:
     void erase(Region *r) {
         for (size_t i = hash(r->handle), n = 0; n < kCapacity; i = (i + 1) & (kCapacity - 1), n++) {
             Region *cur = slots_[i].load(std::memory_order_relaxed);
-            if (cur == nullptr)
-                return;
+            if (cur == nullptr) return;
             if (cur == r) {
                 slots_[i].store(tombstone(), std::memory_order_release);
                 count_--;
@@ -110,8 +105,7 @@ public:
     void replace(Region *old, Region *r) {
         for (size_t i = hash(old->handle), n = 0; n < kCapacity; i = (i + 1) & (kCapacity - 1), n++) {
             Region *cur = slots_[i].load(std::memory_order_relaxed);
-            if (cur == nullptr)
-                return;
+            if (cur == nullptr) return;
             if (cur == old) {
                 slots_[i].store(r, std::memory_order_release);
                 return;
@@ -119,11 +113,11 @@ public:
         }
     }
     size_t size() const { return count_; }
-    template <class F> void for_each(F f) {
+    template <class F>
+    void for_each(F f) {
         for (size_t i = 0; i < kCapacity; i++) {
             Region *r = slots_[i].load(std::memory_order_relaxed);
-            if (r && r != tombstone())
-                f(r);
+            if (r && r != tombstone()) f(r);
         }
     }
 

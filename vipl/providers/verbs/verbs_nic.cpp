@@ -37,17 +37,16 @@ VIP_RETURN VerbsNic::open(const char *device, prov::Nic **out) {
     int n = 0;
     ibv_context **list = rdma_get_devices(&n);
     if (!list || n == 0) {
-        if (list)
-            rdma_free_devices(list);
-        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "no RDMA device found (is rdma_rxe loaded and rxe0 "
-                             "created? see docs/rxe.md)");
+        if (list) rdma_free_devices(list);
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR,
+                     "no RDMA device found (is rdma_rxe loaded and rxe0 "
+                     "created? see docs/rxe.md)");
         return VIP_INVALID_PARAMETER;
     }
     // "verbs" (the provider's default) means $VIPL_VERBS_DEVICE or the first device
     // with an active port.
     std::string want = device;
-    if (want == "verbs")
-        want = env::str("VIPL_VERBS_DEVICE", want);
+    if (want == "verbs") want = env::str("VIPL_VERBS_DEVICE", want);
     ibv_context *pick = nullptr;
     std::string names;
     for (int i = 0; i < n; i++) {
@@ -57,8 +56,7 @@ VIP_RETURN VerbsNic::open(const char *device, prov::Nic **out) {
             pick = list[i];
         } else if (want == "verbs" && !pick) {
             ibv_port_attr pa{};
-            if (ibv_query_port(list[i], 1, &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
-                pick = list[i];
+            if (ibv_query_port(list[i], 1, &pa) == 0 && pa.state == IBV_PORT_ACTIVE) pick = list[i];
         }
     }
     rdma_free_devices(list); // librdmacm keeps its contexts open
@@ -69,8 +67,7 @@ VIP_RETURN VerbsNic::open(const char *device, prov::Nic **out) {
     }
     auto nic = std::make_unique<VerbsNic>();
     VIP_RETURN rc = nic->init(pick, ibv_get_device_name(pick->device));
-    if (rc != VIP_SUCCESS)
-        return rc;
+    if (rc != VIP_SUCCESS) return rc;
     *out = nic.release();
     return VIP_SUCCESS;
 }
@@ -94,15 +91,13 @@ VIP_RETURN VerbsNic::init(ibv_context *c, const char *device) {
     // a few RNR retries first forgive a receiver that is a moment late.
     rnr_retry = uint8_t(env::integer(kLog, "VIPL_VERBS_RNR_RETRY", 4, 0, 7));
     min_rnr_timer = uint8_t(env::integer(kLog, "VIPL_VERBS_MIN_RNR_TIMER", 12, 0, 31));
-    if (!common::discover_job(kLog, &job_))
-        return VIP_ERROR_RESOURCE;
+    if (!common::discover_job(kLog, &job_)) return VIP_ERROR_RESOURCE;
 
     std::string why;
     if (const char *a = env::raw("VIPL_VERBS_ADDR")) {
         std::vector<HostAddr> addrs;
-        if (!resolve_name(std::string(a).find(':') == std::string::npos ? std::string(a) + ":1"
-                                                                         : std::string(a),
-                          1, &addrs, &why)) {
+        if (!resolve_name(std::string(a).find(':') == std::string::npos ? std::string(a) + ":1" : std::string(a), 1,
+                          &addrs, &why)) {
             viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "VIPL_VERBS_ADDR=%s: %s", a, why.c_str());
             return VIP_INVALID_PARAMETER;
         }
@@ -113,8 +108,7 @@ VIP_RETURN VerbsNic::init(ibv_context *c, const char *device) {
     }
     local_addr.port = uint16_t(env::integer(kLog, "VIPL_VERBS_PORT", 0, 0, 65535));
     VIP_RETURN rc = start_listener();
-    if (rc != VIP_SUCCESS)
-        return rc;
+    if (rc != VIP_SUCCESS) return rc;
     local_addr_bytes = local_addr.bytes();
     // Within a job on one host, the name service finds a rank's NIC by rank
     // (vipl/src/names.hpp): each NIC publishes its address for the others.
@@ -158,23 +152,18 @@ VIP_RETURN VerbsNic::start_listener() {
 
 VerbsNic::~VerbsNic() {
     notifier_.reset();
-    for (VerbsVi *vi : vis)
-        delete vi;
-    for (VerbsCq *cq : cqs)
-        delete cq;
+    for (VerbsVi *vi : vis) delete vi;
+    for (VerbsCq *cq : cqs) delete cq;
     {
         std::lock_guard<std::mutex> g(cm_mu);
         for (PendingRequest *r : pending) {
-            if (r->id)
-                rdma_destroy_id(r->id);
+            if (r->id) rdma_destroy_id(r->id);
             delete r;
         }
-        for (rdma_cm_id *id : doomed_)
-            rdma_destroy_id(id);
+        for (rdma_cm_id *id : doomed_) rdma_destroy_id(id);
     }
     mem.for_each([](Region *r) {
-        if (r->mw)
-            ibv_dealloc_mw(r->mw);
+        if (r->mw) ibv_dealloc_mw(r->mw);
         ibv_dereg_mr(r->mr);
         delete r;
     });
@@ -183,10 +172,8 @@ VerbsNic::~VerbsNic() {
         ibv_dealloc_pd(p->pd);
         delete p;
     }
-    if (listen_id)
-        rdma_destroy_id(listen_id);
-    if (cm_channel)
-        rdma_destroy_event_channel(cm_channel);
+    if (listen_id) rdma_destroy_id(listen_id);
+    if (cm_channel) rdma_destroy_event_channel(cm_channel);
 }
 
 VIP_RETURN VerbsNic::query(VIP_NIC_ATTRIBUTES *a) {
@@ -233,14 +220,11 @@ VIP_RETURN VerbsNic::create_ptag(prov::Ptag **out) {
 VIP_RETURN VerbsNic::destroy_ptag(prov::Ptag *pt) {
     std::lock_guard<std::mutex> g(ctl_mu);
     auto it = std::find(ptags.begin(), ptags.end(), pt);
-    if (it == ptags.end())
-        return VIP_INVALID_PTAG;
+    if (it == ptags.end()) return VIP_INVALID_PTAG;
     VerbsPtag *p = *it;
-    if (p->users.load() > 0)
-        return VIP_INVALID_STATE;
+    if (p->users.load() > 0) return VIP_INVALID_STATE;
     p->windows.close();
-    if (ibv_dealloc_pd(p->pd) != 0)
-        return VIP_INVALID_STATE;
+    if (ibv_dealloc_pd(p->pd) != 0) return VIP_INVALID_STATE;
     ptags.erase(it);
     delete p;
     return VIP_SUCCESS;
@@ -249,7 +233,7 @@ VIP_RETURN VerbsNic::destroy_ptag(prov::Ptag *pt) {
 namespace {
 int mr_access(const prov::MemAttr &a) {
     return IBV_ACCESS_LOCAL_WRITE | (a.rdma_write ? IBV_ACCESS_REMOTE_WRITE : 0) |
-           (a.rdma_read ? IBV_ACCESS_REMOTE_READ : 0);
+        (a.rdma_read ? IBV_ACCESS_REMOTE_READ : 0);
 }
 // The handle a peer names the region with: the rkey once RDMA is enabled.
 VIP_MEM_HANDLE handle_of(const ibv_mr *mr, const prov::MemAttr &a) {
@@ -257,38 +241,30 @@ VIP_MEM_HANDLE handle_of(const ibv_mr *mr, const prov::MemAttr &a) {
 }
 } // namespace
 
-VIP_RETURN VerbsNic::register_mem(void *addr, VIP_ULONG len, const prov::MemAttr &a,
-                                  VIP_MEM_HANDLE *out) {
+VIP_RETURN VerbsNic::register_mem(void *addr, VIP_ULONG len, const prov::MemAttr &a, VIP_MEM_HANDLE *out) {
     std::lock_guard<std::mutex> g(ctl_mu);
-    if (std::find(ptags.begin(), ptags.end(), a.ptag) == ptags.end())
-        return VIP_INVALID_PTAG;
-    if (len == 0 || addr == nullptr)
-        return VIP_INVALID_PARAMETER;
-    if (mem.size() >= MemTable::kMaxRegions)
-        return VIP_ERROR_RESOURCE;
+    if (std::find(ptags.begin(), ptags.end(), a.ptag) == ptags.end()) return VIP_INVALID_PTAG;
+    if (len == 0 || addr == nullptr) return VIP_INVALID_PARAMETER;
+    if (mem.size() >= MemTable::kMaxRegions) return VIP_ERROR_RESOURCE;
     auto *pt = static_cast<VerbsPtag *>(a.ptag);
     // Reached through a memory window where the device has them (verbs_window.cpp).
     ibv_mr *mr = nullptr;
     ibv_mw *mw = nullptr;
     if (dev_attr.max_mw > 0) {
         mr = ibv_reg_mr(pt->pd, addr, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
-        if (!mr)
-            return errno == EFAULT ? VIP_INVALID_PARAMETER : VIP_ERROR_RESOURCE;
+        if (!mr) return errno == EFAULT ? VIP_INVALID_PARAMETER : VIP_ERROR_RESOURCE;
         mw = pt->windows.open_window(*this, pt->pd, mr, a.rdma_write, a.rdma_read);
         if (!mw) {
             ibv_dereg_mr(mr);
             mr = nullptr;
         }
     }
-    if (!mr)
-        mr = ibv_reg_mr(pt->pd, addr, len, mr_access(a));
-    if (!mr)
-        return errno == EFAULT ? VIP_INVALID_PARAMETER : VIP_ERROR_RESOURCE;
-    auto *r = new Region{mw ? mw->rkey : handle_of(mr, a), mr, mw, uintptr_t(addr), size_t(len), pt,
-                         a.rdma_write, a.rdma_read};
+    if (!mr) mr = ibv_reg_mr(pt->pd, addr, len, mr_access(a));
+    if (!mr) return errno == EFAULT ? VIP_INVALID_PARAMETER : VIP_ERROR_RESOURCE;
+    auto *r = new Region{
+        mw ? mw->rkey : handle_of(mr, a), mr, mw, uintptr_t(addr), size_t(len), pt, a.rdma_write, a.rdma_read};
     if (mem.find(r->handle) || !mem.insert(r)) {
-        if (mw)
-            ibv_dealloc_mw(mw);
+        if (mw) ibv_dealloc_mw(mw);
         ibv_dereg_mr(mr);
         delete r;
         return VIP_ERROR_RESOURCE;
@@ -301,18 +277,14 @@ VIP_RETURN VerbsNic::register_mem(void *addr, VIP_ULONG len, const prov::MemAttr
 VIP_RETURN VerbsNic::deregister_mem(void *addr, VIP_MEM_HANDLE mh) {
     std::lock_guard<std::mutex> g(ctl_mu);
     Region *r = mem.find(mh);
-    if (!r || r->base != uintptr_t(addr))
-        return VIP_INVALID_PARAMETER;
-    if (r->mw && ibv_dealloc_mw(r->mw) != 0)
-        return VIP_ERROR_RESOURCE;
+    if (!r || r->base != uintptr_t(addr)) return VIP_INVALID_PARAMETER;
+    if (r->mw && ibv_dealloc_mw(r->mw) != 0) return VIP_ERROR_RESOURCE;
     r->mw = nullptr;
-    if (ibv_dereg_mr(r->mr) != 0)
-        return VIP_ERROR_RESOURCE;
+    if (ibv_dereg_mr(r->mr) != 0) return VIP_ERROR_RESOURCE;
     mem.erase(r);
     // A post or completion on another thread may have found r just before:
     // it is freed once none can still be reading it.
-    for (VerbsVi *vi : vis)
-        vi->quiesce_region_readers();
+    for (VerbsVi *vi : vis) vi->quiesce_region_readers();
     r->ptag->users--;
     delete r;
     return VIP_SUCCESS;
@@ -321,8 +293,7 @@ VIP_RETURN VerbsNic::deregister_mem(void *addr, VIP_MEM_HANDLE mh) {
 VIP_RETURN VerbsNic::query_mem(void *addr, VIP_MEM_HANDLE mh, prov::MemAttr *out) {
     std::lock_guard<std::mutex> g(ctl_mu);
     Region *r = mem.find(mh);
-    if (!r || !r->covers(uintptr_t(addr), 1))
-        return VIP_INVALID_PARAMETER;
+    if (!r || !r->covers(uintptr_t(addr), 1)) return VIP_INVALID_PARAMETER;
     out->ptag = r->ptag;
     out->rdma_write = r->rdma_write;
     out->rdma_read = r->rdma_read;
@@ -339,26 +310,21 @@ VIP_RETURN VerbsNic::query_mem(void *addr, VIP_MEM_HANDLE mh, prov::MemAttr *out
 VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const prov::MemAttr &a) {
     std::lock_guard<std::mutex> g(ctl_mu);
     Region *r = mem.find(mh);
-    if (!r || !r->covers(uintptr_t(addr), 1))
-        return VIP_INVALID_PARAMETER;
-    if (std::find(ptags.begin(), ptags.end(), a.ptag) == ptags.end())
-        return VIP_INVALID_PTAG;
-    if (a.ptag == r->ptag && a.rdma_write == r->rdma_write && a.rdma_read == r->rdma_read)
-        return VIP_SUCCESS;
+    if (!r || !r->covers(uintptr_t(addr), 1)) return VIP_INVALID_PARAMETER;
+    if (std::find(ptags.begin(), ptags.end(), a.ptag) == ptags.end()) return VIP_INVALID_PTAG;
+    if (a.ptag == r->ptag && a.rdma_write == r->rdma_write && a.rdma_read == r->rdma_read) return VIP_SUCCESS;
     if (VIP_RETURN rc = common::check_tag_change(r->moved, a.ptag != r->ptag, a.rdma_write || a.rdma_read);
         rc != VIP_SUCCESS)
         return rc;
     auto *pt = static_cast<VerbsPtag *>(a.ptag);
     if (r->mw && a.ptag == r->ptag) { // new rights, same window, same rkey
-        if (!pt->windows.bind(r->mw, r->mr, a.rdma_write, a.rdma_read))
-            return VIP_ERROR_RESOURCE;
+        if (!pt->windows.bind(r->mw, r->mr, a.rdma_write, a.rdma_read)) return VIP_ERROR_RESOURCE;
         r->rdma_write = a.rdma_write;
         r->rdma_read = a.rdma_read;
         return VIP_SUCCESS;
     }
     ibv_mr *mr = ibv_reg_mr(pt->pd, reinterpret_cast<void *>(r->base), r->len, mr_access(a));
-    if (!mr)
-        return VIP_ERROR_RESOURCE;
+    if (!mr) return VIP_ERROR_RESOURCE;
     if ((a.rdma_write || a.rdma_read) && mr->rkey != r->handle) {
         ibv_dereg_mr(mr);
         return VIP_ERROR_RESOURCE;
@@ -369,8 +335,7 @@ VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pro
     auto *next = new Region{r->handle, mr, nullptr, r->base, r->len, pt, a.rdma_write, a.rdma_read};
     next->moved = r->moved || r->ptag != pt;
     mem.replace(r, next);
-    for (VerbsVi *vi : vis)
-        vi->quiesce_region_readers();
+    for (VerbsVi *vi : vis) vi->quiesce_region_readers();
     if (r->mw) // the window belongs to the old tag: the handle stays a local alias
         ibv_dealloc_mw(r->mw);
     ibv_dereg_mr(r->mr);
@@ -382,16 +347,14 @@ VIP_RETURN VerbsNic::set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const pro
 
 // ---- VIs and CQs ---------------------------------------------------------------------
 
-VIP_RETURN VerbsNic::create_vi(const prov::ViAttr &a, prov::Cq *send_cq, prov::Cq *recv_cq,
-                               prov::Vi **out) {
+VIP_RETURN VerbsNic::create_vi(const prov::ViAttr &a, prov::Cq *send_cq, prov::Cq *recv_cq, prov::Vi **out) {
     auto vi = std::make_unique<VerbsVi>(*this);
     VIP_RETURN rc;
     {
         std::lock_guard<std::mutex> g(cm_mu); // CQ binding changes CQ sizes
         rc = vi->init(a, static_cast<VerbsCq *>(send_cq), static_cast<VerbsCq *>(recv_cq));
     }
-    if (rc != VIP_SUCCESS)
-        return rc;
+    if (rc != VIP_SUCCESS) return rc;
     std::lock_guard<std::mutex> g(ctl_mu);
     vis.push_back(vi.get());
     *out = vi.release();
@@ -403,10 +366,8 @@ VIP_RETURN VerbsNic::destroy_vi(prov::Vi *pvi) {
     {
         std::lock_guard<std::mutex> g(cm_mu);
         VIP_VI_STATE st = vi->state.load();
-        if (st == VIP_STATE_CONNECTED || st == VIP_STATE_CONNECT_PENDING || vi->connector)
-            return VIP_INVALID_STATE;
-        if (!vi->sq.empty() || !vi->rq.empty())
-            return VIP_INVALID_STATE;
+        if (st == VIP_STATE_CONNECTED || st == VIP_STATE_CONNECT_PENDING || vi->connector) return VIP_INVALID_STATE;
+        if (!vi->sq.empty() || !vi->rq.empty()) return VIP_INVALID_STATE;
     }
     {
         std::lock_guard<std::mutex> g(ctl_mu);
@@ -420,8 +381,7 @@ VIP_RETURN VerbsNic::destroy_vi(prov::Vi *pvi) {
 VIP_RETURN VerbsNic::create_cq(VIP_ULONG entries, prov::Cq **out) {
     auto cq = std::make_unique<VerbsCq>(*this);
     VIP_RETURN rc = cq->init(entries);
-    if (rc != VIP_SUCCESS)
-        return rc;
+    if (rc != VIP_SUCCESS) return rc;
     std::lock_guard<std::mutex> g(ctl_mu);
     cqs.push_back(cq.get());
     *out = cq.release();
@@ -430,8 +390,7 @@ VIP_RETURN VerbsNic::create_cq(VIP_ULONG entries, prov::Cq **out) {
 
 VIP_RETURN VerbsNic::destroy_cq(prov::Cq *pcq) {
     auto *cq = static_cast<VerbsCq *>(pcq);
-    if (cq->bound_queues.load() > 0)
-        return VIP_INVALID_STATE;
+    if (cq->bound_queues.load() > 0) return VIP_INVALID_STATE;
     {
         std::lock_guard<std::mutex> g(ctl_mu);
         cqs.erase(std::remove(cqs.begin(), cqs.end(), cq), cqs.end());
@@ -453,8 +412,8 @@ VIP_RETURN VerbsNic::error_callback(VIP_PVOID c, VIP_ERROR_HANDLER h) {
 // back and reported after it lets go, so that a handler may call back into VIPL.
 thread_local std::vector<std::pair<VerbsNic *, VIP_ERROR_DESCRIPTOR>> *deferred_errors = nullptr;
 
-void VerbsNic::report_error(VIP_ERROR_CODE code, VIP_RESOURCE_CODE res, VerbsVi *vi,
-                            VIP_DESCRIPTOR *d, VIP_ULONG opcode) {
+void VerbsNic::report_error(VIP_ERROR_CODE code, VIP_RESOURCE_CODE res, VerbsVi *vi, VIP_DESCRIPTOR *d,
+                            VIP_ULONG opcode) {
     VIP_ERROR_HANDLER fn;
     VIP_PVOID c;
     {
@@ -462,8 +421,7 @@ void VerbsNic::report_error(VIP_ERROR_CODE code, VIP_RESOURCE_CODE res, VerbsVi 
         fn = err_fn_;
         c = err_ctx_;
     }
-    if (!fn)
-        return;
+    if (!fn) return;
     VIP_ERROR_DESCRIPTOR ed{};
     ed.NicHandle = api_handle;
     ed.ViHandle = vi ? vi->api_handle : nullptr;
@@ -488,12 +446,9 @@ void VerbsNic::deliver_error(const VIP_ERROR_DESCRIPTOR &ed) {
         c = err_ctx_;
     }
     VIP_ERROR_DESCRIPTOR copy = ed;
-    if (fn)
-        fn(c, &copy);
+    if (fn) fn(c, &copy);
 }
 
-void VerbsNic::progress() {
-    pump_cm(0);
-}
+void VerbsNic::progress() { pump_cm(0); }
 
 } // namespace vipl::verbs

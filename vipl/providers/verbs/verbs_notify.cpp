@@ -51,13 +51,11 @@ struct Notifier {
         void *nic_h = nic.api_handle;
         for (VerbsVi *vi : nic.vis) {
             for (WorkQueue *q : {&vi->sq, &vi->rq}) {
-                if (!q->notify_fn)
-                    continue;
+                if (!q->notify_fn) continue;
                 VIP_DESCRIPTOR *d = nullptr;
                 if (q->done(&d) != VIP_SUCCESS) {
                     watch(q->bound ? q->bound->cq : q->cq, q->bound ? q->bound->channel : q->channel);
-                    if (q->done(&d) != VIP_SUCCESS)
-                        continue;
+                    if (q->done(&d) != VIP_SUCCESS) continue;
                 }
                 auto fn = q->notify_fn;
                 void *ctx = q->notify_ctx, *vi_h = vi->api_handle;
@@ -66,14 +64,12 @@ struct Notifier {
             }
         }
         for (VerbsCq *cq : nic.cqs) {
-            if (!cq->notify_fn)
-                continue;
+            if (!cq->notify_fn) continue;
             VIP_VI_HANDLE vi_h = nullptr;
             bool recv = false;
             if (cq->done(&vi_h, &recv) != VIP_SUCCESS) {
                 watch(cq->cq, cq->channel);
-                if (cq->done(&vi_h, &recv) != VIP_SUCCESS)
-                    continue;
+                if (cq->done(&vi_h, &recv) != VIP_SUCCESS) continue;
             }
             auto fn = cq->notify_fn;
             void *ctx = cq->notify_ctx;
@@ -89,15 +85,13 @@ struct Notifier {
         auto take = [&](ibv_comp_channel *ch) {
             ibv_cq *cq = nullptr;
             void *c = nullptr;
-            if (ch && ch->fd == fd && ibv_get_cq_event(ch, &cq, &c) == 0)
-                ibv_ack_cq_events(cq, 1);
+            if (ch && ch->fd == fd && ibv_get_cq_event(ch, &cq, &c) == 0) ibv_ack_cq_events(cq, 1);
         };
         for (VerbsVi *vi : nic.vis) {
             take(vi->sq.channel);
             take(vi->rq.channel);
         }
-        for (VerbsCq *cq : nic.cqs)
-            take(cq->channel);
+        for (VerbsCq *cq : nic.cqs) take(cq->channel);
     }
 
     void run() {
@@ -108,10 +102,8 @@ struct Notifier {
             for (auto &e : errors) // held back while scan() held the lock
                 e.first->deliver_error(e.second);
             errors.clear();
-            for (auto &c : calls)
-                c();
-            if (!calls.empty())
-                continue;
+            for (auto &c : calls) c();
+            if (!calls.empty()) continue;
             epoll_event evs[16];
             int n = epoll_wait(epfd, evs, 16, 100);
             for (int i = 0; i < n; i++) {
@@ -133,10 +125,8 @@ struct Notifier {
 
 void VerbsNic::notify_armed() {
     std::lock_guard<std::mutex> g(err_mu_);
-    if (!notifier_)
-        notifier_.reset(new Notifier(*this));
-    else
-        notifier_->kick();
+    if (!notifier_) notifier_.reset(new Notifier(*this));
+    else notifier_->kick();
 }
 
 void VerbsNic::NotifierDeleter::operator()(Notifier *n) const { delete n; }

@@ -38,16 +38,14 @@ VIP_RETURN VerbsNic::rank_address(int r, VIP_NET_ADDRESS *out) {
 // VipConnectRequest as is), as nicfw answers it with its rank numbers.  No
 // other system management information exists.
 VIP_RETURN VerbsNic::query_system_management(VIP_ULONG type, VIP_PVOID out) {
-    if (type != VIP_SMI_AUTODISCOVERY)
-        return VIP_INVALID_PARAMETER;
+    if (type != VIP_SMI_AUTODISCOVERY) return VIP_INVALID_PARAMETER;
     return common::autodiscovery(static_cast<VIP_AUTODISCOVERY_LIST *>(out), job_.size,
                                  [this](int r, VIP_NET_ADDRESS *a) { return rank_address(r, a); });
 }
 
 int VerbsNic::address_rank(const VIP_NET_ADDRESS *addr) {
     HostAddr a;
-    if (!HostAddr::from_bytes(addr->HostAddress, addr->HostAddressLen, &a))
-        return -1;
+    if (!HostAddr::from_bytes(addr->HostAddress, addr->HostAddressLen, &a)) return -1;
     return directory_->rank_of(a.bytes());
 }
 
@@ -55,15 +53,13 @@ VIP_RETURN VerbsNic::ns_other_name(const char *nm, VIP_NET_ADDRESS *out, VIP_ULO
     std::vector<HostAddr> addrs;
     std::string why;
     const auto dflt = uint16_t(viastack::env::integer(viastack::log::Layer::verbs, "VIPL_VERBS_PORT", 0, 0, 65535));
-    if (!resolve_name(nm, dflt, &addrs, &why) || index >= addrs.size())
-        return VIP_ERROR_NAMESERVICE;
+    if (!resolve_name(nm, dflt, &addrs, &why) || index >= addrs.size()) return VIP_ERROR_NAMESERVICE;
     return common::put_host_address(out, addrs[index].bytes()) ? VIP_SUCCESS : VIP_ERROR_NAMESERVICE;
 }
 
 bool VerbsNic::ns_other_addr(const VIP_NET_ADDRESS *addr, std::string *out) {
     HostAddr a;
-    if (!HostAddr::from_bytes(addr->HostAddress, addr->HostAddressLen, &a))
-        return false;
+    if (!HostAddr::from_bytes(addr->HostAddress, addr->HostAddressLen, &a)) return false;
     *out = a.to_string();
     return true;
 }

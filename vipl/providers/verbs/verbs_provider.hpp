@@ -82,7 +82,7 @@ struct ViLink final : CmOwner {
 
 struct VerbsPtag final : prov::Ptag {
     ibv_pd *pd = nullptr;
-    WindowBinder windows; // binds the windows of this tag's regions
+    WindowBinder windows;      // binds the windows of this tag's regions
     std::atomic<int> users{0}; // regions + VIs using this tag
 };
 
@@ -101,10 +101,10 @@ struct WorkQueue {
     VerbsVi *vi = nullptr;
     bool is_recv = false;
     common::WorkRing<SlotInfo> ring;
-    ibv_cq *cq = nullptr;                 // private ibv_cq or the bound VerbsCq's
-    ibv_comp_channel *channel = nullptr;  // of a private ibv_cq
-    VerbsCq *bound = nullptr;             // the VIPL CQ this queue reports to, if any
-    common::SpinLock own_poll_lock;       // of a private ibv_cq
+    ibv_cq *cq = nullptr;                // private ibv_cq or the bound VerbsCq's
+    ibv_comp_channel *channel = nullptr; // of a private ibv_cq
+    VerbsCq *bound = nullptr;            // the VIPL CQ this queue reports to, if any
+    common::SpinLock own_poll_lock;      // of a private ibv_cq
     // One-shot notify (VipSendNotify/VipRecvNotify), run by the notify thread.
     VIP_DESCRIPTOR_NOTIFY_HANDLER notify_fn = nullptr;
     VIP_PVOID notify_ctx = nullptr;
@@ -152,7 +152,7 @@ public:
         push(q);
     }
     int poll() { return poll_cq(cq, poll_lock); } // polls the ibv_cq once
-    void forget(VerbsVi *vi);   // drops entries of a VI being destroyed
+    void forget(VerbsVi *vi);                     // drops entries of a VI being destroyed
     // Held by the one thread moving completions from the ibv_cq to the FIFO
     // (the FIFO has one producer at a time) or changing the FIFO's size.
     common::SpinLock poll_lock;
@@ -189,26 +189,20 @@ public:
     VIP_RETURN send_done(VIP_DESCRIPTOR **d) override { return sq.done(d); }
     VIP_RETURN post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) override;
     VIP_RETURN recv_done(VIP_DESCRIPTOR **d) override { return rq.done(d); }
-    VIP_RETURN send_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) override {
-        return sq.wait(timeout_ms, d);
-    }
-    VIP_RETURN recv_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) override {
-        return rq.wait(timeout_ms, d);
-    }
+    VIP_RETURN send_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) override { return sq.wait(timeout_ms, d); }
+    VIP_RETURN recv_wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) override { return rq.wait(timeout_ms, d); }
     VIP_RETURN send_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) override;
     VIP_RETURN recv_notify(VIP_PVOID ctx, VIP_DESCRIPTOR_NOTIFY_HANDLER h) override;
 
-    VIP_RETURN query(VIP_VI_STATE *state, prov::ViAttr *attr, bool *sendq_empty,
-                     bool *recvq_empty) override;
+    VIP_RETURN query(VIP_VI_STATE *state, prov::ViAttr *attr, bool *sendq_empty, bool *recvq_empty) override;
     VIP_RETURN set_attributes(const prov::ViAttr &attr) override;
 
-    VIP_RETURN connect_start(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                             VIP_ULONG timeout_ms, const void *data, VIP_ULONG len) override;
+    VIP_RETURN connect_start(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms,
+                             const void *data, VIP_ULONG len) override;
     VIP_RETURN connect_done(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) override;
     VIP_RETURN connect_wait(VIP_VI_ATTRIBUTES *remote_attr, void *data, VIP_ULONG *len) override;
     VIP_RETURN disconnect() override;
-    VIP_RETURN peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote,
-                            VIP_ULONG timeout_ms) override;
+    VIP_RETURN peer_request(const VIP_NET_ADDRESS *local, const VIP_NET_ADDRESS *remote, VIP_ULONG timeout_ms) override;
     VIP_RETURN peer_done(VIP_VI_ATTRIBUTES *remote_attr) override;
     VIP_RETURN peer_wait(VIP_VI_ATTRIBUTES *remote_attr) override;
 
@@ -240,16 +234,14 @@ public:
     const Region *region(VIP_MEM_HANDLE h) const;
     // What a descriptor posted on this VI may be (the device's SGE limit, the
     // VI's transfer size and reliability).
-    common::DescriptorRules rules() const {
-        return {max_sge + 1, max_sge, attr.max_transfer, reliable()};
-    }
+    common::DescriptorRules rules() const { return {max_sge + 1, max_sge, attr.max_transfer, reliable()}; }
 
     VerbsNic &nic;
     prov::ViAttr attr;
     ibv_qp *qp = nullptr;
     WorkQueue sq, rq;
     std::atomic<VIP_VI_STATE> state{VIP_STATE_IDLE};
-    rdma_cm_id *cm_id = nullptr;         // of the current connection
+    rdma_cm_id *cm_id = nullptr;          // of the current connection
     std::unique_ptr<Connector> connector; // a connection being set up
     ViLink link{this};
     std::atomic<bool> link_failed{false}; // set by ViLink when a pending connection died
@@ -263,7 +255,7 @@ public:
     uint32_t max_sge = 0;
     std::atomic<bool> qp_needs_reset{false};
     std::atomic<bool> needs_recovery{false}; // unreliable VI whose QP the device stopped
-    std::mutex recovery_mu; // one thread recovers; posters on the other queue wait for it
+    std::mutex recovery_mu;                  // one thread recovers; posters on the other queue wait for it
 };
 
 class VerbsNic final : public prov::Nic {
@@ -274,19 +266,16 @@ public:
     VIP_RETURN query(VIP_NIC_ATTRIBUTES *attr) override;
     VIP_RETURN create_ptag(prov::Ptag **out) override;
     VIP_RETURN destroy_ptag(prov::Ptag *p) override;
-    VIP_RETURN register_mem(void *addr, VIP_ULONG len, const prov::MemAttr &a,
-                            VIP_MEM_HANDLE *out) override;
+    VIP_RETURN register_mem(void *addr, VIP_ULONG len, const prov::MemAttr &a, VIP_MEM_HANDLE *out) override;
     VIP_RETURN deregister_mem(void *addr, VIP_MEM_HANDLE mh) override;
     VIP_RETURN query_mem(void *addr, VIP_MEM_HANDLE mh, prov::MemAttr *out) override;
     VIP_RETURN set_mem_attributes(void *addr, VIP_MEM_HANDLE mh, const prov::MemAttr &a) override;
-    VIP_RETURN create_vi(const prov::ViAttr &a, prov::Cq *send_cq, prov::Cq *recv_cq,
-                         prov::Vi **out) override;
+    VIP_RETURN create_vi(const prov::ViAttr &a, prov::Cq *send_cq, prov::Cq *recv_cq, prov::Vi **out) override;
     VIP_RETURN destroy_vi(prov::Vi *vi) override;
     VIP_RETURN create_cq(VIP_ULONG entries, prov::Cq **out) override;
     VIP_RETURN destroy_cq(prov::Cq *cq) override;
-    VIP_RETURN connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms,
-                            VIP_NET_ADDRESS *remote, VIP_VI_ATTRIBUTES *remote_attr,
-                            prov::Conn **out) override;
+    VIP_RETURN connect_wait(const VIP_NET_ADDRESS *local, VIP_ULONG timeout_ms, VIP_NET_ADDRESS *remote,
+                            VIP_VI_ATTRIBUTES *remote_attr, prov::Conn **out) override;
     VIP_RETURN error_callback(VIP_PVOID ctx, VIP_ERROR_HANDLER h) override;
     VIP_RETURN ns_init(VIP_PVOID info) override;
     VIP_RETURN ns_shutdown() override;
@@ -297,18 +286,17 @@ public:
     bool ns_other_addr(const VIP_NET_ADDRESS *addr, std::string *out) override;
     VIP_RETURN query_system_management(VIP_ULONG info_type, VIP_PVOID out) override;
     int rank() const override { return job_.rank; }
-    bool registration_pins() const override { return true; }  // ibv_reg_mr pins the pages
+    bool registration_pins() const override { return true; } // ibv_reg_mr pins the pages
     void progress() override;
 
     // ---- shared with VIs, CQs and the connection code ----
-    void report_error(VIP_ERROR_CODE code, VIP_RESOURCE_CODE res, VerbsVi *vi,
-                      VIP_DESCRIPTOR *d, VIP_ULONG opcode);
+    void report_error(VIP_ERROR_CODE code, VIP_RESOURCE_CODE res, VerbsVi *vi, VIP_DESCRIPTOR *d, VIP_ULONG opcode);
     void deliver_error(const VIP_ERROR_DESCRIPTOR &ed); // a report held back (verbs_notify.cpp)
     // Reads and dispatches pending rdma_cm events, waiting up to wait_ms for the first.
     void pump_cm(int wait_ms);
     // A poll of a work queue or CQ found nothing: now and then, pump_cm(0).
     void idle_poll();
-    void notify_armed();    // starts/wakes the notify thread after a handler was set
+    void notify_armed(); // starts/wakes the notify thread after a handler was set
     // An rdma_cm_id to destroy once the event being dispatched has been acked.
     void doom(rdma_cm_id *id) { doomed_.push_back(id); }
 
@@ -316,17 +304,16 @@ private:
     void dispatch_cm_locked(); // pump_cm's work, cm_mu held
 
 public:
-
     ibv_context *ctx = nullptr;
     uint8_t port = 1;
     ibv_device_attr dev_attr{};
     ibv_port_attr port_attr{};
     MemTable mem;
-    std::mutex ctl_mu;  // control-path state below
-    std::mutex cm_mu;   // the rdma_cm event channel and connection bookkeeping
+    std::mutex ctl_mu; // control-path state below
+    std::mutex cm_mu;  // the rdma_cm event channel and connection bookkeeping
     rdma_event_channel *cm_channel = nullptr;
     rdma_cm_id *listen_id = nullptr;
-    HostAddr local_addr;            // IP + listening port
+    HostAddr local_addr; // IP + listening port
     std::vector<uint8_t> local_addr_bytes;
     std::deque<struct PendingRequest *> pending; // incoming requests nobody took yet
     std::vector<VerbsVi *> vis;
@@ -345,7 +332,7 @@ private:
     std::mutex err_mu_;
     VIP_ERROR_HANDLER err_fn_ = nullptr;
     VIP_PVOID err_ctx_ = nullptr;
-    common::Job job_; // through vipl_boot (a job of one outside a launcher)
+    common::Job job_;                                  // through vipl_boot (a job of one outside a launcher)
     std::unique_ptr<common::RankDirectory> directory_; // the job's NIC addresses
     struct NotifierDeleter {
         void operator()(struct Notifier *n) const; // in verbs_notify.cpp

@@ -26,11 +26,9 @@ namespace {
 // The caller holds the queue's post lock.
 void finish_in_software(WorkQueue &q, Slot &s, uint32_t status) {
     common::complete_descriptor(s.desc, status);
-    q.ring.publish(); // seen by a Wait on another thread
-    if (q.bound)
-        q.bound->push_locked(&q); // a poller of the CQ may be pushing too
-    if ((status & VIP_STATUS_ERROR_MASK & ~VIP_STATUS_DESC_FLUSHED_ERROR) && q.vi->reliable())
-        q.vi->break_connection();
+    q.ring.publish();                      // seen by a Wait on another thread
+    if (q.bound) q.bound->push_locked(&q); // a poller of the CQ may be pushing too
+    if ((status & VIP_STATUS_ERROR_MASK & ~VIP_STATUS_DESC_FLUSHED_ERROR) && q.vi->reliable()) q.vi->break_connection();
 }
 
 // Scatter/gather list of a descriptor, filled by the descriptor check for each
@@ -47,8 +45,8 @@ struct SgeList {
 };
 
 long spin_ns() {
-    static const long ns = viastack::env::integer(viastack::log::Layer::verbs, "VIPL_VERBS_SPIN_US", 50, 0,
-                                                  60'000'000) * 1000;
+    static const long ns =
+        viastack::env::integer(viastack::log::Layer::verbs, "VIPL_VERBS_SPIN_US", 50, 0, 60'000'000) * 1000;
     return ns;
 }
 
@@ -66,20 +64,17 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     // Nothing to send to yet: refused, as on every provider (docs/vipl.md).  An
     // accepting VI may send before ESTABLISHED is seen (below).
     const VIP_VI_STATE st = state.load(std::memory_order_relaxed);
-    if (__builtin_expect(st == VIP_STATE_IDLE ||
-                             (st == VIP_STATE_CONNECT_PENDING && !accepted.load(std::memory_order_relaxed)),
-                         0))
+    if (__builtin_expect(
+            st == VIP_STATE_IDLE || (st == VIP_STATE_CONNECT_PENDING && !accepted.load(std::memory_order_relaxed)), 0))
         return VIP_INVALID_STATE;
     common::SpinGuard posting(q.ring.post_lock);
-    if (q.ring.full())
-        return VIP_ERROR_RESOURCE;
+    if (q.ring.full()) return VIP_ERROR_RESOURCE;
     Slot &s = q.ring.claim(d);
     const uint16_t ctl = d->CS.Control;
     const uint16_t op = ctl & VIP_CONTROL_OP_MASK;
     s.info.op_status = common::op_status(ctl);
 
-    if (__builtin_expect(needs_recovery.load(std::memory_order_relaxed), 0))
-        recover();
+    if (__builtin_expect(needs_recovery.load(std::memory_order_relaxed), 0)) recover();
     if (state.load(std::memory_order_relaxed) != VIP_STATE_CONNECTED &&
         !(accepted.load(std::memory_order_relaxed) &&
           state.load(std::memory_order_relaxed) == VIP_STATE_CONNECT_PENDING)) {
@@ -90,8 +85,8 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     }
     SgeList sgl;
     uint64_t total = 0;
-    if (uint32_t bad = common::check_send(d, mh, rules(), [this](VIP_MEM_HANDLE h) { return region(h); }, sgl,
-                                          &total)) {
+    if (uint32_t bad = common::check_send(
+            d, mh, rules(), [this](VIP_MEM_HANDLE h) { return region(h); }, sgl, &total)) {
         finish_in_software(q, s, s.info.op_status | bad);
         return VIP_SUCCESS;
     }
@@ -111,29 +106,20 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     wr.sg_list = sgl.sge;
     wr.num_sge = sgl.n;
     wr.send_flags = IBV_SEND_SIGNALED;
-    if (ctl & VIP_CONTROL_QFENCE)
-        wr.send_flags |= IBV_SEND_FENCE;
-    if (op != VIP_CONTROL_OP_RDMAREAD && total <= max_inline)
-        wr.send_flags |= IBV_SEND_INLINE;
+    if (ctl & VIP_CONTROL_QFENCE) wr.send_flags |= IBV_SEND_FENCE;
+    if (op != VIP_CONTROL_OP_RDMAREAD && total <= max_inline) wr.send_flags |= IBV_SEND_INLINE;
     wr.imm_data = imm ? htonl(d->CS.ImmediateData) : 0;
     switch (op) {
-    case VIP_CONTROL_OP_SENDRECV:
-        wr.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
-        break;
-    case VIP_CONTROL_OP_RDMAWRITE:
-        wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
-        break;
-    default:
-        wr.opcode = IBV_WR_RDMA_READ;
-        break;
+    case VIP_CONTROL_OP_SENDRECV: wr.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND; break;
+    case VIP_CONTROL_OP_RDMAWRITE: wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE; break;
+    default: wr.opcode = IBV_WR_RDMA_READ; break;
     }
     if (rdma) {
         wr.wr.rdma.remote_addr = d->DS[0].Remote.Data.AddressBits;
         wr.wr.rdma.rkey = d->DS[0].Remote.Handle;
     }
     ibv_send_wr *bad_wr = nullptr;
-    if (ibv_post_send(qp, &wr, &bad_wr) != 0)
-        return VIP_ERROR_RESOURCE;
+    if (ibv_post_send(qp, &wr, &bad_wr) != 0) return VIP_ERROR_RESOURCE;
     q.ring.publish(); // seen by a Wait on another thread
     return VIP_SUCCESS;
 }
@@ -141,10 +127,8 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
 VIP_RETURN VerbsVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     WorkQueue &q = rq;
     common::SpinGuard posting(q.ring.post_lock);
-    if (q.ring.full())
-        return VIP_ERROR_RESOURCE;
-    if (__builtin_expect(needs_recovery.load(std::memory_order_relaxed), 0))
-        recover();
+    if (q.ring.full()) return VIP_ERROR_RESOURCE;
+    if (__builtin_expect(needs_recovery.load(std::memory_order_relaxed), 0)) recover();
     Slot &s = q.ring.claim(d);
     s.info.op_status = VIP_STATUS_OP_RECEIVE;
     if (__builtin_expect(qp_needs_reset.load(std::memory_order_relaxed), 0)) {
@@ -162,7 +146,8 @@ VIP_RETURN VerbsVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
         }
     }
     SgeList sgl;
-    if (uint32_t bad = common::check_recv(d, mh, rules(), [this](VIP_MEM_HANDLE h) { return region(h); }, sgl)) {
+    if (uint32_t bad = common::check_recv(
+            d, mh, rules(), [this](VIP_MEM_HANDLE h) { return region(h); }, sgl)) {
         finish_in_software(q, s, VIP_STATUS_OP_RECEIVE | bad);
         return VIP_SUCCESS;
     }
@@ -172,8 +157,7 @@ VIP_RETURN VerbsVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     wr.sg_list = sgl.sge;
     wr.num_sge = sgl.n;
     ibv_recv_wr *bad_wr = nullptr;
-    if (ibv_post_recv(qp, &wr, &bad_wr) != 0)
-        return VIP_ERROR_RESOURCE;
+    if (ibv_post_recv(qp, &wr, &bad_wr) != 0) return VIP_ERROR_RESOURCE;
     q.ring.publish(); // seen by a Wait on another thread
     return VIP_SUCCESS;
 }
@@ -197,15 +181,13 @@ void complete_slot(const ibv_wc &wc) {
     uint32_t st = VIP_STATUS_DONE | s->info.op_status;
     if (wc.status == IBV_WC_SUCCESS) {
         if (q->is_recv) {
-            if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM)
-                st = VIP_STATUS_DONE | VIP_STATUS_OP_REMOTE_RDMA_WRITE;
+            if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) st = VIP_STATUS_DONE | VIP_STATUS_OP_REMOTE_RDMA_WRITE;
             d->CS.Length = wc.byte_len;
             // Data from the requester proves the connection is up even if the
             // ESTABLISHED event has not been read yet (IB's "communication established").
             if (__builtin_expect(q->vi->accepted.load(std::memory_order_relaxed), 0)) {
                 VIP_VI_STATE pending = VIP_STATE_CONNECT_PENDING;
-                if (q->vi->state.compare_exchange_strong(pending, VIP_STATE_CONNECTED))
-                    q->vi->established = true;
+                if (q->vi->state.compare_exchange_strong(pending, VIP_STATE_CONNECTED)) q->vi->established = true;
             }
             if (wc.wc_flags & IBV_WC_WITH_IMM) {
                 st |= VIP_STATUS_IMMEDIATE;
@@ -220,8 +202,8 @@ void complete_slot(const ibv_wc &wc) {
         const VerbsVi *vi = q->vi;
         uint32_t gone = common::receive_memory_gone(d, [vi](VIP_MEM_HANDLE h) { return vi->region(h); });
         st |= gone ? gone : VIP_STATUS_LENGTH_ERROR;
-    } else if (wc.status == IBV_WC_REM_INV_REQ_ERR && (s->info.op_status == VIP_STATUS_OP_RDMA_READ ||
-                                                     s->info.op_status == VIP_STATUS_OP_RDMA_WRITE)) {
+    } else if (wc.status == IBV_WC_REM_INV_REQ_ERR &&
+               (s->info.op_status == VIP_STATUS_OP_RDMA_READ || s->info.op_status == VIP_STATUS_OP_RDMA_WRITE)) {
         // The target refused the RDMA itself (its VI does not enable it): on rxe an
         // invalid request, in VIPL terms an RDMA protection error.
         st |= VIP_STATUS_RDMA_PROT_ERROR;
@@ -229,8 +211,7 @@ void complete_slot(const ibv_wc &wc) {
         st |= status_bits(wc.status);
     }
     common::complete_descriptor(d, st);
-    if (q->bound)
-        q->bound->push(q);
+    if (q->bound) q->bound->push(q);
 }
 
 } // namespace
@@ -261,8 +242,7 @@ int WorkQueue::poll() { return bound ? bound->poll() : poll_cq(cq, own_poll_lock
 
 VIP_RETURN WorkQueue::done(VIP_DESCRIPTOR **d) {
     return ring.reap(d, [this] {
-        if (poll() == 0)
-            vi->nic.idle_poll();
+        if (poll() == 0) vi->nic.idle_poll();
     });
 }
 
@@ -276,26 +256,21 @@ VIP_RETURN block_on_cq(VerbsNic &nic, ibv_cq *cq, ibv_comp_channel *ch, VIP_ULON
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
     VIP_RETURN rc = try_once();
-    if (rc != VIP_NOT_DONE)
-        return rc;
+    if (rc != VIP_NOT_DONE) return rc;
     const long spin = timeout_ms == 0 ? 0 : spin_ns();
     while (std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count() < spin) {
         rc = try_once();
-        if (rc != VIP_NOT_DONE)
-            return rc;
+        if (rc != VIP_NOT_DONE) return rc;
     }
     for (;;) {
         nic.pump_cm(0);
         ibv_req_notify_cq(cq, 0);
         rc = try_once();
-        if (rc != VIP_NOT_DONE)
-            return rc;
+        if (rc != VIP_NOT_DONE) return rc;
         long left = 100;
         if (timeout_ms != VIP_INFINITE) {
-            long elapsed = long(
-                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
-            if (elapsed >= long(timeout_ms))
-                return VIP_TIMEOUT;
+            long elapsed = long(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
+            if (elapsed >= long(timeout_ms)) return VIP_TIMEOUT;
             left = std::min<long>(100, long(timeout_ms) - elapsed);
         }
         // Short slices: another thread may consume the event, or post to an empty queue.
@@ -303,8 +278,7 @@ VIP_RETURN block_on_cq(VerbsNic &nic, ibv_cq *cq, ibv_comp_channel *ch, VIP_ULON
         if (::poll(pfd, 2, int(left)) > 0 && (pfd[0].revents & POLLIN)) {
             ibv_cq *ev_cq = nullptr;
             void *ev_ctx = nullptr;
-            if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0)
-                ibv_ack_cq_events(ev_cq, 1);
+            if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0) ibv_ack_cq_events(ev_cq, 1);
         }
     }
 }
@@ -319,10 +293,8 @@ VIP_RETURN WorkQueue::wait(VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d) {
     ibv_comp_channel *ch = bound ? bound->channel : channel;
     return block_on_cq(vi->nic, c, ch, timeout_ms, [&] {
         VIP_RETURN rc = done(d);
-        if (rc == VIP_NOT_DONE && ring.empty() && vi->state.load() == VIP_STATE_ERROR)
-            rc = VIP_INVALID_STATE;
-        if (rc == VIP_NOT_DONE && vi->closing())
-            rc = VIP_INVALID_STATE; // another thread is destroying the VI
+        if (rc == VIP_NOT_DONE && ring.empty() && vi->state.load() == VIP_STATE_ERROR) rc = VIP_INVALID_STATE;
+        if (rc == VIP_NOT_DONE && vi->closing()) rc = VIP_INVALID_STATE; // another thread is destroying the VI
         return rc;
     });
 }

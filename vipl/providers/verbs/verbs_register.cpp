@@ -15,21 +15,17 @@ namespace vipl::verbs {
 namespace {
 
 bool matches(const char *device) {
-    if (!device || !*device)
-        return false;
-    if (std::strcmp(device, "verbs") == 0)
-        return true;
+    if (!device || !*device) return false;
+    if (std::strcmp(device, "verbs") == 0) return true;
     if (std::strchr(device, '/') == nullptr) {
         struct stat st;
-        if (stat(("/sys/class/infiniband/" + std::string(device)).c_str(), &st) == 0)
-            return true;
+        if (stat(("/sys/class/infiniband/" + std::string(device)).c_str(), &st) == 0) return true;
     }
-    static const char *const prefixes[] = {"rxe",   "siw",   "mlx4_",   "mlx5_", "irdma",
-                                           "bnxt_re", "qedr", "hfi1_",   "efa_",  "erdma_",
-                                           "cxgb4_", "hns_", "ocrdma", "vmw_pvrdma", "ionic_"};
+    static const char *const prefixes[] = {"rxe",     "siw",  "mlx4_",  "mlx5_",      "irdma",
+                                           "bnxt_re", "qedr", "hfi1_",  "efa_",       "erdma_",
+                                           "cxgb4_",  "hns_", "ocrdma", "vmw_pvrdma", "ionic_"};
     for (const char *p : prefixes)
-        if (std::strncmp(device, p, std::strlen(p)) == 0)
-            return true;
+        if (std::strncmp(device, p, std::strlen(p)) == 0) return true;
     return false;
 }
 

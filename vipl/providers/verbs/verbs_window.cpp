@@ -24,8 +24,7 @@ constexpr int kBindTimeoutMs = 5000;
 int loopback_gid(ibv_context *ctx, uint8_t port, const ibv_port_attr &pa, ibv_gid *out) {
     for (int i = 0; i < pa.gid_tbl_len; i++) {
         ibv_gid g{};
-        if (ibv_query_gid(ctx, port, i, &g) != 0)
-            continue;
+        if (ibv_query_gid(ctx, port, i, &g) != 0) continue;
         static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
         if (std::memcmp(g.raw, v4_prefix, 12) == 0) {
             *out = g;
@@ -41,8 +40,7 @@ bool connect_to_self(VerbsNic &nic, ibv_qp *qp) {
     a.qp_state = IBV_QPS_INIT;
     a.port_num = nic.port;
     a.qp_access_flags = IBV_ACCESS_MW_BIND;
-    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
-        return false;
+    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) return false;
     a = ibv_qp_attr{};
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = nic.port_attr.active_mtu;
@@ -52,8 +50,7 @@ bool connect_to_self(VerbsNic &nic, ibv_qp *qp) {
     a.ah_attr.port_num = nic.port;
     if (nic.port_attr.link_layer == IBV_LINK_LAYER_ETHERNET) {
         int gi = loopback_gid(nic.ctx, nic.port, nic.port_attr, &a.ah_attr.grh.dgid);
-        if (gi < 0)
-            return false;
+        if (gi < 0) return false;
         a.ah_attr.is_global = 1;
         a.ah_attr.grh.sgid_index = uint8_t(gi);
         a.ah_attr.grh.hop_limit = 1;
@@ -82,14 +79,11 @@ int window_access(bool rdma_write, bool rdma_read) {
 } // namespace
 
 bool WindowBinder::ready(VerbsNic &nic, ibv_pd *pd) {
-    if (qp)
-        return true;
-    if (failed || nic.dev_attr.max_mw <= 0)
-        return false;
+    if (qp) return true;
+    if (failed || nic.dev_attr.max_mw <= 0) return false;
     failed = true; // until it works
     cq = ibv_create_cq(nic.ctx, 4, nullptr, nullptr, 0);
-    if (!cq)
-        return false;
+    if (!cq) return false;
     ibv_qp_init_attr ia{};
     ia.send_cq = cq;
     ia.recv_cq = cq;
@@ -103,7 +97,8 @@ bool WindowBinder::ready(VerbsNic &nic, ibv_pd *pd) {
     if (!qp || !connect_to_self(nic, qp)) {
         viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_WARN,
                      "%s: no memory windows (the binding queue pair does not come up); a region's RDMA "
-                     "rights are then fixed at registration", nic.name.c_str());
+                     "rights are then fixed at registration",
+                     nic.name.c_str());
         close();
         return false;
     }
@@ -112,10 +107,8 @@ bool WindowBinder::ready(VerbsNic &nic, ibv_pd *pd) {
 }
 
 void WindowBinder::close() {
-    if (qp)
-        ibv_destroy_qp(qp);
-    if (cq)
-        ibv_destroy_cq(cq);
+    if (qp) ibv_destroy_qp(qp);
+    if (cq) ibv_destroy_cq(cq);
     qp = nullptr;
     cq = nullptr;
 }
@@ -130,22 +123,18 @@ bool WindowBinder::bind(ibv_mw *mw, ibv_mr *mr, bool rdma_write, bool rdma_read)
     wr.bind_mw.bind_info.addr = uintptr_t(mr->addr);
     wr.bind_mw.bind_info.length = mr->length;
     wr.bind_mw.bind_info.mw_access_flags = unsigned(window_access(rdma_write, rdma_read));
-    if (ibv_post_send(qp, &wr, &bad) != 0)
-        return false;
+    if (ibv_post_send(qp, &wr, &bad) != 0) return false;
     ibv_wc wc{};
     int n = 0;
     for (auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBindTimeoutMs);
-         (n = ibv_poll_cq(cq, 1, &wc)) == 0 && std::chrono::steady_clock::now() < until;) {
-    }
+         (n = ibv_poll_cq(cq, 1, &wc)) == 0 && std::chrono::steady_clock::now() < until;) {}
     return n == 1 && wc.status == IBV_WC_SUCCESS;
 }
 
 ibv_mw *WindowBinder::open_window(VerbsNic &nic, ibv_pd *pd, ibv_mr *mr, bool rdma_write, bool rdma_read) {
-    if (!ready(nic, pd))
-        return nullptr;
+    if (!ready(nic, pd)) return nullptr;
     ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
-    if (!mw)
-        return nullptr;
+    if (!mw) return nullptr;
     if (!bind(mw, mr, rdma_write, rdma_read)) {
         ibv_dealloc_mw(mw);
         return nullptr;

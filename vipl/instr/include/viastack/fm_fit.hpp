@@ -25,7 +25,7 @@ namespace viastack {
 
 struct BandwidthSample {
     std::size_t bytes = 0;
-    double us_per_msg = 0;  // median time per message in the streaming test
+    double us_per_msg = 0; // median time per message in the streaming test
 };
 
 struct FmMetrics {
@@ -69,7 +69,7 @@ inline FmMetrics fit_fm_metrics(std::span<const BandwidthSample> curve) {
     for (std::size_t i = 0; i < pts.size(); ++i) {
         double bw = double(pts[i].bytes) / pts[i].us_per_msg;
         if (bw < half) continue;
-        if (i == 0) break;  // already above half at the smallest size: only the model can say
+        if (i == 0) break; // already above half at the smallest size: only the model can say
         double bw0 = double(pts[i - 1].bytes) / pts[i - 1].us_per_msg;
         double l0 = std::log2(double(std::max<std::size_t>(pts[i - 1].bytes, 1)));
         double l1 = std::log2(double(pts[i].bytes));
@@ -81,4 +81,4 @@ inline FmMetrics fit_fm_metrics(std::span<const BandwidthSample> curve) {
     return m;
 }
 
-}  // namespace viastack
+} // namespace viastack

@@ -14,7 +14,7 @@ namespace viastack {
 
 struct LineFit {
     double intercept = 0, slope = 0;
-    double r2 = 0;          // coefficient of determination (weighted when weights are given)
+    double r2 = 0; // coefficient of determination (weighted when weights are given)
     std::size_t n = 0;
 };
 
@@ -55,4 +55,4 @@ inline LineFit fit_line(std::span<const double> x, std::span<const double> y, st
     return f;
 }
 
-}  // namespace viastack
+} // namespace viastack
