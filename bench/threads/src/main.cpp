@@ -4,11 +4,13 @@
 //   vipl-run -n 2 vi_thread_rate [options]   rank 0 sends, rank 1 receives
 //   vi_thread_rate --single [options]         both ends in this process
 //
-// Variants (interleaved in rounds): 1t (one thread, one VI), 2t_1vi (two
-// threads posting to ONE VI: the contended post), 2t_2vi (a VI per thread,
-// one NIC handle), 2t_2nic (a VI per thread, each on its own NIC handle),
-// 2t_cq (a VI per thread; the receiver's two receive queues on one CQ that
-// two receiving threads take from).
+// Variants (interleaved in rounds): 1t (one thread, one VI, the main thread
+// alone on NIC handles of its own: a single-threaded program), 1t_1vi (one
+// thread on the VI 2t_1vi shares), 2t_1vi (two threads posting to ONE VI:
+// the contended post), 2t_2vi (a VI per thread, one NIC handle), 2t_2nic (a
+// VI per thread, each on its own NIC handle), 2t_cq (a VI per thread; the
+// receiver's two receive queues on one CQ that two receiving threads take
+// from).
 #include "job.hpp"
 #include "line_probe.hpp"
 #include "report.hpp"
@@ -34,7 +36,8 @@ namespace {
 
 const std::vector<Variant> &all_variants() {
     static const std::vector<Variant> v = {
-        {"1t", "one_vi", 1, "1 thread, 1 VI"},
+        {"1t", "alone", 1, "1 thread, the only one on its NIC handle (a single-threaded program)", true},
+        {"1t_1vi", "one_vi", 1, "1 thread on the VI 2t_1vi shares (its locks in their shared mode)"},
         {"2t_1vi", "one_vi", 2, "2 threads posting to ONE VI (contended post)"},
         {"2t_2vi", "two_vis", 2, "2 threads, a VI each, one NIC handle"},
         {"2t_2nic", "two_nics", 2, "2 threads, a VI each on its own NIC handle"},
@@ -44,10 +47,11 @@ const std::vector<Variant> &all_variants() {
 }
 
 SetupShape shape_of(const std::string &setup) {
-    if (setup == "one_vi") return {setup, 1, false, false};
-    if (setup == "two_vis") return {setup, 2, false, false};
-    if (setup == "two_nics") return {setup, 2, true, false};
-    return {setup, 2, false, true};
+    if (setup == "alone") return {setup, 1, false, false, true};
+    if (setup == "one_vi") return {setup, 1, false, false, false};
+    if (setup == "two_vis") return {setup, 2, false, false, false};
+    if (setup == "two_nics") return {setup, 2, true, false, false};
+    return {setup, 2, false, true, false};
 }
 
 struct Options {
@@ -59,7 +63,8 @@ struct Options {
 };
 
 // The variants asked for, in the table's order; the baseline 1t always
-// runs (every ratio is against it), 2t_2vi too when 2t_cq does.
+// runs (every ratio is against it), 1t_1vi too when 2t_1vi does, 2t_2vi
+// when 2t_cq does.
 std::vector<Variant> chosen(const Options &o) {
     std::vector<std::string> names = o.variants;
     if (names.empty())
@@ -67,7 +72,8 @@ std::vector<Variant> chosen(const Options &o) {
     std::vector<Variant> out;
     for (const Variant &v : all_variants()) {
         bool want = v.name == "1t";
-        for (const std::string &n : names) want |= n == v.name || (n == "2t_cq" && v.name == "2t_2vi");
+        for (const std::string &n : names)
+            want |= n == v.name || (n == "2t_cq" && v.name == "2t_2vi") || (n == "2t_1vi" && v.name == "1t_1vi");
         if (want) out.push_back(v);
     }
     for (const std::string &n : names) {
@@ -174,7 +180,7 @@ int main(int argc, char **argv) {
     app.add_option("--rounds", o.rounds, "rounds of every variant after a warm-up round")->check(CLI::Range(1, 1000));
     app.add_option("--window", o.window, "messages in flight per sending thread")->check(CLI::Range(1, kMaxWindow));
     app.add_option("--blocks", o.blocks, "windows per timed stream")->check(CLI::Range(1, 4096));
-    app.add_option("--variants", o.variants, "variants to run (1t always runs): 1t,2t_1vi,2t_2vi,2t_2nic,2t_cq")
+    app.add_option("--variants", o.variants, "variants to run (1t always runs): 1t,1t_1vi,2t_1vi,2t_2vi,2t_2nic,2t_cq")
         ->delimiter(',');
     app.add_option("--device", o.device, "the NIC to open (default: the provider's default)");
     app.add_flag("--quick", o.quick,

@@ -49,6 +49,7 @@ std::vector<double> paired_ratios(const std::vector<Sample> &samples, const std:
 std::vector<std::string> baselines(const std::string &variant) {
     if (variant == "1t") return {};
     if (variant == "2t_cq") return {"1t", "2t_2vi"};
+    if (variant == "2t_1vi") return {"1t", "1t_1vi"};
     return {"1t"};
 }
 
@@ -134,8 +135,8 @@ std::string report_text(const json &r) {
         out += "  the sending threads (rank 0) and the receiving threads (rank 1) share this machine's CPUs: with 2 "
                "threads per rank, 4 threads take turns on them\n";
     else
-        out += "  both ends in this process, paired over the loopback of one NIC: the sending and receiving threads "
-               "share this machine's CPUs\n";
+        out += "  both ends in this process, paired over the loopback of its NIC (1t: between two NIC handles of its "
+               "own): the sending and receiving threads share this machine's CPUs\n";
     out += fmt::format("  raw cache line (one way) classed at {:.0f} ns ({})\n\n",
                        r["placement"]["line_threshold_ns"].get<double>(),
                        r["placement"]["threshold_source"].get<std::string>());

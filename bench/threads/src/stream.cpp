@@ -34,15 +34,18 @@ struct Crew {
 
     template <class Fn>
     void start(Fn fn) {
-        threads.emplace_back([this, fn]() mutable {
-            try {
-                fn();
-            } catch (...) {
-                std::lock_guard<std::mutex> g(m);
-                if (!error) error = std::current_exception();
-                stop.store(true);
-            }
-        });
+        threads.emplace_back([this, fn]() mutable { run_here(fn); });
+    }
+    // On the calling thread: a variant `on_main` runs there.
+    template <class Fn>
+    void run_here(Fn &fn) {
+        try {
+            fn();
+        } catch (...) {
+            std::lock_guard<std::mutex> g(m);
+            if (!error) error = std::current_exception();
+            stop.store(true);
+        }
     }
     void join() {
         for (auto &t : threads) t.join();
@@ -170,7 +173,11 @@ void sender(SendShared &sh, Crew &crew, int t) {
 
 SendTimes senders(Setup &s, const Variant &v, const StreamParams &p, int spinning, Crew &crew) {
     SendShared sh{s, v, p, spinning};
-    for (int t = 0; t < v.threads; ++t) crew.start([&sh, &crew, t] { sender(sh, crew, t); });
+    for (int t = 0; t < v.threads; ++t) {
+        auto body = [&sh, &crew, t] { sender(sh, crew, t); };
+        if (v.on_main) crew.run_here(body);
+        else crew.start(body);
+    }
     crew.join();
     SendTimes out;
     std::uint64_t first = sh.t0[0], last = sh.t1[0], post = 0;
@@ -299,10 +306,16 @@ void receiver(RecvShared &sh, Crew &crew, int r) {
 
 int receiving_threads(const Setup &s, const Variant &v) { return s.shape.shared_cq ? v.threads : s.shape.links; }
 
-void start_receivers(RecvShared &sh, Crew &crew) {
+// Starts the receiving threads, or, with here (a variant on_main in two
+// ranks), runs the one there is on the calling thread.
+void start_receivers(RecvShared &sh, Crew &crew, bool here) {
     const std::uint64_t per_thread = std::uint64_t(sh.p.blocks) * std::uint64_t(sh.p.window);
     sh.seen.reset(new std::atomic<std::uint8_t>[per_thread * std::uint64_t(sh.v.threads)]());
-    for (int r = 0; r < receiving_threads(sh.s, sh.v); ++r) crew.start([&sh, &crew, r] { receiver(sh, crew, r); });
+    for (int r = 0; r < receiving_threads(sh.s, sh.v); ++r) {
+        auto body = [&sh, &crew, r] { receiver(sh, crew, r); };
+        if (here) crew.run_here(body);
+        else crew.start(body);
+    }
 }
 
 RecvCount count_of(const RecvShared &sh) {
@@ -321,7 +334,7 @@ SendTimes run_senders(Setup &s, const Variant &v, const StreamParams &p, int spi
 RecvCount run_receivers(Setup &s, const Variant &v, const StreamParams &p, int spinning_threads) {
     Crew crew;
     RecvShared sh(s, v, p, spinning_threads);
-    start_receivers(sh, crew);
+    start_receivers(sh, crew, v.on_main);
     crew.join();
     return count_of(sh);
 }
@@ -330,7 +343,7 @@ SendTimes run_both(Setup &s, const Variant &v, const StreamParams &p, RecvCount 
     Crew rcrew, screw;
     const int spinning = v.threads + receiving_threads(s, v);
     RecvShared rsh(s, v, p, spinning);
-    start_receivers(rsh, rcrew);
+    start_receivers(rsh, rcrew, false);
     SendTimes out;
     std::exception_ptr send_error;
     try {

@@ -21,7 +21,8 @@ struct Variant {
     std::string name;  // "1t", "2t_1vi", "2t_2vi", "2t_2nic", "2t_cq"
     std::string setup; // SetupShape::name
     int threads = 1;
-    std::string what; // one line for the table
+    std::string what;     // one line for the table
+    bool on_main = false; // one thread, the program's main one (which made the setup), each end
 };
 
 struct StreamParams {

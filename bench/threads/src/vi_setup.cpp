@@ -16,6 +16,9 @@ namespace thbench {
 namespace {
 
 constexpr VIP_ULONG kConnectMs = 20000;
+// Slots one setup takes from a NIC, at most: every link's receives on each
+// end this process holds, and the send and confirmation rings.
+constexpr std::size_t kSlotsPerSetup = 2 * std::size_t(kMaxThreads) * (kRecvPerLink + 2 * kMaxWindow + kConfirmSlots);
 
 // A NIC's host address, exchanged between the ranks.
 struct HostAddr {
@@ -122,23 +125,35 @@ void fill_send(const LinkEnd &end, Slot *s, const Msg &m) {
 }
 
 Fabric::Fabric(const logp::Job &job, bool single, const std::string &device, const std::vector<SetupShape> &shapes)
-    : single_(single), sends_(single || job.rank() == 0), receives_(single || job.rank() == 1) {
+    : single_(single), sends_(single || job.rank() == 0), receives_(single || job.rank() == 1), device_(device) {
     const bool two = std::any_of(shapes.begin(), shapes.end(), [](const SetupShape &s) { return s.two_nics; });
-    // Slots per NIC, at most: every link's receives on each end this
-    // process holds, and the send and confirmation rings.
-    const std::size_t per_setup = 2 * std::size_t(kMaxThreads) * (kRecvPerLink + 2 * kMaxWindow + kConfirmSlots);
-    nics_.resize(two ? 2 : 1);
     try {
-        for (Nic &n : nics_) n.open(device, per_setup * shapes.size());
+        open_nic(device, kSlotsPerSetup * shapes.size());
+        if (two) open_nic(device, kSlotsPerSetup * shapes.size());
         setups_.resize(shapes.size());
         for (std::size_t i = 0; i < shapes.size(); ++i) {
             setups_[i].shape = shapes[i];
+            if (shapes[i].alone) {
+                if (sends_) setups_[i].alone_send = open_nic(device, kSlotsPerSetup);
+                if (receives_) setups_[i].alone_recv = open_nic(device, kSlotsPerSetup);
+            }
             build(setups_[i], job);
         }
     } catch (...) {
         this->~Fabric();
         throw;
     }
+}
+
+Nic *Fabric::open_nic(const std::string &device, std::size_t slots) {
+    nics_.emplace_back();
+    nics_.back().open(device, slots);
+    return &nics_.back();
+}
+
+Nic *Fabric::nic_for(const Setup &s, int link, bool send_end) {
+    if (s.shape.alone) return send_end ? s.alone_send : s.alone_recv;
+    return &nics_[s.shape.two_nics ? std::size_t(link) : 0];
 }
 
 Fabric::~Fabric() {
@@ -169,39 +184,32 @@ Setup &Fabric::setup(const std::string &name) {
 
 void Fabric::build(Setup &s, const logp::Job &job) {
     const int links = s.shape.links;
-    auto nic_of = [&](int link) { return &nics_[s.shape.two_nics ? std::size_t(link) : 0]; };
     VIP_VI_ATTRIBUTES va{};
     va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
     va.MaxTransferSize = kBufBytes;
     s.send_end.resize(std::size_t(links));
     s.recv_end.resize(std::size_t(links));
     if (receives_ && s.shape.shared_cq)
-        check(VipCreateCQ(nic_of(0)->h, VIP_ULONG(links * kRecvPerLink), &s.recv_cq), "VipCreateCQ");
+        check(VipCreateCQ(nic_for(s, 0, false)->h, VIP_ULONG(links * kRecvPerLink), &s.recv_cq), "VipCreateCQ");
     for (int l = 0; l < links; ++l) {
-        Nic *nic = nic_of(l);
-        va.Ptag = nic->ptag;
-        if (sends_) {
-            LinkEnd &e = s.send_end[std::size_t(l)];
-            e.nic = nic;
-            check(VipCreateVi(nic->h, &va, nullptr, nullptr, &e.vi), "VipCreateVi");
-            for (int i = 0; i < kRecvPerLink; ++i) post_recv(e, nic->slot());
-        }
-        if (receives_) {
-            LinkEnd &e = s.recv_end[std::size_t(l)];
-            e.nic = nic;
-            check(VipCreateVi(nic->h, &va, nullptr, s.recv_cq, &e.vi), "VipCreateVi");
-            for (int i = 0; i < kRecvPerLink; ++i) post_recv(e, nic->slot());
+        for (const bool send : {true, false}) {
+            if (send ? !sends_ : !receives_) continue;
+            LinkEnd &e = (send ? s.send_end : s.recv_end)[std::size_t(l)];
+            e.nic = nic_for(s, l, send);
+            va.Ptag = e.nic->ptag;
+            check(VipCreateVi(e.nic->h, &va, nullptr, send ? nullptr : s.recv_cq, &e.vi), "VipCreateVi");
+            for (int i = 0; i < kRecvPerLink; ++i) post_recv(e, e.nic->slot());
         }
     }
     for (int t = 0; t < kMaxThreads; ++t) {
-        Nic *nic = nic_of(std::min(t, links - 1));
+        const int l = std::min(t, links - 1);
         if (sends_) {
             s.send_ring.emplace_back();
-            for (int i = 0; i < 2 * kMaxWindow; ++i) s.send_ring.back().push_back(nic->slot());
+            for (int i = 0; i < 2 * kMaxWindow; ++i) s.send_ring.back().push_back(nic_for(s, l, true)->slot());
         }
         if (receives_) {
             s.confirm_ring.emplace_back();
-            for (int i = 0; i < kConfirmSlots; ++i) s.confirm_ring.back().push_back(nic->slot());
+            for (int i = 0; i < kConfirmSlots; ++i) s.confirm_ring.back().push_back(nic_for(s, l, false)->slot());
         }
     }
     for (int l = 0; l < links; ++l) connect(s, l, job);

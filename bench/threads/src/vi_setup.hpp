@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -74,20 +75,25 @@ struct LinkEnd {
 
 // The layout a variant runs on.  Sending thread t uses link min(t, links-1);
 // receiving thread r serves link min(r, links-1), or, with a shared CQ, takes
-// from the CQ the receive queues of every link are bound to.
+// from the CQ the receive queues of every link are bound to.  The links' ends
+// are on this process's first NIC handle, link i's on handle i with
+// two_nics, or, alone, on NIC handles of their own that no other setup uses
+// (the sending and the receiving end on two, in one process).
 struct SetupShape {
-    std::string name; // "one_vi", "two_vis", "two_nics", "two_vis_cq"
+    std::string name; // "alone", "one_vi", "two_vis", "two_nics", "two_vis_cq"
     int links = 1;
     bool two_nics = false;
     bool shared_cq = false;
+    bool alone = false;
 };
 
 struct Setup {
     SetupShape shape;
-    std::vector<LinkEnd> send_end, recv_end;       // per link (only this process's ends are open)
-    VIP_CQ_HANDLE recv_cq = nullptr;               // the receiving side's shared CQ (shared_cq)
-    std::vector<std::vector<Slot *>> send_ring;    // per sending thread: 2 * kMaxWindow slots
-    std::vector<std::vector<Slot *>> confirm_ring; // per receiving thread
+    std::vector<LinkEnd> send_end, recv_end;          // per link (only this process's ends are open)
+    VIP_CQ_HANDLE recv_cq = nullptr;                  // the receiving side's shared CQ (shared_cq)
+    std::vector<std::vector<Slot *>> send_ring;       // per sending thread: 2 * kMaxWindow slots
+    std::vector<std::vector<Slot *>> confirm_ring;    // per receiving thread
+    Nic *alone_send = nullptr, *alone_recv = nullptr; // the NIC handles of an `alone` setup's ends
 };
 
 // Everything this process opened.  The constructor opens the NICs (two when
@@ -107,11 +113,14 @@ public:
     int nics() const { return int(nics_.size()); }
 
 private:
+    Nic *open_nic(const std::string &device, std::size_t slots);
+    Nic *nic_for(const Setup &s, int link, bool send_end);
     void build(Setup &s, const logp::Job &job);
     void connect(Setup &s, int link, const logp::Job &job);
 
     bool single_, sends_, receives_;
-    std::vector<Nic> nics_;
+    std::deque<Nic> nics_; // [0] every setup's but alone's, [1] two_nics' second, then alone's
+    std::string device_;
     std::vector<Setup> setups_;
 };
 
