@@ -5,7 +5,8 @@
 #   JSON must parse, every message sent must have been received and checked,
 #   and every variant must have a sample per round with a positive rate and
 #   cache-line time.
-# badargs: each bad command line must exit 2 naming the problem.
+# badargs: each bad command line (and a bad VIASTACK_WAIT, and a run without
+#   the launcher's second rank) must exit 2 naming the problem.
 cmake_minimum_required(VERSION 3.25)
 
 function(fail)
@@ -21,7 +22,9 @@ if(MODE STREQUAL "badargs")
     "--rounds|x" "--rounds"
     "--blocks|0" "--blocks: Value 0 not in range"
     "--single|--variants|2t_9" "unknown variant '2t_9'"
-    "--bogus" "--bogus")
+    "--bogus" "--bogus"
+    "-E|env|VIASTACK_WAIT=bogus|PROG|--single|--quick" "VIASTACK_WAIT must be spin, yield or block"
+    "-E|env|VIASTACK_SIZE=1|PROG|--quick" "needs exactly 2 ranks")
   list(LENGTH cases n)
   math(EXPR last "${n} - 1")
   foreach(i RANGE 0 ${last} 2)
@@ -29,7 +32,13 @@ if(MODE STREQUAL "badargs")
     list(GET cases ${i} args)
     list(GET cases ${j} want)
     string(REPLACE "|" ";" args "${args}")
-    execute_process(COMMAND ${PROG} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 30)
+    # A case starting with -E runs the program under `cmake -E env` (PROG: where it goes).
+    set(cmd ${PROG} ${args})
+    if(args MATCHES "^-E;")
+      string(REPLACE "PROG" "${PROG}" args "${args}")
+      set(cmd ${CMAKE_COMMAND} ${args})
+    endif()
+    execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 30)
     if(NOT rc EQUAL 2)
       fail("`vi_thread_rate ${args}` exited ${rc}, expected 2\n${out}${err}")
     endif()

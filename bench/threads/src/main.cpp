@@ -96,8 +96,10 @@ std::string env_or(const char *name, const char *dflt) {
 int run(const Options &o) {
     const std::vector<Variant> variants = chosen(o);
     vipl_wait::Mode wait_mode;
-    if (!vipl_wait::mode_from_env(&wait_mode))
-        throw std::runtime_error(fmt::format("VIASTACK_WAIT must be {}", vipl_wait::kAllowed));
+    if (!vipl_wait::mode_from_env(&wait_mode)) {
+        std::fprintf(stderr, "vi_thread_rate: VIASTACK_WAIT must be %s\n", vipl_wait::kAllowed);
+        return 2;
+    }
     std::optional<logp::Job> job;
     if (o.single) {
         job.emplace(logp::Job::single());

@@ -140,7 +140,7 @@ Fabric::Fabric(const logp::Job &job, bool single, const std::string &device, con
             build(setups_[i], job);
         }
     } catch (...) {
-        this->~Fabric();
+        release();
         throw;
     }
 }
@@ -156,7 +156,9 @@ Nic *Fabric::nic_for(const Setup &s, int link, bool send_end) {
     return &nics_[s.shape.two_nics ? std::size_t(link) : 0];
 }
 
-Fabric::~Fabric() {
+Fabric::~Fabric() { release(); }
+
+void Fabric::release() {
     for (Setup &s : setups_) {
         for (auto *ends : {&s.send_end, &s.recv_end})
             for (LinkEnd &e : *ends) {

@@ -113,6 +113,7 @@ public:
     int nics() const { return int(nics_.size()); }
 
 private:
+    void release(); // everything opened, closed (the destructor; a constructor that fails)
     Nic *open_nic(const std::string &device, std::size_t slots);
     Nic *nic_for(const Setup &s, int link, bool send_end);
     void build(Setup &s, const logp::Job &job);
