@@ -36,7 +36,7 @@ namespace {
 
 const std::vector<Variant> &all_variants() {
     static const std::vector<Variant> v = {
-        {"1t", "alone", 1, "1 thread, the only one on its NIC handle (a single-threaded program)", true},
+        {"1t", "alone", 1, "1 thread (the main one), alone on its VI's NIC handle", true},
         {"1t_1vi", "one_vi", 1, "1 thread on the VI 2t_1vi shares (its locks in their shared mode)"},
         {"2t_1vi", "one_vi", 2, "2 threads posting to ONE VI (contended post)"},
         {"2t_2vi", "two_vis", 2, "2 threads, a VI each, one NIC handle"},
