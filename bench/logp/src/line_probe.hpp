@@ -6,11 +6,15 @@
 // cache-line RTT/2").  The interleaved comparison measures it right before our
 // half of every round and before every peer's run, to tell which placement of
 // the VM's vCPUs each round saw (docs/logp.md, "Placement classes").
+// Also used by bench/threads (vi_thread_rate), which links this file, the job
+// and the statistics as the small library logp_line.
 #pragma once
 
 #include "job.hpp"
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace logp {
 
@@ -38,10 +42,29 @@ public:
     void signal(std::uint64_t v);
     void wait_yielding(std::uint64_t v, double timeout_s = 30);
 
+    // The same ping-pong between the calling thread and a thread it starts for
+    // the measurement, on a line of this process: what moving a line between
+    // the CPUs the two threads run on costs, for a program whose two ends are
+    // threads of one process.  Not collective; needs no job.
+    static double measure_threads(int blocks = 15, int per_block = 200);
+
 private:
     const Job &job_;
     void *page_ = nullptr;
     std::uint64_t seq_ = 0; // the line's value after the last exchange (2 per round trip)
 };
+
+// Placement classes (docs/logp.md): the VM moves its vCPUs between
+// placements in which a cross-core cache line costs several times more or
+// less.  The threshold comes from a run's own one-way line times: sorted, the
+// widest gap (as a ratio of neighbours) of at least kPlacementGap splits them
+// into two groups and the threshold is the geometric mean of the gap's ends
+// ("gap"); without such a gap every line is classed against
+// kFixedLineThresholdNs ("fixed").  A line at or above it is "slow".
+inline constexpr double kPlacementGap = 2.0;
+inline constexpr double kFixedLineThresholdNs = 120.0;
+// The threshold of a set of one-way line times (non-positive and NaN ones
+// ignored), and where it came from.
+double line_threshold(std::vector<double> line_ns, std::string *source);
 
 } // namespace logp

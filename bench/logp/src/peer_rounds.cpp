@@ -106,21 +106,6 @@ void summarize_rounds(Interleaved &cmp) {
     classify_placements(cmp);
 }
 
-double line_threshold(std::vector<double> line_ns, std::string *source) {
-    line_ns.erase(std::remove_if(line_ns.begin(), line_ns.end(), [](double x) { return !(x > 0); }), line_ns.end());
-    std::sort(line_ns.begin(), line_ns.end());
-    double widest = 0, threshold = kFixedLineThresholdNs;
-    for (std::size_t i = 1; i < line_ns.size(); ++i) {
-        const double gap = line_ns[i] / line_ns[i - 1];
-        if (gap >= kPlacementGap && gap > widest) {
-            widest = gap;
-            threshold = std::sqrt(line_ns[i] * line_ns[i - 1]);
-        }
-    }
-    if (source) *source = widest > 0 ? "gap" : "fixed";
-    return threshold;
-}
-
 void classify_placements(Interleaved &cmp) {
     std::vector<double> all;
     for (const auto &c : cmp.comparisons)

@@ -5,6 +5,7 @@
 // job that runs the rounds is in main.cpp, the table in tables_peers.cpp.
 #pragma once
 
+#include "line_probe.hpp"
 #include "results.hpp"
 
 #include <cstddef>
@@ -50,19 +51,12 @@ void summarize_rounds(Interleaved &cmp);
 // Placement classes.  The VM moves its vCPUs between placements in which a
 // cross-core cache line costs several times more or less; a ratio of a
 // round is only comparable with rounds of the same placement.  The
-// threshold comes from the run's own line_ns: sorted, the widest gap (as a
-// ratio of neighbours) of at least kPlacementGap splits them into two groups
-// and the threshold is the geometric mean of the gap's ends ("gap"); without
-// such a gap every line is classed against kFixedLineThresholdNs ("fixed").
+// threshold comes from the run's own line_ns (line_threshold, line_probe.hpp).
 // A round of a comparison is "fast" or "slow" when both its measurements
 // (before ours, before the peer) fall in that class, "mixed" when they
 // differ, "" when one is missing.  Fills placement, fast, slow, mixed_rounds
 // of every comparison and the run's threshold and round counts.
-inline constexpr double kPlacementGap = 2.0;
-inline constexpr double kFixedLineThresholdNs = 120.0;
 void classify_placements(Interleaved &cmp);
-// The threshold of a set of one-way line times, and where it came from.
-double line_threshold(std::vector<double> line_ns, std::string *source);
 
 // The peer's figures over all its rounds: each metric's median, the
 // bandwidth curve from those medians, the status of the last round that
