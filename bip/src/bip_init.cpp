@@ -48,14 +48,8 @@ constexpr uint32_t round64(uint32_t n) { return (n + 63) & ~uint32_t(63); }
 // Every link's VI: receives on the one CQ, sends reaped from the VI; long
 // messages are written into the posted receive buffer (RDMA write).
 chan::PeerViConfig vi_config(uint32_t bufsize) {
-    chan::PeerViConfig c;
-    c.nic = g.nic;
-    c.attr = &g.attr;
-    c.ptag = g.ptag;
-    c.recv_cq = g.rcq;
-    c.max_transfer = std::max<VIP_ULONG>(bufsize, g.fragment_max);
-    c.connect_timeout_ms = VIP_ULONG(env_int("VIASTACK_BIP_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30));
-    return c;
+    return chan::layer_vi_config(g, std::max<VIP_ULONG>(bufsize, g.fragment_max),
+                                 VIP_ULONG(env_int("VIASTACK_BIP_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30)));
 }
 
 Link *link_create(const chan::PeerViConfig &cfg, unsigned peer, uint8_t side, const Announce &me, const Announce &them,
@@ -92,7 +86,7 @@ void teardown() {
     if (g.recv.registered) VipDeregisterMem(g.nic, g.recv.buf, g.recv.mh);
     g.send = SendOp{};
     g.recv = RecvOp{};
-    chan::close_reliable_nic(&g.nic, &g.ptag, &g.rcq);
+    chan::close_reliable_nic(&g);
     g.init = false;
 }
 
@@ -146,8 +140,7 @@ int bip_init(void) {
     g.fragment_fixed = uint32_t(env_int("VIASTACK_BIP_FRAGMENT", 0, 0, 1 << 30));
     g.fragment_overhead = uint32_t(env_int("VIASTACK_BIP_FRAGMENT_OVERHEAD", 4096, 1, 1 << 30));
     std::string why;
-    if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_BIP_NIC"), "VIASTACK_BIP_NIC", "BIP", &g.nic, &g.attr,
-                                 &g.ptag, &why))
+    if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_BIP_NIC"), "VIASTACK_BIP_NIC", "BIP", &g, &why))
         return init_fail(why);
     const uint32_t nic_max =
         uint32_t(g.attr.MaxTransferSize ? std::min<VIP_ULONG>(g.attr.MaxTransferSize, 1u << 20) : 1u << 20);

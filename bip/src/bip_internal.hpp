@@ -11,6 +11,7 @@
 #include "vipl.h"
 #include "vipl_wait.h"
 #include "viastack/channel.hpp"
+#include "viastack/peer_vi.hpp"
 
 namespace bip {
 namespace chan = viastack::channel;
@@ -141,13 +142,11 @@ struct RecvOp {
     int result = BIP_OK;
 };
 
-struct State {
+// The NIC, its attributes and tag, and the receive CQ every link shares
+// (nic, attr, ptag, rcq) are the channel's LayerNic.
+struct State : chan::LayerNic {
     bool init = false;
     unsigned rank = 0, size = 0;
-    VIP_NIC_HANDLE nic = nullptr;
-    VIP_PROTECTION_HANDLE ptag = nullptr;
-    VIP_NIC_ATTRIBUTES attr{};
-    VIP_CQ_HANDLE rcq = nullptr;
     uint32_t small_buffers = 8;     // this rank's receive buffers per sender
     uint32_t eager_max = 0;         // this rank's announced eager limit
     uint32_t fragment_fixed = 0;    // VIASTACK_BIP_FRAGMENT (0: adaptive)

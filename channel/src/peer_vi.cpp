@@ -56,35 +56,45 @@ uint16_t rank_discriminator(uint8_t *out, const char tag[2], unsigned from, unsi
 
 } // namespace
 
-bool open_reliable_nic(const char *device, const char *device_env, const char *layer, VIP_NIC_HANDLE *nic,
-                       VIP_NIC_ATTRIBUTES *attr, VIP_PROTECTION_HANDLE *ptag, std::string *why) {
+bool open_reliable_nic(const char *device, const char *device_env, const char *layer, LayerNic *n, std::string *why) {
     VIP_NIC_HANDLE opened = nullptr;
     VIP_RETURN rc = VipOpenNic(device, &opened);
     if (rc != VIP_SUCCESS) {
         *why = std::string("VipOpenNic: ") + VipxReturnString(rc) + " (check $VIPL_PROVIDER / $" + device_env + ")";
         return false;
     }
-    *nic = opened;
-    rc = VipQueryNic(opened, attr);
-    if (rc == VIP_SUCCESS) rc = VipCreatePtag(opened, ptag);
+    n->nic = opened;
+    rc = VipQueryNic(opened, &n->attr);
+    if (rc == VIP_SUCCESS) rc = VipCreatePtag(opened, &n->ptag);
     if (rc != VIP_SUCCESS) {
         *why = std::string("NIC set-up: ") + VipxReturnString(rc);
         return false;
     }
-    if (!(attr->ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY)) {
+    if (!(n->attr.ReliabilityLevelSupport & VIP_SERVICE_RELIABLE_DELIVERY)) {
         *why = std::string("the NIC lacks Reliable Delivery, which ") + layer + "'s guarantees rest on";
         return false;
     }
     return true;
 }
 
-void close_reliable_nic(VIP_NIC_HANDLE *nic, VIP_PROTECTION_HANDLE *ptag, VIP_CQ_HANDLE *cq) {
-    if (*cq) VipDestroyCQ(*cq);
-    if (*ptag) VipDestroyPtag(*nic, *ptag);
-    if (*nic) VipCloseNic(*nic);
-    *cq = nullptr;
-    *ptag = nullptr;
-    *nic = nullptr;
+void close_reliable_nic(LayerNic *n) {
+    if (n->rcq) VipDestroyCQ(n->rcq);
+    if (n->ptag) VipDestroyPtag(n->nic, n->ptag);
+    if (n->nic) VipCloseNic(n->nic);
+    n->rcq = nullptr;
+    n->ptag = nullptr;
+    n->nic = nullptr;
+}
+
+PeerViConfig layer_vi_config(const LayerNic &n, VIP_ULONG max_transfer, VIP_ULONG connect_timeout_ms) {
+    PeerViConfig c;
+    c.nic = n.nic;
+    c.attr = &n.attr;
+    c.ptag = n.ptag;
+    c.recv_cq = n.rcq;
+    c.max_transfer = max_transfer;
+    c.connect_timeout_ms = connect_timeout_ms;
+    return c;
 }
 
 bool exchange_addresses(const VIP_NIC_ATTRIBUTES &nic, const void *payload, size_t payload_len,

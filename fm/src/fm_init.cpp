@@ -49,14 +49,8 @@ long env_int(const char *name, long dflt, long lo, long hi) {
 // Every link's VI: receives on the one CQ, sends reaped from the VI; layer
 // interleaving: senders write into handlers' buffers (RDMA write).
 chan::PeerViConfig vi_config() {
-    chan::PeerViConfig c;
-    c.nic = g.nic;
-    c.attr = &g.attr;
-    c.ptag = g.ptag;
-    c.recv_cq = g.rcq;
-    c.max_transfer = std::max<VIP_ULONG>(g.layout.bufsize, g.max_write);
-    c.connect_timeout_ms = VIP_ULONG(env_int("VIASTACK_FM_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30));
-    return c;
+    return chan::layer_vi_config(g, std::max<VIP_ULONG>(g.layout.bufsize, g.max_write),
+                                 VIP_ULONG(env_int("VIASTACK_FM_CONNECT_TIMEOUT_MS", 60000, 1, 1L << 30)));
 }
 
 Link *link_create(const chan::PeerViConfig &cfg, unsigned peer, uint8_t side,
@@ -94,7 +88,7 @@ void teardown() {
     g.free_inbound.clear();
     co_free_all();
     g.regcache.clear();
-    chan::close_reliable_nic(&g.nic, &g.ptag, &g.rcq);
+    chan::close_reliable_nic(&g);
     g.init = false;
 }
 
@@ -138,8 +132,7 @@ int FM_initialize(void) {
     const long rdma_min = env_int("VIASTACK_FM_RDMA_MIN", 32768, 0, FM_MAX_MESSAGE);
     g.rdma_min = rdma_min == 0 ? 0 : std::max<uint32_t>(uint32_t(rdma_min), (credits + 2) * packet);
     std::string why;
-    if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_FM_NIC"), "VIASTACK_FM_NIC", "FM", &g.nic, &g.attr,
-                                 &g.ptag, &why))
+    if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_FM_NIC"), "VIASTACK_FM_NIC", "FM", &g, &why))
         return init_fail(why.c_str());
     if (g.attr.MaxTransferSize && g.attr.MaxTransferSize < packet)
         return init_fail("VIASTACK_FM_PACKET exceeds the NIC's MaxTransferSize");

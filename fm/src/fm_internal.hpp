@@ -13,6 +13,7 @@
 #include "vipl.h"
 #include "vipl_wait.h"
 #include "viastack/channel.hpp"
+#include "viastack/peer_vi.hpp"
 #include "viastack/regcache.hpp"
 
 namespace fm {
@@ -171,13 +172,11 @@ struct HandlerEntry {
     FM_buffer_handler bfn = nullptr;
 };
 
-struct State {
+// The NIC, its attributes and tag, and the receive CQ every link shares
+// (nic, attr, ptag, rcq) are the channel's LayerNic.
+struct State : chan::LayerNic {
     bool init = false;
     unsigned rank = 0, size = 1;
-    VIP_NIC_HANDLE nic = nullptr;
-    VIP_PROTECTION_HANDLE ptag = nullptr;
-    VIP_NIC_ATTRIBUTES attr{};
-    VIP_CQ_HANDLE rcq = nullptr;
     chan::Layout layout{};
     uint32_t payload_max = 0;   // message bytes per packet
     uint32_t credit_every = 1;  // credits returned in batches of this many

@@ -15,13 +15,17 @@
 
 #include "config.hpp"
 #include "cq_fifo.hpp"
-#include "spsc.hpp"
+#include "spsc_ring.hpp"
 #include "vi_overrides.hpp"
 #include "vipl.h"
 #include "vipl_provider.hpp"
 #include "work_ring.hpp"
 
 namespace nicfw {
+
+// The doorbell FIFOs and the receive descriptors the firmware holds: the
+// providers' common ring.
+using vipl::common::SpscRing;
 
 class NicHw;
 class ViImpl;

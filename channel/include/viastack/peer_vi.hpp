@@ -2,6 +2,9 @@
 // tear-down: the one home of connection set-up for AM, the Split-C runtime,
 // FM and BIP.
 //
+//   LayerNic             the NIC a layer with a VI per rank (FM, BIP) keeps
+//                        for all of them: handle, attributes, protection tag,
+//                        the receive CQ
 //   open_reliable_nic    opens the NIC the layer's variable names, reads its
 //                        attributes, creates a protection tag, and checks the
 //                        NIC offers Reliable Delivery (close_reliable_nic
@@ -13,6 +16,7 @@
 //   PeerViConfig         what all of a layer's VIs share: reliability
 //                        (Reliable Delivery), CQs, RDMA read, the largest
 //                        transfer, the connection timeout, the NIC's limits
+//                        (layer_vi_config: the one a LayerNic's VIs share)
 //   start_peer_vi        checks the NIC's limits, creates the VI, pre-posts the
 //                        channel's receives on it (the peer can never find
 //                        the receive queue empty), starts the peer-to-peer
@@ -45,19 +49,28 @@ struct NicAddress {
     uint8_t bytes[kMaxNicAddress] = {};
 };
 
-// Opens device (nullptr: the provider's default), fills *attr and *ptag, and
-// checks the NIC offers Reliable Delivery, which the layer's guarantees rest
-// on.  *nic is set only once VipOpenNic succeeded, so the layer's tear-down
-// closes what was opened.  On failure returns false and *why says what failed
-// in the layer's words: device_env is the variable naming the device (the
-// hint on a failed open), layer the layer's name ("FM", "BIP").
-bool open_reliable_nic(const char *device, const char *device_env, const char *layer, VIP_NIC_HANDLE *nic,
-                       VIP_NIC_ATTRIBUTES *attr, VIP_PROTECTION_HANDLE *ptag, std::string *why);
+// The NIC a layer with one VI per rank keeps for all of its VIs (FM's and
+// BIP's States are one): what open_reliable_nic opens, the CQ the layer
+// creates for its receives, what close_reliable_nic closes.
+struct LayerNic {
+    VIP_NIC_HANDLE nic = nullptr;
+    VIP_PROTECTION_HANDLE ptag = nullptr;
+    VIP_NIC_ATTRIBUTES attr{};
+    VIP_CQ_HANDLE rcq = nullptr; // every VI's receives complete here
+};
+
+// Opens device (nullptr: the provider's default), fills n->attr and n->ptag,
+// and checks the NIC offers Reliable Delivery, which the layer's guarantees
+// rest on.  n->nic is set only once VipOpenNic succeeded, so the layer's
+// tear-down closes what was opened.  On failure returns false and *why says
+// what failed in the layer's words: device_env is the variable naming the
+// device (the hint on a failed open), layer the layer's name ("FM", "BIP").
+bool open_reliable_nic(const char *device, const char *device_env, const char *layer, LayerNic *n, std::string *why);
 
 // The other end of open_reliable_nic, once every VI is closed: destroys the
-// layer's CQ (if any) and protection tag, closes the NIC, and sets the three
-// handles to null, so a layer may open again.
-void close_reliable_nic(VIP_NIC_HANDLE *nic, VIP_PROTECTION_HANDLE *ptag, VIP_CQ_HANDLE *cq);
+// layer's receive CQ (if any) and protection tag, closes the NIC, and sets
+// the three handles to null, so a layer may open again.
+void close_reliable_nic(LayerNic *n);
 
 // Collective over the job (vipl_boot): (*addrs)[r] is rank r's NIC address,
 // and payload_len bytes at payloads + r * payload_len are the payload rank r
@@ -77,6 +90,12 @@ struct PeerViConfig {
     bool rdma_read = false;          // RDMA write is always enabled; read on request
     VIP_ULONG connect_timeout_ms = 60000;
 };
+
+// The configuration of every VI on n of a layer with a VI per rank:
+// receives complete on n.rcq, sends are reaped from the VI, RDMA write only
+// (the layer writes into its peer's buffers), transfers up to max_transfer
+// bytes, connections given connect_timeout_ms.
+PeerViConfig layer_vi_config(const LayerNic &n, VIP_ULONG max_transfer, VIP_ULONG connect_timeout_ms);
 
 // One end of a connection: its NIC address and the discriminator that names
 // this VI there (at most VIP_MAX_DISCRIMINATOR_LEN bytes).

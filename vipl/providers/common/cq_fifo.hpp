@@ -17,11 +17,11 @@
 //
 // push and pop may run on different threads (one producer at a time, e.g. a
 // firmware thread; any number of consumers, serialised by the consumer lock so
-// each entry is taken by one of them): the indices are published with release and read with
-// acquire, each on its own cache line so a producer on another core does not
-// take the consumer's line away on every entry.  resize and remove_if hold the
-// consumer lock but need the producer quiet (the provider stops or locks its
-// completion source for them).
+// each entry is taken by one of them): the ring underneath (spsc_ring.hpp)
+// publishes its indices with release and reads them with acquire, each on its
+// own cache line, and keeps the consumer lock on the consumers' line.  resize
+// and remove_if hold the consumer lock but need the producer quiet (the
+// provider stops or locks its completion source for them).
 //
 // Why take() translates the entry under the consumer lock: the entry names a
 // VI that another thread may be destroying.  Its destroy drops the VI's
@@ -31,11 +31,10 @@
 // got the lock or finds its entry gone: it never reads a freed VI.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <memory>
 
 #include "spin_lock.hpp"
+#include "spsc_ring.hpp"
 
 namespace vipl::common {
 
@@ -44,54 +43,34 @@ class CqFifo {
 public:
     // Smallest power of two >= n (at least 1, at most 2^31).
     static uint32_t round_up(uint64_t n) {
-        uint32_t p = 1;
-        while (p < n && p < (1u << 31)) p <<= 1;
-        return p;
+        return uint32_t(SpscRing<Entry>::slots_for(size_t(n < kMaxEntries ? n : kMaxEntries)));
     }
 
-    uint32_t capacity() const { return limit_; }
-    uint64_t size() const { return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire); }
-    bool empty() const { return size() == 0; }
+    uint32_t capacity() const { return uint32_t(ring_.capacity()); }
+    uint64_t size() const { return ring_.size(); }
+    bool empty() const { return ring_.empty(); }
 
     // Control path: room for exactly `entries` (1 .. 2^31), keeping the
     // entries held.  False (nothing changed) if they would not fit.
     bool resize(uint64_t entries) {
-        SpinGuard g(pop_lock_);
-        if (entries < size() || entries == 0 || entries > (1u << 31)) return false;
-        const uint32_t cap = round_up(entries);
-        std::unique_ptr<Entry[]> next(new Entry[cap]);
-        uint64_t n = 0;
-        for (uint64_t i = head_.load(std::memory_order_relaxed); i != tail_.load(std::memory_order_relaxed); i++)
-            next[n++] = ring_[i & mask_];
-        ring_ = std::move(next);
-        mask_ = cap - 1;
-        limit_ = uint32_t(entries);
-        head_.store(0, std::memory_order_relaxed);
-        tail_.store(n, std::memory_order_release);
-        return true;
+        SpinGuard g(pop_lock());
+        if (entries == 0 || entries > kMaxEntries) return false;
+        return ring_.resize(size_t(entries));
     }
 
     // Producer.
-    bool push(const Entry &e) {
-        const uint64_t t = tail_.load(std::memory_order_relaxed);
-        if (t - head_.load(std::memory_order_acquire) >= limit_) return false;
-        ring_[t & mask_] = e;
-        tail_.store(t + 1, std::memory_order_release);
-        return true;
-    }
+    bool push(const Entry &e) { return ring_.push(e); }
 
     // Consumer (any thread): takes the oldest entry and returns true if
     // accept(entry), run under the consumer lock, returns true; an entry it
     // refuses (its VI is gone) is dropped and the next one tried.
     template <class Accept>
     bool take(Accept &&accept) {
-        if (__builtin_expect(empty_hint(), 0)) return false; // nothing to take: no lock
-        SpinGuard g(pop_lock_);
-        for (uint64_t h = head_.load(std::memory_order_relaxed); h != tail_.load(std::memory_order_acquire);) {
-            const Entry e = ring_[h & mask_];
-            head_.store(++h, std::memory_order_release);
+        if (__builtin_expect(ring_.consumer_empty(), 0)) return false; // nothing to take: no lock
+        SpinGuard g(pop_lock());
+        Entry e;
+        while (ring_.pop(&e))
             if (accept(e)) return true;
-        }
         return false;
     }
 
@@ -103,29 +82,23 @@ public:
     }
 
     // Waits for the consumers inside take() to leave (see the top of the file).
-    void quiesce_consumers() { SpinGuard g(pop_lock_); }
+    void quiesce_consumers() { SpinGuard g(pop_lock()); }
 
-    // Control path: drops the entries `drop` selects, keeping the others in order.
+    // Control path: drops the entries `drop` selects, keeping the others in
+    // order (each held entry is popped once and pushed back unless dropped:
+    // the producer is quiet, so popping one always leaves room for it).
     template <class Pred>
     void remove_if(Pred &&drop) {
-        SpinGuard g(pop_lock_);
-        const uint64_t h = head_.load(std::memory_order_relaxed), t = tail_.load(std::memory_order_relaxed);
-        uint64_t out = h;
-        for (uint64_t i = h; i != t; i++) {
-            const Entry e = ring_[i & mask_];
-            if (!drop(e)) ring_[out++ & mask_] = e;
-        }
-        tail_.store(out, std::memory_order_release);
+        SpinGuard g(pop_lock());
+        Entry e;
+        for (uint64_t n = ring_.size(); n > 0 && ring_.pop(&e); n--)
+            if (!drop(e)) ring_.push(e);
     }
 
 private:
-    bool empty_hint() const { return head_.load(std::memory_order_relaxed) == tail_.load(std::memory_order_acquire); }
-    std::unique_ptr<Entry[]> ring_{new Entry[1]};
-    uint32_t mask_ = 0;
-    uint32_t limit_ = 1;
-    alignas(64) std::atomic<uint64_t> head_{0};
-    SpinLock pop_lock_;
-    alignas(64) std::atomic<uint64_t> tail_{0};
+    static constexpr uint64_t kMaxEntries = uint64_t(1) << 31;
+    SpinLock &pop_lock() { return ring_.consumer_state(); }
+    SpscRing<Entry, SpinLock> ring_;
 };
 
 } // namespace vipl::common

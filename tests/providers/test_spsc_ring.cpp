@@ -1,15 +1,17 @@
-// spsc_test.cpp - SpscRing (nicfw/src/spsc.hpp): the logical capacity is what
-// push refuses beyond, also when it is not a power of two; order across wraps;
-// one producer and one consumer thread.
+// The single-producer ring of vipl/providers/common/spsc_ring.hpp (nicfw's
+// doorbells, the CQ FIFO underneath): the logical capacity is what push
+// refuses beyond, also when it is not a power of two; order across wraps and
+// resizes; the consumers' state on head's cache line; one producer and one
+// consumer thread.
 #include <gtest/gtest.h>
 #include <sched.h>
 
 #include <cstdint>
 #include <thread>
 
-#include "spsc.hpp"
+#include "spsc_ring.hpp"
 
-using nicfw::SpscRing;
+using vipl::common::SpscRing;
 
 TEST(SpscRing, NonPowerOfTwoCapacityIsTheLimit) {
     for (size_t cap : {1u, 3u, 5u, 63u, 64u, 65u, 100u, 4095u}) {
@@ -66,6 +68,53 @@ TEST(SpscRing, ResetChangesCapacityAndEmpties) {
     EXPECT_EQ(r.capacity(), 6u);
     for (int i = 0; i < 6; ++i) ASSERT_TRUE(r.push(i));
     EXPECT_FALSE(r.push(6));
+}
+
+TEST(SpscRing, ResizeKeepsEntriesInOrderAcrossTheWrap) {
+    SpscRing<int> r(3); // 4 slots
+    int v = -1;
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(r.push(i));
+    ASSERT_TRUE(r.pop(&v));
+    ASSERT_TRUE(r.pop(&v));
+    ASSERT_TRUE(r.push(3));
+    ASSERT_TRUE(r.push(4)); // 2, 3, 4 held, the tail past the wrap
+    ASSERT_TRUE(r.resize(7));
+    EXPECT_EQ(r.capacity(), 7u);
+    EXPECT_EQ(r.size(), 3u);
+    for (int i = 5; i < 9; ++i) ASSERT_TRUE(r.push(i));
+    EXPECT_FALSE(r.push(9));
+    for (int want = 2; want < 9; ++want) {
+        ASSERT_TRUE(r.pop(&v));
+        EXPECT_EQ(v, want);
+    }
+    EXPECT_TRUE(r.consumer_empty());
+}
+
+TEST(SpscRing, ResizeBelowWhatItHoldsIsRefused) {
+    SpscRing<int> r(4);
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(r.push(i));
+    EXPECT_FALSE(r.resize(3));
+    EXPECT_EQ(r.capacity(), 4u) << "a refused resize changes nothing";
+    EXPECT_TRUE(r.resize(4));
+    int v = -1;
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_TRUE(r.pop(&v));
+        EXPECT_EQ(v, i);
+    }
+}
+
+// The consumers' state shares head's cache line; head and tail have one each.
+struct alignas(8) ConsumerWord {
+    uint64_t w = 0;
+};
+TEST(SpscRing, HeadAndTailOnTheirOwnCacheLines) {
+    SpscRing<int> plain(1);
+    SpscRing<int, ConsumerWord> with_state(1);
+    EXPECT_EQ(sizeof plain, sizeof with_state) << "the consumers' state takes no line of its own";
+    EXPECT_GE(sizeof plain, 3 * 64u) << "the cold fields, head and tail: a line each";
+    const auto *base = reinterpret_cast<const char *>(&with_state);
+    const auto *state = reinterpret_cast<const char *>(&with_state.consumer_state());
+    EXPECT_EQ(size_t(state - base) / 64, 1u) << "the consumers' state is on head's line";
 }
 
 TEST(SpscRing, ProducerConsumerThreads) {
