@@ -15,6 +15,7 @@
 #include "connection.hpp"
 #include "descriptor_check.hpp"
 #include "errors.hpp"
+#include "host_dma.hpp"
 #include "packet_check.hpp"
 #include "protection.hpp"
 #include "vi_table.hpp"
@@ -327,7 +328,7 @@ inline bool Firmware::tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) 
                   .imm = imm ? cs.ImmediateData : 0});
     unsigned char *out = tx.payload;
     for (uint32_t i = 0; i < n; ++i) { // host DMA and link DMA in one, as tx_packet
-        std::memcpy(out, seg[i].Local.Data.Address, seg[i].Local.Length);
+        dma_copy(out, seg[i].Local.Data.Address, seg[i].Local.Length);
         out += seg[i].Local.Length;
     }
     wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
