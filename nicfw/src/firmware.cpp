@@ -15,6 +15,7 @@
 #include "connection.hpp"
 #include "descriptor_check.hpp"
 #include "errors.hpp"
+#include "host_dma.hpp"
 #include "packet_check.hpp"
 #include "protection.hpp"
 #include "vi_table.hpp"
@@ -293,10 +294,11 @@ void Firmware::drain_wire() {
 // the wire (not reliable reception) - so its result is tx_one's: the same
 // packet, sequence number and completion status.  Anything else, or a full
 // FIFO, returns false before anything changed, and tx_one then runs its full
-// checks and produces the spec's error status.  send_direct has checked the VI
-// (Connected, nothing queued or flushing) and the configuration (fast_tx_).
-// Here beside send_direct, its one caller, so that a send is one call into
-// the firmware.
+// checks and produces the spec's error status.  direct_idle has checked the VI
+// (Connected, nothing queued or flushing), direct_transmit the configuration
+// (fast_tx_).
+// Here beside direct_transmit, its one caller, so that a send is one call
+// into the firmware.
 inline bool Firmware::tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     VIP_CONTROL_SEGMENT cs;
     std::memcpy(&cs, &d->CS, sizeof cs);
@@ -326,7 +328,7 @@ inline bool Firmware::tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) 
                   .imm = imm ? cs.ImmediateData : 0});
     unsigned char *out = tx.payload;
     for (uint32_t i = 0; i < n; ++i) { // host DMA and link DMA in one, as tx_packet
-        std::memcpy(out, seg[i].Local.Data.Address, seg[i].Local.Length);
+        dma_copy(out, seg[i].Local.Data.Address, seg[i].Local.Length);
         out += seg[i].Local.Length;
     }
     wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
@@ -334,20 +336,11 @@ inline bool Firmware::tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) 
     return true;
 }
 
-// What a doorbell and the next MCP iteration would do for this send, when they
-// would do nothing else: the token would be fetched at once (the VI's queue
-// has no untransmitted entry), no other VI has a doorbell pending, and there is
-// no backlog, cost model, fault injection or transport to run.  Completion
-// order is kept by the VI's transmit queue as on the doorbell path (an entry
-// completes only after every earlier one).  The wire is still drained when a
-// packet waits, and housekeeping still runs every kHousekeepingSteps calls, so
-// a host that only posts sends keeps its NIC answering.
-bool Firmware::send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
-    if (!direct_ok_ || run_.shared() || backlog_pending_.load(std::memory_order_relaxed)) return false;
-    if (__builtin_expect(!run_.on_owner_thread(), 0)) return false; // ring: shares stepping
-    Stepper<Firmware>::OwnerSection owner(&run_);
-    if (!owner.alone()) return false;
-    auto &c = vi->fw;
+// Nothing else for the firmware to do before this VI's next send: its queue
+// has no untransmitted entry and room, its doorbell is empty, it is Connected
+// and not being flushed, and no VI has a doorbell pending.  In an owner section.
+inline bool Firmware::direct_idle(const ViImpl *vi) const {
+    const auto &c = vi->fw;
     if (c.tx_next != c.tx_tail || c.tx_tail - c.tx_head >= kMaxQueue || !vi->bell_sq.empty() ||
         vi->state.load(std::memory_order_relaxed) != ViState::Connected ||
         vi->flush_req.load(std::memory_order_relaxed) != vi->flush_done.load(std::memory_order_relaxed))
@@ -355,6 +348,14 @@ bool Firmware::send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     const uint32_t words = vi_words_.load(std::memory_order_relaxed);
     for (uint32_t w = 0; w < words; ++w)
         if (active_[w].load(std::memory_order_relaxed)) return false;
+    return true;
+}
+
+// The send transmitted now (tx_fast, else through the VI's transmit queue),
+// then what the step would have done besides: housekeeping when due, and the
+// wire drained when a packet waits.  In an owner section, direct_idle(vi).
+[[gnu::always_inline]] inline void Firmware::direct_transmit(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    auto &c = vi->fw;
     VIPL_INSTR_BEGIN(t1);
     const bool fast = fast_tx_ && c.tx_head == c.tx_tail && tx_fast(vi, d, mh);
     VIPL_INSTR_END_IF(c_fw_tx, t1, fast);
@@ -369,7 +370,42 @@ bool Firmware::send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     }
     if (housekeeping_due()) housekeeping();
     if (wire_peek(wire_, rank_, rx_head_)) drain_wire();
+}
+
+// What a doorbell and the next MCP iteration would do for this send, when they
+// would do nothing else: the token would be fetched at once (the VI's queue
+// has no untransmitted entry), no other VI has a doorbell pending, and there is
+// no backlog, cost model, fault injection or transport to run.  Completion
+// order is kept by the VI's transmit queue as on the doorbell path (an entry
+// completes only after every earlier one).  The wire is still drained when a
+// packet waits, and housekeeping still runs every kHousekeepingSteps calls, so
+// a host that only posts sends keeps its NIC answering.
+bool Firmware::send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    if (!direct_ok_ || run_.shared() || backlog_pending_.load(std::memory_order_relaxed)) return false;
+    if (__builtin_expect(!run_.on_owner_thread(), 0)) return false; // ring: shares stepping
+    Stepper<Firmware>::OwnerSection owner(&run_);
+    if (!owner.alone() || !direct_idle(vi)) return false;
+    direct_transmit(vi, d, mh);
     return true;
+}
+
+// send_direct's work for a VI whose fixed conditions were checked when it
+// connected (ViImpl::send_fast: fast_tx_, its reliability level, no send
+// profile) and a caller that is the owner thread of an unshared inline
+// firmware (alone_on_owner_thread): the descriptor goes on the host's send
+// queue inside the same owner section, so the queue needs no post lock (a
+// second posting thread shares stepping first, which waits for this section
+// and turns every later post to the locked path).  Declined: nothing was
+// done, post_send's general path decides.
+Firmware::Sent Firmware::send_alone(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    Stepper<Firmware>::OwnerSection owner(&run_);
+    if (__builtin_expect(!owner.alone() || backlog_pending_.load(std::memory_order_relaxed) ||
+                             vi->fw.tx_head != vi->fw.tx_tail || !direct_idle(vi),
+                         0))
+        return Sent::Declined;
+    if (__builtin_expect(!vi->host_sq.post(d), 0)) return Sent::Full; // post clears Status
+    direct_transmit(vi, d, mh);
+    return Sent::Done;
 }
 
 // ---------------------------------------------------------------- faults and recovery

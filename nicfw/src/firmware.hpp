@@ -97,6 +97,13 @@ public:
     // checks; the wire is drained only if a packet waits).  False: nothing was
     // done, ring the doorbell as usual (firmware.cpp).
     bool send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    // send_direct for a VI whose fixed conditions allow it (ViImpl::send_fast),
+    // called on the owner thread of an unshared inline firmware: the send is
+    // also put on the host's send queue, in the same owner section (firmware.cpp).
+    enum class Sent : uint8_t { Done, Full, Declined }; // Full: the send queue; Declined: nothing done
+    Sent send_alone(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    // Sends of the short message's shape may take tx_fast (decided once).
+    bool fast_tx() const { return fast_tx_; }
     void locked_step() { run_.locked_step(); } // one iteration, or a request to the thread running one
     // Inline mode: from now on another thread (the agent, a second host thread)
     // steps the firmware too, so steps take the lock and doorbells use atomics.
@@ -249,6 +256,10 @@ private:
     // shape, a check failed, or the FIFO is full) and tx_one decides.
     // (firmware.cpp, inlined into send_direct.)
     bool tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    // send_direct and send_alone (firmware.cpp): nothing else to do before
+    // this VI's send, and the send transmitted with what a step adds.
+    bool direct_idle(const ViImpl *vi) const;
+    void direct_transmit(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     static constexpr uint32_t kFastSegs = 2;
     // A plain staged send into a one-segment receive that passes every check:
     // placed and completed in one pass (rx.cpp, inlined into rx_packet_try).

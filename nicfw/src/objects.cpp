@@ -68,10 +68,29 @@ void ViImpl::push_token(SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE
     hw->fw.ring(index);
 }
 
-// A send is queued as post() does, then transmitted at once when the inline
-// firmware allows it (send_direct: one call into the firmware, the common
-// case), else the doorbell is rung.
+// The common case, a VI whose fixed conditions allow the fast transmit
+// (send_fast) posted to by the thread that alone drives an inline firmware,
+// is one owner section in the firmware (send_alone): queued, transmitted and
+// completed with no post lock, doorbell or repeated check of what the VI's
+// connection fixed.  Everything else is post_send_general's.
 VIP_RETURN ViImpl::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    if (__builtin_expect(send_fast.load(std::memory_order_relaxed) && hw->fw.alone_on_owner_thread(), 1)) {
+        const Firmware::Sent s = hw->fw.send_alone(this, d, mh);
+        if (__builtin_expect(s == Firmware::Sent::Done, 1)) {
+            hw->deliver_errors(); // what host_poll would have delivered
+            return VIP_SUCCESS;
+        }
+        if (s == Firmware::Sent::Full) return VIP_ERROR_RESOURCE; // work queue full
+    }
+    return post_send_general(d, mh);
+}
+
+// A send is queued as post() does, then transmitted at once when the inline
+// firmware allows it (send_direct: one call into the firmware), else the
+// doorbell is rung.  A thread other than the firmware's owner shares stepping
+// first (note_host_thread), so that it never posts beside a send_alone.
+VIP_RETURN ViImpl::post_send_general(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    hw->fw.note_host_thread();
     const ViState st = state.load(std::memory_order_relaxed);
     if (st == ViState::Idle || st == ViState::Pending) return VIP_INVALID_STATE;
     if (hw->cfg.profile.send_ns) spin_ns(hw->cfg.profile.send_ns);
@@ -229,10 +248,18 @@ VIP_RETURN ViImpl::query(VIP_VI_STATE *st, vipl::prov::ViAttr *a, bool *sq_empty
 
 void ViImpl::set_state(ViState s) {
     PubVi &pub = hw->protection.published().vi(index);
+    if (s != ViState::Connected) send_fast.store(false, std::memory_order_relaxed);
     if (s == ViState::Connected) pub.recv_seq.store(fw.recv_seq, std::memory_order_relaxed);
     state.store(s);
     pub.conn.store(pub_conn(s == ViState::Connected, attr.rdma_write, attr.rdma_read, ptag_id, peer_nic, peer_vi),
                    std::memory_order_release);
+    // Fixed while Connected (VipSetViAttributes needs an Idle VI; the
+    // configuration never changes): the NIC takes the fast transmit, this VI's
+    // sends complete on the wire, and no send profile adds host time.
+    if (s == ViState::Connected)
+        send_fast.store(hw->fw.fast_tx() && attr.reliability != VIP_SERVICE_RELIABLE_RECEPTION &&
+                            !hw->cfg.profile.send_ns,
+                        std::memory_order_relaxed);
 }
 
 VIP_RETURN ViImpl::set_attributes(const vipl::prov::ViAttr &a) {

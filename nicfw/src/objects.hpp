@@ -148,6 +148,11 @@ public:
 
     // connection (connect.cpp; the firmware reads the peer of a Connected VI)
     std::atomic<ViState> state{ViState::Idle};
+    // Set by set_state(Connected) when nothing fixed for the connection keeps
+    // a send off the firmware's fast transmit (post_send's common case),
+    // cleared by every other state (error, disconnect); the state itself is
+    // still checked on each send, under the firmware's owner section.
+    std::atomic<bool> send_fast{false};
     uint16_t peer_nic = 0;
     uint16_t peer_vi = 0;
     VIP_VI_ATTRIBUTES peer_attr{};
@@ -169,7 +174,8 @@ private:
     // Queues d on hostq and rings the doorbell (the firmware takes the token).
     VIP_RETURN post(vipl::common::WorkRing<> &hostq, SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     void push_token(SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
-    // post_recv beyond its common case (objects.cpp).
+    // post_send and post_recv beyond their common case (objects.cpp).
+    __attribute__((noinline)) VIP_RETURN post_send_general(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     __attribute__((noinline)) VIP_RETURN post_recv_general(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     template <bool cost>
     VIP_RETURN post_recv_alone(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);

@@ -11,6 +11,7 @@
 
 #include "descriptor_check.hpp"
 #include "firmware.hpp"
+#include "host_dma.hpp"
 #include "protection.hpp"
 
 namespace nicfw {
@@ -65,7 +66,7 @@ template <bool pull>
         // the reserved FIFO slot (ours until published), not staged in SRAM
         // first - the same bytes moved once instead of twice.
         for (uint32_t i = 0; i < t.nseg; ++i) {
-            std::memcpy(out, t.segs[i].Data.Address, t.segs[i].Length);
+            dma_copy(out, t.segs[i].Data.Address, t.segs[i].Length);
             out += t.segs[i].Length;
         }
     }

@@ -122,85 +122,81 @@ public:
     // sees `closing` and backs off.  With the use held and `closing` clear,
     // the object cannot be removed (remove() follows close()), so the slot's
     // fields are read once, without the lookup's seqlock re-check.  The
-    // uncontended cost with a record: two plain stores to take it, two to give
-    // it back, and one more load than lookup().
+    // uncontended cost with a record, for a call's outermost use: one plain
+    // store to take it (its entry is the record's first, found free by one
+    // load), one to give it back, and one more load than lookup().
     class Use {
     public:
-        Use(HandleTable &t, const void *h, NicEntry **owner = nullptr) {
-            Slot *s = t.slot_of(h);
-            if (__builtin_expect(s == nullptr, 0)) return;
-            InCallRecord *r = InCallRegistry::mine();
-            if (__builtin_expect(r != nullptr && r->depth < InCallRecord::kDepth, 1)) {
-                const int i = r->depth;
-                r->slot[i].store(s, std::memory_order_relaxed);
-                r->depth = i + 1;
-                std::atomic_signal_fence(std::memory_order_seq_cst); // close()'s membarrier orders it
-                if (__builtin_expect(live(s, h, owner), 1)) {
-                    rec_ = r;
-                    return;
-                }
-                drop_record(r);
-            }
-            slow(t, h, owner);
-        }
+        Use(HandleTable &t, const void *h, NicEntry **owner = nullptr) : held_(take(t, h, owner)) {}
         ~Use() {
-            if (!slot_) return;
-            if (rec_) drop_record(rec_);
-            else slot_->uses.fetch_sub(1, std::memory_order_release);
+            if (!held_.slot) return;
+            if (held_.entry) InCallRecord::give_back(held_.entry);
+            else held_.slot->uses.fetch_sub(1, std::memory_order_release);
         }
         Use(const Use &) = delete;
         Use &operator=(const Use &) = delete;
-        T *get() const { return obj_; }
-        T *operator->() const { return obj_; }
-        explicit operator bool() const { return obj_ != nullptr; }
+        T *get() const { return held_.obj; }
+        T *operator->() const { return held_.obj; }
+        explicit operator bool() const { return held_.obj != nullptr; }
 
     private:
+        // What a use holds: nothing (slot null), or the object, its slot and
+        // the record entry naming it (null: the use is in the slot's count).
+        // Returned by value, so that the common case keeps it in registers.
+        struct Held {
+            T *obj = nullptr;
+            Slot *slot = nullptr;
+            std::atomic<const void *> *entry = nullptr;
+        };
+        static Held take(HandleTable &t, const void *h, NicEntry **owner) {
+            Slot *s = t.slot_of(h);
+            if (__builtin_expect(s == nullptr, 0)) return {};
+            if (InCallRecord *r = InCallRegistry::mine(); __builtin_expect(r != nullptr, 1))
+                if (std::atomic<const void *> *e = r->take(); __builtin_expect(e != nullptr, 1)) {
+                    Held u = hold_in(e, s, h, owner);
+                    if (__builtin_expect(u.slot != nullptr, 1)) return u;
+                }
+            return slow(t, h, owner);
+        }
         // The handle still names the object and it is not being destroyed:
         // the use is held.
-        bool live(Slot *s, const void *h, NicEntry **owner) {
-            if (s->gen.load(std::memory_order_acquire) != gen_of(h) || s->closing.load(std::memory_order_seq_cst))
-                return false;
-            slot_ = s;
-            obj_ = s->obj.load(std::memory_order_relaxed);
+        static bool live(Slot *s, const void *h) {
+            return s->gen.load(std::memory_order_acquire) == gen_of(h) && !s->closing.load(std::memory_order_seq_cst);
+        }
+        static Held held(Slot *s, std::atomic<const void *> *e, NicEntry **owner) {
             if (owner) *owner = s->owner.load(std::memory_order_relaxed);
-            return true;
+            return {s->obj.load(std::memory_order_relaxed), s, e};
         }
-        // Uses end in reverse order (they are scoped), so the entry is the top.
-        static void drop_record(InCallRecord *r) {
-            const int i = --r->depth;
-            r->slot[i].store(nullptr, std::memory_order_release); // pairs with close()'s acquire look
+        // The use published in an entry of this thread's record, then the
+        // handle checked; nothing held (the entry given back) when it fails.
+        static Held hold_in(std::atomic<const void *> *e, Slot *s, const void *h, NicEntry **owner) {
+            e->store(s, std::memory_order_relaxed);
+            std::atomic_signal_fence(std::memory_order_seq_cst); // close()'s membarrier orders it
+            if (__builtin_expect(live(s, h), 1)) return held(s, e, owner);
+            InCallRecord::give_back(e);
+            return {};
         }
-        // No record yet (enrol), none possible (count), or the handle is stale
-        // or its object being destroyed: wait for the outcome (the handle gone,
-        // or the destroy refused) and look again.
-        __attribute__((noinline)) void slow(HandleTable &t, const void *h, NicEntry **owner) {
+        // No record yet (enrol), none possible or the record full (count), or
+        // the handle is stale or its object being destroyed: wait for the
+        // outcome (the handle gone, or the destroy refused) and look again.
+        __attribute__((noinline)) static Held slow(HandleTable &t, const void *h, NicEntry **owner) {
             for (;;) {
                 Slot *s = t.slot_of(h);
-                if (!s || s->gen.load(std::memory_order_acquire) != gen_of(h)) return;
+                if (!s || s->gen.load(std::memory_order_acquire) != gen_of(h)) return {};
                 while (s->closing.load(std::memory_order_acquire) &&
                        s->gen.load(std::memory_order_acquire) == gen_of(h))
                     sched_yield();
                 InCallRecord *r = g_in_calls.enroll();
-                if (r && r->depth < InCallRecord::kDepth) {
-                    const int i = r->depth;
-                    r->slot[i].store(s, std::memory_order_relaxed);
-                    r->depth = i + 1;
-                    std::atomic_signal_fence(std::memory_order_seq_cst);
-                    if (live(s, h, owner)) {
-                        rec_ = r;
-                        return;
-                    }
-                    drop_record(r);
-                } else {
-                    s->uses.fetch_add(1, std::memory_order_seq_cst);
-                    if (live(s, h, owner)) return;
-                    s->uses.fetch_sub(1, std::memory_order_release);
+                if (std::atomic<const void *> *e = r ? r->take() : nullptr) {
+                    if (Held u = hold_in(e, s, h, owner); u.slot) return u;
+                    continue;
                 }
+                s->uses.fetch_add(1, std::memory_order_seq_cst);
+                if (live(s, h)) return held(s, nullptr, owner);
+                s->uses.fetch_sub(1, std::memory_order_release);
             }
         }
-        T *obj_ = nullptr;
-        Slot *slot_ = nullptr;
-        InCallRecord *rec_ = nullptr; // the use is in this record (else in the slot's count)
+        Held held_;
     };
 
     // Before the object's destroy: new uses wait, and this returns once no

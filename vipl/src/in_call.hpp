@@ -14,19 +14,44 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "owner_bias.hpp"
 
 namespace vipl::api {
 
-struct InCallRecord {
+// 64-byte aligned with the entries first, so that an entry's address says
+// which record it is in and at which position (give_back).
+struct alignas(64) InCallRecord {
     static constexpr int kDepth = 4;
-    std::atomic<const void *> slot[kDepth] = {}; // written by the owning thread only
-    int depth = 0;                               // the owning thread's alone
+    // Written by the owning thread only.  slot[0] holds the outermost use of a
+    // call (one store to take it, one to give it back: the data path's case);
+    // the uses nested inside it take slot[1..] as a stack.
+    std::atomic<const void *> slot[kDepth] = {};
+    int depth = 1; // the next free entry of the stack; the owning thread's alone
     std::atomic<bool> taken{false};
     InCallRecord *next = nullptr; // set before the record is published
+
+    // The entry a new use of the owning thread names its slot in: slot[0]
+    // when no use of this thread holds it (then no use is in progress at all:
+    // a nested use always finds it taken), else the stack's next; nullptr
+    // when the stack is full.
+    std::atomic<const void *> *take() {
+        if (__builtin_expect(slot[0].load(std::memory_order_relaxed) == nullptr, 1)) return &slot[0];
+        return depth < kDepth ? &slot[depth++] : nullptr;
+    }
+    // Gives back an entry take() returned.  Release: pairs with the
+    // destroyer's acquire look.  Uses end in reverse order (they are scoped),
+    // so a stack entry is the top: the stack's depth becomes its position.
+    static void give_back(std::atomic<const void *> *e) {
+        e->store(nullptr, std::memory_order_release);
+        const uintptr_t a = reinterpret_cast<uintptr_t>(e);
+        if (const uintptr_t pos = (a % alignof(InCallRecord)) / sizeof *e; pos != 0)
+            reinterpret_cast<InCallRecord *>(a - pos * sizeof *e)->depth = static_cast<int>(pos);
+    }
 };
+static_assert(offsetof(InCallRecord, slot) == 0 && sizeof(InCallRecord) == alignof(InCallRecord));
 
 class InCallRegistry {
 public:
@@ -81,7 +106,7 @@ inline InCallRegistry::Leaver::~Leaver() {
     t_exiting = true;
     if (InCallRecord *r = t_record) {
         t_record = nullptr;
-        r->depth = 0;
+        r->depth = 1;
         r->taken.store(false, std::memory_order_release);
     }
 }
