@@ -55,7 +55,7 @@ bool is_server() { return my_rank() < partner_rank(); }
         VIP_RETURN rc;
         auto t0 = Clock::now();
         do {
-            rc = VipConnectRequest(vi, local.get(), remote.get(), 250, &ra);
+            rc = VipConnectRequest(vi, local.get(), remote.get(), kRequestMs, &ra);
         } while ((rc == VIP_TIMEOUT || rc == VIP_NO_MATCH) && elapsed_ms(t0) < (long)kWaitMs);
         if (rc != VIP_SUCCESS)
             return ::testing::AssertionFailure() << "VipConnectRequest(" << disc << ") returned " << rc_str(rc);

@@ -22,6 +22,13 @@ const std::vector<uint8_t> &partner_host();
 const std::vector<uint8_t> &host_of(int rank);
 bool is_server(); // the lower rank of the pair serves
 
+// The timeout of each VipConnectRequest in a requester's retry loop.  A
+// second, as docs/verbs.md advises on soft-RoCE: an rdma_cm handshake in the
+// emulated guest on a loaded machine can outlast a shorter one, and each
+// withdrawn attempt then races the server's accept.  It costs nothing when the
+// server comes late: its NIC holds the request until it waits.
+constexpr VIP_ULONG kRequestMs = 1000;
+
 // Connects vi to the partner with the client/server calls: the server waits on
 // (its address, disc) and accepts; the client retries its request until the server
 // listens.  Both ranks must call it with the same disc.

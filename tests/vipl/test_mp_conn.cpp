@@ -122,7 +122,7 @@ TEST_P(MpConn, ClientServerRejectThenAccept) {
         VIP_RETURN rc;
         auto t0 = Clock::now();
         do {
-            rc = VipConnectRequest(vi.h(), local.get(), remote.get(), 250, &ra);
+            rc = VipConnectRequest(vi.h(), local.get(), remote.get(), kRequestMs, &ra);
         } while ((rc == VIP_TIMEOUT || rc == VIP_NO_MATCH) && elapsed_ms(t0) < (long)kWaitMs);
         EXPECT_EQ(rc, VIP_REJECT) << rc_str(rc);
         EXPECT_EQ(vi_state(vi.h()), VIP_STATE_IDLE) << "a rejected VI returns to idle";

@@ -109,6 +109,20 @@ public:
         return true;
     }
 
+    // Calls f(slot) for every posted descriptor not complete yet, oldest first:
+    // what a provider hands to a new device queue again, or completes itself,
+    // when the old device queue is gone.  The caller holds post_lock, so no
+    // slot is claimed meanwhile; a reaper may take complete ones (skipped
+    // here).  Control path.
+    template <class F>
+    void for_each_incomplete(F &&f) {
+        const uint64_t t = tail_.load(std::memory_order_acquire);
+        for (uint64_t i = head_.load(std::memory_order_acquire); i != t; i++) {
+            Slot &s = slots_[i & mask_];
+            if (!descriptor_done(s.desc)) f(s);
+        }
+    }
+
     // Hands back the oldest descriptor if it is complete.  If it is not,
     // calls poll() once (the provider moves completions from its device) and
     // looks again.  VIP_SUCCESS or VIP_NOT_DONE.  poll() runs outside the reap

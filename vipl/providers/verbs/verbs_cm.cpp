@@ -264,17 +264,18 @@ VIP_RETURN start_accept(VerbsVi &vi, PendingRequest &req, const void *data, size
         if (!vi.sq.empty() || !vi.rq.empty()) return VIP_INVALID_STATE;
         if (vi.reset_qp() != VIP_SUCCESS) return VIP_ERROR_RESOURCE;
     }
-    bool still_init = true;
-    if (vi.bring_up(req.id, &still_init) != VIP_SUCCESS) {
+    bool peer_gone = false;
+    if (vi.bring_up(req.id, &peer_gone) != VIP_SUCCESS) {
         refuse(kRejectResource);
-        if (still_init) return VIP_NOT_DONE; // the requester withdrew; the VI is as it was
-        vi.qp_needs_reset = true;
-        return VIP_ERROR_RESOURCE;
+        // The QP may have left INIT: a new one keeps what is posted.
+        if (vi.renew_qp() != VIP_SUCCESS || !peer_gone) return VIP_ERROR_RESOURCE;
+        return VIP_NOT_DONE; // the requester withdrew; the VI is as it was
     }
     ReplyPriv r = ReplyPriv::make(kKindAccept, uint8_t(vi.attr.reliability), flags_of(vi.attr),
                                   htonl(uint32_t(vi.attr.max_transfer)), data, len);
     rdma_conn_param p = conn_param(vi, &r, r.size());
     vi.remote_attr = attrs_from(req.req.reliability, req.req.flags, ntohl(req.req.max_transfer));
+    const VIP_VI_STATE before = vi.state.load(); // (Idle, or connect-pending for a passive peer)
     vi.link_failed = false;
     vi.established = false;
     vi.accepted = true;
@@ -283,12 +284,15 @@ VIP_RETURN start_accept(VerbsVi &vi, PendingRequest &req, const void *data, size
     req.id->context = &vi.link;
     req.id = nullptr;
     if (rdma_accept(vi.cm_id, &p) != 0) {
-        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "rdma_accept: %s", std::strerror(errno));
+        // EINVAL: the request is no longer there to accept (its requester
+        // withdrew it since bring_up read it); accepting then follows the retry.
+        const int err = errno;
         vi.accepted = false;
-        vi.state = VIP_STATE_IDLE;
+        vi.state = before;
         nic.doom(vi.cm_id);
         vi.cm_id = nullptr;
-        vi.qp_needs_reset = true;
+        if (vi.renew_qp() == VIP_SUCCESS && err == EINVAL) return VIP_NOT_DONE;
+        viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_ERROR, "rdma_accept: %s", std::strerror(err));
         return VIP_ERROR_RESOURCE;
     }
     return VIP_SUCCESS;
@@ -325,9 +329,9 @@ VIP_RETURN PendingRequest::accept(prov::Vi *pvi, const void *data, VIP_ULONG len
         if (vi.state.load() != VIP_STATE_IDLE || vi.connector) return VIP_INVALID_STATE;
     }
     // Under emulation a handshake can outlast a short requester timeout: the
-    // requester withdraws and retries.  Accepting follows it to its retry for as
-    // long as the QP is still untouched (or empty), up to kEstablishTimeout, or
-    // kRetryWait for a retry that has not come yet.
+    // requester withdraws and retries.  Accepting follows it to its retry, up to
+    // kEstablishTimeout, or kRetryWait for a retry that has not come yet; a QP
+    // the withdrawn attempt moved on is renewed with its receives kept.
     const auto deadline = Clock::now() + kEstablishTimeout;
     PendingRequest *cur = this;
     std::unique_ptr<PendingRequest> retry; // a retry we took from the NIC's list
@@ -348,10 +352,10 @@ VIP_RETURN PendingRequest::accept(prov::Vi *pvi, const void *data, VIP_ULONG len
             }
             vi.accepted = false;
             vi.state = VIP_STATE_IDLE;
-            vi.qp_needs_reset = true;
+            // The QP is in RTS for a requester that left: the VI goes back to
+            // Idle with its receives kept, ready for the retry (docs/vipl.md).
+            if (vi.renew_qp() != VIP_SUCCESS) return VIP_ERROR_RESOURCE;
             if (!ok) return VIP_TIMEOUT;
-            if (!vi.sq.empty() || !vi.rq.empty())
-                return VIP_INVALID_STATE; // the QP moved on with descriptors posted on it
         } else if (rc != VIP_NOT_DONE) {
             return rc;
         }

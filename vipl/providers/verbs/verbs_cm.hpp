@@ -146,7 +146,8 @@ std::chrono::steady_clock::time_point deadline_of(VIP_ULONG timeout_ms);
 
 // Accepts `req` on `vi` without waiting for ESTABLISHED, sending `len` bytes of
 // private data; caller holds nic.cm_mu.
-// VIP_NOT_DONE: the requester withdrew before the QP left INIT (nothing changed).
+// VIP_NOT_DONE: the requester withdrew meanwhile; the VI is as it was (a QP
+// brought up for it was renewed with what is posted kept).
 VIP_RETURN start_accept(VerbsVi &vi, PendingRequest &req, const void *data = nullptr, size_t len = 0);
 // Moves a VI's QP to the error state and drains its flushed completions.
 void drain_after_error(VerbsVi &vi);

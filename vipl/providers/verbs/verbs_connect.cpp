@@ -90,8 +90,7 @@ void Connector::tick() {
             vi.cm_id = nullptr;
             vi.accepted = false;
             vi.state = VIP_STATE_CONNECT_PENDING;
-            vi.qp_needs_reset = true;
-            if (!vi.sq.empty() || !vi.rq.empty()) finish(VIP_INVALID_STATE); // the QP moved on with descriptors posted
+            if (vi.renew_qp() != VIP_SUCCESS) finish(VIP_ERROR_RESOURCE); // (receives kept for the retry)
             else phase = Phase::Waiting;
         }
     }
@@ -128,12 +127,12 @@ void Connector::on_event(rdma_cm_event *e) {
         reply_data.assign(r->data, r->data + r->data_len);
         if (vi.bring_up(id) != VIP_SUCCESS) {
             rdma_reject(id, nullptr, 0);
-            vi.qp_needs_reset = true;
+            vi.renew_qp(); // the VI goes back to Idle with its receives kept
             finish(VIP_ERROR_RESOURCE);
             return;
         }
         if (rdma_establish(id) != 0) {
-            vi.qp_needs_reset = true;
+            vi.renew_qp();
             finish(VIP_ERROR_RESOURCE);
             return;
         }

@@ -224,10 +224,18 @@ public:
     // access violation at this target) and moves the VI to the error state.
     void check_qp_state();
     // INIT -> RTR -> RTS with the attributes rdma_cm computed for `id`.  On failure
-    // *still_init says whether the QP (and what is posted on it) is untouched.
-    VIP_RETURN bring_up(rdma_cm_id *id, bool *still_init = nullptr);
+    // *peer_gone says whether rdma_cm no longer had them (the peer withdrew).
+    VIP_RETURN bring_up(rdma_cm_id *id, bool *peer_gone = nullptr);
     // Back to INIT for a new connection (queues must be empty).
     VIP_RETURN reset_qp();
+    // A connection attempt failed after the QP may have left INIT: a new QP in
+    // INIT replaces it, with every receive not complete yet posted on it again
+    // (in posting order, in its own slot) and every send not complete yet
+    // completed flushed, so the VI is Idle with its receives kept (docs/vipl.md,
+    // "One behaviour on every provider").  Caller holds nic.cm_mu.
+    // VIP_ERROR_RESOURCE: no new QP; the old one was stopped and everything
+    // posted completed flushed instead (nothing is lost either way).
+    VIP_RETURN renew_qp();
     VIP_RETURN create_qp(); // (re)creates the QP for the current attributes
     bool reliable() const { return attr.reliability != VIP_SERVICE_UNRELIABLE; }
     // A region of this NIC registered under the VI's protection tag, or nullptr.

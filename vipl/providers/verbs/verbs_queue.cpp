@@ -14,6 +14,8 @@
 
 #include "connection_rules.hpp"
 #include "viastack_env.hpp"
+#include "viastack_log.hpp"
+#include "verbs_cm.hpp"
 #include "verbs_provider.hpp"
 
 namespace vipl::verbs {
@@ -126,6 +128,10 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
 
 VIP_RETURN VerbsVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     WorkQueue &q = rq;
+    // A stopped QP is reset under the connection lock (another thread may be
+    // connecting the VI), taken before the post lock as renew_qp takes them.
+    std::unique_lock<std::mutex> connecting(nic.cm_mu, std::defer_lock);
+    if (__builtin_expect(qp_needs_reset.load(std::memory_order_relaxed), 0)) connecting.lock();
     common::SpinGuard posting(q.ring.post_lock);
     if (q.ring.full()) return VIP_ERROR_RESOURCE;
     if (__builtin_expect(needs_recovery.load(std::memory_order_relaxed), 0)) recover();
@@ -136,10 +142,9 @@ VIP_RETURN VerbsVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
         // device would keep the receive forever without completing it.  An idle
         // VI with nothing posted gets a fresh QP so the receive waits for the next
         // connection; otherwise the receive is flushed like its neighbours.
-        // (Under the connection lock: another thread may be connecting the VI.)
-        std::unique_lock<std::mutex> connecting(nic.cm_mu);
-        if (qp_needs_reset && state.load() == VIP_STATE_IDLE && sq.empty() && rq.empty() && !connector &&
-            reset_qp() == VIP_SUCCESS) {
+        // (A QP stopped since the check above: only if the lock is free now.)
+        if ((connecting.owns_lock() || connecting.try_lock()) && state.load() == VIP_STATE_IDLE && sq.empty() &&
+            rq.empty() && !connector && reset_qp() == VIP_SUCCESS) {
         } else if (qp_needs_reset) {
             finish_in_software(q, s, VIP_STATUS_OP_RECEIVE | VIP_STATUS_DESC_FLUSHED_ERROR);
             return VIP_SUCCESS;
@@ -160,6 +165,89 @@ VIP_RETURN VerbsVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     if (ibv_post_recv(qp, &wr, &bad_wr) != 0) return VIP_ERROR_RESOURCE;
     q.ring.publish(); // seen by a Wait on another thread
     return VIP_SUCCESS;
+}
+
+// ---- a new queue pair for a VI whose connection attempt failed --------------------
+//
+// Why a new QP rather than RESET: the IB spec empties both work queues on
+// RESET, but rxe empties only the send queue (rxe_qp_reset resets sq.queue and
+// keeps the receive queue), so receives posted again after a RESET would be
+// there twice on rxe and once elsewhere.  A new QP starts empty on every device.
+
+namespace {
+
+// Moves every completion already on the queue's ibv_cq to its descriptor (a
+// batch of 16 that comes back short emptied it).
+void harvest(WorkQueue &q) {
+    while (q.poll() == 16) {}
+}
+
+// Completes a descriptor that is in the ring already (published) in software.
+void complete_posted(WorkQueue &q, Slot &s, uint32_t status) {
+    common::complete_descriptor(s.desc, status);
+    if (q.bound) q.bound->push_locked(&q);
+}
+
+} // namespace
+
+VIP_RETURN VerbsVi::renew_qp() {
+    // Completions polled here may be other VIs' failures (a shared CQ): their
+    // error callbacks run after the post locks are released.
+    std::vector<std::pair<VerbsNic *, VIP_ERROR_DESCRIPTOR>> held;
+    const bool hold = deferred_errors == nullptr;
+    if (hold) deferred_errors = &held;
+    VIP_RETURN rc = VIP_SUCCESS;
+    {
+        // No post reaches either QP meanwhile, and a receive posted after this
+        // lands behind the ones posted again: posting order holds.
+        common::SpinGuard sending(sq.ring.post_lock), receiving(rq.ring.post_lock);
+        harvest(sq); // (a device may drop the CQ entries of a destroyed QP)
+        harvest(rq);
+        if (create_qp() != VIP_SUCCESS) { // (create_qp destroys the old QP)
+            ibv_qp_attr qa{};
+            qa.qp_state = IBV_QPS_ERR;
+            ibv_modify_qp(qp, &qa, IBV_QP_STATE);
+            qp_needs_reset = true;
+            drain_after_error(*this);
+            rc = VIP_ERROR_RESOURCE;
+        } else {
+            harvest(sq); // what the old QP completed before it was destroyed
+            harvest(rq);
+            sq.ring.for_each_incomplete(
+                [&](Slot &s) { complete_posted(sq, s, s.info.op_status | VIP_STATUS_DESC_FLUSHED_ERROR); });
+            const common::DescriptorRules r = rules();
+            unsigned reposted = 0;
+            rq.ring.for_each_incomplete([&](Slot &s) {
+                VIP_DESCRIPTOR *d = s.desc;
+                SgeList sgl;
+                uint64_t total = 0;
+                uint32_t bad = common::check_recv_control(d->CS, r);
+                if (!bad)
+                    bad = common::check_data_segments(
+                        d->DS, d->CS.SegCount, [this](VIP_MEM_HANDLE h) { return region(h); }, sgl, &total);
+                if (bad) { // its memory was deregistered while it was posted
+                    complete_posted(rq, s, VIP_STATUS_OP_RECEIVE | bad);
+                    return;
+                }
+                ibv_recv_wr wr{};
+                wr.wr_id = reinterpret_cast<uint64_t>(&s);
+                wr.sg_list = sgl.sge;
+                wr.num_sge = sgl.n;
+                ibv_recv_wr *bad_wr = nullptr;
+                if (ibv_post_recv(qp, &wr, &bad_wr) != 0)
+                    complete_posted(rq, s, VIP_STATUS_OP_RECEIVE | VIP_STATUS_DESC_FLUSHED_ERROR);
+                else reposted++;
+            });
+            viastack_log(VIASTACK_LOG_VERBS, VIASTACK_LOG_DEBUG,
+                         "a connection attempt failed after the QP left INIT: new QP %u, %u receives posted again",
+                         qp->qp_num, reposted);
+        }
+    }
+    if (hold) {
+        deferred_errors = nullptr;
+        for (auto &e : held) e.first->deliver_error(e.second);
+    }
+    return rc;
 }
 
 namespace {

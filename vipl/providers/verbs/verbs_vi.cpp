@@ -150,16 +150,18 @@ VIP_RETURN VerbsVi::reset_qp() {
 
 // rdma_cm computes the path, MTU, PSNs and timeouts; we keep our access flags,
 // a short RNR timer and, for UC, only the attributes UC accepts.
-VIP_RETURN VerbsVi::bring_up(rdma_cm_id *id, bool *still_init) {
+VIP_RETURN VerbsVi::bring_up(rdma_cm_id *id, bool *peer_gone) {
     const bool rc_qp = reliable();
-    if (still_init) *still_init = true;
+    if (peer_gone) *peer_gone = false;
     for (ibv_qp_state st : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
         ibv_qp_attr qa{};
         int mask = 0;
         qa.qp_state = st;
         static const char *const names[] = {"RESET", "INIT", "RTR", "RTS"};
-        if (rdma_init_qp_attr(id, &qa, &mask) != 0)
-            return VIP_ERROR_RESOURCE; // (typically: the peer withdrew its request)
+        if (rdma_init_qp_attr(id, &qa, &mask) != 0) {
+            if (peer_gone) *peer_gone = true; // (typically: the peer withdrew its request)
+            return VIP_ERROR_RESOURCE;
+        }
         if (st == IBV_QPS_INIT) {
             qa.qp_access_flags = qp_access(attr);
             mask &= IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
@@ -184,7 +186,6 @@ VIP_RETURN VerbsVi::bring_up(rdma_cm_id *id, bool *still_init) {
                          std::strerror(e));
             return VIP_ERROR_RESOURCE;
         }
-        if (still_init && st != IBV_QPS_INIT) *still_init = false;
     }
     return VIP_SUCCESS;
 }
