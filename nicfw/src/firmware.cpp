@@ -143,7 +143,7 @@ void Firmware::vi_error(ViImpl *vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *d, bool
     const bool was_connected = vi->state.load() == ViState::Connected;
     vi->set_state(ViState::Error);
     if (tell_peer && was_connected)
-        send_ctl_reliably(vi->peer_nic, Op::ConnErr, vi->peer_vi, static_cast<uint16_t>(vi->index), code);
+        send_ctl_reliably(vi->peer_nic, Op::ConnErr, vi->peer_vi, static_cast<uint16_t>(vi->index), vi->own_nonce);
     report_error(vi, nullptr, d, d ? VIP_RESOURCE_DESCRIPTOR : VIP_RESOURCE_VI, code);
     flush_vi(vi);
 }
