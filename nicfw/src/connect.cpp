@@ -86,6 +86,7 @@ void make_connected(ViImpl *vi, uint16_t nic, uint16_t rvi, const VIP_VI_ATTRIBU
     vi->peer_vi = rvi;
     vi->peer_attr = rattr;
     vi->peer_nonce = theirs;
+    vi->own_nonce = mine;
     const bool transport = vi->hw->cfg.transport;
     vi->fw.send_seq = transport ? initial_seq(mine, theirs) : 0;
     vi->fw.recv_seq = transport ? initial_seq(theirs, mine) : 0;
@@ -377,7 +378,7 @@ VIP_RETURN ConnectionManager::disconnect(ViImpl *vi) {
         if (st == ViState::Connected) {
             // Error first: the firmware stops transmitting and flushes this VI.
             vi->set_state(ViState::Error);
-            fw_.send_ctl_reliably(vi->peer_nic, Op::Disc, vi->peer_vi, static_cast<uint16_t>(vi->index), 0);
+            fw_.send_ctl_reliably(vi->peer_nic, Op::Disc, vi->peer_vi, static_cast<uint16_t>(vi->index), vi->own_nonce);
         }
     }
     vi->request_flush();
@@ -434,8 +435,8 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
             std::memcpy(vi->cm_data, data, ch.len_data);
             vi->cm_data_len = ch.len_data;
             make_connected(vi, h->src_nic, h->src_vi, from_wire(ch.attr), ch.nonce, ch.nonce);
-        } else { // the client gave up meanwhile: tear the server's end down
-            fw_.send_ctl_reliably(h->src_nic, Op::Disc, h->src_vi, h->dst_vi, 0);
+        } else { // the client gave up meanwhile: tear the server's end down (its peer_nonce: the request's)
+            fw_.send_ctl_reliably(h->src_nic, Op::Disc, h->src_vi, h->dst_vi, ch.nonce);
         }
         return;
     case Op::ConnRej:
@@ -494,8 +495,9 @@ void ConnectionManager::on_packet(const PacketHeader *h, const unsigned char *p)
         }
         return;
     case Op::Disc:
-    case Op::ConnErr:
-        if (vi && vi->state.load() == ViState::Connected && vi->peer_nic == h->src_nic && vi->peer_vi == h->src_vi) {
+    case Op::ConnErr: // imm: the sender's own_nonce, naming the connection that ends
+        if (vi && vi->state.load() == ViState::Connected && vi->peer_nic == h->src_nic && vi->peer_vi == h->src_vi &&
+            vi->peer_nonce == h->imm) {
             g.unlock(); // vi_error may call back into connection management
             fw_.vi_error(vi, VIP_ERROR_CONN_LOST, nullptr, false);
         }

@@ -144,7 +144,7 @@ void Firmware::vi_error(ViImpl *vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *d, bool
     const bool was_connected = vi->state.load() == ViState::Connected;
     vi->set_state(ViState::Error);
     if (tell_peer && was_connected)
-        send_ctl_reliably(vi->peer_nic, Op::ConnErr, vi->peer_vi, static_cast<uint16_t>(vi->index), code);
+        send_ctl_reliably(vi->peer_nic, Op::ConnErr, vi->peer_vi, static_cast<uint16_t>(vi->index), vi->own_nonce);
     report_error(vi, nullptr, d, d ? VIP_RESOURCE_DESCRIPTOR : VIP_RESOURCE_VI, code);
     flush_vi(vi);
 }
@@ -444,6 +444,7 @@ void Firmware::housekeeping() {
         next_watch_ns_.store(now, std::memory_order_relaxed); // drain what follows, then look again
         return;
     }
+    if (backlog_pending_.load(std::memory_order_relaxed)) drop_backlog_to_dead();
     const uint32_t n = vi_words_.load(std::memory_order_relaxed) * 64;
     bool pending = false;
     for (uint32_t i = 0; i < n; ++i) {
@@ -456,6 +457,15 @@ void Firmware::housekeeping() {
     // A client request to a process that is gone would wait for its whole
     // timeout (for ever with VIP_INFINITE): it fails now.
     if (pending) cm_.fail_requests_to_dead([this](uint16_t nic) { return peers_.dead(nic); });
+}
+
+// A peer whose process is gone never drains its FIFO: control packets for it
+// are dropped (its connections break here anyway, peer_died), or the backlog
+// would keep a firmware thread from sleeping for ever (has_work).
+void Firmware::drop_backlog_to_dead() {
+    std::lock_guard<std::mutex> g(backlog_mu_);
+    std::erase_if(backlog_, [this](const PendingCtl &c) { return peers_.dead(c.dst_nic); });
+    if (backlog_.empty()) backlog_pending_.store(false, std::memory_order_relaxed);
 }
 
 void Firmware::peer_died(uint16_t nic) {
@@ -551,9 +561,13 @@ bool Firmware::thread_step() {
     return any_active || rx_head_ != head_before;
 }
 
-// Before the firmware thread sleeps: anything on the wire or a doorbell.
+// Before the firmware thread sleeps: anything on the wire, a doorbell, or a
+// control packet waiting for room in a peer's FIFO.  Nothing wakes this
+// firmware when that peer drains, so a sleeping thread would retry it only at
+// each futex timeout (2 ms); it keeps stepping instead, as it does for a VI
+// whose sends wait for room.
 bool Firmware::has_work() {
-    bool busy = wire_peek(wire_, rank_, rx_head_) != nullptr;
+    bool busy = backlog_pending_.load(std::memory_order_acquire) || wire_peek(wire_, rank_, rx_head_) != nullptr;
     for (auto &w : active_) busy = busy || w.load(std::memory_order_seq_cst) != 0;
     return busy;
 }

@@ -219,6 +219,7 @@ private:
     void flush_vi(ViImpl *vi);
     void report_error(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, VIP_RESOURCE_CODE rc, VIP_ERROR_CODE ec);
     void retry_backlog();
+    void drop_backlog_to_dead(); // housekeeping
     void wake_thread();
     // Every kHousekeepingSteps steps: peers that died, a NIC killed by the fault
     // injector (firmware.cpp).

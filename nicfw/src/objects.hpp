@@ -158,6 +158,11 @@ public:
     VIP_VI_ATTRIBUTES peer_attr{};
     uint32_t cm_nonce = 0;   // our pending connection request
     uint32_t peer_nonce = 0; // the peer's request this connection answered
+    // This end's request of the connection (the peer's peer_nonce).  Disc and
+    // ConnErr carry it, and a VI takes a notice only for its own connection: a
+    // notice that waited in the backlog can arrive after a newer connection
+    // of the same two VIs was made (connect.cpp, on_packet).
+    uint32_t own_nonce = 0;
     std::atomic<ConnResult> cm_result{ConnResult::Pending};
     // A client request (VipxConnectRequestStart) whose result VipxConnectRequestDone
     // has not handed back yet: its server, when it gives up, and the private

@@ -43,8 +43,8 @@ enum class Op : uint8_t {
     ConnCancel = 9,
     PeerReq = 10, // peer-to-peer connection request
     PeerCancel = 11,
-    Disc = 12,    // orderly disconnect
-    ConnErr = 13, // the peer's VI went to the error state: connection broken
+    Disc = 12,    // orderly disconnect (imm: the connection's nonce, as ConnErr)
+    ConnErr = 13, // the peer's VI went to the error state: connection broken (imm: the sender's own_nonce)
     LinkAck = 14, // reliable transport: a cumulative acknowledgement alone (reliable.hpp)
 };
 
