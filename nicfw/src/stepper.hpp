@@ -187,7 +187,12 @@ private:
         while (!stop_.load(std::memory_order_relaxed)) {
             if (pause_req_.load(std::memory_order_acquire)) { // the host is changing NIC tables
                 paused_.store(true, std::memory_order_release);
-                while (pause_req_.load(std::memory_order_acquire)) __builtin_ia32_pause();
+                // The quiescer needs a CPU to finish its section: on a machine
+                // with more runnable threads than cores, spinning out the time
+                // slice would keep it from running.  Spin briefly, then yield.
+                for (uint32_t spins = 0; pause_req_.load(std::memory_order_acquire);)
+                    if (++spins < 1000) __builtin_ia32_pause();
+                    else sched_yield();
                 paused_.store(false, std::memory_order_release);
             }
             if (fw_.thread_step()) {
