@@ -122,24 +122,16 @@ extern "C" {
 
 int bip_init(void) {
     if (g.init) return BIP_OK;
-    vipl_wait::Mode mode;
-    if (!vipl_wait::mode_from_env(&mode)) {
-        report("bip_init: VIASTACK_WAIT=%s is not a wait policy; set it to %s", std::getenv("VIASTACK_WAIT"),
-               vipl_wait::kAllowed);
+    std::string why;
+    if (const chan::JoinJob j = chan::join_job(&g.wait, &g.rank, &g.size, &why); j != chan::JoinJob::ok) {
+        if (j == chan::JoinJob::no_job) return init_fail(why);
+        report("bip_init: %s", why.c_str());
         return BIP_ERR_RESOURCE;
     }
-    // A lookup, not a reference: finalizing does not leave the job (the
-    // program's vipl_boot_finalize does), so this layer can start again.
-    if (vipl_boot_lookup() != VIPL_BOOT_OK)
-        return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
-    g.rank = unsigned(vipl_boot_rank());
-    g.size = unsigned(vipl_boot_size());
-    vipl_wait::init(g.wait, mode, int(g.size));
     g.small_buffers = uint32_t(env_int("VIASTACK_BIP_SMALL_BUFFERS", 8, 2, 256));
     g.eager_max = uint32_t(env_int("VIASTACK_BIP_EAGER", 16384, 0, 65536 - 64));
     g.fragment_fixed = uint32_t(env_int("VIASTACK_BIP_FRAGMENT", 0, 0, 1 << 30));
     g.fragment_overhead = uint32_t(env_int("VIASTACK_BIP_FRAGMENT_OVERHEAD", 4096, 1, 1 << 30));
-    std::string why;
     if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_BIP_NIC"), "VIASTACK_BIP_NIC", "BIP", &g, &why))
         return init_fail(why);
     const uint32_t nic_max =
@@ -177,13 +169,7 @@ int bip_init(void) {
         }
     }
     for (TagQueue &q : g.queues) q.ring.assign(slots, Queued{});
-    const uint64_t deadline = chan::connect_deadline(cfg.connect_timeout_ms);
-    for (Link *l : g.links) {
-        rc = chan::finish_peer_vi(l->ch, deadline);
-        if (rc != VIP_SUCCESS)
-            return init_fail("connecting to rank " + std::to_string(l->peer) + ": " + VipxReturnString(rc));
-        l->up = true;
-    }
+    if (!chan::finish_links(g.links, cfg.connect_timeout_ms, "rank", &why)) return init_fail(why);
     g.send = SendOp{};
     g.recv = RecvOp{};
     g.next_seq = 1;

@@ -3,12 +3,30 @@
 
 #include <sched.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "vipl_boot.h"
 #include "vipl_wait.h"
 
 namespace viastack::channel {
+
+JoinJob join_job(vipl_wait::WaitState *wait, unsigned *rank, unsigned *size, std::string *why) {
+    vipl_wait::Mode mode;
+    if (!vipl_wait::mode_from_env(&mode)) {
+        *why = std::string("VIASTACK_WAIT=") + std::getenv("VIASTACK_WAIT") + " is not a wait policy; set it to " +
+            vipl_wait::kAllowed;
+        return JoinJob::bad_wait_policy;
+    }
+    if (vipl_boot_lookup() != VIPL_BOOT_OK) {
+        *why = "vipl_boot_init failed; start the program with vipl-run -n N";
+        return JoinJob::no_job;
+    }
+    *rank = unsigned(vipl_boot_rank());
+    *size = unsigned(vipl_boot_size());
+    vipl_wait::init(*wait, mode, int(*size));
+    return JoinJob::ok;
+}
 
 namespace {
 

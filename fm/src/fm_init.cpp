@@ -108,19 +108,12 @@ extern "C" {
 
 int FM_initialize(void) {
     if (g.init) return FM_OK;
-    vipl_wait::Mode mode;
-    if (!vipl_wait::mode_from_env(&mode)) {
-        report("FM_initialize: VIASTACK_WAIT=%s is not a wait policy; set it to %s", std::getenv("VIASTACK_WAIT"),
-               vipl_wait::kAllowed);
+    std::string why;
+    if (const chan::JoinJob j = chan::join_job(&g.wait, &g.rank, &g.size, &why); j != chan::JoinJob::ok) {
+        if (j == chan::JoinJob::no_job) return init_fail(why.c_str());
+        report("FM_initialize: %s", why.c_str());
         return g.last_error = FM_ERR_BAD_ARG;
     }
-    // A lookup, not a reference: finalizing does not leave the job (the
-    // program's vipl_boot_finalize does), so this layer can start again.
-    if (vipl_boot_lookup() != VIPL_BOOT_OK)
-        return init_fail("vipl_boot_init failed; start the program with vipl-run -n N");
-    g.rank = unsigned(vipl_boot_rank());
-    g.size = unsigned(vipl_boot_size());
-    vipl_wait::init(g.wait, mode, int(g.size));
     const uint32_t credits = uint32_t(env_int("VIASTACK_FM_CREDITS", 8, 2, 64));
     const uint32_t packet = uint32_t(env_int("VIASTACK_FM_PACKET", 2048, 64, 65536));
     g.stack_size = size_t(env_int("VIASTACK_FM_STACK", 64 * 1024, 16 * 1024, 16L << 20));
@@ -131,7 +124,6 @@ int FM_initialize(void) {
     // request_rdma); VIASTACK_FM_RDMA_MIN=0 turns it off.
     const long rdma_min = env_int("VIASTACK_FM_RDMA_MIN", 32768, 0, FM_MAX_MESSAGE);
     g.rdma_min = rdma_min == 0 ? 0 : std::max<uint32_t>(uint32_t(rdma_min), (credits + 2) * packet);
-    std::string why;
     if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_FM_NIC"), "VIASTACK_FM_NIC", "FM", &g, &why))
         return init_fail(why.c_str());
     if (g.attr.MaxTransferSize && g.attr.MaxTransferSize < packet)
@@ -166,13 +158,7 @@ int FM_initialize(void) {
         g.tx[r] = l;
         if (r == g.rank && !link_create(cfg, r, 1, addrs, &why)) return init_fail(why.c_str());
     }
-    const uint64_t deadline = chan::connect_deadline(cfg.connect_timeout_ms);
-    for (Link *l : g.links) {
-        rc = chan::finish_peer_vi(l->ch, deadline);
-        if (rc != VIP_SUCCESS)
-            return init_fail(("connecting to node " + std::to_string(l->peer) + ": " + VipxReturnString(rc)).c_str());
-        l->up = true;
-    }
+    if (!chan::finish_links(g.links, cfg.connect_timeout_ms, "node", &why)) return init_fail(why.c_str());
     g.nfree_out = 0;
     for (int i = kStreams - 1; i >= 0; i--) {
         g.out[i] = Outbound{};

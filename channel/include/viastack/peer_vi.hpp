@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "viastack/channel.hpp"
+#include "vipl_wait.h"
 
 namespace viastack::channel {
 
@@ -164,6 +165,32 @@ VIP_RETURN close_vi(Channel &ch, F &&on_send) {
 }
 
 // close_vi, then releases the channel's own region (leaked instead if the VI
+
+// A layer joining the job vipl-run started: its wait policy (VIASTACK_WAIT)
+// into *wait, this rank and the job's size.  A lookup, not a reference:
+// finalizing a layer does not leave the job (the program's vipl_boot_finalize
+// does), so the layer can start again.  Not ok: *why says what to fix.
+enum class JoinJob { ok, bad_wait_policy, no_job };
+JoinJob join_job(vipl_wait::WaitState *wait, unsigned *rank, unsigned *size, std::string *why);
+
+// Finishes the connection of every link start_rank_link began, all within one
+// connect timeout, and marks each up.  Links: pointers to a layer's link
+// (fields ch, peer, up).  On the first failure *why names the peer
+// ("connecting to <peer_word> N: <VIPL status>").
+template <class Links>
+bool finish_links(const Links &links, VIP_ULONG connect_timeout_ms, const char *peer_word, std::string *why) {
+    const uint64_t deadline = connect_deadline(connect_timeout_ms);
+    for (auto *l : links) {
+        const VIP_RETURN rc = finish_peer_vi(l->ch, deadline);
+        if (rc != VIP_SUCCESS) {
+            *why =
+                std::string("connecting to ") + peer_word + " " + std::to_string(l->peer) + ": " + VipxReturnString(rc);
+            return false;
+        }
+        l->up = true;
+    }
+    return true;
+}
 // could not be destroyed) and detaches ch.
 void close_peer_vi(Channel &ch, Region &region);
 
