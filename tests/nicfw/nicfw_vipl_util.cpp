@@ -94,6 +94,17 @@ VIP_VI_STATE vi_state(VIP_VI_HANDLE vi) {
     return st;
 }
 
+void destroy_vis(std::initializer_list<VIP_VI_HANDLE> vis) {
+    VIP_DESCRIPTOR *d;
+    for (VIP_VI_HANDLE v : vis) {
+        if (!v) continue;
+        if (vi_state(v) != VIP_STATE_IDLE) VipDisconnect(v);
+        while (VipRecvDone(v, &d) == VIP_SUCCESS) {}
+        while (VipSendDone(v, &d) == VIP_SUCCESS) {}
+        NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(v));
+    }
+}
+
 uint8_t pattern(uint32_t seed, size_t i) { return static_cast<uint8_t>((seed * 2654435761u + i * 131u) >> 7); }
 void fill(uint8_t *p, size_t len, uint32_t seed) {
     for (size_t i = 0; i < len; ++i) p[i] = pattern(seed, i);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -68,6 +69,10 @@ inline VIP_NET_ADDRESS *as_addr(std::vector<uint8_t> &a) { return reinterpret_ca
 ::testing::AssertionResult connect_loopback(VIP_NIC_HANDLE nic_a, VIP_VI_HANDLE a, VIP_NIC_HANDLE nic_b,
                                             VIP_VI_HANDLE b);
 VIP_VI_STATE vi_state(VIP_VI_HANDLE vi);
+// A fixture's teardown of its VIs: each one not Idle disconnected, its
+// completed descriptors reaped, then destroyed (the destroy is checked).
+// Null handles are skipped.
+void destroy_vis(std::initializer_list<VIP_VI_HANDLE> vis);
 uint8_t pattern(uint32_t seed, size_t i);
 void fill(uint8_t *p, size_t len, uint32_t seed);
 bool check(const uint8_t *p, size_t len, uint32_t seed);

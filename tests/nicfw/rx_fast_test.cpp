@@ -35,14 +35,7 @@ public:
         NT_ASSERT_OK(VipCreatePtag(nic, &tag));
     }
     void TearDown() override {
-        VIP_DESCRIPTOR *d;
-        for (VIP_VI_HANDLE v : {a, b}) {
-            if (!v) continue;
-            if (vi_state(v) != VIP_STATE_IDLE) VipDisconnect(v);
-            while (VipRecvDone(v, &d) == VIP_SUCCESS) {}
-            while (VipSendDone(v, &d) == VIP_SUCCESS) {}
-            NT_EXPECT_RC(VIP_SUCCESS, VipDestroyVi(v));
-        }
+        destroy_vis({a, b});
         mem.reset();
         other.reset();
         if (other_tag) VipDestroyPtag(nic, other_tag);

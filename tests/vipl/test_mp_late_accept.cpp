@@ -16,6 +16,33 @@ using MpLateAccept = MpTest;
 
 constexpr int kKept = 3; // receives posted before the first accept
 
+// The server's kept receives, 64 bytes each in buf, then the wait for the
+// client's request (its handle in *conn).
+void post_kept_and_wait(VIP_NIC_HANDLE nic, Link &link, VIP_VI_HANDLE vi, Mem &buf, const std::string &disc,
+                        VIP_CONN_HANDLE *conn) {
+    for (int i = 0; i < kKept; i++) {
+        fill_recv(link.d(i), {{buf.p() + 64 * i, buf.mh(), 64}});
+        VT_ASSERT_OK(VipPostRecv(vi, link.d(i), link.dmh()));
+    }
+    NetAddr local = NetAddr::local(disc), remote;
+    VIP_VI_ATTRIBUTES ra{};
+    VT_ASSERT_OK(VipConnectWait(nic, local.get(), kWaitMs, remote.get(), &ra, conn));
+}
+
+// The kept receives complete once each, in posting order, with the sender's
+// immediate data (0, 1, ...); none completes twice.
+void expect_kept_in_order(Link &link, VIP_VI_HANDLE vi) {
+    for (int i = 0; i < kKept; i++) {
+        VIP_RETURN rc;
+        VIP_DESCRIPTOR *r = wait_recv(vi, kWaitMs, &rc);
+        ASSERT_EQ(r, link.d(i)) << "receive " << i << ": " << rc_str(rc);
+        EXPECT_FALSE(r->CS.Status & VIP_STATUS_ERROR_MASK) << status_str(r->CS.Status);
+        EXPECT_EQ(r->CS.ImmediateData, (VIP_UINT32)i);
+    }
+    VIP_DESCRIPTOR *extra = nullptr;
+    VT_EXPECT_RC(VIP_NOT_DONE, VipRecvDone(vi, &extra)) << "a receive completed twice";
+}
+
 // The server's VI: its receives posted, then the request of a client that
 // gives up before the accept (here by abandoning it with VipDisconnect, which
 // every provider answers as a timeout at the requester).  Deterministic: the
@@ -32,14 +59,9 @@ TEST_P(MpLateAccept, AcceptAfterTheRequesterGaveUpKeepsTheReceives) {
     Mem buf(64 * kKept, link.ptag());
     const std::string disc = name() + "-late";
     if (is_server()) {
-        for (int i = 0; i < kKept; i++) {
-            fill_recv(link.d(i), {{buf.p() + 64 * i, buf.mh(), 64}});
-            VT_ASSERT_OK(VipPostRecv(vi.h(), link.d(i), link.dmh()));
-        }
-        NetAddr local = NetAddr::local(disc), remote;
-        VIP_VI_ATTRIBUTES ra{};
         VIP_CONN_HANDLE conn = nullptr;
-        VT_ASSERT_OK(VipConnectWait(nic(), local.get(), kWaitMs, remote.get(), &ra, &conn));
+        post_kept_and_wait(nic(), link, vi.h(), buf, disc, &conn);
+        if (HasFatalFailure()) return;
         ASSERT_TRUE(link.handshake(kReady)); // the client gives up now
         ASSERT_TRUE(link.handshake(kInfo));  // and has given up
         // Its cancel travels apart from the control message: give it time to land.
@@ -56,16 +78,9 @@ TEST_P(MpLateAccept, AcceptAfterTheRequesterGaveUpKeepsTheReceives) {
         VT_ASSERT_OK(VipConnectReject(conn));
         ASSERT_TRUE(link.handshake(kDone)); // the client may retry now
         ASSERT_TRUE(connect_to_partner(vi.h(), disc + "2"));
-        for (int i = 0; i < kKept; i++) {
-            VIP_RETURN rc;
-            VIP_DESCRIPTOR *r = wait_recv(vi.h(), kWaitMs, &rc);
-            ASSERT_EQ(r, link.d(i)) << "receive " << i << ": " << rc_str(rc);
-            EXPECT_FALSE(r->CS.Status & VIP_STATUS_ERROR_MASK) << status_str(r->CS.Status);
-            EXPECT_EQ(r->CS.ImmediateData, (VIP_UINT32)i);
-            EXPECT_EQ(check_pattern(buf.p() + 64 * i, 8, 100 + i), -1);
-        }
-        VIP_DESCRIPTOR *extra = nullptr;
-        VT_EXPECT_RC(VIP_NOT_DONE, VipRecvDone(vi.h(), &extra)) << "a receive completed twice";
+        expect_kept_in_order(link, vi.h());
+        if (HasFatalFailure()) return;
+        for (int i = 0; i < kKept; i++) EXPECT_EQ(check_pattern(buf.p() + 64 * i, 8, 100 + i), -1);
     } else {
         NetAddr local = NetAddr::local(disc + "-client");
         NetAddr remote(partner_host().data(), (VIP_UINT16)partner_host().size(), disc);
@@ -108,26 +123,14 @@ TEST_P(MpLateAccept, GivingUpMidHandshakeKeepsTheServersReceives) {
     Mem buf(64 * kKept, link.ptag());
     const std::string disc = name() + "-mid";
     if (is_server()) {
-        for (int i = 0; i < kKept; i++) {
-            fill_recv(link.d(i), {{buf.p() + 64 * i, buf.mh(), 64}});
-            VT_ASSERT_OK(VipPostRecv(vi.h(), link.d(i), link.dmh()));
-        }
-        NetAddr local = NetAddr::local(disc), remote;
-        VIP_VI_ATTRIBUTES ra{};
         VIP_CONN_HANDLE conn = nullptr;
-        VT_ASSERT_OK(VipConnectWait(nic(), local.get(), kWaitMs, remote.get(), &ra, &conn));
+        post_kept_and_wait(nic(), link, vi.h(), buf, disc, &conn);
+        if (HasFatalFailure()) return;
         ASSERT_TRUE(link.handshake(kReady));
         vipl_boot_barrier();
         VT_ASSERT_OK(VipConnectAccept(conn, vi.h())) << "the accept follows the requester's retry";
-        for (int i = 0; i < kKept; i++) {
-            VIP_RETURN rc;
-            VIP_DESCRIPTOR *r = wait_recv(vi.h(), kWaitMs, &rc);
-            ASSERT_EQ(r, link.d(i)) << "receive " << i << ": " << rc_str(rc);
-            EXPECT_FALSE(r->CS.Status & VIP_STATUS_ERROR_MASK) << status_str(r->CS.Status);
-            EXPECT_EQ(r->CS.ImmediateData, (VIP_UINT32)i);
-        }
-        VIP_DESCRIPTOR *extra = nullptr;
-        VT_EXPECT_RC(VIP_NOT_DONE, VipRecvDone(vi.h(), &extra)) << "a receive completed twice";
+        expect_kept_in_order(link, vi.h());
+        if (HasFatalFailure()) return;
         ASSERT_TRUE(link.handshake(kDone));
     } else {
         NetAddr local = NetAddr::local(disc + "-client");
