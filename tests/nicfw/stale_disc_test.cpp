@@ -101,6 +101,16 @@ int main() {
     VIP_NIC_HANDLE nic;
     VIP_PROTECTION_HANDLE tag;
     if (int rc = pair_start(kProg, &nic, &tag)) return rc;
+    // Declared before the VI's memory, so it goes last: the NIC closes after
+    // every region is deregistered, on every way out.
+    struct CloseNic {
+        VIP_NIC_HANDLE nic;
+        VIP_PROTECTION_HANDLE tag;
+        ~CloseNic() {
+            VipDestroyPtag(nic, tag);
+            VipCloseNic(nic);
+        }
+    } close_nic{nic, tag};
     const int rank = vipl_boot_rank();
     VIP_VI_ATTRIBUTES at = vi_attr(tag, VIP_SERVICE_RELIABLE_DELIVERY);
     at.EnableRdmaRead = VIP_TRUE;
