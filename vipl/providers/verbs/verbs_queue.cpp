@@ -16,6 +16,7 @@
 #include "viastack_env.hpp"
 #include "viastack_log.hpp"
 #include "verbs_cm.hpp"
+#include "verbs_device_order.hpp"
 #include "verbs_provider.hpp"
 
 namespace vipl::verbs {
@@ -121,6 +122,7 @@ VIP_RETURN VerbsVi::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
         wr.wr.rdma.rkey = d->DS[0].Remote.Handle;
     }
     ibv_send_wr *bad_wr = nullptr;
+    device_order::posting(&s);
     if (ibv_post_send(qp, &wr, &bad_wr) != 0) return VIP_ERROR_RESOURCE;
     q.ring.publish(); // seen by a Wait on another thread
     return VIP_SUCCESS;
@@ -162,6 +164,7 @@ VIP_RETURN VerbsVi::post_recv(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     wr.sg_list = sgl.sge;
     wr.num_sge = sgl.n;
     ibv_recv_wr *bad_wr = nullptr;
+    device_order::posting(&s);
     if (ibv_post_recv(qp, &wr, &bad_wr) != 0) return VIP_ERROR_RESOURCE;
     q.ring.publish(); // seen by a Wait on another thread
     return VIP_SUCCESS;
@@ -234,6 +237,7 @@ VIP_RETURN VerbsVi::renew_qp() {
                 wr.sg_list = sgl.sge;
                 wr.num_sge = sgl.n;
                 ibv_recv_wr *bad_wr = nullptr;
+                device_order::posting(&s);
                 if (ibv_post_recv(qp, &wr, &bad_wr) != 0)
                     complete_posted(rq, s, VIP_STATUS_OP_RECEIVE | VIP_STATUS_DESC_FLUSHED_ERROR);
                 else reposted++;
@@ -312,6 +316,7 @@ int poll_cq(ibv_cq *cq, common::SpinLock &lock) {
         common::SpinGuard g(lock);
         n = ibv_poll_cq(cq, 16, wc);
         for (int i = 0; i < n; i++) {
+            device_order::completed(reinterpret_cast<const void *>(wc[i].wr_id));
             if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR) {
                 const Slot *s = reinterpret_cast<const Slot *>(wc[i].wr_id);
                 failed[nfailed++] = {s->info.queue, s->desc, wc[i].status};
