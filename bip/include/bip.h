@@ -17,7 +17,8 @@
  *     blocks only when those buffers are full;
  *   - long messages move by rendezvous ("ready mode"): the data moves only
  *     once the receive is posted, by RDMA write straight into the receive
- *     buffer (zero copy), in fragments whose size grows with the length.
+ *     buffer (zero copy), in fragments sized by length from a measured
+ *     table (bip_fragment_size).
  *   So a long bip_send completes only when the destination posts a matching
  *   receive: post the receive (bip_irecv) before a blocking send that may
  *   wait for the peer's own long send.

@@ -55,6 +55,60 @@ TEST(BipUnit, EagerAndRendezvousAcrossTheThreshold) {
     }
 }
 
+// As roundtrip, from src_off bytes into one buffer into dst_off bytes into
+// another, with guard bytes on both sides of the receive.
+void roundtrip_at(size_t n, int tag, unsigned seed, size_t src_off, size_t dst_off) {
+    std::vector<uint8_t> out(n + src_off);
+    for (size_t i = 0; i < n; i++) out[src_off + i] = pattern(i, seed);
+    std::vector<uint8_t> in(n + dst_off + 64, 0xee);
+    ASSERT_EQ(bip_irecv(tag, in.data() + dst_off, n), BIP_OK);
+    ASSERT_EQ(bip_send(0, tag, out.data() + src_off, n), BIP_OK);
+    size_t len = 0;
+    ASSERT_EQ(bip_rwait(&len), 0);
+    ASSERT_EQ(len, n);
+    for (size_t i = 0; i < dst_off; i++) ASSERT_EQ(in[i], 0xee) << "written before the buffer";
+    if (n) EXPECT_EQ(std::memcmp(in.data() + dst_off, out.data() + src_off, n), 0) << n << " bytes";
+    for (size_t i = dst_off + n; i < in.size(); i++) ASSERT_EQ(in[i], 0xee) << "written past the message";
+}
+
+TEST(BipUnit, EveryThresholdCrossedUnaligned) {
+    // The switch point and the fragment boundaries (bip_internal.hpp's
+    // kThresholds): 1 byte below, at and above each, from and into
+    // unaligned buffers.
+    const size_t e = size_t(bip_eager_max(0));
+    const size_t f = bip_fragment_size(4u << 20);
+    ASSERT_GE(f, 4096u);
+    EXPECT_EQ(bip_fragment_size(f + 1), f) << "one fragment size at every length (the table)";
+    const size_t sizes[] = {e - 1, e, e + 1, f - 1, f, f + 1, 2 * f - 1, 2 * f, 2 * f + 1, 3 * f + 7};
+    const size_t offs[][2] = {{0, 0}, {1, 3}, {7, 0}, {0, 5}};
+    unsigned seed = 40;
+    for (size_t n : sizes)
+        for (auto &o : offs) {
+            const unsigned long long before = bip_rdma_bytes();
+            roundtrip_at(n, 6, seed++, o[0], o[1]);
+            EXPECT_EQ(bip_rdma_bytes() - before, n > e ? n : 0) << n << " bytes";
+        }
+}
+
+TEST(BipUnit, OneReceiveBufferReusedForManyLongMessages) {
+    // Its registration is reused (cached where registering pins nothing):
+    // every message still lands intact, shorter ones inside longer ones.
+    const size_t e = size_t(bip_eager_max(0));
+    std::vector<uint8_t> in(4 * e + 64);
+    for (unsigned i = 0; i < 40; i++) {
+        const size_t n = e + 1 + (i * 7919u) % (3 * e);
+        auto out = make(n, 200 + i);
+        std::memset(in.data(), 0xee, in.size());
+        ASSERT_EQ(bip_irecv(8, in.data(), n), BIP_OK);
+        ASSERT_EQ(bip_send(0, 8, out.data(), n), BIP_OK);
+        size_t len = 0;
+        ASSERT_EQ(bip_rwait(&len), 0);
+        ASSERT_EQ(len, n);
+        ASSERT_EQ(std::memcmp(in.data(), out.data(), n), 0) << "message " << i;
+        ASSERT_EQ(in[n], 0xee) << "written past the message";
+    }
+}
+
 TEST(BipUnit, NonBlockingTestReportsProgress) {
     const size_t n = size_t(bip_eager_max(0)) * 4 + 17; // long
     auto out = make(n, 9);

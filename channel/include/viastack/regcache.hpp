@@ -39,13 +39,18 @@ public:
     static constexpr int kEntries = 64;
     static constexpr int kNone = -1;
 
-    // The NIC and protection tag registrations are made with.  Entries are
-    // registered without RDMA enabled: they are the local side of a layer's
-    // RDMA writes (gather list) and reads (scatter list), which VI checks as
-    // it checks a send's or receive's buffers.
-    void init(VIP_NIC_HANDLE nic, VIP_PROTECTION_HANDLE ptag) {
+    // The NIC and protection tag registrations are made with.  By default
+    // entries are registered without RDMA enabled, over whole pages: they are
+    // the local side of a layer's RDMA writes (gather list) and reads
+    // (scatter list), which VI checks as it checks a send's or receive's
+    // buffers.  rdma_write = true makes a cache of RDMA-write targets (the
+    // receive buffers a layer names to its peer): each entry is exactly the
+    // bytes asked for, never rounded to pages, so the peer can write no byte
+    // next to a buffer it was given.
+    void init(VIP_NIC_HANDLE nic, VIP_PROTECTION_HANDLE ptag, bool rdma_write = false) {
         nic_ = nic;
         ptag_ = ptag;
+        rdma_write_ = rdma_write;
     }
 
     // Finds or makes a registration covering [addr, addr+len) and pins it
@@ -86,6 +91,7 @@ private:
     };
     VIP_NIC_HANDLE nic_ = nullptr;
     VIP_PROTECTION_HANDLE ptag_ = nullptr;
+    bool rdma_write_ = false;
     Entry entries_[kEntries];
     uint64_t use_clock_ = 0;
     char last_error_[200] = "registration cache error";
