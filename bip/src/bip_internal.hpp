@@ -189,6 +189,7 @@ struct State : chan::LayerNic {
     chan::RegCache src_regs; // long sends' buffers (cache_regs)
     chan::RegCache dst_regs; // long receives' buffers, RDMA write enabled (cache_regs)
     bool cache_regs = false; // registrations kept: the NIC's registration pins nothing
+    chan::NicMemory memory;  // bip_alloc_mem's blocks
     vipl_wait::WaitState wait{};
     uint32_t idle_polls = 0; // polls without work since the last work (credit flush)
     bool finalizing = false;

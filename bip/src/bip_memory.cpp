@@ -21,6 +21,7 @@ void buffers_open() {
 }
 
 void buffers_close() {
+    g.memory.free_all(g.nic, &g.src_regs, &g.dst_regs);
     g.src_regs.clear();
     g.dst_regs.clear();
 }
@@ -56,3 +57,27 @@ void buffer_release(Registration *r) {
 }
 
 } // namespace bip
+
+using namespace bip;
+
+extern "C" {
+
+void *bip_alloc_mem(size_t bytes) {
+    if (!g.init) {
+        fail(BIP_ERR_NOT_INIT, "bip_alloc_mem", "call bip_init first");
+        return nullptr;
+    }
+    if (bytes == 0) return nullptr;
+    void *p = g.memory.alloc(g.nic, bytes);
+    if (!p) fail(BIP_ERR_RESOURCE, "bip_alloc_mem", "the NIC has no memory left for %zu bytes", bytes);
+    return p;
+}
+
+int bip_free_mem(void *addr) {
+    if (!g.init) return fail(BIP_ERR_NOT_INIT, "bip_free_mem", "call bip_init first");
+    if (!g.memory.free(g.nic, addr, &g.src_regs, &g.dst_regs))
+        return fail(BIP_ERR_NULL_BUF, "bip_free_mem", "%p is not memory from bip_alloc_mem", addr);
+    return BIP_OK;
+}
+
+} // extern "C"

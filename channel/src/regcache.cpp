@@ -78,6 +78,30 @@ void RegCache::forget(const void *addr, size_t len) {
         }
 }
 
+void *NicMemory::alloc(VIP_NIC_HANDLE nic, size_t bytes) {
+    VIP_PVOID p = nullptr;
+    if (!nic || bytes == 0 || VipxAllocMem(nic, VIP_ULONG(bytes), &p) != VIP_SUCCESS) return nullptr;
+    blocks_.emplace_back(p, bytes);
+    return p;
+}
+
+bool NicMemory::free(VIP_NIC_HANDLE nic, void *p, RegCache *c1, RegCache *c2) {
+    for (size_t i = 0; i < blocks_.size(); i++) {
+        if (blocks_[i].first != p) continue;
+        c1->forget(p, blocks_[i].second);
+        c2->forget(p, blocks_[i].second);
+        VipxFreeMem(nic, p);
+        blocks_[i] = blocks_.back();
+        blocks_.pop_back();
+        return true;
+    }
+    return false;
+}
+
+void NicMemory::free_all(VIP_NIC_HANDLE nic, RegCache *c1, RegCache *c2) {
+    while (!blocks_.empty()) free(nic, blocks_.back().first, c1, c2);
+}
+
 void RegCache::clear() {
     for (Entry &e : entries_) {
         if (e.len && nic_) VipDeregisterMem(nic_, reinterpret_cast<void *>(e.base), e.mh);

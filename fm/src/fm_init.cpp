@@ -87,6 +87,7 @@ void teardown() {
     for (Inbound *in : g.free_inbound) delete in;
     g.free_inbound.clear();
     co_free_all();
+    g.memory.free_all(g.nic, &g.regcache, &g.dst_regs);
     g.regcache.clear();
     g.dst_regs.clear();
     chan::close_reliable_nic(&g);
@@ -245,6 +246,27 @@ int FM_set_buffer_handler(unsigned id, FM_buffer_handler fn) {
     e.bfn = fn;
     e.fn = nullptr;
     g.last_fn = nullptr;
+    return FM_OK;
+}
+
+void *FM_alloc_mem(size_t bytes) {
+    if (!g.init) {
+        fail(FM_ERR_NOT_INIT, "FM_alloc_mem", "call FM_initialize first");
+        return nullptr;
+    }
+    if (bytes == 0) {
+        fail(FM_ERR_BAD_ARG, "FM_alloc_mem", "0 bytes");
+        return nullptr;
+    }
+    void *p = g.memory.alloc(g.nic, bytes);
+    if (!p) fail(FM_ERR_RESOURCE, "FM_alloc_mem", "the NIC has no memory left for %zu bytes", bytes);
+    return p;
+}
+
+int FM_free_mem(void *addr) {
+    if (!g.init) return fail(FM_ERR_NOT_INIT, "FM_free_mem", "call FM_initialize first");
+    if (!g.memory.free(g.nic, addr, &g.regcache, &g.dst_regs))
+        return fail(FM_ERR_BAD_ARG, "FM_free_mem", "%p is not memory from FM_alloc_mem", addr);
     return FM_OK;
 }
 

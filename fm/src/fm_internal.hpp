@@ -199,6 +199,7 @@ struct State : chan::LayerNic {
     chan::RegCache regcache;    // callers' pieces (gather segments, RDMA write sources)
     chan::RegCache dst_regs;    // handlers' named buffers, RDMA write enabled (when cache_dst)
     bool cache_dst = false;     // keep those registrations: the NIC's registration pins nothing
+    chan::NicMemory memory;     // FM_alloc_mem's blocks
     size_t stack_size = 0;
     std::vector<Link *> links; // every link
     std::vector<Link *> tx;    // tx[dest]: the link messages to dest go out on

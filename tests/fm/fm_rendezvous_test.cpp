@@ -29,11 +29,14 @@ uint8_t pattern(uint32_t i, uint32_t seed) { return uint8_t((i * 131u + seed * 7
 enum class Reader { whole, header_body, pieces, early_return };
 Reader g_reader = Reader::whole;
 uint32_t g_len = 0, g_seed = 0, g_dst_off = 0;
-std::vector<uint8_t> g_dst;
+std::vector<uint8_t> g_dst_heap;
+uint8_t *g_dst_base = nullptr; // g_dst_heap's, or FM_alloc_mem memory
+size_t g_dst_size = 0;
+int g_alloc_before_init = 0;
 int g_done = 0, g_bad = 0;
 
 int handler(FM_stream *s, unsigned) {
-    uint8_t *dst = g_dst.data() + kGuard + g_dst_off;
+    uint8_t *dst = g_dst_base + kGuard + g_dst_off;
     int rc = FM_OK;
     switch (g_reader) {
     case Reader::whole: rc = FM_receive(dst, s, g_len); break;
@@ -60,9 +63,9 @@ int small_handler(FM_stream *s, unsigned) {
     return FM_CONTINUE;
 }
 
-void send(uint32_t len, uint32_t seed, uint32_t src_off, const std::vector<uint32_t> &pieces) {
-    std::vector<uint8_t> buf(len + src_off + 1);
-    uint8_t *msg = buf.data() + src_off;
+void send(uint32_t len, uint32_t seed, uint32_t src_off, const std::vector<uint32_t> &pieces, uint8_t *src_mem) {
+    std::vector<uint8_t> buf(src_mem ? 0 : len + src_off + 1);
+    uint8_t *msg = (src_mem ? src_mem : buf.data()) + src_off;
     for (uint32_t i = 0; i < len; i++) msg[i] = pattern(i, seed);
     FM_stream *s = FM_begin_message(FM_nodeid(), len, handler);
     ASSERT_NE(s, nullptr) << FM_error_name(FM_last_error());
@@ -76,28 +79,36 @@ void send(uint32_t len, uint32_t seed, uint32_t src_off, const std::vector<uint3
 }
 
 // One message of len bytes read by `reader`; returns the bytes FM wrote in place.
+// src_mem / dst_mem: buffers to use (FM_alloc_mem memory), else heap vectors.
 unsigned long long run(Reader reader, uint32_t len, uint32_t src_off, uint32_t dst_off,
-                       const std::vector<uint32_t> &pieces) {
+                       const std::vector<uint32_t> &pieces, uint8_t *src_mem = nullptr, uint8_t *dst_mem = nullptr) {
     g_reader = reader;
     g_len = len;
     g_seed = len + src_off * 3 + dst_off;
     g_dst_off = dst_off;
-    g_dst.assign(len + dst_off + 2 * kGuard, 0xee);
+    g_dst_size = len + dst_off + 2 * kGuard;
+    if (dst_mem) {
+        g_dst_base = dst_mem;
+        std::memset(dst_mem, 0xee, g_dst_size);
+    } else {
+        g_dst_heap.assign(g_dst_size, 0xee);
+        g_dst_base = g_dst_heap.data();
+    }
     const int before = g_done;
     const unsigned long long rdma0 = FM_rdma_bytes();
-    send(len, g_seed, src_off, pieces);
+    send(len, g_seed, src_off, pieces, src_mem);
     while (g_done == before && g_bad == 0) FM_extract(FM_EXTRACT_ALL);
     EXPECT_EQ(g_bad, 0);
     const uint32_t read = reader == Reader::early_return ? 100 : len;
-    const uint8_t *dst = g_dst.data() + kGuard + dst_off;
+    const uint8_t *dst = g_dst_base + kGuard + dst_off;
     for (uint32_t i = 0; i < read; i++)
         if (dst[i] != pattern(i, g_seed)) {
             ADD_FAILURE() << len << " bytes: byte " << i << " wrong (src +" << src_off << ", dst +" << dst_off << ")";
             break;
         }
-    for (uint32_t i = 0; i < kGuard + dst_off; i++) EXPECT_EQ(g_dst[i], 0xee) << "written before the buffer";
-    for (size_t i = kGuard + dst_off + read; i < g_dst.size(); i++)
-        if (g_dst[i] != 0xee) {
+    for (uint32_t i = 0; i < kGuard + dst_off; i++) EXPECT_EQ(g_dst_base[i], 0xee) << "written before the buffer";
+    for (size_t i = kGuard + dst_off + read; i < g_dst_size; i++)
+        if (g_dst_base[i] != 0xee) {
             ADD_FAILURE() << "written past what the handler read, at +" << (i - kGuard - dst_off);
             break;
         }
@@ -151,6 +162,40 @@ TEST(FmRendezvous, ManyInARowIntoOneBuffer) {
     for (int i = 0; i < 50; i++) run(Reader::whole, kRendezvousMin + uint32_t(i) * 1001, 0, 0, {65536});
 }
 
+TEST(FmRendezvous, BuffersFromFmAllocMem) {
+    // NIC memory on both sides (one memcpy on nicfw), across the threshold, unaligned.
+    const size_t bytes = kRendezvousMin + 4096;
+    auto *src = static_cast<uint8_t *>(FM_alloc_mem(bytes));
+    auto *dst = static_cast<uint8_t *>(FM_alloc_mem(bytes + 2 * kGuard + 8));
+    ASSERT_NE(src, nullptr);
+    ASSERT_NE(dst, nullptr);
+    for (uint32_t len : kSizes)
+        for (auto &o : kOffsets) {
+            const unsigned long long rdma = run(Reader::whole, len, o[0], o[1], {len}, src, dst);
+            if (len >= kRendezvousMin) EXPECT_EQ(rdma, len - kPayload) << len << " bytes";
+        }
+    // Heap into NIC memory and back.
+    run(Reader::header_body, kRendezvousMin + 1, 3, 0, {100, 40000}, nullptr, dst);
+    run(Reader::header_body, kRendezvousMin + 1, 0, 3, {100, 40000}, src, nullptr);
+    EXPECT_EQ(FM_free_mem(src), FM_OK);
+    EXPECT_EQ(FM_free_mem(src), FM_ERR_BAD_ARG) << "freed twice";
+    EXPECT_EQ(FM_free_mem(dst), FM_OK);
+    // A new block, perhaps at the same address: no stale registration is used.
+    dst = static_cast<uint8_t *>(FM_alloc_mem(bytes + 2 * kGuard + 8));
+    ASSERT_NE(dst, nullptr);
+    run(Reader::whole, kRendezvousMin, 0, 0, {kRendezvousMin}, nullptr, dst);
+    // dst is left to FM_finalize.
+}
+
+TEST(FmRendezvous, AllocMemBadInput) {
+    EXPECT_EQ(g_alloc_before_init, FM_ERR_NOT_INIT);
+    EXPECT_EQ(FM_alloc_mem(0), nullptr);
+    EXPECT_EQ(FM_last_error(), FM_ERR_BAD_ARG);
+    int x = 0;
+    EXPECT_EQ(FM_free_mem(&x), FM_ERR_BAD_ARG);
+    EXPECT_EQ(FM_free_mem(nullptr), FM_ERR_BAD_ARG);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -158,6 +203,7 @@ int main(int argc, char **argv) {
     setenv("VIASTACK_FM_PACKET", "2048", 1);
     setenv("VIASTACK_FM_RDMA_MIN", "32768", 1);
     setenv("VIASTACK_FM_CREDITS", "8", 1);
+    if (FM_alloc_mem(64) == nullptr) g_alloc_before_init = FM_last_error();
     if (FM_set_handler(1, handler) != FM_OK || FM_set_handler(2, small_handler) != FM_OK) return 1;
     if (FM_initialize() != FM_OK) {
         std::fprintf(stderr, "FM_initialize failed: %s\n", FM_error_name(FM_last_error()));

@@ -21,6 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "vipl.h"
 
@@ -95,6 +97,24 @@ private:
     Entry entries_[kEntries];
     uint64_t use_clock_ = 0;
     char last_error_[200] = "registration cache error";
+};
+
+// Memory a layer hands its program for message buffers (FM_alloc_mem,
+// bip_alloc_mem; AM has AMVIA_AllocMem): VipxAllocMem memory of the layer's
+// NIC, which a provider may move more cheaply (nicfw: one memcpy into or out
+// of a shared-memory segment the peer's NIC maps, instead of a cross-memory
+// attach system call).  A block's registrations are dropped from the given
+// caches before it is freed: a registration must not outlive its memory.
+class NicMemory {
+public:
+    void *alloc(VIP_NIC_HANDLE nic, size_t bytes); // nullptr for 0 bytes or no memory
+    // False if p is not a block of ours.
+    bool free(VIP_NIC_HANDLE nic, void *p, RegCache *c1, RegCache *c2);
+    // Every block (the layer shuts down; the NIC is still open).
+    void free_all(VIP_NIC_HANDLE nic, RegCache *c1, RegCache *c2);
+
+private:
+    std::vector<std::pair<void *, size_t>> blocks_;
 };
 
 } // namespace viastack::channel
