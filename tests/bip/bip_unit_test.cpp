@@ -2,8 +2,9 @@
 // the self-connection.  The eager/rendezvous switch (1 byte below, at and
 // above bip_eager_max), order per tag with small and long messages mixed,
 // the one-pending rule, truncation on both sides, a send blocking while the
-// receiver's buffers are full and resuming when one is received, and each
-// bad input's error code.
+// receiver's buffers are full and resuming when one is received, each bad
+// input's error code, every threshold of the table crossed from and into
+// unaligned heap and bip_alloc_mem buffers, and a receive buffer reused.
 #include <gtest/gtest.h>
 
 #include <cstring>
