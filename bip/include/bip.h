@@ -17,7 +17,8 @@
  *     blocks only when those buffers are full;
  *   - long messages move by rendezvous ("ready mode"): the data moves only
  *     once the receive is posted, by RDMA write straight into the receive
- *     buffer (zero copy), in fragments whose size grows with the length.
+ *     buffer (zero copy), in fragments sized by length from a measured
+ *     table (bip_fragment_size).
  *   So a long bip_send completes only when the destination posts a matching
  *   receive: post the receive (bip_irecv) before a blocking send that may
  *   wait for the peer's own long send.
@@ -88,6 +89,17 @@ int bip_rwait(size_t *len);
 long bip_eager_max(int dest);
 /* The RDMA fragment size used for a long message of len bytes. */
 size_t bip_fragment_size(size_t len);
+/* Memory for message buffers that the NIC moves cheaply: on the emulated NIC
+ * a shared-memory segment the peer's NIC maps once, so a long message written
+ * into a receive buffer of it is one memcpy instead of a cross-memory-attach
+ * system call per fragment (docs/bip.md).  Zeroed and page aligned; any
+ * memory works, this is only faster.  Between bip_init and bip_finalize
+ * (which frees what is left); NULL before bip_init, for 0 bytes or when no
+ * memory is left.  bip_free_mem: BIP_OK, BIP_ERR_NOT_INIT, or
+ * BIP_ERR_NULL_BUF for memory that is not from bip_alloc_mem (no receive or
+ * send may be pending on it). */
+void *bip_alloc_mem(size_t bytes);
+int bip_free_mem(void *addr);
 /* Bytes this process received by RDMA write into posted buffers. */
 unsigned long long bip_rdma_bytes(void);
 

@@ -6,7 +6,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
@@ -82,8 +81,9 @@ void teardown() {
     g.links.clear();
     g.tx.clear();
     for (TagQueue &q : g.queues) q = TagQueue{};
-    if (g.send.registered) VipDeregisterMem(g.nic, const_cast<uint8_t *>(g.send.buf), g.send.mh);
-    if (g.recv.registered) VipDeregisterMem(g.nic, g.recv.buf, g.recv.mh);
+    buffer_release(&g.send.reg);
+    buffer_release(&g.recv.reg);
+    if (g.nic) buffers_close();
     g.send = SendOp{};
     g.recv = RecvOp{};
     chan::close_reliable_nic(&g);
@@ -100,18 +100,9 @@ int init_fail(const std::string &what) {
 
 uint32_t fragment_for(uint32_t len) {
     if (g.fragment_fixed) return std::min(g.fragment_fixed, g.fragment_max);
-    // BIP's adaptive packet size: n fragments through a pipeline of S = 4
-    // stages (host -> NIC, NIC -> wire, wire -> NIC, NIC -> host), each
-    // costing a + s/B for a fragment of s bytes, take (n + S - 1)(a + s/B);
-    // with s = L/n the minimum is at s = sqrt(aB * L / (S - 1)).
-    // fragment_overhead is aB, the per-fragment cost in bytes (measured,
-    // docs/bip.md).
-    // Rounded to the nearest power of two (the measured optimum is flat
-    // within a factor of two, docs/bip.md), within [4 KB, MaxTransferSize].
-    const double s = std::sqrt(double(g.fragment_overhead) * double(len) / 3.0);
-    uint32_t f = 4096;
-    while (f < g.fragment_max && double(f) * 1.5 < s) f *= 2;
-    return std::clamp(f, g.fragment_min, g.fragment_max);
+    for (const FragmentRow &r : kThresholds.fragments)
+        if (len <= r.up_to) return std::clamp(r.fragment, g.fragment_min, g.fragment_max);
+    return g.fragment_max;
 }
 
 } // namespace bip
@@ -129,11 +120,11 @@ int bip_init(void) {
         return BIP_ERR_RESOURCE;
     }
     g.small_buffers = uint32_t(env_int("VIASTACK_BIP_SMALL_BUFFERS", 8, 2, 256));
-    g.eager_max = uint32_t(env_int("VIASTACK_BIP_EAGER", 16384, 0, 65536 - 64));
+    g.eager_max = uint32_t(env_int("VIASTACK_BIP_EAGER", kThresholds.eager_max, 0, 65536 - 64));
     g.fragment_fixed = uint32_t(env_int("VIASTACK_BIP_FRAGMENT", 0, 0, 1 << 30));
-    g.fragment_overhead = uint32_t(env_int("VIASTACK_BIP_FRAGMENT_OVERHEAD", 4096, 1, 1 << 30));
     if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_BIP_NIC"), "VIASTACK_BIP_NIC", "BIP", &g, &why))
         return init_fail(why);
+    buffers_open();
     const uint32_t nic_max =
         uint32_t(g.attr.MaxTransferSize ? std::min<VIP_ULONG>(g.attr.MaxTransferSize, 1u << 20) : 1u << 20);
     if (nic_max < g.eager_max + sizeof(Header))

@@ -12,6 +12,7 @@
 #include "vipl_wait.h"
 #include "viastack/channel.hpp"
 #include "viastack/peer_vi.hpp"
+#include "viastack/regcache.hpp"
 
 namespace bip {
 namespace chan = viastack::channel;
@@ -54,6 +55,24 @@ constexpr uint32_t kUncredited = 5;
 // RDMA write fragments in flight.
 constexpr uint32_t kWriteSlots = 16;
 
+// BIP's two protocol points [BIP] §3.3-3.4, measured over VIPL (docs/bip.md,
+// "The two thresholds"): one table, read by bip_init and fragment_for.
+struct FragmentRow {
+    uint32_t up_to;    // messages of at most this many bytes...
+    uint32_t fragment; // ...go in RDMA writes of this many (clamped to [4 KB, MaxTransferSize])
+};
+struct Thresholds {
+    uint32_t eager_max;       // the switch point a receiver announces unless VIASTACK_BIP_EAGER says otherwise
+    FragmentRow fragments[1]; // by message length, in increasing up_to
+};
+// A copied message of 32 KB beat the rendezvous by 2x and one of 64 KB no
+// longer can be copied (one packet); the rendezvous's writes were fastest
+// at the largest fragment for every length from 64 KB to 1 MB (against 16
+// and 32 KB and the pipeline rule of [BIP] §3.4): the initiator copies a
+// one-sided write as it posts it, so smaller fragments pipeline nothing and
+// cost one more post each.
+inline constexpr Thresholds kThresholds = {32768, {{0xffffffffu, 1u << 30}}};
+
 // What each rank announces at bip_init beside its NIC address (the payload of
 // the address exchange, viastack/peer_vi.hpp): the receiver fixes its buffers.
 struct Announce {
@@ -93,6 +112,17 @@ struct TagQueue {
     }
 };
 
+// A long message's buffer registered for its transfer (bip_memory.cpp):
+// an entry of one of the registration caches, or a registration of its own.
+struct Registration {
+    void *base = nullptr;
+    VIP_MEM_HANDLE mh = 0;
+    int entry = -1;    // the cache entry (cached)
+    bool held = false; // registered (to be released)
+    bool cached = false;
+    bool rdma_write = false;
+};
+
 enum class SendState : uint8_t {
     kIdle,      // nothing pending
     kEagerWait, // a small message waiting for a credit
@@ -116,8 +146,7 @@ struct SendOp {
     bool failed = false;      // registration failed: kFin says so, the send ends in error
     uint64_t remote_addr = 0; // the receive buffer (kCts)
     VIP_MEM_HANDLE remote_mh = 0;
-    VIP_MEM_HANDLE mh = 0; // buf's registration while writing
-    bool registered = false;
+    Registration reg; // buf's, while writing
     int result = BIP_OK;
 };
 
@@ -137,8 +166,7 @@ struct RecvOp {
     uint32_t len = 0;
     uint32_t seq = 0;    // the matched long message's sequence number
     bool refuse = false; // the kRts asked for more than maxlen
-    VIP_MEM_HANDLE mh = 0;
-    bool registered = false;
+    Registration reg;    // buf's (RDMA write enabled), from kCts to kFin
     int result = BIP_OK;
 };
 
@@ -147,10 +175,9 @@ struct RecvOp {
 struct State : chan::LayerNic {
     bool init = false;
     unsigned rank = 0, size = 0;
-    uint32_t small_buffers = 8;     // this rank's receive buffers per sender
-    uint32_t eager_max = 0;         // this rank's announced eager limit
-    uint32_t fragment_fixed = 0;    // VIASTACK_BIP_FRAGMENT (0: adaptive)
-    uint32_t fragment_overhead = 0; // per-fragment cost in bytes (adaptive rule)
+    uint32_t small_buffers = 8;  // this rank's receive buffers per sender
+    uint32_t eager_max = 0;      // this rank's announced eager limit
+    uint32_t fragment_fixed = 0; // VIASTACK_BIP_FRAGMENT (0: by kThresholds)
     uint32_t fragment_min = 0, fragment_max = 0;
     std::vector<Link *> links; // every link
     std::vector<Link *> tx;    // tx[dest]: the link sends to dest go out on
@@ -159,6 +186,10 @@ struct State : chan::LayerNic {
     RecvOp recv;
     uint32_t next_seq = 1;
     unsigned long long rdma_bytes = 0;
+    chan::RegCache src_regs; // long sends' buffers (cache_regs)
+    chan::RegCache dst_regs; // long receives' buffers, RDMA write enabled (cache_regs)
+    bool cache_regs = false; // registrations kept: the NIC's registration pins nothing
+    chan::NicMemory memory;  // bip_alloc_mem's blocks
     vipl_wait::WaitState wait{};
     uint32_t idle_polls = 0; // polls without work since the last work (credit flush)
     bool finalizing = false;
@@ -178,6 +209,13 @@ void reap_sends(Link *l);
 void post_packet(Link *l, chan::Slot *s, uint8_t type, uint16_t tag, uint32_t len, uint32_t seq, uint32_t payload);
 void release_slot(Link *l, chan::Slot *s, bool owe); // repost; owe a credit to l's peer
 bool try_match(RecvOp &r, const Queued &q);          // a queued or arriving message for the pending receive
+
+// bip_memory.cpp
+void buffers_open();  // after the NIC is open
+void buffers_close(); // before it closes
+// Registers len bytes at buf (RDMA write enabled for a receive buffer); false on failure.
+bool buffer_register(Registration *r, const void *buf, uint32_t len, bool rdma_write);
+void buffer_release(Registration *r);
 
 // bip_send.cpp
 void send_advance(); // moves the pending send on (credits, writes)

@@ -22,13 +22,7 @@ void recv_advance() {
     if (!t->ch.has_free_send()) return;
     bool refuse = r.refuse;
     if (!refuse) {
-        VIP_MEM_ATTRIBUTES ma{};
-        ma.Ptag = g.ptag;
-        ma.EnableRdmaWrite = VIP_TRUE;
-        ma.EnableRdmaRead = VIP_FALSE;
-        if (VipRegisterMem(g.nic, r.buf, r.len, &ma, &r.mh) == VIP_SUCCESS) {
-            r.registered = true;
-        } else {
+        if (!buffer_register(&r.reg, r.buf, r.len, true)) {
             report("registering the %u-byte receive buffer for rank %u failed; the message is refused", r.len,
                    r.source);
             refuse = true;
@@ -44,7 +38,7 @@ void recv_advance() {
     }
     RendezvousTarget tg{};
     tg.addr = reinterpret_cast<uint64_t>(r.buf);
-    tg.mh = uint32_t(r.mh);
+    tg.mh = uint32_t(r.reg.mh);
     std::memcpy(s->buf + sizeof(Header), &tg, sizeof tg);
     post_packet(t, s, kCts, r.tag, r.len, r.seq, uint32_t(sizeof tg));
     r.state = RecvState::kData;
@@ -57,10 +51,7 @@ void fin_arrived(Link *l, const Header *h) {
                l->peer);
         return;
     }
-    if (r.registered) {
-        VipDeregisterMem(g.nic, r.buf, r.mh);
-        r.registered = false;
-    }
+    buffer_release(&r.reg);
     if (h->len == kFinFailed) {
         r.result = BIP_ERR_RESOURCE;
     } else {
@@ -79,8 +70,7 @@ namespace {
 int check_done(int *source, size_t *len) {
     RecvOp &r = g.recv;
     if (r.state == RecvState::kData && g.tx[r.source]->dead) {
-        if (r.registered) VipDeregisterMem(g.nic, r.buf, r.mh);
-        r.registered = false;
+        buffer_release(&r.reg);
         r.result = BIP_ERR_RESOURCE;
         r.state = RecvState::kDone;
     }

@@ -25,10 +25,7 @@ chan::Slot *free_slot(Link *l) {
 }
 
 void finish(SendOp &o, int result) {
-    if (o.registered) {
-        VipDeregisterMem(g.nic, const_cast<uint8_t *>(o.buf), o.mh);
-        o.registered = false;
-    }
+    buffer_release(&o.reg);
     o.result = result;
     o.state = SendState::kDone;
 }
@@ -42,7 +39,7 @@ void post_writes(SendOp &o) {
         if (!s) return;
         const uint32_t n = std::min(o.fragment, o.len - o.posted);
         VIP_RETURN rc =
-            l->ch.post_rdma_write(s, o.remote_addr + o.posted, o.remote_mh, o.buf + o.posted, o.mh, n, kInstr);
+            l->ch.post_rdma_write(s, o.remote_addr + o.posted, o.remote_mh, o.buf + o.posted, o.reg.mh, n, kInstr);
         if (rc != VIP_SUCCESS) {
             report("VipPostSend (RDMA write) to rank %u: %s", l->peer, VipxReturnString(rc));
             l->dead = true;
@@ -140,13 +137,7 @@ void cts_arrived(Link *l, const Header *h, const RendezvousTarget *t, bool refus
         finish(o, BIP_ERR_TRUNCATED);
         return;
     }
-    VIP_MEM_ATTRIBUTES ma{};
-    ma.Ptag = g.ptag;
-    ma.EnableRdmaWrite = VIP_FALSE;
-    ma.EnableRdmaRead = VIP_FALSE;
-    if (VipRegisterMem(g.nic, const_cast<uint8_t *>(o.buf), o.len, &ma, &o.mh) == VIP_SUCCESS) {
-        o.registered = true;
-    } else {
+    if (!buffer_register(&o.reg, o.buf, o.len, false)) {
         report("registering %u bytes to send to rank %u failed", o.len, o.dest);
         o.failed = true;
     }

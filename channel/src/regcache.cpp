@@ -33,8 +33,8 @@ int RegCache::try_acquire(const void *addr, size_t len, VIP_MEM_HANDLE *mh) {
             return i;
         }
     }
-    // Miss: register the whole pages, in a free or the least recently used
-    // unpinned entry.
+    // Miss: register the whole pages (an RDMA-write target: exactly the
+    // bytes), in a free or the least recently used unpinned entry.
     int victim = -1;
     for (int i = 0; i < kEntries; i++) {
         if (!entries_[i].len) {
@@ -47,13 +47,13 @@ int RegCache::try_acquire(const void *addr, size_t len, VIP_MEM_HANDLE *mh) {
     Entry &e = entries_[victim];
     if (e.len) VipDeregisterMem(nic_, reinterpret_cast<void *>(e.base), e.mh);
     e = Entry{};
-    const uintptr_t base = a & ~(page_size() - 1);
-    const uintptr_t end = (a + len + page_size() - 1) & ~(page_size() - 1);
-    VIP_MEM_ATTRIBUTES ma{ptag_, VIP_FALSE, VIP_FALSE};
+    const uintptr_t base = rdma_write_ ? a : a & ~(page_size() - 1);
+    const uintptr_t end = rdma_write_ ? a + len : (a + len + page_size() - 1) & ~(page_size() - 1);
+    VIP_MEM_ATTRIBUTES ma{ptag_, rdma_write_ ? VIP_TRUE : VIP_FALSE, VIP_FALSE};
     VIP_RETURN rc = VipRegisterMem(nic_, reinterpret_cast<void *>(base), end - base, &ma, &e.mh);
     if (rc != VIP_SUCCESS) {
         // The caller reports it, naming its own call.
-        std::snprintf(last_error_, sizeof last_error_, "registering the buffer's pages [%#lx, %#lx) failed: %s",
+        std::snprintf(last_error_, sizeof last_error_, "registering the buffer [%#lx, %#lx) failed: %s",
                       (unsigned long)base, (unsigned long)end, VipxReturnString(rc));
         e = Entry{};
         return kNone;
@@ -76,6 +76,30 @@ void RegCache::forget(const void *addr, size_t len) {
             if (nic_) VipDeregisterMem(nic_, reinterpret_cast<void *>(e.base), e.mh);
             e = Entry{};
         }
+}
+
+void *NicMemory::alloc(VIP_NIC_HANDLE nic, size_t bytes) {
+    VIP_PVOID p = nullptr;
+    if (!nic || bytes == 0 || VipxAllocMem(nic, VIP_ULONG(bytes), &p) != VIP_SUCCESS) return nullptr;
+    blocks_.emplace_back(p, bytes);
+    return p;
+}
+
+bool NicMemory::free(VIP_NIC_HANDLE nic, void *p, RegCache *c1, RegCache *c2) {
+    for (size_t i = 0; i < blocks_.size(); i++) {
+        if (blocks_[i].first != p) continue;
+        c1->forget(p, blocks_[i].second);
+        c2->forget(p, blocks_[i].second);
+        VipxFreeMem(nic, p);
+        blocks_[i] = blocks_.back();
+        blocks_.pop_back();
+        return true;
+    }
+    return false;
+}
+
+void NicMemory::free_all(VIP_NIC_HANDLE nic, RegCache *c1, RegCache *c2) {
+    while (!blocks_.empty()) free(nic, blocks_.back().first, c1, c2);
 }
 
 void RegCache::clear() {

@@ -27,6 +27,8 @@
 #ifndef FM_H
 #define FM_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -105,6 +107,19 @@ int FM_send(unsigned dest, FM_buffer_handler handler, const void *buf, unsigned 
 /* Four words for a buffer handler (it gets 16 bytes: i0..i3). */
 int FM_send_4(unsigned dest, FM_buffer_handler handler, int i0, int i1, int i2, int i3);
 unsigned FM_max_buffer_message(void);
+
+/* ---- memory -------------------------------------------------------------- */
+/* Memory for message buffers that the NIC moves cheaply: on the emulated NIC
+ * a shared-memory segment the peer's NIC maps once, so a long message's RDMA
+ * write into a handler's buffer (or from a sender's piece) of it is one
+ * memcpy instead of a cross-memory-attach system call (docs/fm.md,
+ * "Rendezvous").  Zeroed and page aligned; any memory works, this is only
+ * faster.  Between FM_initialize and FM_finalize (which frees what is
+ * left); NULL (FM_last_error says why) before FM_initialize, for 0 bytes or
+ * when no memory is left.  FM_free_mem frees it: FM_OK, or FM_ERR_BAD_ARG
+ * for memory that is not from FM_alloc_mem. */
+void *FM_alloc_mem(size_t bytes);
+int FM_free_mem(void *addr);
 
 /* ---- diagnostics --------------------------------------------------------- */
 /* The code of the last call that failed (FM_begin_message returns NULL). */

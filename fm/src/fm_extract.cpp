@@ -33,7 +33,8 @@ Inbound *inbound_new(Link *l, unsigned handler, uint32_t length) {
     in->co = nullptr;
     in->length = length;
     in->consumed = in->offset = 0;
-    in->complete = in->done = in->waiting = in->rdma_pending = false;
+    in->complete = in->done = in->waiting = in->rdma_pending = in->rv_owed = false;
+    in->reg_entry = -1;
     in->head = in->count = 0;
     return in;
 }
@@ -44,10 +45,34 @@ void inbound_free(Inbound *in) {
     g.free_inbound.push_back(in);
 }
 
+// Posts the answer to in's rendezvous: t names the buffer for the rest of
+// the message, or (len 0) declines it.  It takes no credit (each link keeps
+// a receive slot for it, and a sender has one rendezvous per link waiting),
+// but needs a send slot: we wait for one, extracting, since the sender
+// waits for this answer.
+void answer_rendezvous(Inbound *in, RdmaTarget t) {
+    in->rv_owed = false;
+    Link *l = g.tx[in->sender];
+    while (!l->ch.has_free_send() && !l->dead) {
+        reap_sends(l);
+        if (!l->ch.has_free_send()) progress_wait();
+    }
+    if (l->dead) return;
+    t.answer = 1;
+    chan::Slot *s = l->ch.take_send();
+    std::memcpy(s->buf + sizeof(PacketHeader), &t, sizeof t);
+    post_packet(l, s, 0, kRdmaTarget, in->sid, 0, sizeof t);
+}
+
+void decline_rendezvous(Inbound *in) {
+    if (in->rv_owed) answer_rendezvous(in, RdmaTarget{});
+}
+
 // The handler returned: its unread packets go back to the NIC; the message's
 // later packets (if any) are dropped as they arrive.
 void finish(Inbound *in) {
     in->done = true;
+    decline_rendezvous(in); // the rest comes as packets, and is dropped
     while (in->count) {
         release_slot(in->link, in->front(), true);
         in->pop();
@@ -79,8 +104,9 @@ uint32_t deliver(Link *l, chan::Slot *s) {
     if (flags & kRdmaTarget) {
         RdmaTarget t;
         std::memcpy(&t, s->buf + sizeof(PacketHeader), sizeof t);
-        rdma_target_arrived(l, h, t);
-        release_slot(l, s, true);
+        const PacketHeader hc = *h;
+        release_slot(l, s, !t.answer); // a rendezvous answer took no credit
+        rdma_target_arrived(l, &hc, t);
         return 0;
     }
     if (flags & (kCreditOnly | kBye)) {
@@ -132,6 +158,7 @@ uint32_t deliver(Link *l, chan::Slot *s) {
     if (flags & kFirst) {
         in = inbound_new(l, h->handler, h->msg_len);
         in->sid = h->stream;
+        in->rv_owed = (flags & kRendezvous) != 0;
         if (!in->fn) {
             report("node %u sent a message for handler %u, which is not registered here; dropped", l->peer, h->handler);
             in->done = true;
@@ -150,6 +177,7 @@ uint32_t deliver(Link *l, chan::Slot *s) {
         l->current[h->stream] = nullptr;
     }
     if (in->done) { // the handler returned before this packet (or does not exist)
+        decline_rendezvous(in);
         release_slot(l, s, true);
         if (in->complete) inbound_free(in);
         return len;
@@ -193,36 +221,63 @@ uint32_t queued_bytes(const Inbound *in) {
 // packets of the message are still to come (g.rdma_min): the sender cannot
 // have finished the message before the request reaches it.  Any failure
 // leaves the message on the packet path.
-void request_rdma(Inbound *in, void *buf, uint32_t len) {
-    const uint32_t queued = queued_bytes(in);
-    if (queued >= len || len - queued < g.rdma_min || in->length - in->consumed - queued < g.rdma_min) return;
+// The named buffer is registered RDMA-write enabled for the transfer, through
+// the cache of such registrations where registering pins nothing (a buffer
+// received into again costs a table scan, not VipRegisterMem and
+// VipDeregisterMem); where it pins, a cached entry could name pages the
+// program has since unmapped and the bytes would be lost, so each transfer
+// registers its own.
+bool register_target(Inbound *in, void *buf, uint32_t len) {
+    in->reg_base = buf;
+    in->reg_entry = -1;
+    if (g.cache_dst) {
+        in->reg_entry = g.dst_regs.acquire(buf, len, &in->reg_mh, [] { progress_wait(); });
+        return in->reg_entry != chan::RegCache::kNone;
+    }
     VIP_MEM_ATTRIBUTES ma{};
     ma.Ptag = g.ptag;
     ma.EnableRdmaWrite = VIP_TRUE;
     ma.EnableRdmaRead = VIP_FALSE;
-    VIP_MEM_HANDLE mh;
-    if (VipRegisterMem(g.nic, buf, len, &ma, &mh) != VIP_SUCCESS) return;
-    // The request takes a credit, but never waits for one: the credits to
-    // the sender may be exactly those this handler has yet to give back by
-    // reading (a node sending to itself), and waiting would deadlock.
+    return VipRegisterMem(g.nic, buf, len, &ma, &in->reg_mh) == VIP_SUCCESS;
+}
+
+void release_target(Inbound *in) {
+    if (in->reg_entry >= 0) g.dst_regs.release(in->reg_entry);
+    else VipDeregisterMem(g.nic, in->reg_base, in->reg_mh);
+    in->reg_entry = -1;
+}
+
+void request_rdma(Inbound *in, void *buf, uint32_t len) {
+    const uint32_t queued = queued_bytes(in);
+    if (queued >= len || len - queued < g.rdma_min || in->length - in->consumed - queued < g.rdma_min) return;
     Link *t = g.tx[in->sender];
-    if (!t->ch.has_free_send()) reap_sends(t);
-    if (t->dead || !t->ch.has_credit() || !t->ch.has_free_send()) {
-        VipDeregisterMem(g.nic, buf, mh);
+    if (!in->rv_owed) {
+        // Without a rendezvous the request takes a credit, but never waits
+        // for one: the credits to the sender may be exactly those this
+        // handler has yet to give back by reading (a node sending to
+        // itself), and waiting would deadlock.
+        if (!t->ch.has_free_send()) reap_sends(t);
+        if (t->dead || !t->ch.has_credit() || !t->ch.has_free_send()) return;
+    }
+    if (!register_target(in, buf, len)) return; // a rendezvous is declined when the handler waits
+    RdmaTarget rt{};                            // from the first byte not here yet to the end of buf
+    rt.addr = reinterpret_cast<uint64_t>(buf) + queued;
+    rt.mh = uint32_t(in->reg_mh);
+    rt.offset = in->consumed + queued;
+    rt.len = len - queued;
+    in->rdma_pending = true;
+    if (in->rv_owed) {
+        answer_rendezvous(in, rt);
+        if (t->dead) { // never sent: nothing will be written
+            in->rdma_pending = false;
+            release_target(in);
+        }
         return;
     }
     t->ch.take_credit();
     chan::Slot *s = t->ch.take_send();
-    RdmaTarget rt{}; // from the first byte not here yet to the end of buf
-    rt.addr = reinterpret_cast<uint64_t>(buf) + queued;
-    rt.mh = mh;
-    rt.offset = in->consumed + queued;
-    rt.len = len - queued;
     std::memcpy(s->buf + sizeof(PacketHeader), &rt, sizeof rt);
     post_packet(t, s, 0, kRdmaTarget, in->sid, 0, sizeof rt);
-    in->rdma_pending = true;
-    in->reg_base = buf;
-    in->reg_mh = mh;
 }
 
 } // namespace
@@ -351,6 +406,9 @@ int FM_receive(void *buf, FM_stream *stream, unsigned len) {
             if (!in->co) return fail(FM_ERR_STATE, "FM_receive", "message data missing");
             // Not arrived yet: back to the extraction that resumed us; it
             // resumes us when the next packet of this message is delivered.
+            // A sender waiting on our rendezvous answer sends them once we
+            // decline.
+            decline_rendezvous(in);
             in->waiting = true;
             ++g.suspended;
             co_suspend(in->co);
@@ -370,7 +428,7 @@ int FM_receive(void *buf, FM_stream *stream, unsigned len) {
             in->pop();
             in->offset = 0;
             release_slot(in->link, s, true);
-            VipDeregisterMem(g.nic, in->reg_base, in->reg_mh);
+            release_target(in);
             in->rdma_pending = false;
             g.rdma_bytes += n;
             p += n;

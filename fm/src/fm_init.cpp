@@ -87,7 +87,9 @@ void teardown() {
     for (Inbound *in : g.free_inbound) delete in;
     g.free_inbound.clear();
     co_free_all();
+    g.memory.free_all(g.nic, &g.regcache, &g.dst_regs);
     g.regcache.clear();
+    g.dst_regs.clear();
     chan::close_reliable_nic(&g);
     g.init = false;
 }
@@ -118,17 +120,25 @@ int FM_initialize(void) {
     const uint32_t packet = uint32_t(env_int("VIASTACK_FM_PACKET", 2048, 64, 65536));
     g.stack_size = size_t(env_int("VIASTACK_FM_STACK", 64 * 1024, 16 * 1024, 16L << 20));
     g.layout = chan::layout_for(credits, packet);
+    g.layout.nrecv += 1; // the answer to a rendezvous: no credit, one per link at a time
     g.payload_max = packet - uint32_t(sizeof(PacketHeader));
     g.credit_every = std::max<uint32_t>(1, credits / 2);
     // RDMA into a handler's named buffer: at least (k + 2) packets (see
     // request_rdma); VIASTACK_FM_RDMA_MIN=0 turns it off.
     const long rdma_min = env_int("VIASTACK_FM_RDMA_MIN", 32768, 0, FM_MAX_MESSAGE);
     g.rdma_min = rdma_min == 0 ? 0 : std::max<uint32_t>(uint32_t(rdma_min), (credits + 2) * packet);
+    // A message whose bytes after its first packet can be one RDMA write of
+    // at least rdma_min opens with a rendezvous (docs/fm.md, "Rendezvous");
+    // VIASTACK_FM_RENDEZVOUS=0 streams every message as packets first.
+    const bool rendezvous = env_int("VIASTACK_FM_RENDEZVOUS", 1, 0, 1) != 0;
+    g.rv_min = rendezvous && g.rdma_min ? g.rdma_min + g.payload_max : 0;
     if (!chan::open_reliable_nic(viastack::env::raw("VIASTACK_FM_NIC"), "VIASTACK_FM_NIC", "FM", &g, &why))
         return init_fail(why.c_str());
     if (g.attr.MaxTransferSize && g.attr.MaxTransferSize < packet)
         return init_fail("VIASTACK_FM_PACKET exceeds the NIC's MaxTransferSize");
     g.regcache.init(g.nic, g.ptag);
+    g.dst_regs.init(g.nic, g.ptag, /*rdma_write=*/true);
+    g.cache_dst = !chan::registration_pins(g.nic);
     // Gather: pieces of at least VIASTACK_FM_GATHER_MIN bytes become data
     // segments of the packet's descriptor (docs/fm.md, "Gather"), up to
     // VIASTACK_FM_GATHER_SEGMENTS segments (header included) and the NIC's
@@ -236,6 +246,27 @@ int FM_set_buffer_handler(unsigned id, FM_buffer_handler fn) {
     e.bfn = fn;
     e.fn = nullptr;
     g.last_fn = nullptr;
+    return FM_OK;
+}
+
+void *FM_alloc_mem(size_t bytes) {
+    if (!g.init) {
+        fail(FM_ERR_NOT_INIT, "FM_alloc_mem", "call FM_initialize first");
+        return nullptr;
+    }
+    if (bytes == 0) {
+        fail(FM_ERR_BAD_ARG, "FM_alloc_mem", "0 bytes");
+        return nullptr;
+    }
+    void *p = g.memory.alloc(g.nic, bytes);
+    if (!p) fail(FM_ERR_RESOURCE, "FM_alloc_mem", "the NIC has no memory left for %zu bytes", bytes);
+    return p;
+}
+
+int FM_free_mem(void *addr) {
+    if (!g.init) return fail(FM_ERR_NOT_INIT, "FM_free_mem", "call FM_initialize first");
+    if (!g.memory.free(g.nic, addr, &g.regcache, &g.dst_regs))
+        return fail(FM_ERR_BAD_ARG, "FM_free_mem", "%p is not memory from FM_alloc_mem", addr);
     return FM_OK;
 }
 

@@ -23,22 +23,26 @@ namespace chan = viastack::channel;
 // Every VIPL message FM sends is one packet: this header, then up to
 // payload_max() bytes of the message.
 enum PacketFlags : uint8_t {
-    kFirst = 1,       // first packet of a message: starts its handler
-    kLast = 2,        // last packet of a message
-    kBuffer = 4,      // FM 1.x message (one packet) for a buffer handler
-    kCreditOnly = 8,  // no message: only returns credits (takes none)
-    kBye = 16,        // the sender's last packet on this VI (FM_finalize)
-    kRdmaTarget = 32, // to a sender: write the rest of your message here (payload: RdmaTarget)
-    kRdmaDone = 64,   // stream packet without payload: `len` bytes were RDMA-written in place
+    kFirst = 1,        // first packet of a message: starts its handler
+    kLast = 2,         // last packet of a message
+    kBuffer = 4,       // FM 1.x message (one packet) for a buffer handler
+    kCreditOnly = 8,   // no message: only returns credits (takes none)
+    kBye = 16,         // the sender's last packet on this VI (FM_finalize)
+    kRdmaTarget = 32,  // to a sender: write the rest of your message here (payload: RdmaTarget)
+    kRdmaDone = 64,    // stream packet without payload: `len` bytes were RDMA-written in place
+    kRendezvous = 128, // first packet of a long message: nothing more of it follows until the
+                       // receiver answers (kRdmaTarget with `answer` set: a buffer, or declined)
 };
 // A receiving handler named its buffer (FM_receive) before the bytes came:
 // message bytes [offset, offset + len) go to addr (handle mh) by RDMA write.
+// As the answer to a rendezvous (`answer` 1) it takes no credit, and len 0
+// declines: the rest of the message comes as packets.
 struct RdmaTarget {
     uint64_t addr;
     uint32_t mh;
     uint32_t offset;
     uint32_t len;
-    uint32_t pad;
+    uint32_t answer;
 };
 struct PacketHeader {
     uint16_t handler; // handler id
@@ -88,6 +92,7 @@ struct Outbound : FM_stream {
     uint32_t copied = 0;        // of them, bytes copied into the slot's buffer (after the header)
     int nseg = 0;               // 0: the packet is the slot's buffer alone; else segs[0..nseg) (gather)
     bool ended = false;         // the last packet went out already (FM_send_piece of the final bytes, gathered)
+    bool rv_wait = false;       // the first packet asked for a rendezvous: no byte more until the answer
     Seg segs[kMaxGatherSegs];
     // Layer interleaving: the receiver's buffer for message bytes [.., rdma_end).
     bool rdma = false;
@@ -112,8 +117,10 @@ struct Inbound : FM_stream {
     bool done = false;         // handler returned
     bool waiting = false;      // suspended in FM_receive
     bool rdma_pending = false; // an RDMA target was sent; its kRdmaDone has not come
+    bool rv_owed = false;      // the sender waits for our answer to its rendezvous
     void *reg_base = nullptr;  // the handler's buffer, registered for the RDMA
     VIP_MEM_HANDLE reg_mh = 0;
+    int reg_entry = -1;             // its entry in g.dst_regs, or -1: a registration of its own
     std::vector<chan::Slot *> ring; // queued packets (capacity: the link's receive slots)
     uint32_t head = 0, count = 0;
 
@@ -164,6 +171,9 @@ struct Link {
     // buffer is reposted (the "+1" of 2k + 1).  Only one at a time: handlers
     // nested in its sends' credit waits owe theirs after reposting.
     bool early_credit = false;
+    // A rendezvous of ours on this link waits for its answer.  One at a time:
+    // the answer takes no credit, and each link keeps one receive slot for it.
+    bool rv_busy = false;
     Inbound *current[kStreams] = {}; // per sender stream id: the message receiving packets
 };
 
@@ -182,10 +192,14 @@ struct State : chan::LayerNic {
     uint32_t credit_every = 1;  // credits returned in batches of this many
     uint32_t max_write = 0;     // bytes per RDMA write descriptor
     uint32_t rdma_min = 0;      // FM_receive of at least this many missing bytes names its buffer (0: never)
+    uint32_t rv_min = 0;        // messages of at least this many bytes open with a rendezvous (0: never)
     uint32_t gather_min = 0;    // FM_send_piece pieces of at least this many bytes go as data segments (0: never)
     int gather_segs = 0;        // data segments per gathered packet (header segment included)
     uint32_t gather_stride = 0; // bytes per gather descriptor
     chan::RegCache regcache;    // callers' pieces (gather segments, RDMA write sources)
+    chan::RegCache dst_regs;    // handlers' named buffers, RDMA write enabled (when cache_dst)
+    bool cache_dst = false;     // keep those registrations: the NIC's registration pins nothing
+    chan::NicMemory memory;     // FM_alloc_mem's blocks
     size_t stack_size = 0;
     std::vector<Link *> links; // every link
     std::vector<Link *> tx;    // tx[dest]: the link messages to dest go out on
@@ -230,6 +244,7 @@ inline void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags,
     post_packet(l, s, handler, flags, stream, msg_len, len, len);
 }
 void rdma_target_arrived(Link *l, const PacketHeader *h, const RdmaTarget &t);
+bool wait_answer(Outbound *o); // until the receiver answered o's rendezvous; false if the link failed
 void reap_sends(Link *l);
 void try_send_credits(Link *l);
 int handler_id(const void *fn, bool buffer, unsigned *id);

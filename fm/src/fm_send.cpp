@@ -57,6 +57,15 @@ void reap_sends(Link *l) {
 // full: the receiver never sees packet boundaries.
 void flush(Outbound *o, bool last) {
     uint8_t flags = uint8_t((o->first ? kFirst : 0) | (last ? kLast : 0));
+    // A long message opens with a rendezvous: its first packet asks the
+    // receiver where the rest goes, and the sender waits for the answer
+    // before sending more (docs/fm.md, "Rendezvous").  One per link at a
+    // time; the others stream as packets.
+    if (o->first && !last && g.rv_min && o->length >= g.rv_min && !o->link->rv_busy) {
+        flags |= kRendezvous;
+        o->rv_wait = true;
+        o->link->rv_busy = true;
+    }
     if (o->nseg) post_gather(o, flags);
     else post_packet(o->link, o->slot, o->handler, flags, o->id, o->length, o->fill);
     o->first = false;
@@ -164,8 +173,26 @@ void try_send_credits(Link *l) {
     post_packet(l, l->ch.take_send(), 0, kCreditOnly, 0, 0, 0);
 }
 
+bool wait_answer(Outbound *o) {
+    while (o->rv_wait) {
+        if (o->link->dead) return false;
+        progress_wait();
+    }
+    return true;
+}
+
 void rdma_target_arrived(Link *l, const PacketHeader *h, const RdmaTarget &t) {
     Outbound *o = h->stream < kStreams ? &g.out[h->stream] : nullptr;
+    if (t.answer) {
+        if (!o || !o->open || o->link->peer != l->peer || !o->rv_wait) {
+            report("protocol error: rendezvous answer from node %u for stream %u, which awaits none", l->peer,
+                   h->stream);
+            return;
+        }
+        o->rv_wait = false;
+        o->link->rv_busy = false;
+        if (t.len == 0) return; // declined: the rest goes as packets
+    }
     // The receiver asks only while at least (k + 2) packets of the message
     // are still to come, more than the sender can have sent without the
     // credits that follow this packet: the message is still open here.
@@ -379,6 +406,7 @@ FM_stream *FM_begin_message(unsigned dest, unsigned length, FM_handler handler) 
     o->nseg = 0;
     o->ended = false;
     o->rdma = false;
+    o->rv_wait = false;
     return o;
 }
 
@@ -399,6 +427,7 @@ int FM_send_piece(FM_stream *stream, const void *buf, unsigned len) {
     if (g.gather_min && len >= g.gather_min) entry = g.regcache.acquire(p, len, &umh, [o] { reap_sends(o->link); });
     const bool gathered = entry != chan::RegCache::kNone; // else (small, or registration failed) copied
     while (len) {
+        if (o->rv_wait && !wait_answer(o)) break;
         if (o->rdma && o->sent >= o->rdma_offset) {
             uint32_t n = rdma_piece(o, p, len);
             if (!n) break;
@@ -442,6 +471,10 @@ int FM_end_message(FM_stream *stream) {
     int rc;
     Outbound *o = outbound_of(stream, "FM_end_message", &rc);
     if (!o) return rc;
+    if (o->rv_wait && !wait_answer(o)) { // (a first packet flushed early, by flush_partials)
+        close_stream(o);
+        return fail(FM_ERR_RESOURCE, "FM_end_message", "the connection to node %u has failed", o->link->peer);
+    }
     if (o->sent != o->length)
         return fail(FM_ERR_STATE, "FM_end_message", "%u of the announced %u bytes were sent", o->sent, o->length);
     if (o->ended) { // the final bytes were a gathered piece: their packet was the last

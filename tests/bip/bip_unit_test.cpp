@@ -2,8 +2,9 @@
 // the self-connection.  The eager/rendezvous switch (1 byte below, at and
 // above bip_eager_max), order per tag with small and long messages mixed,
 // the one-pending rule, truncation on both sides, a send blocking while the
-// receiver's buffers are full and resuming when one is received, and each
-// bad input's error code.
+// receiver's buffers are full and resuming when one is received, each bad
+// input's error code, every threshold of the table crossed from and into
+// unaligned heap and bip_alloc_mem buffers, and a receive buffer reused.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -13,7 +14,7 @@
 
 namespace {
 
-int g_not_init[4]; // calls made before bip_init (main)
+int g_not_init[5]; // calls made before bip_init (main)
 
 uint8_t pattern(size_t i, unsigned seed) { return uint8_t((i * 131u + seed * 7u) ^ (i >> 8)); }
 std::vector<uint8_t> make(size_t n, unsigned seed) {
@@ -52,6 +53,96 @@ TEST(BipUnit, EagerAndRendezvousAcrossTheThreshold) {
         // Up to the threshold the bytes are copied; above it they are
         // RDMA-written into the posted buffer.
         EXPECT_EQ(bip_rdma_bytes() - before, long(n) > e ? n : 0) << n << " bytes";
+    }
+}
+
+// As roundtrip, from src_off bytes into one buffer into dst_off bytes into
+// another, with guard bytes on both sides of the receive; the buffers are
+// src_mem / dst_mem when given (bip_alloc_mem memory), else heap vectors.
+void roundtrip_at(size_t n, int tag, unsigned seed, size_t src_off, size_t dst_off, uint8_t *src_mem = nullptr,
+                  uint8_t *dst_mem = nullptr) {
+    std::vector<uint8_t> out_heap(src_mem ? 0 : n + src_off), in_heap(dst_mem ? 0 : n + dst_off + 64);
+    uint8_t *out = (src_mem ? src_mem : out_heap.data()) + src_off;
+    uint8_t *in = dst_mem ? dst_mem : in_heap.data();
+    const size_t in_size = n + dst_off + 64;
+    for (size_t i = 0; i < n; i++) out[i] = pattern(i, seed);
+    std::memset(in, 0xee, in_size);
+    ASSERT_EQ(bip_irecv(tag, in + dst_off, n), BIP_OK);
+    ASSERT_EQ(bip_send(0, tag, out, n), BIP_OK);
+    size_t len = 0;
+    ASSERT_EQ(bip_rwait(&len), 0);
+    ASSERT_EQ(len, n);
+    for (size_t i = 0; i < dst_off; i++) ASSERT_EQ(in[i], 0xee) << "written before the buffer";
+    if (n) EXPECT_EQ(std::memcmp(in + dst_off, out, n), 0) << n << " bytes";
+    for (size_t i = dst_off + n; i < in_size; i++) ASSERT_EQ(in[i], 0xee) << "written past the message";
+}
+
+TEST(BipUnit, EveryThresholdCrossedUnaligned) {
+    // The switch point and the fragment boundaries (bip_internal.hpp's
+    // kThresholds): 1 byte below, at and above each, from and into
+    // unaligned buffers.
+    const size_t e = size_t(bip_eager_max(0));
+    const size_t f = bip_fragment_size(4u << 20);
+    ASSERT_GE(f, 4096u);
+    EXPECT_EQ(bip_fragment_size(f + 1), f) << "one fragment size at every length (the table)";
+    const size_t sizes[] = {e - 1, e, e + 1, f - 1, f, f + 1, 2 * f - 1, 2 * f, 2 * f + 1, 3 * f + 7};
+    const size_t offs[][2] = {{0, 0}, {1, 3}, {7, 0}, {0, 5}};
+    unsigned seed = 40;
+    for (size_t n : sizes)
+        for (auto &o : offs) {
+            const unsigned long long before = bip_rdma_bytes();
+            roundtrip_at(n, 6, seed++, o[0], o[1]);
+            EXPECT_EQ(bip_rdma_bytes() - before, n > e ? n : 0) << n << " bytes";
+        }
+}
+
+TEST(BipUnit, BuffersFromBipAllocMem) {
+    // NIC memory on both sides (one memcpy per fragment on nicfw), and mixed
+    // with heap memory, across the thresholds, unaligned.
+    const size_t e = size_t(bip_eager_max(0)), f = bip_fragment_size(4u << 20);
+    const size_t bytes = 2 * f + 128;
+    auto *src = static_cast<uint8_t *>(bip_alloc_mem(bytes));
+    auto *dst = static_cast<uint8_t *>(bip_alloc_mem(bytes));
+    ASSERT_NE(src, nullptr);
+    ASSERT_NE(dst, nullptr);
+    const size_t sizes[] = {e - 1, e, e + 1, f - 1, f, f + 1, 2 * f + 1};
+    unsigned seed = 300;
+    for (size_t n : sizes) {
+        const unsigned long long before = bip_rdma_bytes();
+        roundtrip_at(n, 9, seed++, 1, 3, src, dst);
+        EXPECT_EQ(bip_rdma_bytes() - before, n > e ? n : 0) << n << " bytes";
+        roundtrip_at(n, 9, seed++, 0, 5, nullptr, dst);
+        roundtrip_at(n, 9, seed++, 7, 0, src, nullptr);
+    }
+    EXPECT_EQ(bip_free_mem(src), BIP_OK);
+    EXPECT_EQ(bip_free_mem(src), BIP_ERR_NULL_BUF) << "freed twice";
+    EXPECT_EQ(bip_free_mem(dst), BIP_OK);
+    // A new block, perhaps at the same address: no stale registration is used.
+    dst = static_cast<uint8_t *>(bip_alloc_mem(bytes));
+    ASSERT_NE(dst, nullptr);
+    roundtrip_at(f + 1, 9, seed++, 0, 0, nullptr, dst);
+    int x = 0;
+    EXPECT_EQ(bip_free_mem(&x), BIP_ERR_NULL_BUF);
+    EXPECT_EQ(bip_alloc_mem(0), nullptr);
+    // dst is left to bip_finalize.
+}
+
+TEST(BipUnit, OneReceiveBufferReusedForManyLongMessages) {
+    // Its registration is reused (cached where registering pins nothing):
+    // every message still lands intact, shorter ones inside longer ones.
+    const size_t e = size_t(bip_eager_max(0));
+    std::vector<uint8_t> in(4 * e + 64);
+    for (unsigned i = 0; i < 40; i++) {
+        const size_t n = e + 1 + (i * 7919u) % (3 * e);
+        auto out = make(n, 200 + i);
+        std::memset(in.data(), 0xee, in.size());
+        ASSERT_EQ(bip_irecv(8, in.data(), n), BIP_OK);
+        ASSERT_EQ(bip_send(0, 8, out.data(), n), BIP_OK);
+        size_t len = 0;
+        ASSERT_EQ(bip_rwait(&len), 0);
+        ASSERT_EQ(len, n);
+        ASSERT_EQ(std::memcmp(in.data(), out.data(), n), 0) << "message " << i;
+        ASSERT_EQ(in[n], 0xee) << "written past the message";
     }
 }
 
@@ -223,6 +314,7 @@ int main(int argc, char **argv) {
     g_not_init[1] = bip_irecv(0, b, 1);
     g_not_init[2] = bip_stest();
     g_not_init[3] = bip_rwait(nullptr);
+    g_not_init[4] = bip_free_mem(b);
     if (bip_init() != BIP_OK) {
         std::fprintf(stderr, "bip_init failed\n");
         return 1;

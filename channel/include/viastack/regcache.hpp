@@ -21,6 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "vipl.h"
 
@@ -39,13 +41,18 @@ public:
     static constexpr int kEntries = 64;
     static constexpr int kNone = -1;
 
-    // The NIC and protection tag registrations are made with.  Entries are
-    // registered without RDMA enabled: they are the local side of a layer's
-    // RDMA writes (gather list) and reads (scatter list), which VI checks as
-    // it checks a send's or receive's buffers.
-    void init(VIP_NIC_HANDLE nic, VIP_PROTECTION_HANDLE ptag) {
+    // The NIC and protection tag registrations are made with.  By default
+    // entries are registered without RDMA enabled, over whole pages: they are
+    // the local side of a layer's RDMA writes (gather list) and reads
+    // (scatter list), which VI checks as it checks a send's or receive's
+    // buffers.  rdma_write = true makes a cache of RDMA-write targets (the
+    // receive buffers a layer names to its peer): each entry is exactly the
+    // bytes asked for, never rounded to pages, so the peer can write no byte
+    // next to a buffer it was given.
+    void init(VIP_NIC_HANDLE nic, VIP_PROTECTION_HANDLE ptag, bool rdma_write = false) {
         nic_ = nic;
         ptag_ = ptag;
+        rdma_write_ = rdma_write;
     }
 
     // Finds or makes a registration covering [addr, addr+len) and pins it
@@ -86,9 +93,28 @@ private:
     };
     VIP_NIC_HANDLE nic_ = nullptr;
     VIP_PROTECTION_HANDLE ptag_ = nullptr;
+    bool rdma_write_ = false;
     Entry entries_[kEntries];
     uint64_t use_clock_ = 0;
     char last_error_[200] = "registration cache error";
+};
+
+// Memory a layer hands its program for message buffers (FM_alloc_mem,
+// bip_alloc_mem; AM has AMVIA_AllocMem): VipxAllocMem memory of the layer's
+// NIC, which a provider may move more cheaply (nicfw: one memcpy into or out
+// of a shared-memory segment the peer's NIC maps, instead of a cross-memory
+// attach system call).  A block's registrations are dropped from the given
+// caches before it is freed: a registration must not outlive its memory.
+class NicMemory {
+public:
+    void *alloc(VIP_NIC_HANDLE nic, size_t bytes); // nullptr for 0 bytes or no memory
+    // False if p is not a block of ours.
+    bool free(VIP_NIC_HANDLE nic, void *p, RegCache *c1, RegCache *c2);
+    // Every block (the layer shuts down; the NIC is still open).
+    void free_all(VIP_NIC_HANDLE nic, RegCache *c1, RegCache *c2);
+
+private:
+    std::vector<std::pair<void *, size_t>> blocks_;
 };
 
 } // namespace viastack::channel
