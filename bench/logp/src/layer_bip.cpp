@@ -12,6 +12,7 @@
 //                     bip_eager_max(), rendezvous and RDMA write into the posted
 //                     receive buffer above it (fragment size by length)
 // bip_finalize leaves the vipl_boot job alone, so this layer may come before others.
+#include "bulk_buffers.hpp"
 #include "layers.hpp"
 #include "timer.hpp"
 
@@ -115,14 +116,14 @@ public:
     std::size_t bulk_max_bytes() const override { return kBulkMax; }
     double bulk_stream_client(std::size_t bytes, int count) override {
         std::uint64_t t0 = ticks();
-        for (int i = 0; i < count; ++i) check(bip_send(peer_, kTagBulk, src_.data(), bytes), "bip_send");
+        for (int i = 0; i < count; ++i) check(bip_send(peer_, kTagBulk, buf_.src(), bytes), "bip_send");
         check(bip_recv(kTagConfirm, small_in_, sizeof small_in_, nullptr), "bip_recv (confirm)");
         return ticks_to_ns(ticks() - t0);
     }
     void bulk_stream_server(std::size_t bytes, int count) override {
         for (int i = 0; i < count; ++i) {
             std::size_t len = 0;
-            check(bip_recv(kTagBulk, dst_.data(), dst_.size(), &len), "bip_recv");
+            check(bip_recv(kTagBulk, buf_.dst(), kBulkMax, &len), "bip_recv");
             if (len != bytes)
                 throw std::runtime_error(fmt::format("bip: a bulk message of {} B arrived, {} B expected", len, bytes));
         }
@@ -132,6 +133,7 @@ public:
 private:
     void confirm() { check(bip_send(peer_, kTagConfirm, small_out_, kShort), "bip_send (confirm)"); }
     void close() {
+        buf_.reset();
         if (init_) bip_finalize();
         init_ = false;
     }
@@ -141,14 +143,15 @@ private:
     long eager_max_ = 0;
     char small_out_[kShort] = {1, 2, 3, 4};
     char small_in_[kShort] = {};
-    std::vector<char> src_, dst_;
+    BulkBuffers buf_; // bip_alloc_mem memory (LOGP_BIP_PLAIN_MEMORY=1: heap)
 };
 
-BipLayer::BipLayer(const Job &job, const LayerOptions &opt) : src_(kBulkMax, 'x'), dst_(kBulkMax) {
+BipLayer::BipLayer(const Job &job, const LayerOptions &opt) {
     if (!opt.device.empty()) setenv("VIASTACK_BIP_NIC", opt.device.c_str(), 0); // the NIC bip_init opens
     try {
         check(bip_init(), "bip_init");
         init_ = true;
+        buf_ = BulkBuffers(kBulkMax, bip_alloc_mem, bip_free_mem, "LOGP_BIP_PLAIN_MEMORY");
         if (bip_numnodes() != job.size() || bip_mynode() != job.rank())
             throw std::runtime_error(fmt::format("bip: BIP sees rank {} of {}, the job rank {} of {}", bip_mynode(),
                                                  bip_numnodes(), job.rank(), job.size()));

@@ -11,6 +11,7 @@
 //                     message into its buffer (from VIASTACK_FM_RDMA_MIN on, FM
 //                     writes the payload there by RDMA: layer interleaving)
 // FM_finalize leaves the vipl_boot job alone, so this layer may come before others.
+#include "bulk_buffers.hpp"
 #include "layers.hpp"
 #include "timer.hpp"
 
@@ -30,7 +31,7 @@ constexpr std::size_t kBulkMax = 1 << 20;
 
 // Handlers see no user context: the one live FM layer's state is global.
 volatile long g_sunk = 0, g_echoed = 0, g_replies = 0, g_confirms = 0, g_bulk = 0;
-std::vector<char> *g_bulk_buf = nullptr;
+char *g_bulk_buf = nullptr;  // the bulk destination
 std::size_t g_bulk_len = 0;  // the length of the bulk messages of the current stream
 int g_handler_error = FM_OK; // an FM call that failed inside a handler
 
@@ -46,7 +47,7 @@ void echo_handler(void *buf, unsigned, unsigned sender) {
 int bulk_handler(FM_stream *stream, unsigned) {
     // The stream is exactly the message: one FM_receive of all of it.  Its
     // length is known to the measurement (the buffer holds the largest).
-    int rc = FM_receive(g_bulk_buf->data(), stream, unsigned(g_bulk_len));
+    int rc = FM_receive(g_bulk_buf, stream, unsigned(g_bulk_len));
     if (rc < 0) g_handler_error = rc;
     g_bulk = g_bulk + 1;
     return FM_CONTINUE;
@@ -128,7 +129,7 @@ public:
         for (int i = 0; i < count; ++i) {
             FM_stream *s = FM_begin_message(peer_, unsigned(bytes), bulk_handler);
             if (!s) check(FM_last_error(), "FM_begin_message");
-            check(FM_send_piece(s, src_.data(), unsigned(bytes)), "FM_send_piece");
+            check(FM_send_piece(s, buf_.src(), unsigned(bytes)), "FM_send_piece");
             check(FM_end_message(s), "FM_end_message");
         }
         wait_for(g_confirms, confirms_ + 1, "confirmation");
@@ -161,11 +162,11 @@ private:
 
     unsigned peer_ = 0;
     bool init_ = false;
-    std::vector<char> src_, dst_;
+    BulkBuffers buf_; // FM_alloc_mem memory (LOGP_FM_PLAIN_MEMORY=1: heap)
     long confirms_ = 0, sunk_ = 0, bulk_ = 0;
 };
 
-FmLayer::FmLayer(const Job &job, const LayerOptions &opt) : src_(kBulkMax, 'x'), dst_(kBulkMax) {
+FmLayer::FmLayer(const Job &job, const LayerOptions &opt) {
     if (!opt.device.empty()) setenv("VIASTACK_FM_NIC", opt.device.c_str(), 0); // the NIC FM_initialize opens
     g_sunk = 0;
     g_echoed = 0;
@@ -173,7 +174,6 @@ FmLayer::FmLayer(const Job &job, const LayerOptions &opt) : src_(kBulkMax, 'x'),
     g_confirms = 0;
     g_bulk = 0;
     g_handler_error = FM_OK;
-    g_bulk_buf = &dst_;
     try {
         check(FM_set_buffer_handler(kSink, sink_handler), "FM_set_buffer_handler");
         check(FM_set_buffer_handler(kEcho, echo_handler), "FM_set_buffer_handler");
@@ -182,6 +182,8 @@ FmLayer::FmLayer(const Job &job, const LayerOptions &opt) : src_(kBulkMax, 'x'),
         check(FM_set_handler(kBulk, bulk_handler), "FM_set_handler");
         check(FM_initialize(), "FM_initialize");
         init_ = true;
+        buf_ = BulkBuffers(kBulkMax, FM_alloc_mem, FM_free_mem, "LOGP_FM_PLAIN_MEMORY");
+        g_bulk_buf = buf_.dst();
         if (FM_numnodes() != unsigned(job.size()) || FM_nodeid() != unsigned(job.rank()))
             throw std::runtime_error(fmt::format("fm: FM sees node {} of {}, the job rank {} of {}", FM_nodeid(),
                                                  FM_numnodes(), job.rank(), job.size()));
@@ -196,6 +198,7 @@ FmLayer::FmLayer(const Job &job, const LayerOptions &opt) : src_(kBulkMax, 'x'),
 FmLayer::~FmLayer() { close(); }
 
 void FmLayer::close() {
+    buf_.reset();
     if (init_) FM_finalize();
     init_ = false;
     g_bulk_buf = nullptr;
