@@ -3,8 +3,10 @@
 #   -DPROG=<vi_thread_rate> [-DLAUNCHER=<vipl-run>] -DMODE=two|single|badargs
 # two / single: `--quick --json` under `vipl-run -n 2` or with --single; the
 #   JSON must parse, every message sent must have been received and checked,
-#   and every variant must have a sample per round with a positive rate and
-#   cache-line time.
+#   every variant must have a sample per round with a positive rate and
+#   cache-line time, and every stream's clock must have started after its
+#   receiving threads ran (their ready messages: a stream timed from before
+#   would count the other process's thread start-up, not VIPL).
 # badargs: each bad command line (and a bad VIASTACK_WAIT, and a run without
 #   the launcher's second rank) must exit 2 naming the problem.
 cmake_minimum_required(VERSION 3.25)
@@ -96,6 +98,11 @@ foreach(i RANGE 0 ${last})
   string(JSON post GET "${json}" samples ${i} ns_per_post)
   if(NOT rate GREATER 0 OR NOT line GREATER 0 OR NOT post GREATER 0)
     fail("sample ${i}: rate ${rate}, line ${line} ns, post ${post} ns")
+  endif()
+  string(JSON lead ERROR_VARIABLE e GET "${json}" samples ${i} receivers_ready_ns_before_start)
+  if(e OR lead LESS 0)
+    string(JSON variant GET "${json}" samples ${i} variant)
+    fail("sample ${i} (${variant}): the clock started ${lead} ns after its receiving threads said they run ${e}")
   endif()
 endforeach()
 math(EXPR lastv "${nv} - 1")

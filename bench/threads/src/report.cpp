@@ -31,6 +31,11 @@ std::vector<double> values(const std::vector<Sample> &samples, const std::string
 double rate_of(const Sample &s) { return s.rate(); }
 double ns_of(const Sample &s) { return s.ns_per_msg(); }
 double post_of(const Sample &s) { return s.times.post_ns; }
+double per_msg(const Sample &s, std::uint64_t n) { return double(n) / double(s.times.messages); }
+double send_polls_of(const Sample &s) { return per_msg(s, s.times.wait.idle_polls); }
+double send_yields_of(const Sample &s) { return per_msg(s, s.times.wait.yields); }
+double recv_polls_of(const Sample &s) { return per_msg(s, s.recv.wait.idle_polls); }
+double recv_yields_of(const Sample &s) { return per_msg(s, s.recv.wait.yields); }
 
 // rate(variant) / rate(base), paired round by round.
 std::vector<double> paired_ratios(const std::vector<Sample> &samples, const std::string &variant,
@@ -86,10 +91,15 @@ json report_json(const RunInfo &info, const std::vector<Variant> &variants, cons
     auto all = [](const Sample &) { return true; };
     json vs = json::array();
     for (const Variant &v : variants) {
-        json j{{"name", v.name}, {"what", v.what}, {"threads", v.threads}, {"setup", v.setup}};
+        json j{{"name", v.name}, {"what", v.what}, {"threads", v.threads}, {"setup", v.setup}, {"on_main", v.on_main}};
         j["rate_msgs_per_s"] = summary_json(values(samples, v.name, all, rate_of));
         j["ns_per_msg"] = summary_json(values(samples, v.name, all, ns_of));
         j["ns_per_post"] = summary_json(values(samples, v.name, all, post_of));
+        // How the stream's threads waited, per message (sender, receiver).
+        j["idle_polls_per_msg"] = {{"send", summary_json(values(samples, v.name, all, send_polls_of))},
+                                   {"recv", summary_json(values(samples, v.name, all, recv_polls_of))}};
+        j["yields_per_msg"] = {{"send", summary_json(values(samples, v.name, all, send_yields_of))},
+                               {"recv", summary_json(values(samples, v.name, all, recv_yields_of))}};
         json scaling = json::object();
         for (const std::string &base : baselines(v.name)) {
             const std::vector<double> r = paired_ratios(samples, v.name, base);
@@ -118,6 +128,9 @@ json report_json(const RunInfo &info, const std::vector<Variant> &variants, cons
                       {"rate_msgs_per_s", s.rate()},
                       {"ns_per_msg", s.ns_per_msg()},
                       {"ns_per_post", s.times.post_ns},
+                      {"idle_polls", {{"send", s.times.wait.idle_polls}, {"recv", s.recv.wait.idle_polls}}},
+                      {"yields", {{"send", s.times.wait.yields}, {"recv", s.recv.wait.yields}}},
+                      {"receivers_ready_ns_before_start", s.ready_lead_ns()},
                       {"preempted", s.times.preempted}});
     out["samples"] = ss;
     return out;
@@ -140,18 +153,23 @@ std::string report_text(const json &r) {
     out += fmt::format("  raw cache line (one way) classed at {:.0f} ns ({})\n\n",
                        r["placement"]["line_threshold_ns"].get<double>(),
                        r["placement"]["threshold_source"].get<std::string>());
-    out += fmt::format("  {:<8} {:>12} {:>6} {:>9} {:>10} {:>7} {:>15} {:>9} {:>9}  {}\n", "variant", "msgs/s", "IQR",
-                       "ns/msg", "ns/post", "IQR", "rate ratio", "fast n", "slow n", "what");
+    out += fmt::format("  {:<8} {:>12} {:>6} {:>9} {:>10} {:>7} {:>15} {:>13} {:>11} {:>9} {:>9}  {}\n", "variant",
+                       "msgs/s", "IQR", "ns/msg", "ns/post", "IQR", "rate ratio", "idle polls/m", "yields/m", "fast n",
+                       "slow n", "what");
     auto med = [](const json &s, const char *k = "median") { return s.contains(k) ? s[k].get<double>() : NAN; };
     for (const json &v : r["variants"]) {
         std::string ratio = "-";
         for (auto it = v["rate_ratio_vs"].begin(); it != v["rate_ratio_vs"].end(); ++it)
             ratio = (ratio == "-" ? "" : ratio + " ") + fmt::format("{:.2f}x/{}", med(it.value()), it.key());
-        out += fmt::format("  {:<8} {:>12.4g} {:>5.0f}% {:>9.1f} {:>10.1f} {:>6.0f}% {:>15} {:>9} {:>9}  {}\n",
-                           v["name"].get<std::string>(), med(v["rate_msgs_per_s"]),
-                           100 * med(v["rate_msgs_per_s"], "spread"), med(v["ns_per_msg"]), med(v["ns_per_post"]),
-                           100 * med(v["ns_per_post"], "spread"), ratio, v["placement"]["fast"]["n"].get<int>(),
-                           v["placement"]["slow"]["n"].get<int>(), v["what"].get<std::string>());
+        const json &polls = v["idle_polls_per_msg"], &yields = v["yields_per_msg"];
+        out += fmt::format(
+            "  {:<8} {:>12.4g} {:>5.0f}% {:>9.1f} {:>10.1f} {:>6.0f}% {:>15} {:>13} {:>11} {:>9} {:>9}  {}\n",
+            v["name"].get<std::string>(), med(v["rate_msgs_per_s"]), 100 * med(v["rate_msgs_per_s"], "spread"),
+            med(v["ns_per_msg"]), med(v["ns_per_post"]), 100 * med(v["ns_per_post"], "spread"), ratio,
+            fmt::format("{:.1f}/{:.1f}", med(polls["send"]), med(polls["recv"])),
+            fmt::format("{:.2f}/{:.2f}", med(yields["send"]), med(yields["recv"])),
+            v["placement"]["fast"]["n"].get<int>(), v["placement"]["slow"]["n"].get<int>(),
+            v["what"].get<std::string>());
     }
     out += fmt::format("\n  messages: {} sent, {} received and checked\n", r["messages"]["sent"].get<std::uint64_t>(),
                        r["messages"]["received"].get<std::uint64_t>());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "stream.hpp"
+#include "timer.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -18,8 +19,15 @@ struct Sample {
     int round = 0;
     double line_ns = 0; // the raw cache line's one-way time right before the stream
     SendTimes times;
+    RecvCount recv; // the receiving side's count (rank 1's in two ranks)
     double rate() const { return double(times.messages) / times.stream_ns * 1e9; } // messages/s
     double ns_per_msg() const { return times.stream_ns / double(times.messages); }
+    // How long before the clock's start the last receiving thread said it runs
+    // (the clock is the TSC, one for both processes): never negative.
+    double ready_lead_ns() const {
+        return times.start_ticks >= recv.ready_ticks ? logp::ticks_to_ns(times.start_ticks - recv.ready_ticks)
+                                                     : -logp::ticks_to_ns(recv.ready_ticks - times.start_ticks);
+    }
 };
 
 struct RunInfo {

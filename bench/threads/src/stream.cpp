@@ -59,7 +59,8 @@ struct Crew {
 // turns), a deadline, and the crew's stop flag.
 class Waiter {
 public:
-    Waiter(Crew &crew, int spinning_threads, const char *what) : crew_(crew), what_(what) {
+    Waiter(Crew &crew, int spinning_threads, const char *what, WaitCounts &counts)
+        : crew_(crew), what_(what), counts_(counts) {
         vipl_wait::Mode mode;
         if (!vipl_wait::mode_from_env(&mode))
             throw std::runtime_error(fmt::format("VIASTACK_WAIT must be {}", vipl_wait::kAllowed));
@@ -72,7 +73,11 @@ public:
         start_ = 0;
     }
     void idle() {
-        vipl_wait::idle_yield(ws_);
+        ++counts_.idle_polls;
+        if (vipl_wait::idle(ws_)) {
+            ++counts_.yields;
+            vipl_wait::give_up_cpu(ws_, [] { sched_yield(); });
+        }
         if ((++idle_ & 1023) != 0) return;
         if (crew_.stop.load(std::memory_order_relaxed)) throw std::runtime_error("stopped: another thread failed");
         if (start_ == 0) start_ = logp::ticks();
@@ -83,6 +88,7 @@ public:
 private:
     Crew &crew_;
     const char *what_;
+    WaitCounts &counts_; // this thread's
     vipl_wait::WaitState ws_;
     std::uint64_t start_ = 0;
     unsigned idle_ = 0;
@@ -114,9 +120,11 @@ struct SendShared {
     const StreamParams &p;
     int spinning;
     std::atomic<int> credits[kMaxThreads] = {};
+    std::atomic<bool> ready[kMaxThreads] = {}; // the receiving thread of this thread's link runs
     std::atomic<int> arrived{0};
     std::uint64_t t0[kMaxThreads] = {}, t1[kMaxThreads] = {}, post_ticks[kMaxThreads] = {};
     bool preempted[kMaxThreads] = {};
+    WaitCounts waits[kMaxThreads] = {};
 };
 
 void sender(SendShared &sh, Crew &crew, int t) {
@@ -124,30 +132,37 @@ void sender(SendShared &sh, Crew &crew, int t) {
     const LinkEnd &e = s.send_end[std::size_t(std::min(t, s.shape.links - 1))];
     const std::vector<Slot *> &ring = s.send_ring[std::size_t(t)];
     const int W = sh.p.window;
-    Waiter wait(crew, sh.spinning, "a sending thread");
-    // One poll of the VI: completed sends, and a confirmation (for any thread).
+    WaitCounts counts; // from the clock's start on
+    Waiter wait(crew, sh.spinning, "a sending thread", counts);
+    // One poll of the VI: completed sends, and a confirmation or a ready
+    // message (for any thread).
     auto poll = [&] {
         bool any = reap_sends(e) > 0;
         VIP_DESCRIPTOR *d = nullptr;
         if (VipRecvDone(e.vi, &d) == VIP_SUCCESS) {
             check_done(d, "a confirmation's receive");
             const Msg m = read_msg(d);
-            if (m.kind != kConfirm || m.stream != sh.p.stream || m.thread >= unsigned(sh.v.threads))
+            if ((m.kind != kConfirm && m.kind != kReady) || m.stream != sh.p.stream ||
+                m.thread >= unsigned(sh.v.threads))
                 throw std::runtime_error(fmt::format("a stray message at the sender: kind {:#x}, stream {}, thread {}",
                                                      m.kind, m.stream, m.thread));
             post_recv(e, slot_of(d));
-            sh.credits[m.thread].fetch_add(1, std::memory_order_release);
+            if (m.kind == kReady) sh.ready[m.thread].store(true, std::memory_order_release);
+            else sh.credits[m.thread].fetch_add(1, std::memory_order_release);
             any = true;
         }
         if (any) wait.progress();
         else wait.idle();
     };
+    // Untimed: the receiving thread of this link runs (its ready message came).
+    while (!sh.ready[t].load(std::memory_order_acquire)) poll();
     // The threads start together (an untimed spin; arrival order is free).
     sh.arrived.fetch_add(1);
     while (sh.arrived.load() < sh.v.threads) std::this_thread::yield();
     const long switches = logp::involuntary_switches();
     std::size_t next = 0;
     Slot *win[kMaxWindow];
+    counts = {};
     sh.t0[t] = logp::ticks();
     for (int b = 0; b < sh.p.blocks; ++b) {
         // Free slots and filled descriptors first: the timed part is the posts alone.
@@ -165,6 +180,7 @@ void sender(SendShared &sh, Crew &crew, int t) {
         while (sh.credits[t].load(std::memory_order_acquire) < b + 1) poll();
     }
     sh.t1[t] = logp::ticks();
+    sh.waits[t] = counts;
     sh.preempted[t] = logp::involuntary_switches() != switches;
     // Untimed: every slot of this thread handed back before the next stream.
     for (Slot *sl : ring)
@@ -186,9 +202,11 @@ SendTimes senders(Setup &s, const Variant &v, const StreamParams &p, int spinnin
         last = std::max(last, sh.t1[t]);
         post += sh.post_ticks[t];
         out.preempted |= sh.preempted[t];
+        out.wait += sh.waits[t];
     }
     out.messages = std::uint64_t(v.threads) * std::uint64_t(p.blocks) * std::uint64_t(p.window);
     out.stream_ns = logp::ticks_to_ns(last - first);
+    out.start_ticks = first;
     out.post_ns = logp::ticks_to_ns(post) / double(out.messages);
     return out;
 }
@@ -207,7 +225,38 @@ struct RecvShared {
     std::unique_ptr<std::atomic<std::uint8_t>[]> seen; // per (sending thread, number): exactly once
     std::uint32_t next_seq[kMaxThreads] = {};          // where one thread takes a link's receives: the order
     std::uint32_t confirms[kMaxThreads] = {};          // per receiving thread: confirmations sent
+    WaitCounts waits[kMaxThreads] = {};                // per receiving thread
+    std::uint64_t ready_at[kMaxThreads] = {};          // per receiving thread: when it sent its ready messages
 };
+
+// Posts a confirmation or ready message on e from receiving thread r's next
+// confirmation slot, once that slot is handed back.
+void send_control(RecvShared &sh, int r, const LinkEnd &e, const Msg &m, Waiter &wait) {
+    const Setup &s = sh.s;
+    const std::vector<Slot *> &ring = s.confirm_ring[std::size_t(r)];
+    Slot *sl = ring[sh.confirms[r]++ % ring.size()];
+    while (sl->busy.load(std::memory_order_acquire)) {
+        int reaped = 0;
+        for (const LinkEnd &x : s.recv_end) reaped += reap_sends(x);
+        if (reaped) wait.progress();
+        else wait.idle();
+    }
+    fill_send(e, sl, m);
+    sl->busy.store(1, std::memory_order_relaxed);
+    check(VipPostSend(e.vi, &sl->desc, e.nic->mh),
+          m.kind == kReady ? "VipPostSend (ready)" : "VipPostSend (confirmation)");
+}
+
+// Receiving thread r runs: it tells the sending threads of its link (link r;
+// with one link, every sending thread), whose clocks start once they know.
+void announce(RecvShared &sh, int r, Waiter &wait) {
+    const Setup &s = sh.s;
+    if (r >= s.shape.links) return;
+    sh.ready_at[r] = logp::ticks();
+    for (int t = 0; t < sh.v.threads; ++t)
+        if (std::min(t, s.shape.links - 1) == r)
+            send_control(sh, r, s.recv_end[std::size_t(r)], Msg{kReady, std::uint32_t(t), 0, sh.p.stream}, wait);
+}
 
 // Takes one received message of link `link` (its descriptor d), checks it,
 // reposts the receive and, at the end of a window, confirms it.
@@ -228,26 +277,14 @@ void take(RecvShared &sh, int r, int link, VIP_DESCRIPTOR *d, bool ordered, Wait
                                              m.thread, sh.next_seq[m.thread] - 1));
     post_recv(e, slot_of(d));
     const int n = sh.got[m.thread].fetch_add(1) + 1;
-    if (n % sh.p.window == 0) {
-        // The next confirmation slot of this receiving thread, once handed back.
-        const std::vector<Slot *> &ring = s.confirm_ring[std::size_t(r)];
-        Slot *sl = ring[sh.confirms[r]++ % ring.size()];
-        while (sl->busy.load(std::memory_order_acquire)) {
-            int reaped = 0;
-            for (const LinkEnd &x : s.recv_end) reaped += reap_sends(x);
-            if (reaped) wait.progress();
-            else wait.idle();
-        }
-        fill_send(e, sl, Msg{kConfirm, m.thread, std::uint32_t(n), sh.p.stream});
-        sl->busy.store(1, std::memory_order_relaxed);
-        check(VipPostSend(e.vi, &sl->desc, e.nic->mh), "VipPostSend (confirmation)");
-    }
+    if (n % sh.p.window == 0) send_control(sh, r, e, Msg{kConfirm, m.thread, std::uint32_t(n), sh.p.stream}, wait);
     sh.taken.fetch_add(1, std::memory_order_release);
 }
 
 void receiver(RecvShared &sh, Crew &crew, int r) {
     const Setup &s = sh.s;
-    Waiter wait(crew, sh.spinning, "a receiving thread");
+    Waiter wait(crew, sh.spinning, "a receiving thread", sh.waits[r]);
+    announce(sh, r, wait);
     const std::uint64_t per_thread = std::uint64_t(sh.p.blocks) * std::uint64_t(sh.p.window);
     const std::uint64_t total = per_thread * std::uint64_t(sh.v.threads);
     if (s.shape.shared_cq) {
@@ -321,6 +358,10 @@ void start_receivers(RecvShared &sh, Crew &crew, bool here) {
 RecvCount count_of(const RecvShared &sh) {
     RecvCount c;
     c.messages = sh.taken.load();
+    for (int r = 0; r < receiving_threads(sh.s, sh.v); ++r) {
+        c.wait += sh.waits[r];
+        c.ready_ticks = std::max(c.ready_ticks, sh.ready_at[r]);
+    }
     return c;
 }
 

@@ -3,6 +3,14 @@
 // for the receiver's confirmation of it (the LogP suite's message-rate method,
 // bench/logp/src/measure_rate.cpp, with one window per thread); the receiving
 // threads repost every receive as they take it and confirm each window.
+//
+// The threads of a stream are started for it, on both sides (but for a
+// variant on_main).  The clock starts once every receiving thread runs: each one, when it starts, sends a
+// ready message to the sending threads of its link, and a sending thread
+// waits for its ready message (untimed) before the start.  Without that, a
+// stream's time would include how long the other process took to create and
+// schedule its receiving thread (milliseconds on a busy machine), which a
+// variant on the main threads (already running) never pays.
 #pragma once
 
 #include "vi_setup.hpp"
@@ -31,12 +39,28 @@ struct StreamParams {
     std::uint32_t stream = 0; // a number the stream's messages carry, checked on arrival
 };
 
+// How a side's polling loops waited during one stream, summed over its
+// threads: polls that found nothing, and the times the CPU was given away
+// (VIASTACK_WAIT's window used up).  Per message, what tells a stream whose
+// threads poll each other's work from one whose threads take turns on a CPU.
+struct WaitCounts {
+    std::uint64_t idle_polls = 0;
+    std::uint64_t yields = 0;
+    WaitCounts &operator+=(const WaitCounts &o) {
+        idle_polls += o.idle_polls;
+        yields += o.yields;
+        return *this;
+    }
+};
+
 // The sending side's measurement of one stream.
 struct SendTimes {
     double stream_ns = 0; // first thread's start to last thread's last confirmation
     double post_ns = 0;   // mean time of one VipPostSend (timed per window of posts), over all threads
     std::uint64_t messages = 0;
-    bool preempted = false; // some sending thread was switched out involuntarily during the stream
+    bool preempted = false;        // some sending thread was switched out involuntarily during the stream
+    WaitCounts wait;               // the timed part's
+    std::uint64_t start_ticks = 0; // the clock's start (logp::ticks, the first thread's)
 };
 
 // The receiving side's count: messages taken (each checked: kind, stream,
@@ -44,6 +68,8 @@ struct SendTimes {
 // a link's receives; exactly once everywhere).
 struct RecvCount {
     std::uint64_t messages = 0;
+    WaitCounts wait;
+    std::uint64_t ready_ticks = 0; // when the last receiving thread said it runs (logp::ticks)
 };
 
 // Runs the sending threads of one stream (this process holds the sending

@@ -42,9 +42,10 @@ struct alignas(VIP_DESCRIPTOR_ALIGNMENT) Slot {
 inline Slot *slot_of(VIP_DESCRIPTOR *d) { return reinterpret_cast<Slot *>(d); }
 
 // What a message carries: its kind, the sending thread it belongs to (the
-// data's sender, or the thread a confirmation credits), its number in that
-// thread's stream, and the stream it belongs to.
-enum : std::uint32_t { kData = 0xda7a, kConfirm = 0xc0f1 };
+// data's sender, the thread a confirmation credits, or the thread a receiving
+// thread tells that it runs), its number in that thread's stream, and the
+// stream it belongs to.
+enum : std::uint32_t { kData = 0xda7a, kConfirm = 0xc0f1, kReady = 0x4ead };
 struct Msg {
     std::uint32_t kind, thread, seq, stream;
 };
