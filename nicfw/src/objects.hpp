@@ -186,6 +186,7 @@ private:
     VIP_RETURN post_recv_alone(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     __attribute__((noinline)) VIP_RETURN post_recv_kick(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, bool pushed);
     VIP_RETURN done(vipl::common::WorkRing<> &hostq, VIP_DESCRIPTOR **d);
+    [[gnu::noinline]] VIP_RETURN done_poll(vipl::common::WorkRing<> &hostq, VIP_DESCRIPTOR **d, bool take);
     VIP_RETURN wait(vipl::common::WorkRing<> &hostq, VIP_ULONG timeout_ms, VIP_DESCRIPTOR **d);
     friend class Agent; // reaps a completed descriptor for an armed notify
 };

@@ -45,22 +45,29 @@ struct NicEntry; // API-layer bookkeeping of one open NIC handle
 // One table per kind.  `owner` is the NIC entry an object was made through.
 template <class T>
 class HandleTable {
-    // Written under mu_, read without it: every field is an atomic.
+    // Written under mu_ (and `state` by close/reopen), read without it: every
+    // field is an atomic.
     struct Slot {
-        std::atomic<uint32_t> gen{0};
+        // The generation (low 32 bits; odd while an object is in the slot)
+        // and kClosing from close() to remove()/reopen(): one word, so that a
+        // use checks "this handle's object, not being destroyed" with one
+        // load and one compare against the handle's generation.
+        std::atomic<uint64_t> state{0};
         std::atomic<T *> obj{nullptr};
         std::atomic<NicEntry *> owner{nullptr};
-        std::atomic<uint32_t> uses{0};    // calls holding a Use of the object
-        std::atomic<bool> closing{false}; // close() .. remove()/reopen()
+        std::atomic<uint32_t> uses{0}; // calls holding a Use of the object
     };
+    static constexpr uint64_t kClosing = uint64_t(1) << 32;
+    static uint32_t gen_in(uint64_t state) { return static_cast<uint32_t>(state); }
+    // A handle is (kind << 56) | (generation << 24) | index.  One that can
+    // name a live object of this kind has these bits exactly as shape_ has
+    // them: the kind, an index below kCap (bits 16..23 clear), an odd
+    // generation (bit 24).  One mask and one compare check all three.
+    static constexpr uint64_t kShapeMask = (uint64_t(0xff) << 56) | (uint64_t(0xff) << 16) | (uint64_t(1) << 24);
+    static uint64_t shape_for(Kind k) { return (static_cast<uint64_t>(k) << 56) | (uint64_t(1) << 24); }
+    bool well_formed(const void *h) const { return (reinterpret_cast<uint64_t>(h) & kShapeMask) == shape_; }
     // The slot a well-formed live-looking handle of this kind names, or nullptr.
-    Slot *slot_of(const void *h) const {
-        const uint64_t v = reinterpret_cast<uint64_t>(h);
-        if ((v >> 56) != static_cast<uint64_t>(kind_)) return nullptr;
-        const uint32_t idx = static_cast<uint32_t>(v & 0xffffff);
-        if (idx >= kCap || !(gen_of(h) & 1u)) return nullptr;
-        return &slots_[idx];
-    }
+    Slot *slot_of(const void *h) const { return well_formed(h) ? &slots_[index_of(h)] : nullptr; }
     static uint32_t index_of(const void *h) { return static_cast<uint32_t>(reinterpret_cast<uint64_t>(h) & 0xffffff); }
     static uint32_t gen_of(const void *h) {
         return static_cast<uint32_t>((reinterpret_cast<uint64_t>(h) >> 24) & 0xffffffff);
@@ -69,7 +76,9 @@ class HandleTable {
 public:
     static constexpr uint32_t kCap = 1u << 16;
 
-    explicit HandleTable(Kind k) : kind_(k), slots_(new Slot[kCap]) {}
+    static_assert(kCap == (1u << 16), "kShapeMask: an index below kCap has bits 16..23 clear");
+
+    explicit HandleTable(Kind k) : kind_(k), shape_(shape_for(k)), slots_(new Slot[kCap]) {}
 
     void *insert(T *obj, NicEntry *owner) {
         std::lock_guard<std::mutex> g(mu_);
@@ -83,25 +92,23 @@ public:
             return nullptr;
         }
         Slot &s = slots_[idx];
-        // The slot is free (even generation): no lookup returns these fields
-        // until the odd generation below is published.  Release stores: a
-        // lookup with an old handle that reads them also sees the remove that
-        // freed the slot (it happened before, under mu_) on its re-check.
+        // The slot is free (even generation, not closing): no lookup returns
+        // these fields until the odd generation below is published.  Release
+        // stores: a lookup with an old handle that reads them also sees the
+        // remove that freed the slot (it happened before, under mu_) on its
+        // re-check.
         s.obj.store(obj, std::memory_order_release);
         s.owner.store(owner, std::memory_order_release);
-        const uint32_t gen = s.gen.load(std::memory_order_relaxed) | 1u; // odd = live
-        s.gen.store(gen, std::memory_order_release);
+        const uint32_t gen = gen_in(s.state.load(std::memory_order_relaxed)) | 1u; // odd = live
+        s.state.store(gen, std::memory_order_release);
         return encode(idx, gen);
     }
 
     T *lookup(const void *h, NicEntry **owner = nullptr) const {
-        const uint64_t v = reinterpret_cast<uint64_t>(h);
-        if ((v >> 56) != static_cast<uint64_t>(kind_)) return nullptr;
-        const uint32_t idx = static_cast<uint32_t>(v & 0xffffff);
-        const uint32_t gen = static_cast<uint32_t>((v >> 24) & 0xffffffff);
-        if (idx >= kCap || !(gen & 1u)) return nullptr;
-        const Slot &s = slots_[idx];
-        if (s.gen.load(std::memory_order_acquire) != gen) return nullptr;
+        if (!well_formed(h)) return nullptr;
+        const uint32_t gen = gen_of(h);
+        const Slot &s = slots_[index_of(h)];
+        if (gen_in(s.state.load(std::memory_order_acquire)) != gen) return nullptr;
         // Acquire loads (plain loads on x86): the re-check below cannot be
         // done before them, and a field value written by a remove or insert
         // brings that writer's generation with it.
@@ -109,29 +116,35 @@ public:
         NicEntry *own = s.owner.load(std::memory_order_acquire);
         // Seqlock re-check: the fields are this handle's only if the slot was
         // not removed (and perhaps reused) while they were read.
-        if (s.gen.load(std::memory_order_relaxed) != gen) return nullptr;
+        if (gen_in(s.state.load(std::memory_order_relaxed)) != gen) return nullptr;
         if (owner) *owner = own;
         return obj;
     }
 
     // A use of the object `h` names for one call (true while it names one).
     // The use is published first (the slot in this thread's record, or the
-    // slot's count), then the handle checked.  close() stores `closing`, runs
-    // membarrier (or, for counts, its own locked exchange) and then reads the
-    // records and the count: so either close() waits for this use or this use
-    // sees `closing` and backs off.  With the use held and `closing` clear,
-    // the object cannot be removed (remove() follows close()), so the slot's
-    // fields are read once, without the lookup's seqlock re-check.  The
-    // uncontended cost with a record, for a call's outermost use: one plain
-    // store to take it (its entry is the record's first, found free by one
-    // load), one to give it back, and one more load than lookup().
+    // slot's count), then the handle checked.  close() marks the slot
+    // closing, runs membarrier (or, for counts, its own locked exchange) and
+    // then reads the records and the count: so either close() waits for this
+    // use or this use sees the mark and backs off.  With the use held and the
+    // mark clear, the object cannot be removed (remove() follows close()), so
+    // the slot's fields are read once, without the lookup's seqlock re-check.
+    //
+    // A call's outermost use with a record (the data path's case) is inline
+    // and costs, beyond lookup()'s handle decoding: the record's address (a
+    // TLS load), one load finding its first entry free, the store naming the
+    // slot there, one load and compare of the slot's state (generation and
+    // closing mark in one word), and the store clearing the entry at the end
+    // (the entry is known to be the first: no position to work out).  The rest
+    // is out of line: a nested use (the record's stack), a thread's first call
+    // (enrol), a count, a handle that is stale or being destroyed.
     class Use {
     public:
         Use(HandleTable &t, const void *h, NicEntry **owner = nullptr) : held_(take(t, h, owner)) {}
         ~Use() {
-            if (!held_.slot) return;
-            if (held_.entry) InCallRecord::give_back(held_.entry);
-            else held_.slot->uses.fetch_sub(1, std::memory_order_release);
+            if (__builtin_expect((held_.at & kTag) == 0, 1)) // the first entry: its address, untagged
+                InCallRecord::give_back_first(reinterpret_cast<std::atomic<const void *> *>(held_.at));
+            else if (held_.at != kNone) give_back(held_.at);
         }
         Use(const Use &) = delete;
         Use &operator=(const Use &) = delete;
@@ -140,61 +153,67 @@ public:
         explicit operator bool() const { return held_.obj != nullptr; }
 
     private:
-        // What a use holds: nothing (slot null), or the object, its slot and
-        // the record entry naming it (null: the use is in the slot's count).
-        // Returned by value, so that the common case keeps it in registers.
+        // Where a use is held, in one word (what the common case keeps across
+        // the provider call): the first entry of this thread's record (tag
+        // 0), an entry of its stack (tag 1), the slot whose count it is in
+        // (tag 2), or nowhere (kNone).  Entries and slots are 8-byte aligned.
+        static constexpr uintptr_t kTag = 3, kNested = 1, kCounted = 2, kNone = 3;
+        static std::atomic<const void *> *entry(uintptr_t at) {
+            return reinterpret_cast<std::atomic<const void *> *>(at & ~kTag);
+        }
         struct Held {
             T *obj = nullptr;
-            Slot *slot = nullptr;
-            std::atomic<const void *> *entry = nullptr;
+            uintptr_t at = kNone;
         };
-        static Held take(HandleTable &t, const void *h, NicEntry **owner) {
-            Slot *s = t.slot_of(h);
-            if (__builtin_expect(s == nullptr, 0)) return {};
-            if (InCallRecord *r = InCallRegistry::mine(); __builtin_expect(r != nullptr, 1))
-                if (std::atomic<const void *> *e = r->take(); __builtin_expect(e != nullptr, 1)) {
-                    Held u = hold_in(e, s, h, owner);
-                    if (__builtin_expect(u.slot != nullptr, 1)) return u;
-                }
-            return slow(t, h, owner);
+        [[gnu::always_inline]] static Held take(HandleTable &t, const void *h, NicEntry **owner) {
+            if (__builtin_expect(!t.well_formed(h), 0)) return {};
+            Slot *s = &t.slots_[index_of(h)];
+            InCallRecord *r = InCallRegistry::mine();
+            if (__builtin_expect(r != nullptr, 1) &&
+                __builtin_expect(r->slot[0].load(std::memory_order_relaxed) == nullptr, 1)) {
+                r->slot[0].store(s, std::memory_order_relaxed);
+                std::atomic_signal_fence(std::memory_order_seq_cst); // close()'s membarrier orders it
+                if (__builtin_expect(live(s, h), 1)) return held(s, reinterpret_cast<uintptr_t>(&r->slot[0]), owner);
+                InCallRecord::give_back_first(&r->slot[0]);
+            }
+            return slow(s, h, owner);
         }
         // The handle still names the object and it is not being destroyed:
-        // the use is held.
-        static bool live(Slot *s, const void *h) {
-            return s->gen.load(std::memory_order_acquire) == gen_of(h) && !s->closing.load(std::memory_order_seq_cst);
-        }
-        static Held held(Slot *s, std::atomic<const void *> *e, NicEntry **owner) {
+        // the slot's state is exactly the handle's generation.
+        static bool live(Slot *s, const void *h) { return s->state.load(std::memory_order_seq_cst) == gen_of(h); }
+        static Held held(Slot *s, uintptr_t at, NicEntry **owner) {
             if (owner) *owner = s->owner.load(std::memory_order_relaxed);
-            return {s->obj.load(std::memory_order_relaxed), s, e};
+            return {s->obj.load(std::memory_order_relaxed), at};
         }
-        // The use published in an entry of this thread's record, then the
-        // handle checked; nothing held (the entry given back) when it fails.
-        static Held hold_in(std::atomic<const void *> *e, Slot *s, const void *h, NicEntry **owner) {
-            e->store(s, std::memory_order_relaxed);
-            std::atomic_signal_fence(std::memory_order_seq_cst); // close()'s membarrier orders it
-            if (__builtin_expect(live(s, h), 1)) return held(s, e, owner);
-            InCallRecord::give_back(e);
-            return {};
-        }
-        // No record yet (enrol), none possible or the record full (count), or
-        // the handle is stale or its object being destroyed: wait for the
-        // outcome (the handle gone, or the destroy refused) and look again.
-        __attribute__((noinline)) static Held slow(HandleTable &t, const void *h, NicEntry **owner) {
+        // No record yet (enrol), none possible or the record full (count), a
+        // nested use (the record's stack), or the handle is stale or its
+        // object being destroyed: wait for the outcome (the handle gone, or
+        // the destroy refused) and look again.
+        __attribute__((noinline)) static Held slow(Slot *s, const void *h, NicEntry **owner) {
             for (;;) {
-                Slot *s = t.slot_of(h);
-                if (!s || s->gen.load(std::memory_order_acquire) != gen_of(h)) return {};
-                while (s->closing.load(std::memory_order_acquire) &&
-                       s->gen.load(std::memory_order_acquire) == gen_of(h))
+                uint64_t st;
+                while ((st = s->state.load(std::memory_order_acquire)) & kClosing) {
+                    if (gen_in(st) != gen_of(h)) return {};
                     sched_yield();
+                }
+                if (gen_in(st) != gen_of(h)) return {};
                 InCallRecord *r = g_in_calls.enroll();
                 if (std::atomic<const void *> *e = r ? r->take() : nullptr) {
-                    if (Held u = hold_in(e, s, h, owner); u.slot) return u;
+                    e->store(s, std::memory_order_relaxed);
+                    std::atomic_signal_fence(std::memory_order_seq_cst);
+                    if (live(s, h))
+                        return held(s, reinterpret_cast<uintptr_t>(e) | (e == &r->slot[0] ? 0 : kNested), owner);
+                    InCallRecord::give_back(e);
                     continue;
                 }
                 s->uses.fetch_add(1, std::memory_order_seq_cst);
-                if (live(s, h)) return held(s, nullptr, owner);
+                if (live(s, h)) return held(s, reinterpret_cast<uintptr_t>(s) | kCounted, owner);
                 s->uses.fetch_sub(1, std::memory_order_release);
             }
+        }
+        __attribute__((noinline)) static void give_back(uintptr_t at) {
+            if ((at & kTag) == kNested) InCallRecord::give_back(entry(at));
+            else reinterpret_cast<Slot *>(at & ~kTag)->uses.fetch_sub(1, std::memory_order_release);
         }
         Held held_;
     };
@@ -207,14 +226,13 @@ public:
         T *obj = lookup(h);
         if (!obj) return nullptr;
         Slot &s = slots_[index_of(h)];
-        if (s.closing.exchange(true, std::memory_order_seq_cst)) return nullptr;
-        if (s.gen.load(std::memory_order_seq_cst) != gen_of(h)) { // removed meanwhile
-            s.closing.store(false, std::memory_order_release);
-            return nullptr;
-        }
+        // Marked only if still this handle's and not closing: a close racing
+        // another, or a remove, fails here.
+        uint64_t live = gen_of(h);
+        if (!s.state.compare_exchange_strong(live, live | kClosing, std::memory_order_seq_cst)) return nullptr;
         obj->closing_.store(true, std::memory_order_release); // Waits in the provider return
-        // Every thread's record store before its check of `closing` is now
-        // visible, or its check sees `closing`.
+        // Every thread's record store before its check of the state is now
+        // visible, or its check sees the mark.
         if (common::membarrier_ready()) common::process_barrier();
         for (unsigned i = 0; s.uses.load(std::memory_order_seq_cst) != 0 || g_in_calls.named(&s); ++i)
             common::spin_pause(i);
@@ -223,7 +241,7 @@ public:
     // The destroy was refused: the object lives on, waiting calls go ahead.
     void reopen(const void *h, T *obj) {
         obj->closing_.store(false, std::memory_order_release);
-        slots_[index_of(h)].closing.store(false, std::memory_order_release);
+        slots_[index_of(h)].state.store(gen_of(h), std::memory_order_release);
     }
 
     // Invalidates the handle (its generation moves on) and returns the object.
@@ -231,16 +249,15 @@ public:
         std::lock_guard<std::mutex> g(mu_);
         T *obj = lookup(h);
         if (!obj) return nullptr;
-        const uint32_t idx = static_cast<uint32_t>(reinterpret_cast<uint64_t>(h) & 0xffffff);
-        Slot &s = slots_[idx];
-        // Even = free.  Stored before the fields change, and they are
+        Slot &s = slots_[index_of(h)];
+        // Even = free, and the closing mark cleared: waiting calls now find
+        // the handle gone.  Stored before the fields change, and they are
         // release stores, so a lookup that read a changed field also sees the
         // new generation on its re-check.
-        s.gen.store(s.gen.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        s.state.store(static_cast<uint32_t>(gen_of(h) + 1), std::memory_order_release);
         s.obj.store(nullptr, std::memory_order_release);
         s.owner.store(nullptr, std::memory_order_release);
-        free_.push_back(idx);
-        s.closing.store(false, std::memory_order_release); // waiting calls now find the handle gone
+        free_.push_back(index_of(h));
         return obj;
     }
 
@@ -248,7 +265,7 @@ public:
     void for_each(F &&f) {
         std::lock_guard<std::mutex> g(mu_);
         for (uint32_t i = 0; i < next_; ++i)
-            if (slots_[i].gen.load() & 1u) f(slots_[i].obj.load(), slots_[i].owner.load());
+            if (gen_in(slots_[i].state.load()) & 1u) f(slots_[i].obj.load(), slots_[i].owner.load());
     }
 
 private:
@@ -258,6 +275,7 @@ private:
     }
 
     Kind kind_;
+    uint64_t shape_; // shape_for(kind_)
     std::unique_ptr<Slot[]> slots_;
     std::mutex mu_;
     std::vector<uint32_t> free_;

@@ -41,6 +41,8 @@ struct alignas(64) InCallRecord {
         if (__builtin_expect(slot[0].load(std::memory_order_relaxed) == nullptr, 1)) return &slot[0];
         return depth < kDepth ? &slot[depth++] : nullptr;
     }
+    // Gives back slot[0] (the caller knows it holds that entry): the store alone.
+    static void give_back_first(std::atomic<const void *> *e) { e->store(nullptr, std::memory_order_release); }
     // Gives back an entry take() returned.  Release: pairs with the
     // destroyer's acquire look.  Uses end in reverse order (they are scoped),
     // so a stack entry is the top: the stack's depth becomes its position.

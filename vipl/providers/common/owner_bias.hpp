@@ -94,11 +94,18 @@ public:
     // bias is (being) shared; returns once the switch is complete, so the
     // caller's locked path cannot overlap anything unlocked.
     bool enter() {
+        if (__builtin_expect(try_enter(), 1)) return true;
+        wait_shared();
+        return false;
+    }
+    // enter() without the wait: false at once when the bias is (being)
+    // shared; the caller's shared path must then wait for fully_shared().
+    // No call on either outcome, so an inlined caller keeps no registers.
+    bool try_enter() {
         busy_.store(true, std::memory_order_relaxed);
         std::atomic_signal_fence(std::memory_order_seq_cst); // membarrier orders the store before the load
         if (__builtin_expect(state_.load(std::memory_order_relaxed) == kAlone, 1)) return true;
         busy_.store(false, std::memory_order_release);
-        wait_shared();
         return false;
     }
     void leave() { busy_.store(false, std::memory_order_release); }

@@ -39,6 +39,11 @@ public:
         lock_shared();
         return false;
     }
+    // lock()'s owner path alone, for a caller that keeps the rest (lock())
+    // out of line: true (release with unlock(true)) when the calling thread
+    // owns the lock and no other thread has taken it; false, holding
+    // nothing, else.  It makes no call.
+    bool try_alone() { return !bias_.shared() && bias_.owned_by(this_thread_id()) && bias_.try_enter(); }
     void unlock(bool unlocked_path) {
         if (unlocked_path) bias_.leave();
         else held_.store(false, std::memory_order_release);

@@ -137,9 +137,38 @@ public:
 
     // The oldest descriptor, taken if it is complete (under the reap lock).
     bool take(VIP_DESCRIPTOR **d) {
-        SpinGuard g(reap_lock_);
+        const Take t = try_take(d);
+        return t == Take::Taken || (t == Take::Locked && take_shared(d));
+    }
+
+    // take()'s inline part, for a caller that keeps the rest out of line (it
+    // calls take() again for Locked).  An empty queue is seen without the
+    // lock: head and tail are atomics, and the answer is true at the moment
+    // of the loads.  The reap lock's owner, while no other thread has taken
+    // it, takes with plain stores: no other thread has ever reaped, so the
+    // head it loaded is still the head.
+    enum class Take : uint8_t { Taken, NotTaken, Locked };
+    Take try_take(VIP_DESCRIPTOR **d) {
         const uint64_t h = head_.load(std::memory_order_relaxed);
+        if (h == tail_.load(std::memory_order_acquire)) return Take::NotTaken; // nothing posted: no lock
+        if (__builtin_expect(!reap_lock_.try_alone(), 0)) return Take::Locked;
+        const bool taken = take_head(h, d);
+        reap_lock_.unlock(true);
+        return taken ? Take::Taken : Take::NotTaken;
+    }
+
+    // Serialises the threads posting to this queue (see the top of the file).
+    SpinLock post_lock;
+
+private:
+    [[gnu::noinline]] bool take_shared(VIP_DESCRIPTOR **d) {
+        SpinGuard g(reap_lock_);
+        const uint64_t h = head_.load(std::memory_order_relaxed); // another reaper may have moved it
         if (h == tail_.load(std::memory_order_acquire)) return false;
+        return take_head(h, d);
+    }
+    // Under the reap lock: the descriptor at head h (< tail), taken if complete.
+    bool take_head(uint64_t h, VIP_DESCRIPTOR **d) {
         VIP_DESCRIPTOR *head = slots_[h & mask_].desc;
         if (!descriptor_done(head)) return false;
         head_.store(h + 1, std::memory_order_release);
@@ -147,10 +176,6 @@ public:
         return true;
     }
 
-    // Serialises the threads posting to this queue (see the top of the file).
-    SpinLock post_lock;
-
-private:
     std::unique_ptr<Slot[]> slots_;
     uint32_t mask_ = 0;
     // On their own cache lines: the posting and the reaping thread may differ.
