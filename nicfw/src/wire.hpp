@@ -227,10 +227,15 @@ inline bool packet_crc_ok(const PacketHeader *h, const unsigned char *payload);
 
 // Consumer side: the packet at head, if published; nullptr otherwise.  Inline:
 // the firmware looks at its FIFO on every step, and most looks find nothing.
-inline const PacketHeader *wire_peek(Wire &w, int me, uint64_t head) {
-    auto *h = reinterpret_cast<const PacketHeader *>(&w.slots(me)[head & (w.ring_slots() - 1)]);
+// wire_peek_at: the same, given the FIFO's slots and ring_slots() - 1 (what
+// its consumer keeps at hand instead of computing them per look).
+inline const PacketHeader *wire_peek_at(const Slot *ring, uint64_t mask, uint64_t head) {
+    auto *h = reinterpret_cast<const PacketHeader *>(&ring[head & mask]);
     const uint32_t tag = reinterpret_cast<const std::atomic<uint32_t> *>(&h->tag)->load(std::memory_order_acquire);
     return tag == tag_of(head) ? h : nullptr;
+}
+inline const PacketHeader *wire_peek(Wire &w, int me, uint64_t head) {
+    return wire_peek_at(w.slots(me), w.ring_slots() - 1, head);
 }
 // Whether a published header can be trusted to say how far to advance: a pad
 // must fill exactly to the ring's end, a packet must fit in the ring and in the
