@@ -342,9 +342,11 @@ template <bool alone>
 }
 
 // Whether any VI has a doorbell pending (the MCP iteration would serve it first).
+// The first word (VIs 0-63, the only one in most programs) without the loop.
 inline bool Firmware::doorbell_pending() const {
+    if (active_[0].load(std::memory_order_relaxed)) return true;
     const uint32_t words = vi_words_.load(std::memory_order_relaxed);
-    for (uint32_t w = 0; w < words; ++w)
+    for (uint32_t w = 1; w < words; ++w)
         if (active_[w].load(std::memory_order_relaxed)) return true;
     return false;
 }
