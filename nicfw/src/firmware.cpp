@@ -40,6 +40,8 @@ Firmware::Firmware(const Config &cfg, const std::string &job, int rank, int npro
       cm_(cm), sram_tx_(new unsigned char[kMaxStagedTransfer + 64]),
       sram_rx_(new unsigned char[wire_.max_payload() + 64]), cost_(cfg.profile.cost), dma_(rank), peers_(wire_, rank) {
     rx_head_ = wire_.ctl(rank_).head.load(std::memory_order_acquire);
+    rx_slots_ = wire_.slots(rank_);
+    rx_mask_ = wire_.ring_slots() - 1;
     if (cfg_.faults.any()) faults_ = std::make_unique<FaultInjector>(cfg_.faults, rank, now_ns());
     ack_list_.reserve(kMaxVi);
     // Every rank of a job has the same configuration, so every consumer of the
@@ -259,7 +261,7 @@ void Firmware::step() {
 // The wire: a bounded number of packets per call, so doorbells are not starved.
 void Firmware::drain_wire() {
     for (int n = 0; n < 32; ++n) {
-        const PacketHeader *h = wire_peek(wire_, rank_, rx_head_);
+        const PacketHeader *h = rx_peek();
         if (!h) break;
         if (__builtin_expect(!wire_header_sane(wire_, rx_head_, h), 0)) {
             // Corrupt FIFO memory: skip one slot (its tag is cleared) and go on.
@@ -294,18 +296,20 @@ void Firmware::drain_wire() {
 // the wire (not reliable reception) - so its result is tx_one's: the same
 // packet, sequence number and completion status.  Anything else, or a full
 // FIFO, returns false before anything changed, and tx_one then runs its full
-// checks and produces the spec's error status.  direct_idle has checked the VI
-// (Connected, nothing queued or flushing), direct_transmit the configuration
-// (fast_tx_).
-// Here beside direct_transmit, its one caller, so that a send is one call
-// into the firmware.
-inline bool Firmware::tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+// checks and produces the spec's error status.  The caller has checked the VI
+// (Connected, nothing queued or flushing) and the configuration (fast_tx_,
+// which leaves out the cost model, so the completion books nothing on it).
+// `alone`: send_alone's call, for a VI whose connection fixed a level other
+// than reliable reception (ViImpl::send_fast), which is not looked at again.
+// Here beside its callers, so that a send is one call into the firmware.
+template <bool alone>
+[[gnu::always_inline]] inline bool Firmware::tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     VIP_CONTROL_SEGMENT cs;
     std::memcpy(&cs, &d->CS, sizeof cs);
     const uint32_t n = cs.SegCount;
     if ((cs.Control & ~VIP_CONTROL_IMMEDIATE) != VIP_CONTROL_OP_SENDRECV || n > kFastSegs ||
         cs.Length >= fast_tx_limit_ || cs.Length > vi->attr.max_transfer ||
-        vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION)
+        (!alone && vi->attr.reliability == VIP_SERVICE_RELIABLE_RECEPTION))
         return false;
     // The descriptor (control segment and data segments) in one region of the VI's ptag.
     const Region *dr = protection_.covers(mh, vi->ptag_id, d, vipl::common::descriptor_bytes(n));
@@ -332,8 +336,19 @@ inline bool Firmware::tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) 
         out += seg[i].Local.Length;
     }
     wire_publish(wire_, vi->peer_nic, tx, cfg_.crc);
-    complete_desc(vi, d, VIP_STATUS_OP_SEND, cs.Length, false);
+    vipl::common::complete_descriptor(d, VIP_STATUS_OP_SEND); // complete_desc without the cost model
+    post_cq(vi, vi->send_cq, d, false);
     return true;
+}
+
+// Whether any VI has a doorbell pending (the MCP iteration would serve it first).
+// The first word (VIs 0-63, the only one in most programs) without the loop.
+inline bool Firmware::doorbell_pending() const {
+    if (active_[0].load(std::memory_order_relaxed)) return true;
+    const uint32_t words = vi_words_.load(std::memory_order_relaxed);
+    for (uint32_t w = 1; w < words; ++w)
+        if (active_[w].load(std::memory_order_relaxed)) return true;
+    return false;
 }
 
 // Nothing else for the firmware to do before this VI's next send: its queue
@@ -345,31 +360,41 @@ inline bool Firmware::direct_idle(const ViImpl *vi) const {
         vi->state.load(std::memory_order_relaxed) != ViState::Connected ||
         vi->flush_req.load(std::memory_order_relaxed) != vi->flush_done.load(std::memory_order_relaxed))
         return false;
-    const uint32_t words = vi_words_.load(std::memory_order_relaxed);
-    for (uint32_t w = 0; w < words; ++w)
-        if (active_[w].load(std::memory_order_relaxed)) return false;
-    return true;
+    return !doorbell_pending();
+}
+
+// A direct send the fast transmit did not take: onto the VI's transmit queue
+// and transmitted from there (tx_one: the checks, the spec's error statuses);
+// a send the wire FIFO had no room for stays queued, its VI marked active, and
+// the loop retries it.  In an owner section, direct_idle(vi).
+void Firmware::transmit_queued(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    auto &c = vi->fw;
+    c.txq[c.tx_tail % kMaxQueue] = TxEntry{.desc = d, .mh = mh};
+    ++c.tx_tail;
+    transmit(vi);
+    if (c.tx_next != c.tx_tail)
+        active_[vi->index / 64].store(active_[vi->index / 64].load(std::memory_order_relaxed) |
+                                          (1ull << (vi->index % 64)),
+                                      std::memory_order_relaxed);
+}
+
+// What the step would have done besides a direct send: housekeeping when due,
+// and the wire drained when a packet waits.
+[[gnu::always_inline]] inline void Firmware::direct_step_rest() {
+    if (housekeeping_due()) housekeeping();
+    if (rx_peek()) drain_wire();
 }
 
 // The send transmitted now (tx_fast, else through the VI's transmit queue),
-// then what the step would have done besides: housekeeping when due, and the
-// wire drained when a packet waits.  In an owner section, direct_idle(vi).
+// then what the step would have done besides.  In an owner section,
+// direct_idle(vi).
 [[gnu::always_inline]] inline void Firmware::direct_transmit(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     auto &c = vi->fw;
     VIPL_INSTR_BEGIN(t1);
-    const bool fast = fast_tx_ && c.tx_head == c.tx_tail && tx_fast(vi, d, mh);
+    const bool fast = fast_tx_ && c.tx_head == c.tx_tail && tx_fast<false>(vi, d, mh);
     VIPL_INSTR_END_IF(c_fw_tx, t1, fast);
-    if (!fast) {
-        c.txq[c.tx_tail % kMaxQueue] = TxEntry{.desc = d, .mh = mh};
-        ++c.tx_tail;
-        transmit(vi);
-        if (c.tx_next != c.tx_tail) // the wire FIFO was full: the loop retries it
-            active_[vi->index / 64].store(active_[vi->index / 64].load(std::memory_order_relaxed) |
-                                              (1ull << (vi->index % 64)),
-                                          std::memory_order_relaxed);
-    }
-    if (housekeeping_due()) housekeeping();
-    if (wire_peek(wire_, rank_, rx_head_)) drain_wire();
+    if (!fast) transmit_queued(vi, d, mh);
+    direct_step_rest();
 }
 
 // What a doorbell and the next MCP iteration would do for this send, when they
@@ -389,22 +414,39 @@ bool Firmware::send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     return true;
 }
 
+// tx_fast for send_alone, timed as the firmware's send when instrumentation
+// is on (kept out of line: off, the send pays one branch for it).
+__attribute__((noinline)) bool Firmware::tx_fast_timed(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    VIPL_INSTR_BEGIN(t1);
+    const bool fast = tx_fast<true>(vi, d, mh);
+    VIPL_INSTR_END_IF(c_fw_tx, t1, fast);
+    return fast;
+}
+
 // send_direct's work for a VI whose fixed conditions were checked when it
 // connected (ViImpl::send_fast: fast_tx_, its reliability level, no send
 // profile) and a caller that is the owner thread of an unshared inline
 // firmware (alone_on_owner_thread): the descriptor goes on the host's send
 // queue inside the same owner section, so the queue needs no post lock (a
 // second posting thread shares stepping first, which waits for this section
-// and turns every later post to the locked path).  Declined: nothing was
-// done, post_send's general path decides.
+// and turns every later post to the locked path).  The VI's transmit queue
+// empty (tx_head == tx_tail) is direct_idle's two conditions on it at once:
+// nothing untransmitted, and room.  Declined: nothing was done, post_send's
+// general path decides.
 Firmware::Sent Firmware::send_alone(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
     Stepper<Firmware>::OwnerSection owner(&run_);
-    if (__builtin_expect(!owner.alone() || backlog_pending_.load(std::memory_order_relaxed) ||
-                             vi->fw.tx_head != vi->fw.tx_tail || !direct_idle(vi),
+    const auto &c = vi->fw;
+    if (__builtin_expect(!owner.alone() || backlog_pending_.load(std::memory_order_relaxed) || c.tx_head != c.tx_tail ||
+                             !vi->bell_sq.empty() || vi->state.load(std::memory_order_relaxed) != ViState::Connected ||
+                             vi->flush_req.load(std::memory_order_relaxed) !=
+                                 vi->flush_done.load(std::memory_order_relaxed) ||
+                             doorbell_pending(),
                          0))
         return Sent::Declined;
     if (__builtin_expect(!vi->host_sq.post(d), 0)) return Sent::Full; // post clears Status
-    direct_transmit(vi, d, mh);
+    const bool fast = __builtin_expect(vipl_instr_timing, 0) ? tx_fast_timed(vi, d, mh) : tx_fast<true>(vi, d, mh);
+    if (__builtin_expect(!fast, 0)) transmit_queued(vi, d, mh);
+    direct_step_rest();
     return Sent::Done;
 }
 
@@ -426,7 +468,7 @@ void Firmware::housekeeping() {
     next_watch_ns_.store(now + 100'000'000, std::memory_order_relaxed); // every 100 ms
     // A peer whose process is gone: its VIs here break, once everything it sent
     // before it died has been taken off our FIFO.
-    if (wire_peek(wire_, rank_, rx_head_)) {
+    if (rx_peek()) {
         next_watch_ns_.store(now, std::memory_order_relaxed); // drain first, look again at the next housekeeping
         return;
     }
@@ -567,7 +609,7 @@ bool Firmware::thread_step() {
 // each futex timeout (2 ms); it keeps stepping instead, as it does for a VI
 // whose sends wait for room.
 bool Firmware::has_work() {
-    bool busy = backlog_pending_.load(std::memory_order_acquire) || wire_peek(wire_, rank_, rx_head_) != nullptr;
+    bool busy = backlog_pending_.load(std::memory_order_acquire) || rx_peek() != nullptr;
     for (auto &w : active_) busy = busy || w.load(std::memory_order_seq_cst) != 0;
     return busy;
 }

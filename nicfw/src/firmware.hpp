@@ -194,7 +194,10 @@ private:
         if (recv) d->CS.Length = length;
         vipl::common::complete_descriptor(d, status);
         if (__builtin_expect(cost_.on(), 0) && vipl_instr_enabled()) cost_arrived(vi, d, recv);
-        CqImpl *cq = recv ? vi->recv_cq : vi->send_cq;
+        post_cq(vi, recv ? vi->recv_cq : vi->send_cq, d, recv);
+    }
+    // The CQ entry of a completed descriptor, when its queue has a CQ.
+    void post_cq(ViImpl *vi, CqImpl *cq, VIP_DESCRIPTOR *d, bool recv) {
         if (cq && !cq->ring.push(CqEntry{vi->index, recv})) {
             // The spec makes CQ overrun a catastrophic error of the CQ.
             if (!cq->overrun.exchange(true)) report_error(vi, cq, d, VIP_RESOURCE_CQ, VIP_ERROR_CATASTROPHIC);
@@ -255,12 +258,19 @@ private:
     // completing on the wire): checked, transmitted and completed in one
     // pass, with no transmit-queue entry.  False: nothing was done (another
     // shape, a check failed, or the FIFO is full) and tx_one decides.
-    // (firmware.cpp, inlined into send_direct.)
+    // (firmware.cpp, inlined into send_direct and send_alone; `alone`:
+    // send_alone's, whose VI's connection fixed what it checks less.)
+    template <bool alone>
     bool tx_fast(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    bool tx_fast_timed(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh); // under instrumentation
     // send_direct and send_alone (firmware.cpp): nothing else to do before
-    // this VI's send, and the send transmitted with what a step adds.
+    // this VI's send, the send transmitted (fast, else queued), and what a
+    // step adds.
+    bool doorbell_pending() const;
     bool direct_idle(const ViImpl *vi) const;
     void direct_transmit(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    void transmit_queued(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    void direct_step_rest();
     static constexpr uint32_t kFastSegs = 2;
     // A plain staged send into a one-segment receive that passes every check:
     // placed and completed in one pass (rx.cpp, inlined into rx_packet_try).
@@ -395,6 +405,11 @@ private:
     uint32_t rr_cursor_ = 0;
 
     uint64_t rx_head_ = 0; // consumer position in our wire FIFO
+    // Our FIFO's slots and ring_slots() - 1, kept: every step and every
+    // direct send looks at the FIFO's head.
+    const Slot *rx_slots_ = nullptr;
+    uint64_t rx_mask_ = 0;
+    const PacketHeader *rx_peek() const { return wire_peek_at(rx_slots_, rx_mask_, rx_head_); }
     // SRAM: staging buffers for the host-DMA and link-DMA engines, and the
     // descriptor cache the firmware reads a fetched descriptor's segments from
     std::unique_ptr<unsigned char[]> sram_tx_;

@@ -61,6 +61,7 @@ Wire::Wire(const std::string &job, int nprocs, size_t ring_bytes) : nprocs_(npro
     if (nprocs < 1 || nprocs > 65535) throw std::runtime_error("nicfw: job size out of range 1..65535");
     slots_ = round_pow2(ring_bytes / kSlotBytes);
     if (slots_ < 1024) slots_ = 1024;
+    request_slots_ = slots_ - reply_headroom();
     stride_ = sizeof(RingCtl) + slots_ * kSlotBytes;
     bytes_ = stride_ * static_cast<size_t>(nprocs);
     void *p;
@@ -130,7 +131,7 @@ bool wire_reserve_general(Wire &w, int dst, uint32_t payload, TxSlot *out, bool 
                 ph->length = static_cast<uint32_t>(pad); // authoritative for pads (may exceed 16 bits)
                 reinterpret_cast<std::atomic<uint32_t> *>(&ph->tag)->store(tag_of(tail), std::memory_order_release);
             }
-            wire_take_reserved(w, dst, tail + pad, need, out);
+            wire_take_reserved(w, dst, c, tail + pad, need, out);
             if (__builtin_expect(w.die_after_reserves.load(std::memory_order_relaxed) != 0, 0) && !reply &&
                 w.die_after_reserves.fetch_sub(1, std::memory_order_relaxed) == 1)
                 raise(SIGKILL); // test hook: killed holding a reserved, unpublished slot

@@ -146,6 +146,9 @@ public:
     size_t ring_slots() const { return slots_; }
     size_t max_payload() const { return (slots_ / 4 - 1) * kSlotBytes - kHeaderBytes; }
     size_t reply_headroom() const { return slots_ / 4; }
+    // What a request may fill: ring_slots() - reply_headroom(), kept (every
+    // data packet's reservation compares with it).
+    uint64_t request_slots() const { return request_slots_; }
 
     RingCtl &ctl(int nic) { return *reinterpret_cast<RingCtl *>(base_ + nic * stride_); }
 
@@ -171,11 +174,16 @@ public:
     // Whether consumers may block on the FIFO's futex (firmware thread or agent);
     // when none can, publishing skips the fence and the sleeping check.
     bool consumers_may_sleep = true;
-    Slot *slots(int nic) { return reinterpret_cast<Slot *>(base_ + nic * stride_ + sizeof(RingCtl)); }
+    Slot *slots(int nic) { return slots_of(ctl(nic)); }
+    // The slots of the FIFO whose control is c (they follow it).
+    static Slot *slots_of(RingCtl &c) {
+        return reinterpret_cast<Slot *>(reinterpret_cast<unsigned char *>(&c) + sizeof(RingCtl));
+    }
 
 private:
     int nprocs_;
     size_t slots_;
+    uint64_t request_slots_;
     size_t stride_;
     size_t bytes_;
     unsigned char *base_ = nullptr;
@@ -227,10 +235,15 @@ inline bool packet_crc_ok(const PacketHeader *h, const unsigned char *payload);
 
 // Consumer side: the packet at head, if published; nullptr otherwise.  Inline:
 // the firmware looks at its FIFO on every step, and most looks find nothing.
-inline const PacketHeader *wire_peek(Wire &w, int me, uint64_t head) {
-    auto *h = reinterpret_cast<const PacketHeader *>(&w.slots(me)[head & (w.ring_slots() - 1)]);
+// wire_peek_at: the same, given the FIFO's slots and ring_slots() - 1 (what
+// its consumer keeps at hand instead of computing them per look).
+inline const PacketHeader *wire_peek_at(const Slot *ring, uint64_t mask, uint64_t head) {
+    auto *h = reinterpret_cast<const PacketHeader *>(&ring[head & mask]);
     const uint32_t tag = reinterpret_cast<const std::atomic<uint32_t> *>(&h->tag)->load(std::memory_order_acquire);
     return tag == tag_of(head) ? h : nullptr;
+}
+inline const PacketHeader *wire_peek(Wire &w, int me, uint64_t head) {
+    return wire_peek_at(w.slots(me), w.ring_slots() - 1, head);
 }
 // Whether a published header can be trusted to say how far to advance: a pad
 // must fill exactly to the ring's end, a packet must fit in the ring and in the
@@ -274,9 +287,9 @@ inline void prefetch_for_write(const void *p) {
 
 // The reservation of slots [pos, pos + need) is ours (the tail moved past
 // them): prefetch ahead when streaming, fill `out`, write nslots and the claim.
-inline void wire_take_reserved(Wire &w, int dst, uint64_t pos, uint64_t need, TxSlot *out) {
+inline void wire_take_reserved(Wire &w, int dst, RingCtl &c, uint64_t pos, uint64_t need, TxSlot *out) {
     const uint64_t cap = w.ring_slots();
-    Slot *s = w.slots(dst);
+    Slot *s = Wire::slots_of(c);
     // Ask for the slots the next packets will use, for writing, now: the
     // consumer read them a lap ago, so each is a line to take back from its
     // cache.  Taken here, that transfer overlaps this packet's work instead of
@@ -321,10 +334,10 @@ inline bool wire_reserve(Wire &w, int dst, uint32_t payload, TxSlot *out, bool r
         const uint64_t need = (kHeaderBytes + payload + kSlotBytes - 1) / kSlotBytes;
         uint64_t tail = c.tail.load(std::memory_order_relaxed);
         if ((tail & (cap - 1)) + need <= cap &&
-            tail + need - w.head_hint(dst).load(std::memory_order_acquire) <= cap - w.reply_headroom() &&
+            tail + need - w.head_hint(dst).load(std::memory_order_acquire) <= w.request_slots() &&
             w.die_after_reserves.load(std::memory_order_relaxed) == 0 &&
             c.tail.compare_exchange_strong(tail, tail + need, std::memory_order_acq_rel, std::memory_order_relaxed)) {
-            wire_take_reserved(w, dst, tail, need, out);
+            wire_take_reserved(w, dst, c, tail, need, out);
             return true;
         }
     }

@@ -11,7 +11,10 @@
 //  * a send on a VI that broke completes as flushed;
 //  * the shapes the fast transmit leaves to the firmware's queue (two
 //    segments, reliable reception) arrive whole;
-//  * a second thread posting to the VI between the first thread's sends.
+//  * a second thread posting to the VI between the first thread's sends;
+//  * sends the fast transmit declines on a check (segments that do not add
+//    up to Length, a segment outside registered memory) complete with the
+//    general path's status, between good sends that arrive.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -163,6 +166,36 @@ TEST_F(TxFast, SendOnABrokenViIsFlushed) {
 TEST_F(TxFast, OneAndTwoSegmentsArriveWhole) {
     ASSERT_NO_FATAL_FAILURE(connect(VIP_SERVICE_RELIABLE_DELIVERY));
     ASSERT_NO_FATAL_FAILURE(mixed_shapes());
+}
+
+// On an unreliable VI (a bad descriptor does not break it) a send whose
+// segments do not add up to its Length, and one whose segment lies outside
+// registered memory, fail the fast transmit's checks: the transmit queue's
+// path gives them the spec's status (FORMAT, PROTECTION), and the good sends
+// around them arrive, in order, the queue empty again after each.
+TEST_F(TxFast, DeclinedChecksGetTheGeneralStatus) {
+    ASSERT_NO_FATAL_FAILURE(connect(VIP_SERVICE_UNRELIABLE));
+    for (uint32_t i = 0; i < 3; ++i) NT_ASSERT_OK(VipPostRecv(b, recv_desc(kRecv0 + i), mem->mh()));
+    NT_ASSERT_OK(VipPostSend(a, send_desc(0, 20), mem->mh()));
+    VIP_DESCRIPTOR *bad_len = send_desc(1, 21);
+    bad_len->CS.Length = kLen + 1;
+    NT_ASSERT_OK(VipPostSend(a, bad_len, mem->mh()));
+    NT_ASSERT_OK(VipPostSend(a, send_desc(2, 22), mem->mh()));
+    VIP_DESCRIPTOR *bad_seg = send_desc(3, 23);
+    bad_seg->DS[0].Local.Data.Address = mem->p() + size_t(kSlots) * (64 + kLen); // just past the region
+    NT_ASSERT_OK(VipPostSend(a, bad_seg, mem->mh()));
+    NT_ASSERT_OK(VipPostSend(a, send_desc(4, 24), mem->mh()));
+    const uint32_t want[5] = {0, VIP_STATUS_FORMAT_ERROR, 0, VIP_STATUS_PROTECTION_ERROR, 0};
+    for (uint32_t i = 0; i < 5; ++i) {
+        VIP_DESCRIPTOR *d = nullptr;
+        NT_ASSERT_OK(VipSendWait(a, kWaitMs, &d));
+        ASSERT_EQ(d, desc(i));
+        EXPECT_EQ(d->CS.Status & VIP_STATUS_ERROR_MASK, want[i]) << "send " << i << std::hex << " " << d->CS.Status;
+    }
+    ASSERT_NO_FATAL_FAILURE(received(kRecv0, 20));
+    ASSERT_NO_FATAL_FAILURE(received(kRecv0 + 1, 22));
+    ASSERT_NO_FATAL_FAILURE(received(kRecv0 + 2, 24));
+    EXPECT_EQ(vi_state(a), VIP_STATE_CONNECTED);
 }
 
 // Reliable reception: every send waits for the target's Ack (no fast transmit).
