@@ -244,7 +244,8 @@ inline void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags,
     post_packet(l, s, handler, flags, stream, msg_len, len, len);
 }
 void rdma_target_arrived(Link *l, const PacketHeader *h, const RdmaTarget &t);
-bool wait_answer(Outbound *o); // until the receiver answered o's rendezvous; false if the link failed
+bool wait_answer(Outbound *o);     // until the receiver answered o's rendezvous; false if the link failed
+bool spin_for_answer(Outbound *o); // as long as the waiting policy spins; false if the link failed
 void reap_sends(Link *l);
 void try_send_credits(Link *l);
 int handler_id(const void *fn, bool buffer, unsigned *id);
