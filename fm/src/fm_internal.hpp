@@ -91,7 +91,7 @@ struct Outbound : FM_stream {
     uint32_t fill = 0;          // message bytes in the packet (copied or gathered)
     uint32_t copied = 0;        // of them, bytes copied into the slot's buffer (after the header)
     int nseg = 0;               // 0: the packet is the slot's buffer alone; else segs[0..nseg) (gather)
-    bool ended = false;         // the last packet went out already (FM_send_piece of the final bytes, gathered)
+    bool ended = false;         // the last packet went out already (the final bytes gathered, or RDMA-written)
     bool rv_wait = false;       // the first packet asked for a rendezvous: no byte more until the answer
     Seg segs[kMaxGatherSegs];
     // Layer interleaving: the receiver's buffer for message bytes [.., rdma_end).

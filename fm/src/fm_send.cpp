@@ -497,7 +497,7 @@ int FM_end_message(FM_stream *stream) {
     }
     if (o->sent != o->length)
         return fail(FM_ERR_STATE, "FM_end_message", "%u of the announced %u bytes were sent", o->sent, o->length);
-    if (o->ended) { // the final bytes were a gathered piece: their packet was the last
+    if (o->ended) { // the final bytes were gathered or RDMA-written: their packet was the last
         close_stream(o);
         return FM_OK;
     }
