@@ -91,7 +91,7 @@ struct Outbound : FM_stream {
     uint32_t fill = 0;          // message bytes in the packet (copied or gathered)
     uint32_t copied = 0;        // of them, bytes copied into the slot's buffer (after the header)
     int nseg = 0;               // 0: the packet is the slot's buffer alone; else segs[0..nseg) (gather)
-    bool ended = false;         // the last packet went out already (FM_send_piece of the final bytes, gathered)
+    bool ended = false;         // the last packet went out already (the final bytes gathered, or RDMA-written)
     bool rv_wait = false;       // the first packet asked for a rendezvous: no byte more until the answer
     Seg segs[kMaxGatherSegs];
     // Layer interleaving: the receiver's buffer for message bytes [.., rdma_end).
@@ -244,7 +244,8 @@ inline void post_packet(Link *l, chan::Slot *s, uint16_t handler, uint8_t flags,
     post_packet(l, s, handler, flags, stream, msg_len, len, len);
 }
 void rdma_target_arrived(Link *l, const PacketHeader *h, const RdmaTarget &t);
-bool wait_answer(Outbound *o); // until the receiver answered o's rendezvous; false if the link failed
+bool wait_answer(Outbound *o);     // until the receiver answered o's rendezvous; false if the link failed
+bool spin_for_answer(Outbound *o); // as long as the waiting policy spins; false if the link failed
 void reap_sends(Link *l);
 void try_send_credits(Link *l);
 int handler_id(const void *fn, bool buffer, unsigned *id);

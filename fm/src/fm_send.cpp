@@ -59,8 +59,9 @@ void flush(Outbound *o, bool last) {
     uint8_t flags = uint8_t((o->first ? kFirst : 0) | (last ? kLast : 0));
     // A long message opens with a rendezvous: its first packet asks the
     // receiver where the rest goes, and the sender waits for the answer
-    // before sending more (docs/fm.md, "Rendezvous").  One per link at a
-    // time; the others stream as packets.
+    // while the receiver is running, streaming packets when it is not
+    // (spin_for_answer).  One per link at a time; the others stream as
+    // packets.
     if (o->first && !last && g.rv_min && o->length >= g.rv_min && !o->link->rv_busy) {
         flags |= kRendezvous;
         o->rv_wait = true;
@@ -177,6 +178,20 @@ bool wait_answer(Outbound *o) {
     while (o->rv_wait) {
         if (o->link->dead) return false;
         progress_wait();
+    }
+    return true;
+}
+
+// Waits for o's rendezvous answer as long as the waiting policy would spin.
+// When it would give the CPU away instead, the receiver is evidently not
+// running: rather than yield, the caller streams the next packet of the
+// message and asks again (one poll) before each further one, so the round
+// trip overlaps copying (docs/fm.md, "Rendezvous").  False on a failed link.
+bool spin_for_answer(Outbound *o) {
+    while (o->rv_wait) {
+        if (o->link->dead) return false;
+        if (extract(FM_EXTRACT_ALL) > 0) vipl_wait::progress(g.wait);
+        else if (vipl_wait::idle(g.wait)) break;
     }
     return true;
 }
@@ -331,9 +346,14 @@ uint32_t rdma_piece(Outbound *o, const uint8_t *p, uint32_t len) {
         o->slot = nullptr;
         if (!m) m = acquire(l);
         if (!m) return 0;
-        post_packet(l, m, o->handler, kRdmaDone, o->id, o->length, o->sent - o->rdma_first, 0);
+        // A range that ends the message is also its last packet: no empty
+        // packet (one credit, one extraction) follows from FM_end_message.
+        const bool last = o->sent == o->length;
+        post_packet(l, m, o->handler, uint8_t(kRdmaDone | (last ? kLast : 0)), o->id, o->length,
+                    o->sent - o->rdma_first, 0);
         o->first = false;
         o->rdma = false;
+        o->ended = last;
     }
     return n;
 }
@@ -427,7 +447,7 @@ int FM_send_piece(FM_stream *stream, const void *buf, unsigned len) {
     if (g.gather_min && len >= g.gather_min) entry = g.regcache.acquire(p, len, &umh, [o] { reap_sends(o->link); });
     const bool gathered = entry != chan::RegCache::kNone; // else (small, or registration failed) copied
     while (len) {
-        if (o->rv_wait && !wait_answer(o)) break;
+        if (o->rv_wait && !spin_for_answer(o)) break;
         if (o->rdma && o->sent >= o->rdma_offset) {
             uint32_t n = rdma_piece(o, p, len);
             if (!n) break;
@@ -477,7 +497,7 @@ int FM_end_message(FM_stream *stream) {
     }
     if (o->sent != o->length)
         return fail(FM_ERR_STATE, "FM_end_message", "%u of the announced %u bytes were sent", o->sent, o->length);
-    if (o->ended) { // the final bytes were a gathered piece: their packet was the last
+    if (o->ended) { // the final bytes were gathered or RDMA-written: their packet was the last
         close_stream(o);
         return FM_OK;
     }
