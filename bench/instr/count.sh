@@ -120,8 +120,11 @@ want_ofi = sys.argv[7] == "1"
 
 def inclusive(path):
     """Function name -> inclusive Ir, from callgrind_annotate."""
+    # cwd "/": callgrind_annotate shortens file names relative to its working
+    # directory, and from inside the source tree of a -g build one function's
+    # cost would be split over two names.
     text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
-                          capture_output=True, text=True, check=True).stdout
+                          capture_output=True, text=True, check=True, cwd="/").stdout
     cost = {}
     for line in text.splitlines():
         m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?\S*?:(.+?) \[", line)
