@@ -356,11 +356,15 @@ inline bool Firmware::doorbell_pending() const {
 // and not being flushed, and no VI has a doorbell pending.  In an owner section.
 inline bool Firmware::direct_idle(const ViImpl *vi) const {
     const auto &c = vi->fw;
-    if (c.tx_next != c.tx_tail || c.tx_tail - c.tx_head >= kMaxQueue || !vi->bell_sq.empty() ||
-        vi->state.load(std::memory_order_relaxed) != ViState::Connected ||
-        vi->flush_req.load(std::memory_order_relaxed) != vi->flush_done.load(std::memory_order_relaxed))
-        return false;
-    return !doorbell_pending();
+    return c.tx_next == c.tx_tail && c.tx_tail - c.tx_head < kMaxQueue && direct_ready(vi);
+}
+
+// direct_idle's conditions besides the VI's transmit queue: its doorbell
+// empty, Connected, not being flushed, and no VI's doorbell pending.
+[[gnu::always_inline]] inline bool Firmware::direct_ready(const ViImpl *vi) const {
+    return vi->bell_sq.empty() && vi->state.load(std::memory_order_relaxed) == ViState::Connected &&
+        vi->flush_req.load(std::memory_order_relaxed) == vi->flush_done.load(std::memory_order_relaxed) &&
+        !doorbell_pending();
 }
 
 // A direct send the fast transmit did not take: onto the VI's transmit queue
@@ -437,10 +441,7 @@ Firmware::Sent Firmware::send_alone(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDL
     Stepper<Firmware>::OwnerSection owner(&run_);
     const auto &c = vi->fw;
     if (__builtin_expect(!owner.alone() || backlog_pending_.load(std::memory_order_relaxed) || c.tx_head != c.tx_tail ||
-                             !vi->bell_sq.empty() || vi->state.load(std::memory_order_relaxed) != ViState::Connected ||
-                             vi->flush_req.load(std::memory_order_relaxed) !=
-                                 vi->flush_done.load(std::memory_order_relaxed) ||
-                             doorbell_pending(),
+                             !direct_ready(vi),
                          0))
         return Sent::Declined;
     if (__builtin_expect(!vi->host_sq.post(d), 0)) return Sent::Full; // post clears Status

@@ -268,6 +268,7 @@ private:
     // step adds.
     bool doorbell_pending() const;
     bool direct_idle(const ViImpl *vi) const;
+    bool direct_ready(const ViImpl *vi) const;
     void direct_transmit(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     void transmit_queued(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     void direct_step_rest();
