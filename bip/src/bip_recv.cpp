@@ -78,7 +78,7 @@ int check_done(int *source, size_t *len) {
     if (source) *source = int(r.source);
     if (len) *len = r.len;
     const int rc = r.result;
-    r = RecvOp{};
+    reset_in_place(r);
     return rc < 0 ? rc : 1;
 }
 
@@ -94,7 +94,7 @@ int bip_irecv(int tag, void *buf, size_t maxlen) {
     if (g.recv.state != RecvState::kIdle)
         return fail(BIP_ERR_PENDING, fn, "a receive is already pending (one per process: bip_rwait it first)");
     RecvOp &r = g.recv;
-    r = RecvOp{};
+    reset_in_place(r);
     r.state = RecvState::kWaiting;
     r.tag = uint16_t(tag);
     r.buf = static_cast<uint8_t *>(buf);

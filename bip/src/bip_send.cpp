@@ -66,7 +66,7 @@ int start(const char *fn, int dest, int tag, const void *buf, size_t len) {
     if (g.send.state != SendState::kIdle)
         return fail(BIP_ERR_PENDING, fn, "a send is already pending (one per process: bip_swait it first)");
     SendOp &o = g.send;
-    o = SendOp{};
+    reset_in_place(o);
     o.link = g.tx[unsigned(dest)];
     o.dest = unsigned(dest);
     o.tag = uint16_t(tag);
@@ -86,7 +86,7 @@ int start(const char *fn, int dest, int tag, const void *buf, size_t len) {
 int done_result(int *rc) {
     if (g.send.state != SendState::kDone) return 0;
     *rc = g.send.result;
-    g.send = SendOp{};
+    reset_in_place(g.send);
     return 1;
 }
 
