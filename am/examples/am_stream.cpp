@@ -6,8 +6,10 @@
 // answers every request with an AM_Reply1 (the paper's workload, [Begel01]
 // §7.4: "send requests must be acknowledged by a reply"; docs/cost-model.md).
 // With `xfer=BYTES` every message is an AM_RequestXferAsync1 of BYTES from
-// AMVIA_AllocMem memory into rank 1's segment (AM's bulk path, as logp's
-// bandwidth step): time per transfer and the bandwidth.  With `get=BYTES`
+// AMVIA_AllocMem memory into rank 1's segment, AMVIA_AllocMem memory too
+// (AM_STREAM_HEAP_SEG=1: heap) (AM's bulk path, as logp's bandwidth step):
+// time per transfer, the bandwidth, and per message the AM_ERR_IN_USE answers
+// and the endpoint's credit and send-slot stalls.  With `get=BYTES`
 // rank 0 instead streams AM_GetXfer1 of BYTES from rank 1's segment into its
 // own (a request rank 1's layer answers with a long reply; docs/am.md, "Get").
 //
