@@ -6,8 +6,10 @@
 // answers every request with an AM_Reply1 (the paper's workload, [Begel01]
 // §7.4: "send requests must be acknowledged by a reply"; docs/cost-model.md).
 // With `xfer=BYTES` every message is an AM_RequestXferAsync1 of BYTES from
-// AMVIA_AllocMem memory into rank 1's segment (AM's bulk path, as logp's
-// bandwidth step): time per transfer and the bandwidth.  With `get=BYTES`
+// AMVIA_AllocMem memory into rank 1's segment, AMVIA_AllocMem memory too
+// (AM_STREAM_HEAP_SEG=1: heap) (AM's bulk path, as logp's bandwidth step):
+// time per transfer, the bandwidth, and per message the AM_ERR_IN_USE answers
+// and the endpoint's credit and send-slot stalls.  With `get=BYTES`
 // rank 0 instead streams AM_GetXfer1 of BYTES from rank 1's segment into its
 // own (a request rank 1's layer answers with a long reply; docs/am.md, "Get").
 //
@@ -72,7 +74,10 @@ int main(int argc, char **argv) {
     AM_SetHandler(ep, kSink, reinterpret_cast<amx_handler_fn_t>(sink_handler));
     AM_SetHandler(ep, kConfirm, reinterpret_cast<amx_handler_fn_t>(confirm_handler));
     AM_SetHandler(ep, kAck, reinterpret_cast<amx_handler_fn_t>(ack_handler));
-    std::vector<char> seg(size_t(xfer > 0 ? xfer : 1));
+    std::vector<char> heap_seg;
+    char *seg = nullptr; // the segment: AMVIA_AllocMem memory (AM_STREAM_HEAP_SEG=1: heap)
+    const char *heap_env = std::getenv("AM_STREAM_HEAP_SEG");
+    const bool heap = heap_env && std::strcmp(heap_env, "1") == 0;
     char *src = nullptr;
     if (xfer > 0) {
         if (xfer > long(AM_MaxLong())) {
@@ -80,13 +85,19 @@ int main(int argc, char **argv) {
             AM_SPMDExit(2);
         }
         AM_SetHandler(ep, kSink, reinterpret_cast<amx_handler_fn_t>(xfer_handler));
-        if (AM_SetSeg(ep, seg.data(), seg.size()) != AM_OK) AM_SPMDExit(1);
+        if (!heap) seg = static_cast<char *>(AMVIA_AllocMem(size_t(xfer)));
+        if (!seg) {
+            heap_seg.assign(size_t(xfer), 0);
+            seg = heap_seg.data();
+        }
+        if (AM_SetSeg(ep, seg, size_t(xfer)) != AM_OK) AM_SPMDExit(1);
         src = static_cast<char *>(AMVIA_AllocMem(size_t(xfer)));
         if (!src) src = static_cast<char *>(std::malloc(size_t(xfer))); // plain memory: cross-memory attach
         std::memset(src, 'x', size_t(xfer));
-        if (get && rank == 1) std::memset(seg.data(), 'x', seg.size()); // what rank 0 gets
+        if (get && rank == 1) std::memset(seg, 'x', size_t(xfer)); // what rank 0 gets
     }
     AM_SPMDBarrier();
+    long in_use = 0; // AM_ERR_IN_USE answers in the current round (xfer=BYTES)
     for (int r = 0; r < rounds; r++) {
         if (rank == 0) {
             const double t0 = now_ns();
@@ -101,10 +112,14 @@ int main(int argc, char **argv) {
                 }
                 AM_Request1(ep, 1, kConfirm, 0);
             } else if (xfer > 0) {
+                AMVIA_ResetEndpointStatistics(ep);
                 for (long i = 0; i < n; i++) {
                     int rc;
-                    while ((rc = AM_RequestXferAsync1(ep, 1, 0, kSink, src, size_t(xfer), int32_t(i))) == AM_ERR_IN_USE)
+                    while ((rc = AM_RequestXferAsync1(ep, 1, 0, kSink, src, size_t(xfer), int32_t(i))) ==
+                           AM_ERR_IN_USE) {
+                        in_use++;
                         AM_Poll(eb);
+                    }
                     if (rc != AM_OK) AM_SPMDExit(1);
                 }
             } else {
@@ -116,10 +131,17 @@ int main(int argc, char **argv) {
             if (get)
                 std::printf("%.1f ns per AM_GetXfer1 of %ld bytes, %.0f MB/s (%ld messages, round %d)\n", ns, xfer,
                             double(xfer) * 1e3 / ns, n, r + 1);
-            else if (xfer > 0)
+            else if (xfer > 0) {
+                amvia_stats_t st;
+                AMVIA_GetEndpointStatistics(ep, &st);
                 std::printf("%.1f ns per AM_RequestXferAsync1 of %ld bytes, %.0f MB/s (%ld messages, round %d)\n", ns,
                             xfer, double(xfer) * 1e3 / ns, n, r + 1);
-            else std::printf("g = %.1f ns per AM_Request1 (%ld messages, round %d)\n", ns, n, r + 1);
+                // Events per message (the same on a loaded machine): why the stream waits.
+                std::printf("  per message: %.2f AM_ERR_IN_USE retries, %.2f credit stalls, %.2f send-slot stalls\n",
+                            double(in_use) / double(n), double(st.CreditStalls) / double(n),
+                            double(st.SendSlotStalls) / double(n));
+                in_use = 0;
+            } else std::printf("g = %.1f ns per AM_Request1 (%ld messages, round %d)\n", ns, n, r + 1);
         } else if (rank == 1 && get) {
             while (g_confirms < r + 1) AM_Poll(eb);
         } else if (rank == 1) {

@@ -297,7 +297,13 @@ static inline int long_target_ready(ep_t ep, const Translation &t, Channel *c, h
     // MaxTransferSize): post_rdma waits for slots as pieces complete.
     slots = std::min(slots, int(c->nsend()));
     if (async && (!c->has_credit() || c->free_sends() < uint32_t(slots))) {
-        poll_bundle(ep->eb, true);
+        // A long message takes two send slots (its RDMA write and its notice)
+        // and a poll reaps one send completion, so a stream that only polls
+        // when refused would be refused for slots once per message: with the
+        // credit in hand, reap every completion there is, and poll only if
+        // that was not enough.  (Without it the poll is the one chance.)
+        if (c->has_credit() && c->free_sends() < uint32_t(slots)) reap_sends(ep->eb, int(c->nsend()));
+        if (!c->has_credit() || c->free_sends() < uint32_t(slots)) poll_bundle(ep->eb, true);
         if (l->state != LinkState::Up || !c->has_credit() || c->free_sends() < uint32_t(slots)) {
             if (!c->has_credit()) ep->stats.CreditStalls++;
             else if (l->state == LinkState::Up) ep->stats.SendSlotStalls++;

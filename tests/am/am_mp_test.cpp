@@ -320,6 +320,68 @@ TEST_F(AmMp, LongMessagesLandAtTheirOffsets) {
     EXPECT_EQ(replies, 0);
 }
 
+// Many asynchronous long messages in flight at once, across 4 KiB and 32 KiB
+// (1 byte below, at, above), from AMVIA_AllocMem and plain memory, each from
+// a source of its own into a target range of its own, sent without waiting
+// for any handler: every byte lands, each handler runs exactly once, in the
+// order the messages were sent (a link is one ordered VI).
+TEST_F(AmMp, ManyLongMessagesInFlight) {
+    const int right = (me + 1) % np, left = (me + np - 1) % np;
+    const size_t sizes[] = {4095, 4096, 4097, 32767, 32768, 32769};
+    constexpr size_t kSizes = sizeof sizes / sizeof sizes[0];
+    const int n = scale(96, 24);
+    std::vector<size_t> len(static_cast<size_t>(n)), off(static_cast<size_t>(n));
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        len[size_t(i)] = sizes[size_t(i) % kSizes];
+        off[size_t(i)] = total + size_t(i % 7); // odd offsets, disjoint ranges
+        total = off[size_t(i)] + len[size_t(i)];
+    }
+    ASSERT_LE(total, kSegLen);
+    std::vector<int> times_run(size_t(n), 0);
+    int got = 0, errors = 0, out_of_order = 0;
+    g_on[kBulkReq] = [&](const Received &r) {
+        const int i = r.args[0];
+        if (i < 0 || i >= n) {
+            errors++;
+            return;
+        }
+        out_of_order += i != got;
+        times_run[size_t(i)]++;
+        got++;
+        const uintptr_t at = uintptr_t(static_cast<uint8_t *>(r.buf) - g_seg);
+        errors += at != off[size_t(i)] || r.nbytes != len[size_t(i)];
+        errors += mismatches(r.buf, r.nbytes, uint32_t(i * 131 + left)) != 0;
+    };
+    start();
+    // Half the sources in AMVIA_AllocMem memory (one memcpy on nicfw), half
+    // in plain memory (cross-memory attach): a source of its own per message,
+    // untouched until its handler has run.
+    auto *shm = static_cast<uint8_t *>(AMVIA_AllocMem(total));
+    ASSERT_NE(shm, nullptr);
+    std::vector<uint8_t> plain(total);
+    for (int i = 0; i < n; i++) {
+        uint8_t *src = (i % 2 ? shm : plain.data()) + off[size_t(i)];
+        fill(src, len[size_t(i)], uint32_t(i * 131 + me));
+        int rc;
+        while ((rc = AM_RequestXferAsync3(ep, right, off[size_t(i)], kHBulkReq + 3, src, len[size_t(i)], int32_t(i),
+                                          int32_t(off[size_t(i)]), int32_t(len[size_t(i)]))) == AM_ERR_IN_USE)
+            AM_Poll(eb);
+        ASSERT_EQ(rc, AM_OK) << "message " << i;
+    }
+    ASSERT_TRUE(poll_until(eb, [&] { return got >= n; })) << got << " of " << n << " handled";
+    ASSERT_EQ(AM_SPMDBarrier(), AM_OK); // every handler everywhere has run: the sources are free
+    EXPECT_EQ(errors, 0);
+    EXPECT_EQ(out_of_order, 0);
+    EXPECT_EQ(got, n);
+    for (int i = 0; i < n; i++) {
+        EXPECT_EQ(times_run[size_t(i)], 1) << "message " << i;
+        EXPECT_EQ(mismatches(g_seg + off[size_t(i)], len[size_t(i)], uint32_t(i * 131 + left)), 0u)
+            << "message " << i << " after every handler ran";
+    }
+    EXPECT_EQ(AMVIA_FreeMem(shm), AM_OK);
+}
+
 // Long messages across nicfw's single-copy crossover (VIPL_NICFW_DMA_MIN,
 // default 64 KiB: 1 byte below, at, above) and at AM_MaxLong(), at odd
 // offsets, from plain memory (cross-memory attach) and from AMVIA_AllocMem

@@ -9,10 +9,10 @@
 //   o_r               the one AM_Poll that runs the waiting request's handler
 //   bulk              AM_RequestXferAsync4 of n bytes into the peer's segment
 //                     (LOGP_AM_BLOCKING_XFER=1: AM_RequestXfer4), from
-//                     AMVIA_AllocMem memory (on nicfw one memcpy from the
-//                     single-copy crossover on); above AM_MaxLong() (1 MB) a
-//                     message is several requests of AM_MaxLong() bytes at
-//                     consecutive segment offsets
+//                     AMVIA_AllocMem memory into an AMVIA_AllocMem segment
+//                     (on nicfw one memcpy by the sender's NIC); above
+//                     AM_MaxLong() (1 MB) a message is several requests of
+//                     AM_MaxLong() bytes at consecutive segment offsets
 //   breakdown         the round trip above (Table 3: a short request-reply)
 #include "am.h"
 #include "breakdown.hpp"
@@ -187,7 +187,13 @@ private:
     eb_t eb_ = nullptr;
     ep_t ep_ = nullptr;
     bool init_ = false;
-    std::vector<char> seg_;
+    // The segment: AMVIA_AllocMem memory, as ucp_put_bw's target is
+    // ucp_mem_map'd and VI's and Split-C's are VipxAllocMem memory (on nicfw
+    // the sender's NIC then writes it with one memcpy); LOGP_AM_PLAIN_SEG=1:
+    // heap memory (on nicfw cross-memory attach or the target NIC's pull).
+    char *seg_ = nullptr;
+    bool seg_allocated_ = false;
+    std::vector<char> seg_plain_;
     char *src_ = nullptr; // AMVIA_AllocMem memory, else src_plain_
     // LOGP_AM_BLOCKING_XFER=1: the bulk stream uses the blocking AM_RequestXfer4
     // (each transfer waits until the target's NIC has read the source).
@@ -201,7 +207,7 @@ private:
     double reply_ns_ = 0; // send path inside the last timed probe receive (instrumented series)
 };
 
-AmLayer::AmLayer(const Job &job, const LayerOptions &opt, int layout) : layout_(layout), seg_(kSegBytes) {
+AmLayer::AmLayer(const Job &job, const LayerOptions &opt, int layout) : layout_(layout) {
     if (!opt.device.empty()) setenv("VIASTACK_AM_NIC", opt.device.c_str(), 0); // the NIC AM_Init opens
     g_sunk = 0;
     g_echoed = 0;
@@ -215,7 +221,14 @@ AmLayer::AmLayer(const Job &job, const LayerOptions &opt, int layout) : layout_(
         check(AM_AllocateBundle(AM_SEQ, &eb_), "AM_AllocateBundle");
         en_t mine{};
         check(AM_AllocateEndpoint(eb_, &ep_, &mine), "AM_AllocateEndpoint");
-        check(AM_SetSeg(ep_, seg_.data(), seg_.size()), "AM_SetSeg");
+        const char *plain_seg = std::getenv("LOGP_AM_PLAIN_SEG");
+        if (!plain_seg || std::strcmp(plain_seg, "1") != 0) seg_ = static_cast<char *>(AMVIA_AllocMem(kSegBytes));
+        seg_allocated_ = seg_ != nullptr;
+        if (!seg_) {
+            seg_plain_.assign(kSegBytes, 0);
+            seg_ = seg_plain_.data();
+        }
+        check(AM_SetSeg(ep_, seg_, kSegBytes), "AM_SetSeg");
         // The bulk source: memory the NIC moves with one memcpy (as ucp_mem_map'd
         // memory is for UCX's puts); plain memory if the provider has none.
         // LOGP_AM_PLAIN_SOURCE=1: plain heap memory instead (cross-memory attach on nicfw).
@@ -255,6 +268,8 @@ AmLayer::~AmLayer() {
     eb_ = nullptr;
     if (src_allocated_) AMVIA_FreeMem(src_);
     src_allocated_ = false;
+    if (seg_allocated_) AMVIA_FreeMem(seg_); // its endpoint is gone
+    seg_allocated_ = false;
     if (init_) AM_Terminate();
     init_ = false;
 }
