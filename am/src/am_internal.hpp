@@ -142,6 +142,33 @@ inline MsgHeader *msg_of(Slot *s) { return reinterpret_cast<MsgHeader *>(s->buf)
 // The counters the channel times AM's steps with (Table 3 of Begel et al.).
 VIASTACK_CHANNEL_INSTR(kInstr, "am", true);
 
+// Instrumentation (vipl_instr.h) costs a message's send and receive one
+// branch when it is off: each path tests instr_timing() once and runs its
+// timed or its untimed instantiation (template parameter Timed), whose
+// AMVIA_TIME_* scopes and channel steps are compiled out.
+inline bool instr_timing() {
+#if VIASTACK_INSTR_COMPILED
+    return __builtin_expect(vipl_instr_timing, 0);
+#else
+    return false;
+#endif
+}
+#if VIASTACK_INSTR_COMPILED
+#define AMVIA_TIME_BEGIN(timed, t)                                                                                     \
+    const uint64_t t = (timed) && __builtin_expect(vipl_instr_timing, 0) ? vipl_instr_begin_() : 0
+#define AMVIA_TIME_END(timed, var, t)                                                                                  \
+    do {                                                                                                               \
+        if (timed) VIPL_INSTR_END(var, t);                                                                             \
+    } while (0)
+#else
+#define AMVIA_TIME_BEGIN(timed, t)                                                                                     \
+    do {                                                                                                               \
+    } while (0)
+#define AMVIA_TIME_END(timed, var, t)                                                                                  \
+    do {                                                                                                               \
+    } while (0)
+#endif
+
 enum class LinkState : uint8_t { Pending, Up, Dead };
 
 struct Link {
@@ -253,7 +280,7 @@ struct Token {
     ep_t ep;
     Channel *ch; // channel the message arrived on (null for local errors)
     MsgHeader *msg;
-    en_t source; // for local errors without a link
+    en_t source; // for local errors without a link (unset when ch is set)
     uint8_t is_request;
     uint8_t replied;
 };
@@ -391,7 +418,6 @@ void poll_bundle(eb_t eb, bool run_requests);
 void poll_link(Link *l, bool run_requests);
 int reap_sends(eb_t eb, int max); // returns how many it recycled
 void call_error_handler(ep_t ep, int status, op_t opcode, Token *t);
-void repost_recv(Channel *c, Slot *s);
 void pending_reserve(eb_t eb, size_t capacity);
 SegInfo current_seg(ep_t ep);
 // Deregisters retired segments every connected peer has moved past; true when none is left.

@@ -69,12 +69,13 @@ void call_error_handler(ep_t ep, int status, op_t opcode, Token *t) {
 }
 
 // Runs a user handler for message m (already checked); returns nothing.
+template <bool Timed>
 static inline void dispatch(amx_handler_fn_t fn, Token *t, MsgHeader *m, void *buf) {
 #if VIASTACK_INSTR_COMPILED
     // th: the scope the host-CPU model stretches (vipl_instr.h; a reply sent
     // from the handler is nested scopes of its own); t0: the count, less the reply.
     uint64_t t0 = 0, nested0 = 0, th = 0;
-    if (__builtin_expect(vipl_instr_timing, 0)) {
+    if (Timed && __builtin_expect(vipl_instr_timing, 0)) {
         th = vipl_instr_begin_();
         if (vipl_instr_enabled()) {
             nested0 = ts.nested_send_cycles;
@@ -97,7 +98,7 @@ static inline void dispatch(amx_handler_fn_t fn, Token *t, MsgHeader *m, void *b
     ts.live_token = outer;
 #if VIASTACK_INSTR_COMPILED
     // "Act on message" is the handler's own work: its reply is counted by the send counters.
-    if (__builtin_expect(vipl_instr_timing, 0)) {
+    if (Timed && __builtin_expect(vipl_instr_timing, 0)) {
         vipl_instr_end_(&c_act, th, 0, VIPL_SCOPE_LAYER);
         if (vipl_instr_enabled() && t0)
             vipl_instr_add(&c_act, vipl_instr_now() - t0 - (ts.nested_send_cycles - nested0));
@@ -157,9 +158,26 @@ static inline op_t opcode_of(const MsgHeader *m) {
     return op_t(((m->flags & kFlagRequest) ? AM_REQUEST_M : AM_REPLY_M) + int(msg_category(m)));
 }
 
-void repost_recv(Channel *c, Slot *s) {
-    VIP_RETURN rc = c->repost_recv(s, kInstr);
-    if (AMVIA_UNLIKELY(rc != VIP_SUCCESS)) link_fail(c->link, VipxReturnString(rc));
+[[gnu::cold, gnu::noinline]] static void repost_failed(Channel *c, VIP_RETURN rc) {
+    link_fail(c->link, VipxReturnString(rc));
+}
+
+// Inline: one call (VipPostRecv) per message rather than two.
+template <bool Timed>
+static inline void repost_recv(Channel *c, Slot *s) {
+    VIP_RETURN rc = c->repost_recv<Timed>(s, kInstr);
+    if (AMVIA_UNLIKELY(rc != VIP_SUCCESS)) repost_failed(c, rc);
+}
+
+// A token for a message that came on channel c.  Its source is left unset:
+// it is read only for local errors (no channel), whose tokens are built in
+// local_error.
+static inline void init_token(Token &t, ep_t ep, Channel *c, MsgHeader *m, uint8_t is_request) {
+    t.ep = ep;
+    t.ch = c;
+    t.msg = m;
+    t.is_request = is_request;
+    t.replied = 0;
 }
 
 // A request whose handler did not reply: its credit goes back with the next
@@ -180,12 +198,14 @@ static inline void return_credit_later(Token *t) {
     send_system_reply(t, kSysCredit, rest);
 }
 
-static void run_request(Slot *s) {
-    VIPL_INSTR_BEGIN(t0);
+template <bool Timed>
+[[gnu::always_inline]] static inline void run_request_body(Slot *s) {
+    AMVIA_TIME_BEGIN(Timed, t0);
     Channel *c = channel_of(s);
     ep_t ep = c->link->ep;
     MsgHeader *m = msg_of(s);
-    Token t{ep, c, m, {}, 1, 0};
+    Token t;
+    init_token(t, ep, c, m, 1);
     ep->stats.RequestsReceived[msg_category(m)]++;
     int status = 0;
     tag_t etag = ep->tag;
@@ -193,20 +213,28 @@ static void run_request(Slot *s) {
     amx_handler_fn_t fn = ep->handlers[m->handler];
     if (AMVIA_UNLIKELY(!fn || m->handler == 0) && !status) status = EBADHANDLER;
     void *buf = status ? nullptr : message_data(ep, c, m, &status);
-    VIPL_INSTR_END(c_read, t0);
+    AMVIA_TIME_END(Timed, c_read, t0);
     if (AMVIA_UNLIKELY(status)) {
         send_system_reply(&t, kSysReturned, uint32_t(status) | uint32_t(opcode_of(m)) << 8);
     } else {
-        dispatch(fn, &t, m, buf);
+        dispatch<Timed>(fn, &t, m, buf);
         if (!t.replied) return_credit_later(&t);
     }
-    repost_recv(c, s);
+    repost_recv<Timed>(c, s);
 }
 
-static void run_reply(Channel *c, MsgHeader *m) {
-    VIPL_INSTR_BEGIN(t0);
+// A request: dispatch, handler, the receive reposted; timed or not (one branch).
+static void run_request(Slot *s) {
+    if (AMVIA_UNLIKELY(instr_timing())) run_request_body<true>(s);
+    else run_request_body<false>(s);
+}
+
+template <bool Timed>
+[[gnu::always_inline]] static inline void run_reply_body(Channel *c, MsgHeader *m) {
+    AMVIA_TIME_BEGIN(Timed, t0);
     ep_t ep = c->link->ep;
-    Token t{ep, c, m, {}, 0, 0};
+    Token t;
+    init_token(t, ep, c, m, 0);
     if (AMVIA_UNLIKELY(m->flags & kFlagSystem)) {
         if (m->sys == kSysReturned) {
             call_error_handler(ep, int(m->nbytes & 0xff), op_t(m->nbytes >> 8), &t);
@@ -240,9 +268,15 @@ static void run_reply(Channel *c, MsgHeader *m) {
     amx_handler_fn_t fn = ep->handlers[m->handler];
     if (AMVIA_UNLIKELY(!fn || m->handler == 0)) status = EBADHANDLER;
     void *buf = status ? nullptr : message_data(ep, c, m, &status);
-    VIPL_INSTR_END(c_read, t0);
+    AMVIA_TIME_END(Timed, c_read, t0);
     if (AMVIA_UNLIKELY(status)) call_error_handler(ep, status, opcode_of(m), &t);
-    else dispatch(fn, &t, m, buf);
+    else dispatch<Timed>(fn, &t, m, buf);
+}
+
+// A reply: the layer's own or the user's handler; timed or not (one branch).
+static void run_reply(Channel *c, MsgHeader *m) {
+    if (AMVIA_UNLIKELY(instr_timing())) run_reply_body<true>(c, m);
+    else run_reply_body<false>(c, m);
 }
 
 // Layer-internal requests: handled at once (they run no user code), answered
@@ -307,8 +341,9 @@ static void run_pending(eb_t eb) {
     }
 }
 
+template <bool Timed>
 static inline void handle_message(eb_t eb, Slot *s, bool run_requests) {
-    VIPL_INSTR_BEGIN(t0);
+    AMVIA_TIME_BEGIN(Timed, t0);
     Channel *c = channel_of(s);
     Link *l = c->link;
     if (AMVIA_UNLIKELY(s->desc.CS.Status & VIP_STATUS_ERROR_MASK)) {
@@ -321,14 +356,14 @@ static inline void handle_message(eb_t eb, Slot *s, bool run_requests) {
     if (AMVIA_UNLIKELY(m->flags & kCreditMask)) c->return_credits(int(msg_carried_credits(m)));
     if (!(m->flags & kFlagRequest)) {
         c->return_credits(1); // every reply returns one request credit
-        VIPL_INSTR_END(c_process, t0);
+        AMVIA_TIME_END(Timed, c_process, t0);
         run_reply(c, m);
-        repost_recv(c, s);
+        repost_recv<Timed>(c, s);
         return;
     }
     if (AMVIA_UNLIKELY(m->flags & kFlagSystem)) {
         run_system_request(c, m);
-        repost_recv(c, s);
+        repost_recv<true>(c, s);
         return;
     }
     if (!run_requests) { // inside a handler: queue it (deadlock/atomicity rule)
@@ -336,15 +371,16 @@ static inline void handle_message(eb_t eb, Slot *s, bool run_requests) {
         eb->pending_count++;
         return;
     }
-    VIPL_INSTR_END(c_process, t0);
+    AMVIA_TIME_END(Timed, c_process, t0);
     run_request(s);
 }
 
 static inline void receive_from(eb_t eb, VIP_VI_HANDLE vi, bool run_requests) {
     VIP_DESCRIPTOR *d;
     VIP_RETURN rc = chan::Channel::recv_done(vi, &d, kInstr);
-    if (AMVIA_LIKELY(rc == VIP_SUCCESS)) handle_message(eb, chan::slot_of(d), run_requests);
-    // else: an entry of a VI destroyed since (AM_FreeEndpoint); nothing to do
+    if (AMVIA_UNLIKELY(rc != VIP_SUCCESS)) return; // an entry of a VI destroyed since (AM_FreeEndpoint)
+    if (AMVIA_UNLIKELY(instr_timing())) handle_message<true>(eb, chan::slot_of(d), run_requests);
+    else handle_message<false>(eb, chan::slot_of(d), run_requests);
 }
 
 int reap_sends(eb_t eb, int max) {

@@ -26,6 +26,34 @@ static inline op_t opcode_of(bool request, Category cat) {
     return op_t((request ? AM_REQUEST_M : AM_REPLY_M) + int(cat));
 }
 
+// Copies nargs arguments: a jump to one fixed-size copy (a move or two)
+// instead of a loop of one 4-byte move per argument.  Only a returned
+// request's count comes from a peer unchecked; above 16 it is copied as sent.
+static inline void copy_args(int32_t *dst, const int32_t *src, unsigned nargs) {
+    static_assert(AMVIA_MAX_SHORT == 16, "the cases below cover 0..16 arguments");
+    switch (nargs) {
+    case 0: return;
+    case 1: std::memcpy(dst, src, 4); return;
+    case 2: std::memcpy(dst, src, 8); return;
+    case 3: std::memcpy(dst, src, 12); return;
+    case 4: std::memcpy(dst, src, 16); return;
+    case 5: std::memcpy(dst, src, 20); return;
+    case 6: std::memcpy(dst, src, 24); return;
+    case 7: std::memcpy(dst, src, 28); return;
+    case 8: std::memcpy(dst, src, 32); return;
+    case 9: std::memcpy(dst, src, 36); return;
+    case 10: std::memcpy(dst, src, 40); return;
+    case 11: std::memcpy(dst, src, 44); return;
+    case 12: std::memcpy(dst, src, 48); return;
+    case 13: std::memcpy(dst, src, 52); return;
+    case 14: std::memcpy(dst, src, 56); return;
+    case 15: std::memcpy(dst, src, 60); return;
+    case 16: std::memcpy(dst, src, 64); return;
+    default:
+        for (unsigned i = 0; i < nargs; i++) dst[i] = src[i];
+    }
+}
+
 // Writes the header and arguments; returns the message length so far.
 static inline uint32_t build_header(MsgHeader *m, uint8_t flags, handler_t h, int nargs, uint8_t sys, uint32_t nbytes,
                                     tag_t tag, const int32_t *args) {
@@ -35,20 +63,20 @@ static inline uint32_t build_header(MsgHeader *m, uint8_t flags, handler_t h, in
     m->sys = sys;
     m->nbytes = nbytes;
     m->tag = tag;
-    int32_t *a = msg_args(m);
-    for (int i = 0; i < nargs; i++) a[i] = args[i];
+    copy_args(msg_args(m), args, unsigned(nargs));
     return uint32_t(sizeof(MsgHeader)) + args_bytes(unsigned(nargs));
 }
 
 // Hands a filled slot to the NIC.  Every message carries back what credits it
 // can of those this side owes the peer (channel.hpp); a request that took the
 // last credit asks for the peer's at once (kFlagCreditsOut).
+template <bool Timed = true>
 static inline int post_slot(Channel *c, Slot *s, uint32_t len) {
     MsgHeader *m = msg_of(s);
     if (AMVIA_UNLIKELY(c->owed())) m->flags |= uint8_t(c->take_owed(kMaxCarriedCredits) << kCreditShift);
     if ((m->flags & kFlagRequest) && AMVIA_UNLIKELY(!c->has_credit())) m->flags |= kFlagCreditsOut;
     chan::Channel::set_message(s, len);
-    VIP_RETURN rc = c->post_send(s, kInstr);
+    VIP_RETURN rc = c->post_send<Timed>(s, kInstr);
     if (AMVIA_LIKELY(rc == VIP_SUCCESS)) return AM_OK;
     c->untake_send(s);
     c->eb->sends_outstanding--;
@@ -178,11 +206,11 @@ int refresh_peer_info(Link *l, bool want_bounce, bool async) {
 
 // Builds a request or reply in a send slot: header, then the medium payload or
 // the long message's destination offset.  Returns the message length.
-template <Category C>
+template <Category C, bool Timed>
 static inline uint32_t build_message(Slot *s, bool request, handler_t h, int nargs, tag_t tag, const int32_t *args,
                                      const void *src, size_t nbytes, uintptr_t off, uint32_t gen = 0,
                                      bool no_data = false) {
-    VIPL_INSTR_BEGIN(t1);
+    AMVIA_TIME_BEGIN(Timed, t1);
     MsgHeader *m = msg_of(s);
     uint32_t len = build_header(m, flags_of(request, C, false), h, nargs, kSysNone, uint32_t(nbytes), tag, args);
     if constexpr (C == kMedium) {
@@ -195,7 +223,7 @@ static inline uint32_t build_message(Slot *s, bool request, handler_t h, int nar
         std::memcpy(reinterpret_cast<uint8_t *>(m) + len, &tr, sizeof tr);
         len += uint32_t(sizeof tr);
     }
-    VIPL_INSTR_END(c_build, t1);
+    AMVIA_TIME_END(Timed, c_build, t1);
     return len;
 }
 
@@ -256,6 +284,7 @@ struct LongSend {
 template <Category C>
 AMVIA_COLD static int refuse_request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes, uintptr_t off,
                                      bool async, int nargs, const int32_t *args) {
+    if (g.init_count == 0) return AM_ERR_NOT_INIT;
     const CallDesc d{true, C, async, nargs, ep, dest, nullptr, h, src, nbytes, off};
     char buf[160];
     if (!valid_ep(ep)) return fail_call(AM_ERR_BAD_ARG, d, "ep is not an endpoint from AM_AllocateEndpoint");
@@ -378,11 +407,12 @@ static inline int post_long_data(ep_t ep, int dest, const Translation &t, Channe
     return AM_OK;
 }
 
-template <Category C>
+template <Category C, bool Timed>
 [[gnu::always_inline]] static inline int request_body(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
                                                       uintptr_t off, bool async, int nargs, const int32_t *args) {
-    VIPL_INSTR_BEGIN(t0);
-    if (AMVIA_UNLIKELY(g.init_count == 0)) return AM_ERR_NOT_INIT;
+    AMVIA_TIME_BEGIN(Timed, t0);
+    // Not initialised: no endpoint is valid (AM_Terminate frees them all), so
+    // refuse_request sees it first.
     if (AMVIA_UNLIKELY(!valid_ep(ep) || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
                        (C == kMedium && nbytes > AMVIA_MAX_MEDIUM) || (C == kLong && nbytes > AMVIA_MAX_LONG) ||
                        (nbytes && !src) || (nargs && !args) || unsigned(dest) >= ep->xlate.size()))
@@ -432,10 +462,10 @@ template <Category C>
         if (rc != AM_OK) return rc;
     }
     Slot *s = take_slot(c);
-    VIPL_INSTR_END(c_bookkeeping, t0);
+    AMVIA_TIME_END(Timed, c_bookkeeping, t0);
 
-    const uint32_t len = build_message<C>(s, true, h, nargs, t.tag, args, src, nbytes, off, target.gen, no_data);
-    int rc = post_slot(c, s, len);
+    const uint32_t len = build_message<C, Timed>(s, true, h, nargs, t.tag, args, src, nbytes, off, target.gen, no_data);
+    int rc = post_slot<Timed>(c, s, len);
     if (AMVIA_UNLIKELY(rc != AM_OK)) {
         c->return_credits(1);
         return unreachable(ep, t, C, h, nargs, args, rc);
@@ -444,21 +474,23 @@ template <Category C>
     return AM_OK;
 }
 
-// An AM_PAR bundle's request: the body under the bundle's lock.  Out of line,
-// so that AM_SEQ's inlined body carries no guard.
+// A request while instrumentation is on, or on an AM_PAR bundle (the body
+// under the bundle's lock).  Out of line, so that AM_SEQ's inlined untimed
+// body carries neither a guard nor a timer.
 template <Category C>
-[[gnu::noinline]] static int request_locked(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes,
-                                            uintptr_t off, bool async, int nargs, const int32_t *args) {
+[[gnu::noinline]] static int request_slow(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes, uintptr_t off,
+                                          bool async, int nargs, const int32_t *args) {
+    if (!valid_ep(ep) || !ep->eb->par) return request_body<C, true>(ep, dest, h, src, nbytes, off, async, nargs, args);
     BundleGuard hold(ep->eb);
-    return request_body<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
+    return request_body<C, true>(ep, dest, h, src, nbytes, off, async, nargs, args);
 }
 
 template <Category C>
 static inline int request(ep_t ep, int dest, handler_t h, const void *src, size_t nbytes, uintptr_t off, bool async,
                           int nargs, const int32_t *args) {
-    if (AMVIA_UNLIKELY(valid_ep(ep) && ep->eb->par))
-        return request_locked<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
-    return request_body<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
+    if (AMVIA_UNLIKELY(instr_timing() || (valid_ep(ep) && ep->eb->par)))
+        return request_slow<C>(ep, dest, h, src, nbytes, off, async, nargs, args);
+    return request_body<C, false>(ep, dest, h, src, nbytes, off, async, nargs, args);
 }
 
 #if VIASTACK_INSTR_COMPILED
@@ -473,42 +505,58 @@ struct NestedSendTimer {
 struct NestedSendTimer {};
 #endif
 
+static_assert(sizeof(MsgHeader) + 4 * AMVIA_MAX_SHORT <= kShortBuf);
+
+// Why a reply is refused (reply() found its token, its arguments or its
+// handler's state wrong), checked in the order the errors are reported.
 template <Category C>
-static inline int reply(void *token, handler_t h, const void *src, size_t nbytes, uintptr_t off, int nargs,
-                        const int32_t *args) {
-    NestedSendTimer nested;
-    VIPL_INSTR_BEGIN(t0);
+AMVIA_COLD static int refuse_reply(Token *t, handler_t h, const void *src, size_t nbytes, uintptr_t off, int nargs,
+                                   const int32_t *args) {
+    const CallDesc d{false, C, false, nargs, nullptr, 0, t, h, src, nbytes, off};
+    char buf[160];
+    if (!t || t != ts.live_token || !t->ch)
+        return fail_call(AM_ERR_BAD_ARG, d, "token is not the token of a handler that is running");
+    if (const char *why = bad_args(d, buf, sizeof buf)) return fail_call(AM_ERR_BAD_ARG, d, "%s", why);
+    if (nargs && !args) return fail_call(AM_ERR_BAD_ARG, d, "args is NULL with nargs %d > 0", nargs);
+    if (!t->is_request)
+        return fail_call(AM_ERR_BAD_ARG, d, "called from a reply handler: only request handlers may reply");
+    return fail_call(AM_ERR_BAD_ARG, d, "this request handler already replied: a request gets at most one reply");
+}
+
+template <Category C>
+AMVIA_COLD static int reply_too_big(Token *t, handler_t h, const void *src, size_t nbytes, uintptr_t off, int nargs,
+                                    uint32_t need) {
+    return fail_call(AM_ERR_BAD_ARG, CallDesc{false, C, false, nargs, nullptr, 0, t, h, src, nbytes, off},
+                     "AMVIAv1: a %u-byte reply does not fit the request's VI (%u-byte buffers); "
+                     "replies travel on their request's VI: reply with a short message, or use "
+                     "the v3 layout",
+                     need, t->ch->bufsize());
+}
+
+template <Category C, bool Timed>
+[[gnu::always_inline]] static inline int reply_body(void *token, handler_t h, const void *src, size_t nbytes,
+                                                    uintptr_t off, int nargs, const int32_t *args) {
+    struct NoTimer {};
+    std::conditional_t<Timed, NestedSendTimer, NoTimer> nested;
+    (void)nested;
+    AMVIA_TIME_BEGIN(Timed, t0);
     auto *t = static_cast<Token *>(token);
     // The token is compared with the running handler's before it is read: a
     // kept (stale) or made-up token is refused, never dereferenced.
     if (AMVIA_UNLIKELY(!t || t != ts.live_token || !t->ch || unsigned(nargs) > AMVIA_MAX_SHORT || h == 0 ||
                        (C == kMedium && nbytes > AMVIA_MAX_MEDIUM) || (C == kLong && nbytes > AMVIA_MAX_LONG) ||
-                       (nbytes && !src) || (nargs && !args))) {
-        const CallDesc d{false, C, false, nargs, nullptr, 0, token, h, src, nbytes, off};
-        char buf[160];
-        if (!t || t != ts.live_token || !t->ch)
-            return fail_call(AM_ERR_BAD_ARG, d, "token is not the token of a handler that is running");
-        if (const char *why = bad_args(d, buf, sizeof buf)) return fail_call(AM_ERR_BAD_ARG, d, "%s", why);
-        return fail_call(AM_ERR_BAD_ARG, d, "args is NULL with nargs %d > 0", nargs);
-    }
-    const CallDesc call{false, C, false, nargs, nullptr, 0, token, h, src, nbytes, off};
-    if (AMVIA_UNLIKELY(!t->is_request))
-        return fail_call(AM_ERR_BAD_ARG, call, "called from a reply handler: only request handlers may reply");
-    if (AMVIA_UNLIKELY(t->replied))
-        return fail_call(AM_ERR_BAD_ARG, call,
-                         "this request handler already replied: a request gets at most one reply");
+                       (nbytes && !src) || (nargs && !args) || !t->is_request || t->replied))
+        return refuse_reply<C>(t, h, src, nbytes, off, nargs, args);
     Channel *c = t->ch;
     const bool bounce = C == kMedium && nbytes > kInlineMedium;
-    uint32_t need = uint32_t(sizeof(MsgHeader)) + args_bytes(unsigned(nargs)) +
-        (C == kMedium     ? uint32_t(std::min<size_t>(nbytes, kInlineMedium))
-             : C == kLong ? uint32_t(sizeof(LongTrailer))
-                          : 0u);
-    if (AMVIA_UNLIKELY(need > c->bufsize()))
-        return fail_call(AM_ERR_BAD_ARG, call,
-                         "AMVIAv1: a %u-byte reply does not fit the request's VI (%u-byte buffers); "
-                         "replies travel on their request's VI: reply with a short message, or use "
-                         "the v3 layout",
-                         need, c->bufsize());
+    // A short reply (at most 16 + 64 bytes) fits every VI's buffers (kShortBuf).
+    if constexpr (C != kShort) {
+        const uint32_t need = uint32_t(sizeof(MsgHeader)) + args_bytes(unsigned(nargs)) +
+            (C == kMedium ? uint32_t(std::min<size_t>(nbytes, kInlineMedium)) : uint32_t(sizeof(LongTrailer)));
+        if (AMVIA_UNLIKELY(need > c->bufsize())) return reply_too_big<C>(t, h, src, nbytes, off, nargs, need);
+    }
+    // Built only on the error paths that name the call.
+    const auto call = [&] { return CallDesc{false, C, false, nargs, nullptr, 0, token, h, src, nbytes, off}; };
     Link *l = c->link;
     bool no_data = false;
     SegInfo target{};
@@ -523,7 +571,7 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
             // still does not fit, let the requester's layer return the reply.
             if (!l->seg_fresh) {
                 int rc = refresh_peer_info(l, false, false);
-                if (rc != AM_OK) return fail_call(rc, call, "the requester is unreachable");
+                if (rc != AM_OK) return fail_call(rc, call(), "the requester is unreachable");
             }
             l->seg_fresh = false;
             no_data = !seg_fits(l->seg, nbytes, off);
@@ -531,13 +579,13 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
         target = l->seg; // a copy, as in request()
         int rc = no_data ? AM_OK : post_rdma(c, target, src, nbytes, off, true);
         if (rc != AM_OK)
-            return fail_call(rc, call, "%s",
+            return fail_call(rc, call(), "%s",
                              rc == AM_ERR_RESOURCE ? regcache_last_error() : "the requester is unreachable");
     }
     if (AMVIA_UNLIKELY(bounce)) {
         int rc = send_bounce(c, false, h, nargs, t->msg->tag, args, src, nbytes);
         if (rc != AM_OK)
-            return fail_call(rc, call, "%s",
+            return fail_call(rc, call(), "%s",
                              rc == AM_ERR_RESOURCE ? regcache_last_error() : "the requester is unreachable");
         t->replied = 1;
         count_sent(t->ep, false, kMedium, nargs, nbytes,
@@ -547,16 +595,31 @@ static inline int reply(void *token, handler_t h, const void *src, size_t nbytes
     if (AMVIA_UNLIKELY(!c->has_free_send())) {
         t->ep->stats.SendSlotStalls++;
         int rc = wait_resources(c, 1, false, false);
-        if (rc != AM_OK) return fail_call(rc, call, "the requester is unreachable");
+        if (rc != AM_OK) return fail_call(rc, call(), "the requester is unreachable");
     }
     Slot *s = take_slot(c);
-    VIPL_INSTR_END(c_bookkeeping, t0);
+    AMVIA_TIME_END(Timed, c_bookkeeping, t0);
 
-    const uint32_t len = build_message<C>(s, false, h, nargs, t->msg->tag, args, src, nbytes, off, target.gen, no_data);
+    const uint32_t len =
+        build_message<C, Timed>(s, false, h, nargs, t->msg->tag, args, src, nbytes, off, target.gen, no_data);
     t->replied = 1;
-    int rc = post_slot(c, s, len);
+    int rc = post_slot<Timed>(c, s, len);
     if (AMVIA_LIKELY(rc == AM_OK)) count_sent(t->ep, false, C, nargs, nbytes, len, C == kLong && !no_data ? nbytes : 0);
     return rc;
+}
+
+// A reply while instrumentation is on: out of line, as request_slow.
+template <Category C>
+[[gnu::noinline]] static int reply_timed(void *token, handler_t h, const void *src, size_t nbytes, uintptr_t off,
+                                         int nargs, const int32_t *args) {
+    return reply_body<C, true>(token, h, src, nbytes, off, nargs, args);
+}
+
+template <Category C>
+static inline int reply(void *token, handler_t h, const void *src, size_t nbytes, uintptr_t off, int nargs,
+                        const int32_t *args) {
+    if (AMVIA_UNLIKELY(instr_timing())) return reply_timed<C>(token, h, src, nbytes, off, nargs, args);
+    return reply_body<C, false>(token, h, src, nbytes, off, nargs, args);
 }
 
 int send_system_request(ep_t ep, Link *l, uint8_t sys, const int32_t *args, int nargs, const void *payload,
