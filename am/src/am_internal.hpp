@@ -108,6 +108,23 @@ struct BounceTrailer {
     uint32_t pad;
 };
 
+// Whether a received message of `got` bytes holds everything its header
+// claims: at most AMVIA_MAX_SHORT arguments (the dispatch tables' bound), a
+// category that exists, and the arguments plus a medium's payload (or its
+// bounce trailer) or a long message's trailer inside the bytes that arrived.
+// A peer's library never sends less; a packet that does is malformed and must
+// not make the receiver read past it or call outside its tables.  System
+// messages use nbytes as a field of their own, so only their arguments count.
+inline bool msg_fits(const MsgHeader *m, uint32_t got) {
+    if (m->nargs > AMVIA_MAX_SHORT || msg_category(m) > kLong) return false;
+    uint64_t need = sizeof(MsgHeader) + args_bytes(m->nargs);
+    if (!(m->flags & kFlagSystem)) {
+        if (msg_category(m) == kMedium) need += (m->flags & kFlagBounce) ? sizeof(BounceTrailer) : m->nbytes;
+        else if (msg_category(m) == kLong) need += sizeof(LongTrailer);
+    }
+    return got >= need;
+}
+
 // Mediums up to kInlineMedium bytes travel in the message buffer (one
 // descriptor, the cheapest for small ones); larger ones, up to AMVIA_MAX_MEDIUM, by RDMA into
 // the receiver's bounce ring, so message buffers and small-message costs do

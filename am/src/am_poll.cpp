@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -341,6 +342,16 @@ static void run_pending(eb_t eb) {
     }
 }
 
+// A message that does not hold what its header claims (msg_fits): the
+// peer's library is not ours or is broken; the link fails with what was wrong,
+// nothing is dispatched, the slot is not reposted.
+[[gnu::cold, gnu::noinline]] static void malformed(Link *l, const MsgHeader *m, uint32_t got) {
+    char why[160];
+    std::snprintf(why, sizeof why, "malformed message from the peer: %u bytes, %u arguments, category %u, nbytes %u",
+                  got, unsigned(m->nargs), unsigned(msg_category(m)), m->nbytes);
+    link_fail(l, why);
+}
+
 template <bool Timed>
 static inline void handle_message(eb_t eb, Slot *s, bool run_requests) {
     AMVIA_TIME_BEGIN(Timed, t0);
@@ -353,6 +364,10 @@ static inline void handle_message(eb_t eb, Slot *s, bool run_requests) {
     }
     if (AMVIA_UNLIKELY(l->state == LinkState::Pending)) link_try_up(l);
     MsgHeader *m = msg_of(s);
+    if (AMVIA_UNLIKELY(!msg_fits(m, s->desc.CS.Length))) {
+        malformed(l, m, s->desc.CS.Length);
+        return;
+    }
     if (AMVIA_UNLIKELY(m->flags & kCreditMask)) c->return_credits(int(msg_carried_credits(m)));
     if (!(m->flags & kFlagRequest)) {
         c->return_credits(1); // every reply returns one request credit
