@@ -16,6 +16,7 @@
 #include "descriptor_check.hpp"
 #include "errors.hpp"
 #include "host_dma.hpp"
+#include "nic.hpp"
 #include "packet_check.hpp"
 #include "protection.hpp"
 #include "vi_table.hpp"
@@ -435,20 +436,26 @@ __attribute__((noinline)) bool Firmware::tx_fast_timed(ViImpl *vi, VIP_DESCRIPTO
 // second posting thread shares stepping first, which waits for this section
 // and turns every later post to the locked path).  The VI's transmit queue
 // empty (tx_head == tx_tail) is direct_idle's two conditions on it at once:
-// nothing untransmitted, and room.  Declined: nothing was done, post_send's
-// general path decides.
-Firmware::Sent Firmware::send_alone(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
-    Stepper<Firmware>::OwnerSection owner(&run_);
-    const auto &c = vi->fw;
-    if (__builtin_expect(!owner.alone() || backlog_pending_.load(std::memory_order_relaxed) || c.tx_head != c.tx_tail ||
-                             !direct_ready(vi),
-                         0))
-        return Sent::Declined;
-    if (__builtin_expect(!vi->host_sq.post(d), 0)) return Sent::Full; // post clears Status
-    const bool fast = __builtin_expect(vipl_instr_timing, 0) ? tx_fast_timed(vi, d, mh) : tx_fast<true>(vi, d, mh);
-    if (__builtin_expect(!fast, 0)) transmit_queued(vi, d, mh);
-    direct_step_rest();
-    return Sent::Done;
+// nothing untransmitted, and room.  Declined: nothing was done, the VI's
+// general path decides (after the section: sections do not nest).  Errors
+// the send raised are delivered once the section ended, as host_poll would.
+VIP_RETURN Firmware::send_alone(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, GeneralPost general) {
+    {
+        Stepper<Firmware>::OwnerSection owner(&run_);
+        const auto &c = vi->fw;
+        if (__builtin_expect(!owner.alone() || backlog_pending_.load(std::memory_order_relaxed) ||
+                                 c.tx_head != c.tx_tail || !direct_ready(vi),
+                             0))
+            goto declined;
+        if (__builtin_expect(!vi->host_sq.post(d), 0)) return VIP_ERROR_RESOURCE; // full (post clears Status)
+        const bool fast = __builtin_expect(vipl_instr_timing, 0) ? tx_fast_timed(vi, d, mh) : tx_fast<true>(vi, d, mh);
+        if (__builtin_expect(!fast, 0)) transmit_queued(vi, d, mh);
+        direct_step_rest();
+    }
+    vi->hw->deliver_errors();
+    return VIP_SUCCESS;
+declined:
+    return (vi->*general)(d, mh);
 }
 
 // ---------------------------------------------------------------- faults and recovery

@@ -99,9 +99,12 @@ public:
     bool send_direct(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
     // send_direct for a VI whose fixed conditions allow it (ViImpl::send_fast),
     // called on the owner thread of an unshared inline firmware: the send is
-    // also put on the host's send queue, in the same owner section (firmware.cpp).
-    enum class Sent : uint8_t { Done, Full, Declined }; // Full: the send queue; Declined: nothing done
-    Sent send_alone(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
+    // also put on the host's send queue, in the same owner section, and the
+    // errors it raised delivered (firmware.cpp).  The post's result; declined,
+    // nothing was done and `general` (the VI's general post) takes the send,
+    // in a tail call, so that the caller keeps nothing across this one.
+    using GeneralPost = VIP_RETURN (ViImpl::*)(VIP_DESCRIPTOR *, VIP_MEM_HANDLE);
+    VIP_RETURN send_alone(ViImpl *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, GeneralPost general);
     // Sends of the short message's shape may take tx_fast (decided once).
     bool fast_tx() const { return fast_tx_; }
     void locked_step() { run_.locked_step(); } // one iteration, or a request to the thread running one

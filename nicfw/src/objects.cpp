@@ -72,16 +72,11 @@ void ViImpl::push_token(SpscRing<Token> &bell, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE
 // (send_fast) posted to by the thread that alone drives an inline firmware,
 // is one owner section in the firmware (send_alone): queued, transmitted and
 // completed with no post lock, doorbell or repeated check of what the VI's
-// connection fixed.  Everything else is post_send_general's.
+// connection fixed.  Everything else is post_send_general's (send_alone's
+// too when it declines).  Both are tail calls: this saves no registers.
 VIP_RETURN ViImpl::post_send(VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
-    if (__builtin_expect(send_fast.load(std::memory_order_relaxed) && hw->fw.alone_on_owner_thread(), 1)) {
-        const Firmware::Sent s = hw->fw.send_alone(this, d, mh);
-        if (__builtin_expect(s == Firmware::Sent::Done, 1)) {
-            hw->deliver_errors(); // what host_poll would have delivered
-            return VIP_SUCCESS;
-        }
-        if (s == Firmware::Sent::Full) return VIP_ERROR_RESOURCE; // work queue full
-    }
+    if (__builtin_expect(send_fast.load(std::memory_order_relaxed) && hw->fw.alone_on_owner_thread(), 1))
+        return hw->fw.send_alone(this, d, mh, &ViImpl::post_send_general);
     return post_send_general(d, mh);
 }
 
