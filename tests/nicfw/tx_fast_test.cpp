@@ -198,6 +198,39 @@ TEST_F(TxFast, DeclinedChecksGetTheGeneralStatus) {
     EXPECT_EQ(vi_state(a), VIP_STATE_CONNECTED);
 }
 
+// More 4 KiB sends than the 1 MiB loopback FIFO holds, then short ones: the
+// long sends are not the fast transmit's shape and wait on the VI's transmit
+// queue for room, and the short ones, which the fast transmit would take,
+// must queue behind them instead of overtaking.  Every send completes
+// without error and every message arrives whole, in posting order.
+TEST_F(TxFast, ShortSendsQueueBehindSendsWaitingForTheFifo) {
+    ASSERT_NO_FATAL_FAILURE(connect(VIP_SERVICE_RELIABLE_DELIVERY));
+    constexpr uint32_t kBig = 4096, kBigSends = 320, kSmallSends = 4, kSends = kBigSends + kSmallSends;
+    Buffers bufs(nic, tag, 2 * kSends, kBig);
+    NT_ASSERT_OK(bufs.rc());
+    const auto len_of = [&](uint32_t i) { return i < kBigSends ? kBig : kLen; };
+    for (uint32_t i = 0; i < kSends; ++i) NT_ASSERT_OK(VipPostRecv(b, bufs.recv(kSends + i), bufs.mh()));
+    for (uint32_t i = 0; i < kSends; ++i) {
+        fill(bufs.data(i), len_of(i), 100 + i);
+        NT_ASSERT_OK(VipPostSend(a, bufs.send(i, len_of(i)), bufs.mh())) << "send " << i;
+    }
+    for (uint32_t i = 0; i < kSends; ++i) {
+        VIP_DESCRIPTOR *d = nullptr;
+        NT_ASSERT_OK(VipSendWait(a, kWaitMs, &d));
+        ASSERT_EQ(d, bufs.desc(i));
+        EXPECT_EQ(d->CS.Status & VIP_STATUS_ERROR_MASK, 0u) << "send " << i;
+    }
+    for (uint32_t i = 0; i < kSends; ++i) {
+        VIP_DESCRIPTOR *d = nullptr;
+        NT_ASSERT_OK(VipRecvWait(b, kWaitMs, &d));
+        ASSERT_EQ(d, bufs.desc(kSends + i));
+        EXPECT_EQ(d->CS.Status & VIP_STATUS_ERROR_MASK, 0u) << "receive " << i;
+        ASSERT_EQ(d->CS.Length, len_of(i)) << "receive " << i;
+        EXPECT_TRUE(check(bufs.data(kSends + i), len_of(i), 100 + i)) << "message " << i;
+    }
+    EXPECT_EQ(vi_state(a), VIP_STATE_CONNECTED);
+}
+
 // Reliable reception: every send waits for the target's Ack (no fast transmit).
 TEST_F(TxFast, ReliableReceptionArrivesWhole) {
     ASSERT_NO_FATAL_FAILURE(connect(VIP_SERVICE_RELIABLE_RECEPTION));
