@@ -28,7 +28,8 @@ static inline op_t opcode_of(bool request, Category cat) {
 
 // Copies nargs arguments: a jump to one fixed-size copy (a move or two)
 // instead of a loop of one 4-byte move per argument.  Only a returned
-// request's count comes from a peer unchecked; above 16 it is copied as sent.
+// request's count comes from a peer, and msg_fits has bounded it to 16 on
+// arrival; the loop is for counts the cases do not name.
 static inline void copy_args(int32_t *dst, const int32_t *src, unsigned nargs) {
     static_assert(AMVIA_MAX_SHORT == 16, "the cases below cover 0..16 arguments");
     switch (nargs) {
