@@ -336,18 +336,23 @@ public:
     template <bool Timed = true>
     VIP_RETURN repost_recv(Slot *s, const Instr &in) {
         if constexpr (!Timed) {
-            s->desc.CS.Status = 0;
-            s->desc.CS.Length = layout_.bufsize;
+            reset_recv(s);
             return VipPostRecv(vi_, &s->desc, mh_);
         }
         VIPL_INSTR_BEGIN(t0);
-        s->desc.CS.Status = 0;
-        s->desc.CS.Length = layout_.bufsize;
+        reset_recv(s);
         VIASTACK_CHANNEL_TIME_END(in.recycle_recv, t0);
         VIPL_INSTR_BEGIN(t1);
         VIP_RETURN rc = VipPostRecv(vi_, &s->desc, mh_);
         VIASTACK_CHANNEL_TIME_END(in.post_recv, t1);
         return rc;
+    }
+
+    // A received slot made ready for the NIC again: status and length (its
+    // buffer segment is never changed on a receive slot).
+    void reset_recv(Slot *s) const {
+        s->desc.CS.Status = 0;
+        s->desc.CS.Length = layout_.bufsize;
     }
 
     // ---- what it is ------------------------------------------------------------
