@@ -399,13 +399,13 @@ void bundle_check_connecting(eb_t eb);
 bool en_equal(const en_t &a, const en_t &b);
 
 // ---- registration cache (am_regcache.cpp) ------------------------------------------
-// Finds or makes a registration covering [addr, addr+len) and pins it once;
-// returns the entry (release it with regcache_release), -2 for memory inside
-// an endpoint segment (nothing to release), or -1 on failure.
-int regcache_acquire(eb_t eb, const void *addr, size_t len, VIP_MEM_HANDLE *mh);
+// Finds or makes a registration covering [addr, addr+len) and pins it
+// `pins` times (one per descriptor that will read it); returns the entry
+// (release each pin with regcache_release), -2 for memory inside an endpoint
+// segment or a bounce ring (nothing to release), or -1 on failure.
+int regcache_acquire(eb_t eb, const void *addr, size_t len, VIP_MEM_HANDLE *mh, int pins);
 const char *regcache_last_error(); // why the last regcache_acquire returned -1
-void regcache_pin(int entry);
-void regcache_release(int entry);
+void regcache_release(int entry, int pins = 1);
 void regcache_clear();
 // Drops entries overlapping [addr, addr+len), memory the library is about to free.
 void regcache_forget(const void *addr, size_t len);

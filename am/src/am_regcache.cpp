@@ -24,7 +24,7 @@ std::recursive_mutex cache_lock;
 using Hold = std::lock_guard<std::recursive_mutex>;
 } // namespace
 
-int regcache_acquire(eb_t eb, const void *addr, size_t len, VIP_MEM_HANDLE *mh) {
+int regcache_acquire(eb_t eb, const void *addr, size_t len, VIP_MEM_HANDLE *mh, int pins) {
     const uintptr_t a = uintptr_t(addr);
     const size_t n = len ? len : 1;
     for (ep_t ep : eb->eps)
@@ -41,23 +41,22 @@ int regcache_acquire(eb_t eb, const void *addr, size_t len, VIP_MEM_HANDLE *mh) 
     Hold hold(cache_lock);
     cache.init(g.nic, g.ptag);
     // Every entry pinned: wait for RDMA writes to complete.
-    return cache.acquire(addr, len, mh, [eb] {
-        reap_sends(eb, 64);
-        poll_bundle(eb, ts.handler_depth == 0);
-    });
+    return cache.acquire(
+        addr, len, mh,
+        [eb] {
+            reap_sends(eb, 64);
+            poll_bundle(eb, ts.handler_depth == 0);
+        },
+        pins);
 }
 
 const char *regcache_last_error() {
     Hold hold(cache_lock);
     return cache.last_error();
 }
-void regcache_pin(int entry) {
+void regcache_release(int entry, int pins) {
     Hold hold(cache_lock);
-    cache.pin(entry);
-}
-void regcache_release(int entry) {
-    Hold hold(cache_lock);
-    cache.release(entry);
+    cache.release(entry, pins);
 }
 void regcache_forget(const void *addr, size_t len) {
     Hold hold(cache_lock);

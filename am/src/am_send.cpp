@@ -132,37 +132,38 @@ static int unreachable(ep_t ep, const Translation &t, Category cat, handler_t h,
 // (the RDMA descriptors completed): AM lets the caller reuse the source buffer
 // as soon as a blocking request returns.
 static int post_rdma(Channel *c, const SegInfo &seg, const void *src, size_t nbytes, uintptr_t off, bool wait_read) {
+    if (nbytes == 0) return AM_OK;
     eb_t eb = c->link->ep->eb;
     // A VI completes its sends in order: once the last piece is done, all are.
     Slot *last = nullptr;
     VIP_MEM_HANDLE lmh;
-    int ent = regcache_acquire(eb, src, nbytes, &lmh); // held until all chunks are posted
+    // One pin per descriptor, taken at once (the cache's lock once per
+    // message, not once per piece); each completion releases its piece's, and
+    // the pieces not posted are released below.
+    const int pieces = int((nbytes + g.max_chunk - 1) / g.max_chunk);
+    int ent = regcache_acquire(eb, src, nbytes, &lmh, pieces);
     if (ent == -1) return AM_ERR_RESOURCE;
-    int rc = AM_OK;
+    int rc = AM_OK, posted = 0;
     for (size_t done = 0; done < nbytes && rc == AM_OK;) {
         uint32_t n = uint32_t(std::min<size_t>(nbytes - done, g.max_chunk));
         if (!c->has_free_send() && (rc = wait_resources(c, 1, false, false)) != AM_OK) break;
         Slot *s = take_slot(c);
-        if (ent >= 0) {
-            regcache_pin(ent); // one pin per descriptor in flight
-            s->pin = ent;
-        }
+        s->pin = ent >= 0 ? ent : -1;
         VIP_RETURN vrc = c->post_rdma_write(s, seg.base + off + done, seg.handle,
                                             static_cast<const uint8_t *>(src) + done, lmh, n, kInstr);
         if (vrc != VIP_SUCCESS) {
-            // The slot is back on the free list; completion processing would
-            // have released its pin.
-            if (s->pin >= 0) regcache_release(s->pin);
+            // The slot is back on the free list: no completion will release its pin.
             s->pin = -1;
             eb->sends_outstanding--;
             link_fail(c->link, VipxReturnString(vrc));
             rc = AM_ERR_NOT_SENT;
         } else {
             last = s;
+            posted++;
         }
         done += n;
     }
-    if (ent >= 0) regcache_release(ent);
+    if (ent >= 0 && posted < pieces) regcache_release(ent, pieces - posted);
     // A slot is a plain send slot again (rdma == 0) once its RDMA completed.
     while (wait_read && last && last->rdma && c->link->state != LinkState::Dead) {
         reap_sends(eb, int(c->nsend()));

@@ -60,10 +60,13 @@ public:
     // failure (last_error() says why).  wait() is called, repeatedly, while
     // every entry is pinned: it should reap completed descriptors (whose
     // release() frees an entry).
+    // `pins`: pin it that many times at once (a caller that will post that
+    // many descriptors reading it, each released on its completion).
     template <class Wait>
-    int acquire(const void *addr, size_t len, VIP_MEM_HANDLE *mh, Wait &&wait) {
+    int acquire(const void *addr, size_t len, VIP_MEM_HANDLE *mh, Wait &&wait, int pins = 1) {
         for (;;) {
             int r = try_acquire(addr, len, mh);
+            if (r >= 0 && pins > 1) entries_[r].pins += pins - 1;
             if (r != kAllPinned) return r;
             wait();
         }
@@ -72,8 +75,8 @@ public:
     void pin(int entry) {
         if (entry >= 0) entries_[entry].pins++;
     }
-    void release(int entry) {
-        if (entry >= 0 && entries_[entry].pins > 0) entries_[entry].pins--;
+    void release(int entry, int pins = 1) {
+        if (entry >= 0) entries_[entry].pins = entries_[entry].pins > pins ? entries_[entry].pins - pins : 0;
     }
     // Drops entries overlapping [addr, addr+len): memory about to be freed.
     void forget(const void *addr, size_t len);
