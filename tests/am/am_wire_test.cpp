@@ -24,9 +24,7 @@ TEST(AmWire, ShortNeedsItsArguments) {
         const MsgHeader m = header(amvia::kFlagRequest | cat(amvia::kShort), n, 0);
         const uint32_t need = kHead + amvia::args_bytes(n);
         EXPECT_TRUE(amvia::msg_fits(&m, need)) << n;
-        if (need > kHead) {
-            EXPECT_FALSE(amvia::msg_fits(&m, need - 1)) << n;
-        }
+        if (need > kHead) { EXPECT_FALSE(amvia::msg_fits(&m, need - 1)) << n; }
     }
 }
 

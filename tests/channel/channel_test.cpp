@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -299,6 +300,45 @@ TEST_F(ChannelPair, RegistrationCacheHitsPinsEvictsAndForgets) {
     bad.init(nullptr, nullptr);
     EXPECT_EQ(bad.acquire(base, 1, &h, no_wait), RegCache::kNone);
     EXPECT_NE(std::string(bad.last_error()).find("VIP_INVALID_PARAMETER"), std::string::npos) << bad.last_error();
+    cache.clear();
+}
+
+// acquire(..., pins) pins the entry that many times at once (a layer posting
+// that many descriptors that read it): it stays pinned until as many
+// releases; release(entry, n) drops n at once.  With every other entry pinned,
+// a miss can take this entry only once its last pin is gone.
+TEST_F(ChannelPair, RegistrationCacheTakesSeveralPinsAtOnce) {
+    using viastack::channel::RegCache;
+    RegCache cache;
+    cache.init(vt::nic(), ptag);
+    const size_t page = 4096, n = RegCache::kEntries + 1;
+    std::vector<uint8_t> mem((n + 3) * page);
+    auto *base = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(mem.data()) + page - 1) & ~(page - 1));
+    VIP_MEM_HANDLE h;
+    int waits = 0;
+    auto no_wait = [&] { waits++; };
+    const int e0 = cache.acquire(base, 1, &h, no_wait, 3);
+    ASSERT_GE(e0, 0) << cache.last_error();
+    for (size_t i = 1; i < size_t(RegCache::kEntries); i++)
+        ASSERT_GE(cache.acquire(base + i * page, 1, &h, no_wait), 0);
+    cache.release(e0, 2); // one pin left: a miss must wait
+    int released_in_wait = 0;
+    int got = cache.acquire(base + n * page, 1, &h, [&] {
+        if (waits++ == 1) {
+            cache.release(e0); // the last pin
+            released_in_wait++;
+        }
+    });
+    EXPECT_EQ(released_in_wait, 1);
+    EXPECT_EQ(got, e0);
+    // More releases than pins leave it at none, not below: the next miss
+    // takes it at once.
+    cache.release(got, 5);
+    int again = -1;
+    EXPECT_NO_THROW(again = cache.acquire(base + (n + 1) * page, 1, &h, [] {
+        throw std::runtime_error("a miss waited: the entry is still pinned");
+    }));
+    EXPECT_EQ(again, got);
     cache.clear();
 }
 
