@@ -251,6 +251,17 @@ TEST_F(ChannelPair, DrainTakesBackWhatTheViHeld) {
     EXPECT_EQ(a.free_sends(), layout.nsend);
 }
 
+// n whole pages of heap memory for the registration cache tests (misses
+// register whole pages, so each page is an entry of its own).
+struct Pages {
+    static constexpr size_t kPage = 4096;
+    std::vector<uint8_t> mem;
+    uint8_t *base;
+    explicit Pages(size_t n)
+        : mem((n + 1) * kPage),
+          base(reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(mem.data()) + kPage - 1) & ~(kPage - 1))) {}
+};
+
 // The registration cache (regcache.hpp) on this process's NIC: a range inside
 // a cached registration is a hit on the same handle; misses register whole
 // pages; only unpinned entries are evicted (least recently used first), and
@@ -260,9 +271,9 @@ TEST_F(ChannelPair, RegistrationCacheHitsPinsEvictsAndForgets) {
     using viastack::channel::RegCache;
     RegCache cache;
     cache.init(vt::nic(), ptag);
-    const size_t page = 4096, n = RegCache::kEntries + 1;
-    std::vector<uint8_t> mem((n + 1) * page);
-    auto *base = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(mem.data()) + page - 1) & ~(page - 1));
+    const size_t page = Pages::kPage, n = RegCache::kEntries + 1;
+    Pages pages(n);
+    uint8_t *base = pages.base;
     int waits = 0;
     auto no_wait = [&] { waits++; };
     VIP_MEM_HANDLE h0, h;
@@ -311,9 +322,9 @@ TEST_F(ChannelPair, RegistrationCacheTakesSeveralPinsAtOnce) {
     using viastack::channel::RegCache;
     RegCache cache;
     cache.init(vt::nic(), ptag);
-    const size_t page = 4096, n = RegCache::kEntries + 1;
-    std::vector<uint8_t> mem((n + 3) * page);
-    auto *base = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(mem.data()) + page - 1) & ~(page - 1));
+    const size_t page = Pages::kPage, n = RegCache::kEntries + 1;
+    Pages pages(n + 2);
+    uint8_t *base = pages.base;
     VIP_MEM_HANDLE h;
     int waits = 0;
     auto no_wait = [&] { waits++; };
