@@ -56,12 +56,11 @@ public:
     }
 
     // Finds or makes a registration covering [addr, addr+len) and pins it
-    // once; returns the entry (release it with release()), or kNone on
-    // failure (last_error() says why).  wait() is called, repeatedly, while
-    // every entry is pinned: it should reap completed descriptors (whose
-    // release() frees an entry).
-    // `pins`: pin it that many times at once (a caller that will post that
-    // many descriptors reading it, each released on its completion).
+    // `pins` times (a caller that will post that many descriptors reading
+    // it, each released on its completion); returns the entry (release each
+    // pin with release()), or kNone on failure (last_error() says why).
+    // wait() is called, repeatedly, while every entry is pinned: it should
+    // reap completed descriptors (whose release() frees an entry).
     template <class Wait>
     int acquire(const void *addr, size_t len, VIP_MEM_HANDLE *mh, Wait &&wait, int pins = 1) {
         for (;;) {
